@@ -1,0 +1,227 @@
+import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { DataSource } from 'typeorm';
+import { createWorkerContext } from '../src/app.factory.js';
+import type { Actor } from '../src/common/auth/actor.js';
+import { JsonLogger } from '../src/common/logging/json-logger.js';
+import { loadConfig } from '../src/config/app-config.js';
+import { EmbeddedPostgres } from '../src/database/embedded-postgres.js';
+import { UsersService } from '../src/modules/auth/users.service.js';
+import { DocumentsService } from '../src/modules/documents/documents.service.js';
+import { ProjectsService } from '../src/modules/projects/projects.service.js';
+import { EMBEDDING_PROVIDER, toVectorLiteral, type EmbeddingProvider } from '../src/modules/rag/embeddings/embedding-provider.js';
+import { ChunkWriterService } from '../src/modules/rag/chunk-writer.service.js';
+import { RagSearchService } from '../src/modules/rag/rag-search.service.js';
+
+/**
+ * `npm run bench:rag -- [--chunks 100000] [--ingest-documents 50] [--queries 200] [--text ../shared/data/ir/scifact/corpus.jsonl]`
+ *
+ * 1. Ingest: synthetic documents (sentences of a real corpus, shuffled deterministically) are created
+ *    through DocumentsService and indexed by the real queue worker; chunks/s end to end.
+ *    Then a bulk load to the target size through the same ChunkWriterService, HNSW built once.
+ * 2. Search at that size: hybrid search through RagSearchService (visibility, BM25, HNSW, fusion,
+ *    hydration) against the bare `ORDER BY embedding <=> $1 LIMIT k` query alone, p50/p95 and the ratio;
+ *    keyword-only and vector-only searches are timed too, to show which half costs what.
+ * Uses DATABASE_URL / REDIS_URL when set, else an embedded PostgreSQL.
+ */
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const option = (name: string, fallback: string): string => {
+    const index = args.indexOf(`--${name}`);
+    return index >= 0 ? args[index + 1] : fallback;
+  };
+  const targetChunks = Number(option('chunks', '100000'));
+  const queryCount = Number(option('queries', '200'));
+  const textFile = resolve(option('text', join(__dirname, '..', '..', '..', 'shared', 'data', 'ir', 'scifact', 'corpus.jsonl')));
+  const topK = 10;
+  const log = (line: string): void => void process.stderr.write(`${line}\n`);
+
+  const sentences = readFileSync(textFile, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .flatMap((line) => (JSON.parse(line) as { text: string }).text.split(/(?<=\.)\s+/))
+    .filter((sentence) => sentence.length > 40);
+  let seed = 12345;
+  const random = (): number => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed / 2 ** 32;
+  };
+  const pick = (): string => sentences[Math.floor(random() * sentences.length)];
+
+  const dataDir = mkdtempSync(join(tmpdir(), 'atrium-bench-'));
+  const config = loadConfig({ ...process.env, DATA_DIR: dataDir, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', APP_ROLE: 'all' });
+  const embedded = config.database.url ? undefined : await EmbeddedPostgres.start(undefined);
+  const app = await createWorkerContext({ config, databaseUrl: config.database.url ?? embedded!.url, logger: new JsonLogger(config.logLevel) });
+  try {
+    const dataSource = app.get(DataSource);
+    if (args.includes('--search-only')) {
+      const [existing] = await dataSource.query(
+        `SELECT d.project_id, p.owner_id, count(c.id)::int AS chunks, count(DISTINCT d.id)::int AS documents
+         FROM document_chunks c JOIN documents d ON d.id = c.document_id JOIN projects p ON p.id = d.project_id
+         GROUP BY d.project_id, p.owner_id ORDER BY chunks DESC LIMIT 1`,
+      );
+      if (!existing) throw new Error('--search-only needs a database loaded by an earlier bench:rag run (DATABASE_URL)');
+      const actor: Actor = { userId: existing.owner_id, projectIds: null, repos: null };
+      await measureSearch(existing.project_id, actor, existing.documents, existing.chunks, null, null);
+      return;
+    }
+    const user = await app.get(UsersService).create({ email: `bench-${randomBytes(6).toString('hex')}@example.com`, password: randomBytes(12).toString('hex'), name: 'bench' });
+    const actor: Actor = { userId: user.id, projectIds: null, repos: null };
+    const project = await app.get(ProjectsService).create(actor, { name: 'rag bench' });
+    const documents = app.get(DocumentsService);
+
+    // ~40 chunks of ~1,000 characters per document.
+    const chunksPerDocument = 40;
+    const makeDocument = (d: number) => {
+      const paragraphs: string[] = [];
+      for (let p = 0; p < chunksPerDocument; p += 1) {
+        let paragraph = '';
+        while (paragraph.length < 850) paragraph += `${pick()} `;
+        paragraphs.push(paragraph.trim());
+      }
+      return { title: `Bench document ${d}: ${pick().slice(0, 60)}`, content: paragraphs.join('\n\n'), projectId: project.id, isPublic: d % 3 === 0 };
+    };
+    const countChunks = async (): Promise<{ finished: number; total: number; chunks: number }> => {
+      const [row] = await dataSource.query(
+        `SELECT count(*) FILTER (WHERE status IN ('indexed', 'failed'))::int AS finished, count(*)::int AS total, coalesce(sum(chunk_count), 0)::int AS chunks
+         FROM documents WHERE project_id = $1`,
+        [project.id],
+      );
+      return row;
+    };
+
+    // Phase 1, ingest throughput through the real path: documents created by the service, indexed by the
+    // queue worker (IndexingProcessor → IndexingJobRunner → chunker, embedder, SQL writes incl. HNSW).
+    const ingestDocuments = Number(option('ingest-documents', '50'));
+    const started = performance.now();
+    for (let d = 0; d < ingestDocuments; d += 1) await documents.createFromText(actor, makeDocument(d));
+    let progress = await countChunks();
+    while (progress.finished < progress.total) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      progress = await countChunks();
+    }
+    const ingestSeconds = (performance.now() - started) / 1000;
+    const ingest = { documents: ingestDocuments, chunks: progress.chunks, seconds: round(ingestSeconds), chunksPerSecond: round(progress.chunks / ingestSeconds) };
+    log(`ingest: ${JSON.stringify(ingest)}`);
+
+    // Phase 2, bulk load to the target size: the same ChunkWriterService in-process (no queue round trip per
+    // document), with the HNSW index built once at the end as one would for a bulk import.
+    const writer = app.get(ChunkWriterService);
+    const embedderForIndex = app.get<EmbeddingProvider>(EMBEDDING_PROVIDER);
+    const indexName = `document_chunks_embedding_hnsw_${embedderForIndex.dimensions}`;
+    await dataSource.query(`DROP INDEX IF EXISTS ${indexName}`);
+    const loadStarted = performance.now();
+    let chunks = progress.chunks;
+    for (let d = ingestDocuments; chunks < targetChunks; d += 1) {
+      const input = makeDocument(d);
+      const document = await documents.createFromText(actor, input);
+      const outcome = await writer.write({ id: document.id, title: document.title, sha256: document.sha256, text: input.content });
+      if (outcome.status !== 'stale') chunks += outcome.chunkCount;
+      if (d % 200 === 0) log(`bulk load: ${chunks} chunks, ${(chunks / ((performance.now() - loadStarted) / 1000)).toFixed(0)} chunks/s`);
+    }
+    const indexStarted = performance.now();
+    // One connection without the pool's 30 s statement timeout: building HNSW over 100k vectors takes minutes.
+    const runner = dataSource.createQueryRunner();
+    try {
+      await runner.query(`SET statement_timeout = 0`);
+      await runner.query(`SET maintenance_work_mem = '512MB'`);
+      await runner.query(
+        `CREATE INDEX IF NOT EXISTS ${indexName} ON document_chunks USING hnsw ((embedding::vector(${embedderForIndex.dimensions})) vector_cosine_ops) WHERE embedding_dims = ${embedderForIndex.dimensions}`,
+      );
+      await runner.query(`RESET statement_timeout`);
+    } finally {
+      await runner.release();
+    }
+    const bulk = { chunks, loadSeconds: round((performance.now() - loadStarted) / 1000), hnswBuildSeconds: round((performance.now() - indexStarted) / 1000) };
+    log(`bulk: ${JSON.stringify(bulk)}`);
+    // Let the worker drain the queued (now no-op) jobs of the bulk documents before measuring search.
+    progress = await countChunks();
+    while (progress.finished < progress.total) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      progress = await countChunks();
+    }
+    await dataSource.query(`ANALYZE document_chunks; ANALYZE rag_postings; ANALYZE rag_lexicon; ANALYZE documents`);
+    const documentCount = progress.total;
+
+    await measureSearch(project.id, actor, documentCount, progress.chunks, ingest, bulk);
+  } finally {
+    await app.close();
+    await embedded?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+
+  async function measureSearch(projectId: string, actor: Actor, documentCount: number, chunks: number, ingest: unknown, bulk: unknown): Promise<void> {
+    const dataSource = app.get(DataSource);
+    const embedder = app.get<EmbeddingProvider>(EMBEDDING_PROVIDER);
+    const search = app.get(RagSearchService);
+    const dims = embedder.dimensions;
+    const queries = Array.from({ length: queryCount }, () => pick().split(/\s+/).slice(0, 12).join(' '));
+    const bare: number[] = [];
+    const hybrid: number[] = [];
+    const keywordOnly: number[] = [];
+    const vectorOnly: number[] = [];
+    const bareQuery = `SELECT id FROM document_chunks WHERE embedding_dims = ${dims} ORDER BY embedding::vector(${dims}) <=> $1::vector(${dims}) LIMIT ${topK}`;
+    for (const query of queries.slice(0, 20)) {
+      await dataSource.query(bareQuery, [toVectorLiteral((await embedder.embed([query], 'query'))[0])]);
+      await search.searchVisible(actor, { query, projectId, topK, mode: 'hybrid' });
+    }
+    for (const query of queries) {
+      const vector = toVectorLiteral((await embedder.embed([query], 'query'))[0]);
+      let t0 = performance.now();
+      await dataSource.query(bareQuery, [vector]);
+      bare.push(performance.now() - t0);
+      t0 = performance.now();
+      await search.searchVisible(actor, { query, projectId, topK, mode: 'hybrid' });
+      hybrid.push(performance.now() - t0);
+      // The two halves of hybrid on their own, to see where the time goes.
+      t0 = performance.now();
+      await search.searchVisible(actor, { query, projectId, topK, mode: 'keyword' });
+      keywordOnly.push(performance.now() - t0);
+      t0 = performance.now();
+      await search.searchVisible(actor, { query, projectId, topK, mode: 'vector' });
+      vectorOnly.push(performance.now() - t0);
+    }
+    const stats = (values: number[]) => {
+      const sorted = [...values].sort((a, b) => a - b);
+      return { p50: round(sorted[Math.floor(sorted.length * 0.5)]), p95: round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))]) };
+    };
+    const bareStats = stats(bare);
+    const hybridStats = stats(hybrid);
+    process.stdout.write(
+      `${JSON.stringify(
+        {
+          database: embedded ? 'embedded (PGlite)' : 'postgres',
+          queue: config.redis.url ? 'redis' : 'postgres',
+          embeddings: embedder.key,
+          documents: documentCount,
+          chunks,
+          ingest,
+          bulk,
+          search: {
+            queries: queries.length,
+            topK,
+            bareVectorMs: bareStats,
+            hybridMs: hybridStats,
+            keywordModeMs: stats(keywordOnly),
+            vectorModeMs: stats(vectorOnly),
+            ratio: { p50: round(hybridStats.p50 / bareStats.p50), p95: round(hybridStats.p95 / bareStats.p95) },
+          },
+        },
+        null,
+        2,
+      )}\n`,
+    );
+  }
+}
+
+function round(value: number): number {
+  return Math.round(value * 100) / 100;
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

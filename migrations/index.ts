@@ -1,0 +1,16 @@
+import { Init1763700000000 } from './1763700000000-init.js';
+import { ProjectsDocuments1763701000000 } from './1763701000000-projects-documents.js';
+import { GithubRepositories1763790000008 } from './1763790000008-github-repositories.js';
+import { ApiKeys1763791000000 } from './1763791000000-api-keys.js';
+import { IdempotencyRecords1763791000001 } from './1763791000001-idempotency-records.js';
+import { Tasks1763791000002 } from './1763791000002-tasks.js';
+import { AgentRuns1763793000000 } from './1763793000000-agent-runs.js';
+import { Rag1763792000000 } from './1763792000000-rag.js';
+import { RagDropModelIndex1763794000000 } from './1763794000000-rag-drop-model-index.js';
+import { RagPostingsImpact1763795000000 } from './1763795000000-rag-postings-impact.js';
+
+/**
+ * Every migration, in order. Listed by class (not a glob) so the app, the CLI and the tests load the
+ * same set whether they run compiled JavaScript or TypeScript. Never edit a committed migration.
+ */
+export const ALL_MIGRATIONS = [Init1763700000000, ProjectsDocuments1763701000000, GithubRepositories1763790000008, ApiKeys1763791000000, IdempotencyRecords1763791000001, Tasks1763791000002, Rag1763792000000, AgentRuns1763793000000, RagDropModelIndex1763794000000, RagPostingsImpact1763795000000];

@@ -1,0 +1,664 @@
+// Atrium account page: sign in, manage personal API keys. Plain ES module, no build step.
+//
+// Secrets policy: the access token lives only in the `session` variable below (memory). It is never
+// written to localStorage, sessionStorage, cookies or the URL, so a reload signs the user out. A newly
+// created API key is held only in the "new key" panel until the user dismisses it.
+
+const SCOPE_GROUPS = [
+  {
+    label: 'Tasks',
+    scopes: [
+      { name: 'tasks:read', allows: 'List, statistics and search of tasks' },
+      { name: 'tasks:write', allows: 'Create, update and delete tasks' },
+    ],
+  },
+  {
+    label: 'Documents',
+    scopes: [
+      { name: 'docs:read', allows: 'List, search and detail of documents' },
+      { name: 'docs:write', allows: 'Create, update and delete documents' },
+    ],
+  },
+  {
+    label: 'GitHub',
+    scopes: [
+      { name: 'github:read', allows: 'Read commits, issues, pull requests and workflows' },
+      { name: 'github:write', allows: 'Create issues and write comments' },
+    ],
+  },
+];
+
+/** A read-only tool per read scope, for the curl example. */
+const EXAMPLE_TOOL = { 'tasks:read': 'list_tasks', 'docs:read': 'list_documents', 'github:read': 'list_repositories' };
+
+/** @type {{token: string, user: {id: string, email: string, name: string, role: string}} | null} */
+let session = null;
+/** Keys by id from the last list, for the delete dialog and the usage panel. */
+let keysById = new Map();
+
+const $ = (id) => {
+  const el = document.getElementById(id);
+  if (!el) throw new Error(`missing element #${id}`);
+  return el;
+};
+
+class ApiError extends Error {
+  constructor(status, code, message, details) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+}
+
+class SessionExpired extends Error {}
+
+/** Calls an Area B route and unwraps the envelope; a 401 ends the session and returns to the login form. */
+async function api(method, path, body) {
+  const headers = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (session) headers.Authorization = `Bearer ${session.token}`;
+  let res;
+  try {
+    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store' });
+  } catch {
+    throw new ApiError(0, 'NETWORK', 'Atrium cannot be reached; check your connection and try again.');
+  }
+  let payload = null;
+  try {
+    payload = await res.json();
+  } catch {
+    payload = null;
+  }
+  if (res.ok && payload && payload.success !== false) return payload.data;
+  const error = payload && payload.error ? payload.error : {};
+  const message = error.message || `Request failed (HTTP ${res.status})`;
+  if (res.status === 401 && session) {
+    endSession('Your session has expired. Please log in again.');
+    throw new SessionExpired(message);
+  }
+  throw new ApiError(res.status, error.code || 'HTTP_' + res.status, message, error.details);
+}
+
+/** The envelope's message plus any per-field details, as plain text. */
+function describeError(err) {
+  if (!(err instanceof ApiError)) return String(err && err.message ? err.message : err);
+  const parts = [err.message];
+  if (Array.isArray(err.details)) {
+    for (const d of err.details) if (d && d.message) parts.push(d.message);
+  }
+  return parts.join(' — ');
+}
+
+// ---- messages -------------------------------------------------------------------------------------
+
+function announce(text) {
+  $('error').textContent = '';
+  // Clearing first makes screen readers repeat an identical message.
+  $('status').textContent = '';
+  window.setTimeout(() => ($('status').textContent = text), 30);
+}
+
+function showError(text) {
+  $('status').textContent = '';
+  $('error').textContent = text;
+}
+
+function clearMessages() {
+  $('status').textContent = '';
+  $('error').textContent = '';
+}
+
+/** Runs an action, reporting failures in the given element (or the page's alert region). */
+async function guarded(action, errorEl) {
+  try {
+    return await action();
+  } catch (err) {
+    if (err instanceof SessionExpired) return undefined;
+    if (errorEl) errorEl.textContent = describeError(err);
+    else showError(describeError(err));
+    return undefined;
+  }
+}
+
+// ---- views -----------------------------------------------------------------------------------------
+
+function showLogin(message) {
+  $('app-nav').hidden = true;
+  $('keys-view').hidden = true;
+  $('login-view').hidden = false;
+  $('login-error').textContent = message || '';
+  $('login-password').value = '';
+  $('login-email').focus();
+}
+
+function endSession(message) {
+  session = null;
+  keysById = new Map();
+  clearSecretsFromPage();
+  $('keys-body').replaceChildren();
+  $('usage-body').replaceChildren();
+  $('create-panel').hidden = true;
+  $('usage-panel').hidden = true;
+  const dialog = $('confirm-dialog');
+  if (dialog.open) dialog.close('cancel');
+  clearMessages();
+  showLogin(message);
+}
+
+async function showKeysView() {
+  $('login-view').hidden = true;
+  $('app-nav').hidden = false;
+  $('whoami').textContent = `${session.user.name} (${session.user.email})`;
+  $('keys-view').hidden = false;
+  $('keys-title').focus();
+  await loadKeys();
+}
+
+// ---- login / logout --------------------------------------------------------------------------------
+
+async function onLogin(event) {
+  event.preventDefault();
+  const email = $('login-email').value.trim();
+  const password = $('login-password').value;
+  const errorEl = $('login-error');
+  errorEl.textContent = '';
+  if (!email || !password) {
+    errorEl.textContent = 'Enter your email and password.';
+    (email ? $('login-password') : $('login-email')).focus();
+    return;
+  }
+  const submit = $('login-submit');
+  submit.disabled = true;
+  try {
+    const data = await api('POST', '/api/auth/login', { email, password });
+    session = { token: data.accessToken, user: data.user };
+    $('login-password').value = '';
+    await showKeysView();
+    announce(`Logged in as ${data.user.email}.`);
+  } catch (err) {
+    errorEl.textContent = describeError(err);
+    $('login-password').focus();
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+function onLogout() {
+  endSession('');
+  announce('You are logged out.');
+}
+
+// ---- key list --------------------------------------------------------------------------------------
+
+function formatDate(iso) {
+  if (!iso) return null;
+  const d = new Date(iso);
+  return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+}
+
+function timeEl(iso, fallback) {
+  if (!iso) return document.createTextNode(fallback);
+  const t = document.createElement('time');
+  t.dateTime = iso;
+  t.textContent = formatDate(iso);
+  return t;
+}
+
+function cell(row, content, className) {
+  const td = document.createElement('td');
+  if (className) td.className = className;
+  if (content instanceof Node) td.append(content);
+  else td.textContent = content;
+  row.append(td);
+  return td;
+}
+
+function expiryText(key) {
+  if (!key.expiresAt) return 'Never';
+  const date = formatDate(key.expiresAt);
+  if (key.status === 'expired') return `${date} (expired)`;
+  const days = key.daysUntilExpiry;
+  return `${date} (${days === 1 ? 'in 1 day' : `in ${days} days`})`;
+}
+
+function renderKeys(keys) {
+  const body = $('keys-body');
+  body.replaceChildren();
+  keysById = new Map(keys.map((k) => [k.id, k]));
+  for (const key of keys) {
+    const tr = document.createElement('tr');
+    tr.dataset.keyId = key.id;
+    tr.dataset.status = key.status;
+    const th = document.createElement('th');
+    th.scope = 'row';
+    th.className = 'key-name';
+    th.textContent = key.name;
+    tr.append(th);
+    const prefix = document.createElement('code');
+    prefix.textContent = `atr_${key.prefix}…`;
+    cell(tr, prefix, 'key-prefix');
+    const scopes = document.createElement('ul');
+    scopes.className = 'scope-list';
+    for (const s of key.scopes) {
+      const li = document.createElement('li');
+      li.textContent = s;
+      if (s.endsWith(':write')) li.className = 'scope-write';
+      scopes.append(li);
+    }
+    const pins = [];
+    if (key.projectIds && key.projectIds.length) pins.push(`${key.projectIds.length} project${key.projectIds.length === 1 ? '' : 's'}`);
+    if (key.repos && key.repos.length) pins.push(key.repos.join(', '));
+    const scopesCell = cell(tr, scopes, 'key-scopes');
+    if (pins.length) {
+      const p = document.createElement('p');
+      p.className = 'pins-note';
+      p.textContent = `Limited to ${pins.join('; ')}`;
+      scopesCell.append(p);
+    }
+    cell(tr, timeEl(key.createdAt, ''), 'key-created');
+    cell(tr, expiryText(key), 'key-expires');
+    cell(tr, timeEl(key.lastUsedAt, 'Never'), 'key-last-used');
+    cell(tr, String(key.callCount), 'key-calls');
+    const badge = document.createElement('span');
+    badge.className = `badge badge-${key.status}`;
+    badge.textContent = key.status;
+    cell(tr, badge, 'key-status');
+
+    const actions = document.createElement('div');
+    actions.className = 'row-actions';
+    const usageBtn = document.createElement('button');
+    usageBtn.type = 'button';
+    usageBtn.className = 'secondary small';
+    usageBtn.dataset.action = 'usage';
+    usageBtn.dataset.keyId = key.id;
+    usageBtn.textContent = 'Recent calls';
+    usageBtn.setAttribute('aria-label', `Recent calls of ${key.name}`);
+    actions.append(usageBtn);
+    if (key.status !== 'revoked') {
+      const del = document.createElement('button');
+      del.type = 'button';
+      del.className = 'danger small';
+      del.dataset.action = 'delete';
+      del.dataset.keyId = key.id;
+      del.textContent = 'Delete';
+      del.setAttribute('aria-label', `Delete ${key.name}`);
+      actions.append(del);
+    }
+    cell(tr, actions, 'key-actions');
+    body.append(tr);
+  }
+  $('keys-empty').hidden = keys.length > 0;
+  $('keys-table').hidden = keys.length === 0;
+}
+
+async function loadKeys() {
+  const keys = await guarded(() => api('GET', '/api/api-keys'));
+  if (keys) renderKeys(keys);
+  return keys;
+}
+
+async function onRefresh() {
+  const keys = await loadKeys();
+  if (keys) announce(`Key list reloaded: ${keys.length} key${keys.length === 1 ? '' : 's'}.`);
+}
+
+// ---- create ----------------------------------------------------------------------------------------
+
+function buildScopeCheckboxes() {
+  const container = $('scope-groups');
+  container.replaceChildren();
+  for (const group of SCOPE_GROUPS) {
+    const fs = document.createElement('fieldset');
+    fs.className = 'scope-group';
+    const legend = document.createElement('legend');
+    legend.textContent = group.label;
+    fs.append(legend);
+    for (const scope of group.scopes) {
+      const id = `scope-${scope.name.replace(':', '-')}`;
+      const wrap = document.createElement('div');
+      wrap.className = 'check';
+      const input = document.createElement('input');
+      input.type = 'checkbox';
+      input.id = id;
+      input.name = 'scopes';
+      input.value = scope.name;
+      input.setAttribute('aria-describedby', `${id}-hint`);
+      const label = document.createElement('label');
+      label.htmlFor = id;
+      const access = scope.name.endsWith(':write') ? 'write' : 'read';
+      const strong = document.createElement('span');
+      strong.className = 'scope-access';
+      strong.textContent = access === 'write' ? 'Write' : 'Read';
+      const code = document.createElement('code');
+      code.textContent = scope.name;
+      label.append(strong, ' ', code);
+      const hint = document.createElement('span');
+      hint.id = `${id}-hint`;
+      hint.className = 'hint scope-hint';
+      hint.textContent = access === 'write' ? `${scope.allows}. Only if the client must change data.` : `${scope.allows}.`;
+      wrap.append(input, label, hint);
+      fs.append(wrap);
+    }
+    container.append(fs);
+  }
+}
+
+function checkboxList(containerId, name, items) {
+  const container = $(containerId);
+  container.replaceChildren();
+  for (const item of items) {
+    const wrap = document.createElement('div');
+    wrap.className = 'check';
+    const input = document.createElement('input');
+    input.type = 'checkbox';
+    input.name = name;
+    input.value = item.value;
+    input.id = `${name}-${item.value.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+    const label = document.createElement('label');
+    label.htmlFor = input.id;
+    label.textContent = item.label;
+    wrap.append(input, label);
+    container.append(wrap);
+  }
+}
+
+function note(containerId, text) {
+  const p = document.createElement('p');
+  p.className = 'hint';
+  p.textContent = text;
+  $(containerId).replaceChildren(p);
+}
+
+/** All pages of an Area B list (bounded: pins are a convenience, not a browser for huge lists). */
+async function listAll(path) {
+  const items = [];
+  let cursor = null;
+  for (let page = 0; page < 10; page += 1) {
+    const sep = path.includes('?') ? '&' : '?';
+    const data = await api('GET', `${path}${sep}limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    items.push(...(data.items || []));
+    cursor = data.nextCursor;
+    if (!cursor) break;
+  }
+  return items;
+}
+
+async function loadPins() {
+  note('project-pins', 'Loading projects…');
+  try {
+    const projects = await listAll('/api/projects');
+    if (projects.length === 0) note('project-pins', 'You are not a member of any project yet.');
+    else checkboxList('project-pins', 'projectIds', projects.map((p) => ({ value: p.id, label: p.name })));
+  } catch (err) {
+    if (err instanceof SessionExpired) return;
+    note('project-pins', `Projects could not be loaded: ${describeError(err)}`);
+  }
+
+  const isAdmin = session && session.user.role === 'admin';
+  $('repo-text-field').hidden = isAdmin;
+  if (!isAdmin) {
+    $('repo-pins').replaceChildren();
+    return;
+  }
+  note('repo-pins', 'Loading repositories…');
+  try {
+    const repos = await listAll('/api/admin/github/repos');
+    if (repos.length === 0) note('repo-pins', 'No repositories are registered yet.');
+    else checkboxList('repo-pins', 'repos', repos.map((r) => ({ value: r.fullName, label: r.fullName })));
+  } catch (err) {
+    if (err instanceof SessionExpired) return;
+    // Fall back to typing names if the admin list is unavailable.
+    $('repo-pins').replaceChildren();
+    $('repo-text-field').hidden = false;
+  }
+}
+
+function onShowCreate() {
+  clearMessages();
+  clearSecretsFromPage();
+  $('usage-panel').hidden = true;
+  $('create-form').reset();
+  $('create-error').textContent = '';
+  updateWriteWarning();
+  $('create-panel').hidden = false;
+  $('create-title').focus();
+  void loadPins();
+}
+
+function onCancelCreate() {
+  $('create-panel').hidden = true;
+  $('show-create').focus();
+}
+
+function updateWriteWarning() {
+  const writes = [...document.querySelectorAll('#scope-groups input:checked')].filter((i) => i.value.endsWith(':write'));
+  const warning = $('write-warning');
+  warning.hidden = writes.length === 0;
+  warning.textContent = writes.length
+    ? `This key will be able to change data (${writes.map((i) => i.value).join(', ')}). Uncheck write scopes the client does not need.`
+    : '';
+}
+
+function checkedValues(selector) {
+  return [...document.querySelectorAll(selector)].filter((i) => i.checked).map((i) => i.value);
+}
+
+async function onCreate(event) {
+  event.preventDefault();
+  const errorEl = $('create-error');
+  errorEl.textContent = '';
+  const name = $('key-name').value.trim();
+  const scopes = checkedValues('#scope-groups input[name="scopes"]');
+  if (!name) {
+    errorEl.textContent = 'Give the key a name.';
+    $('key-name').focus();
+    return;
+  }
+  if (scopes.length === 0) {
+    errorEl.textContent = 'Check at least one scope.';
+    document.querySelector('#scope-groups input')?.focus();
+    return;
+  }
+  const body = { name, scopes, expiresIn: $('key-expiry').value };
+  const projectIds = checkedValues('#project-pins input[name="projectIds"]');
+  if (projectIds.length) body.projectIds = projectIds;
+  const repos = $('repo-text-field').hidden
+    ? checkedValues('#repo-pins input[name="repos"]')
+    : $('repo-text').value.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
+  if (repos.length) body.repos = repos;
+
+  const submit = $('create-submit');
+  submit.disabled = true;
+  try {
+    const created = await api('POST', '/api/api-keys', body);
+    $('create-panel').hidden = true;
+    showCreatedKey(created);
+    await loadKeys();
+    announce(`Key "${created.name}" created. Copy it now: it will not be shown again.`);
+  } catch (err) {
+    if (!(err instanceof SessionExpired)) {
+      errorEl.textContent = describeError(err);
+      submit.focus();
+    }
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+function showCreatedKey(created) {
+  const origin = window.location.origin;
+  const mcpUrl = `${origin}/api/v1/public/mcp`;
+  $('created-key').value = created.key;
+  const entry = { mcpServers: { atrium: { transport: 'http', url: mcpUrl, headers: { Authorization: `Bearer ${created.key}` } } } };
+  $('created-mcp').textContent = JSON.stringify(entry, null, 2);
+  const lines = [
+    '# The tools this key may call',
+    `curl -s -H "Authorization: Bearer ${created.key}" \\`,
+    `  ${mcpUrl}/tools`,
+  ];
+  const readScope = created.scopes.find((s) => EXAMPLE_TOOL[s]);
+  if (readScope) {
+    lines.push(
+      '',
+      '# Call a tool',
+      `curl -s -X POST -H "Authorization: Bearer ${created.key}" \\`,
+      '  -H "Content-Type: application/json" \\',
+      `  -d '{"name": "${EXAMPLE_TOOL[readScope]}", "arguments": {}}' \\`,
+      `  ${mcpUrl}/call`,
+    );
+  }
+  $('created-curl').textContent = lines.join('\n');
+  $('created-panel').hidden = false;
+  $('created-title').focus();
+}
+
+/** Drops the one-time plaintext from the DOM. */
+function clearSecretsFromPage() {
+  $('created-key').value = '';
+  $('created-mcp').textContent = '';
+  $('created-curl').textContent = '';
+  $('created-panel').hidden = true;
+}
+
+function onCreatedDone() {
+  clearSecretsFromPage();
+  $('show-create').focus();
+  announce('The key is no longer shown on this page.');
+}
+
+async function copyText(text) {
+  if (navigator.clipboard && window.isSecureContext) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch {
+      // Fall through to the selection-based copy (e.g. clipboard permission denied).
+    }
+  }
+  const area = document.createElement('textarea');
+  area.value = text;
+  area.setAttribute('readonly', '');
+  area.className = 'visually-hidden';
+  document.body.append(area);
+  area.select();
+  let ok = false;
+  try {
+    ok = document.execCommand('copy');
+  } catch {
+    ok = false;
+  }
+  area.remove();
+  return ok;
+}
+
+async function onCopy(button) {
+  const source = $(button.dataset.copyFrom);
+  const text = 'value' in source && source.tagName === 'INPUT' ? source.value : source.textContent;
+  const ok = await copyText(text);
+  if (ok) announce('Copied to the clipboard.');
+  else {
+    if (source.tagName === 'INPUT') source.select();
+    showError('Copying failed; select the text and copy it by hand.');
+  }
+}
+
+// ---- usage -----------------------------------------------------------------------------------------
+
+async function onShowUsage(keyId, trigger) {
+  const detail = await guarded(() => api('GET', `/api/api-keys/${encodeURIComponent(keyId)}`));
+  if (!detail) return;
+  $('create-panel').hidden = true;
+  $('usage-title').textContent = `Recent calls of "${detail.name}"`;
+  const body = $('usage-body');
+  body.replaceChildren();
+  for (const call of detail.recentUsage || []) {
+    const tr = document.createElement('tr');
+    cell(tr, timeEl(call.at, ''), 'usage-at');
+    cell(tr, call.tool || '—', 'usage-tool');
+    const status = cell(tr, String(call.status), 'usage-status');
+    status.classList.add(call.status < 400 ? 'ok' : 'failed');
+    cell(tr, `${call.durationMs} ms`, 'usage-duration');
+    body.append(tr);
+  }
+  const empty = !detail.recentUsage || detail.recentUsage.length === 0;
+  $('usage-empty').hidden = !empty;
+  $('usage-table').hidden = empty;
+  $('usage-panel').hidden = false;
+  $('usage-panel').dataset.keyId = keyId;
+  $('usage-title').focus();
+}
+
+function onCloseUsage() {
+  const panel = $('usage-panel');
+  panel.hidden = true;
+  const keyId = panel.dataset.keyId;
+  const back = keyId && document.querySelector(`button[data-action="usage"][data-key-id="${CSS.escape(keyId)}"]`);
+  (back || $('keys-title')).focus();
+}
+
+// ---- delete ----------------------------------------------------------------------------------------
+
+function onAskDelete(keyId, trigger) {
+  const key = keysById.get(keyId);
+  if (!key) return;
+  const dialog = $('confirm-dialog');
+  $('confirm-text').textContent =
+    `"${key.name}" (atr_${key.prefix}…) will stop working at once for every client that uses it. This cannot be undone.`;
+  dialog.returnValue = '';
+  dialog.onclose = async () => {
+    dialog.onclose = null;
+    if (dialog.returnValue !== 'delete') {
+      if (trigger.isConnected) trigger.focus();
+      return;
+    }
+    const done = await guarded(() => api('DELETE', `/api/api-keys/${encodeURIComponent(keyId)}`));
+    if (!done) {
+      if (trigger.isConnected) trigger.focus();
+      return;
+    }
+    if ($('usage-panel').dataset.keyId === keyId) $('usage-panel').hidden = true;
+    await loadKeys();
+    $('keys-title').focus();
+    announce(`Key "${key.name}" deleted; it no longer works.`);
+  };
+  dialog.showModal();
+  $('confirm-cancel').focus();
+}
+
+// ---- wiring ----------------------------------------------------------------------------------------
+
+function init() {
+  buildScopeCheckboxes();
+  $('login-form').addEventListener('submit', onLogin);
+  $('logout').addEventListener('click', onLogout);
+  $('nav-keys').addEventListener('click', () => {
+    $('keys-title').focus();
+    void loadKeys();
+  });
+  $('refresh-keys').addEventListener('click', onRefresh);
+  $('show-create').addEventListener('click', onShowCreate);
+  $('create-cancel').addEventListener('click', onCancelCreate);
+  $('create-form').addEventListener('submit', onCreate);
+  $('scope-groups').addEventListener('change', updateWriteWarning);
+  $('created-done').addEventListener('click', onCreatedDone);
+  $('usage-close').addEventListener('click', onCloseUsage);
+  $('keys-body').addEventListener('click', (event) => {
+    const button = event.target instanceof Element ? event.target.closest('button[data-action]') : null;
+    if (!button) return;
+    if (button.dataset.action === 'usage') void onShowUsage(button.dataset.keyId, button);
+    if (button.dataset.action === 'delete') onAskDelete(button.dataset.keyId, button);
+  });
+  for (const button of document.querySelectorAll('button[data-copy-from]')) {
+    button.addEventListener('click', () => void onCopy(button));
+  }
+  // Escape closes the open side panel (the dialog handles its own Escape).
+  document.addEventListener('keydown', (event) => {
+    if (event.key !== 'Escape' || $('confirm-dialog').open) return;
+    if (!$('usage-panel').hidden) onCloseUsage();
+    else if (!$('create-panel').hidden) onCancelCreate();
+  });
+  showLogin('');
+}
+
+init();

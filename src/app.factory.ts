@@ -1,0 +1,75 @@
+import { Logger, type INestApplication, type INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import type { NextFunction, Request, Response } from 'express';
+import helmet from 'helmet';
+import { join } from 'node:path';
+import { AppModule } from './app.module.js';
+import { sendError } from './common/errors/all-exceptions.filter.js';
+import { JsonLogger } from './common/logging/json-logger.js';
+import { requestContextMiddleware } from './common/request-context/request-context.middleware.js';
+import { jsonBodyGuard } from './common/http/json-body-guard.js';
+import type { AppConfig } from './config/app-config.js';
+
+export interface CreateAppOptions {
+  config: AppConfig;
+  databaseUrl: string;
+  logger?: JsonLogger;
+}
+
+/** Builds the HTTP application exactly as production runs it; tests call this too. */
+export async function createHttpApp({ config, databaseUrl, logger }: CreateAppOptions): Promise<NestExpressApplication> {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, databaseUrl }), {
+    logger: logger ?? new JsonLogger(config.logLevel),
+    bodyParser: false,
+    abortOnError: false,
+  });
+  configureHttp(app, config);
+  await app.init();
+  return app;
+}
+
+/** APP_ROLE=worker: queue processors only, no HTTP server. */
+export async function createWorkerContext({ config, databaseUrl, logger }: CreateAppOptions): Promise<INestApplicationContext> {
+  return NestFactory.createApplicationContext(AppModule.forRoot({ config, databaseUrl }), {
+    logger: logger ?? new JsonLogger(config.logLevel),
+    abortOnError: false,
+  });
+}
+
+function configureHttp(app: NestExpressApplication, config: AppConfig): void {
+  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+  app.set('x-powered-by', false);
+  // The request id is fixed before anything can fail, so even a body-parse error carries it.
+  app.use(requestContextMiddleware);
+  app.use(
+    helmet({
+      // The account page and the API docs load only same-origin scripts and styles.
+      contentSecurityPolicy: { directives: { 'script-src': ["'self'"], 'style-src': ["'self'", "'unsafe-inline'"] } },
+    }),
+  );
+  app.useBodyParser('json', { limit: config.limits.jsonBodyBytes, type: ['application/json', 'application/*+json'] });
+  // Deep nesting overflows the (recursive) validators into a 500; NUL cannot be stored: refuse both at the door.
+  app.use(jsonBodyGuard);
+  app.enableCors({ origin: false });
+  app.useStaticAssets(join(__dirname, '..', 'public'), { index: 'index.html' });
+
+  const document = SwaggerModule.createDocument(
+    app as unknown as INestApplication,
+    new DocumentBuilder()
+      .setTitle('Atrium API')
+      .setDescription('Area A: tool invocation with personal API keys (/api/v1/public/mcp). Area B: the backend (/api).')
+      .setVersion(config.version)
+      .addBearerAuth()
+      .build(),
+  );
+  SwaggerModule.setup('api/docs', app as unknown as INestApplication, document, { jsonDocumentUrl: 'api/docs/openapi.json' });
+
+  // Errors thrown by Express middleware (body parser, multer) never reach Nest's filter.
+  const logger = new Logger('Errors');
+  app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(error);
+    sendError(error, req, res, logger);
+  });
+}

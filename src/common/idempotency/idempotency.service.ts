@@ -1,0 +1,107 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DataSource } from 'typeorm';
+import { AppException } from '../errors/app.exception.js';
+import { ErrorCode } from '../errors/error-code.js';
+import { canonicalJson } from './canonical-json.js';
+
+export interface IdempotencyRequest {
+  /** Whose key space: the user (or key owner) on whose behalf the request runs. */
+  ownerId: string;
+  /** Which operation family, e.g. `tool-api:call`, `agent:execute`; keys never collide across scopes. */
+  scope: string;
+  /** The client's Idempotency-Key header value. */
+  key: string;
+  /** What identifies "the same request" (normalised arguments, route params). Only its hash is stored. */
+  request: unknown;
+}
+
+export interface IdempotentOutcome<T> {
+  value: T;
+  /** True when `value` is the stored answer of an earlier request. */
+  replayed: boolean;
+}
+
+const TTL_HOURS = 24;
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+const WAIT_FOR_IN_FLIGHT_MS = 5000;
+
+/**
+ * Idempotency-Key support for any write route (Area A write tools; Area B execute/ingest/upload).
+ * A record per (owner, scope, key) holds a hash of the request and, once done, the response. A repeat
+ * with the same request within 24 h gets the stored response; other arguments get 409
+ * idempotency_conflict. A failed first attempt leaves no record, so the client may retry.
+ */
+@Injectable()
+export class IdempotencyService {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /** 400 for a header value that cannot be a key (empty, too long, control or non-ASCII chars). */
+  static assertValidKey(key: string): void {
+    if (!KEY_PATTERN.test(key)) {
+      throw new AppException(ErrorCode.InvalidRequest, 'Idempotency-Key must be 1..255 visible ASCII characters', { header: 'Idempotency-Key' });
+    }
+  }
+
+  async run<T>(input: IdempotencyRequest, work: () => Promise<T>): Promise<IdempotentOutcome<T>> {
+    IdempotencyService.assertValidKey(input.key);
+    const requestHash = createHash('sha256').update(canonicalJson(input.request)).digest('hex');
+    const deadline = Date.now() + WAIT_FOR_IN_FLIGHT_MS;
+    for (;;) {
+      const claimed: unknown[] = await this.dataSource.query(
+        `INSERT INTO idempotency_records (owner_id, scope, key, request_hash, state, response, created_at, expires_at)
+         VALUES ($1, $2, $3, $4, 'pending', NULL, now(), now() + interval '${TTL_HOURS} hours')
+         ON CONFLICT (owner_id, scope, key) DO UPDATE
+           SET request_hash = EXCLUDED.request_hash, state = 'pending', response = NULL, created_at = now(), expires_at = EXCLUDED.expires_at
+           WHERE idempotency_records.expires_at <= now()
+         RETURNING key`,
+        [input.ownerId, input.scope, input.key, requestHash],
+      );
+      if (claimed.length > 0) break;
+
+      const rows: { request_hash: string; state: string; response: { value: T } | null }[] = await this.dataSource.query(
+        `SELECT request_hash, state, response FROM idempotency_records WHERE owner_id = $1 AND scope = $2 AND key = $3 AND expires_at > now()`,
+        [input.ownerId, input.scope, input.key],
+      );
+      const existing = rows[0];
+      if (!existing) continue; // expired or released between the two statements: claim again
+      if (existing.request_hash !== requestHash) {
+        throw new AppException(ErrorCode.IdempotencyConflict, 'This Idempotency-Key was already used with different arguments', {
+          header: 'Idempotency-Key',
+        });
+      }
+      if (existing.state === 'completed' && existing.response) return { value: existing.response.value, replayed: true };
+      if (Date.now() > deadline) {
+        throw new AppException(ErrorCode.IdempotencyConflict, 'A request with this Idempotency-Key is still in progress; retry shortly', {
+          header: 'Idempotency-Key',
+          in_progress: true,
+        });
+      }
+      await sleep(50);
+    }
+
+    let value: T;
+    try {
+      value = await work();
+    } catch (error) {
+      await this.dataSource.query(
+        `DELETE FROM idempotency_records WHERE owner_id = $1 AND scope = $2 AND key = $3 AND state = 'pending' AND request_hash = $4`,
+        [input.ownerId, input.scope, input.key, requestHash],
+      );
+      throw error;
+    }
+    await this.dataSource.query(
+      `UPDATE idempotency_records SET state = 'completed', response = $5::jsonb WHERE owner_id = $1 AND scope = $2 AND key = $3 AND request_hash = $4`,
+      [input.ownerId, input.scope, input.key, requestHash, JSON.stringify({ value: value ?? null })],
+    );
+    if (Math.random() < 0.01) void this.purgeExpired().catch(() => undefined);
+    return { value, replayed: false };
+  }
+
+  /** Expired records are dead weight; dropped now and then. */
+  async purgeExpired(): Promise<void> {
+    await this.dataSource.query(`DELETE FROM idempotency_records WHERE expires_at < now() - interval '1 hour'`);
+  }
+}

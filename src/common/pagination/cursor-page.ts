@@ -1,0 +1,53 @@
+import { AppException } from '../errors/app.exception.js';
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+/** Position after the last row of a page, in the "newest first, ties by id" order every list uses. */
+interface CursorPosition {
+  createdAt: string;
+  id: string;
+}
+
+export function encodeCursor(row: { createdAt: Date; id: string }): string {
+  return Buffer.from(JSON.stringify({ createdAt: row.createdAt.toISOString(), id: row.id })).toString('base64url');
+}
+
+export function decodeCursor(cursor: string | undefined): CursorPosition | undefined {
+  if (cursor === undefined || cursor === '') return undefined;
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorPosition>;
+    if (typeof parsed.createdAt === 'string' && typeof parsed.id === 'string' && !Number.isNaN(Date.parse(parsed.createdAt))) {
+      return { createdAt: parsed.createdAt, id: parsed.id };
+    }
+  } catch {
+    // fall through to the 400 below
+  }
+  throw AppException.validation('cursor is not valid; pass back nextCursor from the previous page unchanged', [
+    { field: 'cursor', message: 'invalid cursor' },
+  ]);
+}
+
+/** Callers fetch `limit + 1` rows; the extra row only tells whether there is a next page. */
+export function toPage<T extends { createdAt: Date; id: string }, R>(rows: T[], limit: number, render: (row: T) => R): Page<R> {
+  const hasMore = rows.length > limit;
+  const pageRows = hasMore ? rows.slice(0, limit) : rows;
+  return {
+    items: pageRows.map(render),
+    nextCursor: hasMore ? encodeCursor(pageRows[pageRows.length - 1]) : null,
+  };
+}
+
+/**
+ * SQL fragment for "rows after the cursor" in `ORDER BY created_at DESC, id DESC`.
+ * `alias` is a trusted table alias, never user input.
+ */
+export function cursorCondition(alias: string, cursor: CursorPosition | undefined): { sql: string; params: Record<string, unknown> } {
+  if (!cursor) return { sql: '1=1', params: {} };
+  return {
+    sql: `(${alias}.created_at, ${alias}.id) < (:cursorCreatedAt, :cursorId)`,
+    params: { cursorCreatedAt: cursor.createdAt, cursorId: cursor.id },
+  };
+}

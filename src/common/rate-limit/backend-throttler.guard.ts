@@ -1,0 +1,33 @@
+import { ExecutionContext, Injectable } from '@nestjs/common';
+import { ThrottlerGuard } from '@nestjs/throttler';
+import type { Request } from 'express';
+import { apiAreaOf } from '../http/api-area.js';
+import { AppException } from '../errors/app.exception.js';
+import { ErrorCode } from '../errors/error-code.js';
+
+type ThrottlerLimitDetail = Parameters<ThrottlerGuard['throwThrottlingException']>[1];
+
+/**
+ * Area B limit per caller (user or project token), else per IP for anonymous routes. Area A keys have
+ * their own per-key limit in the tool gateway; probes (/api/health, /api/ready) are never limited.
+ */
+@Injectable()
+export class BackendThrottlerGuard extends ThrottlerGuard {
+  protected override async shouldSkip(context: ExecutionContext): Promise<boolean> {
+    if (context.getType() !== 'http') return true;
+    const request = context.switchToHttp().getRequest<Request>();
+    return apiAreaOf(request) === 'tool-api' || request.path === '/api/health' || request.path === '/api/ready';
+  }
+
+  protected override async getTracker(req: Record<string, any>): Promise<string> {
+    const principal = req.user as { trackerId?: string } | undefined;
+    return principal?.trackerId ?? `ip:${req.ip}`;
+  }
+
+  protected override async throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
+    const retryAfter = Math.max(1, detail.timeToBlockExpire || detail.timeToExpire);
+    throw new AppException(ErrorCode.RateLimited, 'Request limit exceeded; retry later', [{ retryAfterSeconds: retryAfter }], {
+      'Retry-After': String(retryAfter),
+    });
+  }
+}

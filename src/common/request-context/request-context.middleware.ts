@@ -1,0 +1,9 @@
+import type { NextFunction, Request, Response } from 'express';
+import { RequestContext, resolveRequestId } from './request-context.js';
+
+/** First middleware of the app: fixes the request id before body parsing can fail. */
+export function requestContextMiddleware(req: Request, res: Response, next: NextFunction): void {
+  const requestId = resolveRequestId(req.headers);
+  res.setHeader('X-Request-Id', requestId);
+  RequestContext.run({ requestId }, next);
+}

@@ -1,0 +1,73 @@
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from './app-config.js';
+import { ConfigError } from './config-error.js';
+
+describe('loadConfig', () => {
+  let dataDir: string;
+  beforeEach(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'atrium-config-'));
+  });
+  afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('applies the documented defaults', () => {
+    const config = loadConfig({ DATA_DIR: dataDir });
+    expect(config.port).toBe(3000);
+    expect(config.role).toBe('all');
+    expect(config.database.url).toBeUndefined();
+    expect(config.redis.url).toBeUndefined();
+    expect(config.limits).toMatchObject({ keyCallsPerMinute: 300, areaBCallsPerMinute: 600, jsonBodyBytes: 1024 * 1024, uploadMaxBytes: 20 * 1024 * 1024 });
+    expect(config.mcp.allowedOrigins).toEqual([]);
+  });
+
+  it('generates secrets once under DATA_DIR (0600) and reuses them on the next start', () => {
+    const first = loadConfig({ DATA_DIR: dataDir });
+    const second = loadConfig({ DATA_DIR: dataDir });
+    expect(second.secrets).toEqual(first.secrets);
+    expect(first.secrets.jwtSecret.length).toBeGreaterThanOrEqual(32);
+    expect(Buffer.from(first.secrets.encryptionKey, 'base64')).toHaveLength(32);
+    const file = join(dataDir, 'secrets.json');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(file, 'utf8')).tokenPepper).toBe(first.secrets.tokenPepper);
+  });
+
+  it('prefers secrets from the environment', () => {
+    const jwt = 'j'.repeat(40);
+    expect(loadConfig({ DATA_DIR: dataDir, JWT_SECRET: jwt }).secrets.jwtSecret).toBe(jwt);
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, /PORT must be an integer/],
+    [{ PORT: '70000' }, /PORT must be between 0 and 65535/],
+    [{ APP_ROLE: 'both' }, /APP_ROLE must be one of all, api, worker/],
+    [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL must use postgres: or postgresql:/],
+    [{ REDIS_URL: 'not a url' }, /REDIS_URL must be a URL/],
+    [{ JWT_SECRET: 'short' }, /JWT_SECRET must be at least 32 characters/],
+    [{ ENCRYPTION_KEY: 'x'.repeat(40) }, /ENCRYPTION_KEY must be 32 bytes/],
+    [{ ADMIN_EMAIL: 'a@b.c' }, /ADMIN_PASSWORD must be set together/],
+    [{ ADMIN_EMAIL: 'a@b.c', ADMIN_PASSWORD: 'short' }, /ADMIN_PASSWORD must be at least 10/],
+    [{ NODE_ENV: 'production' }, /JWT_SECRET is required when NODE_ENV=production/],
+  ])('rejects %j with one line naming the variable', (env, message) => {
+    let error: unknown;
+    try {
+      loadConfig({ DATA_DIR: dataDir, ...env });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toMatch(message);
+    expect((error as Error).message).not.toContain('\n');
+  });
+
+  it('starts in production when every secret is given', () => {
+    const config = loadConfig({
+      DATA_DIR: dataDir,
+      NODE_ENV: 'production',
+      JWT_SECRET: 'j'.repeat(40),
+      API_KEY_PEPPER: 'p'.repeat(40),
+      ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+    });
+    expect(config.env).toBe('production');
+  });
+});

@@ -1,0 +1,260 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { ConfigError } from './config-error.js';
+import { EnvReader } from './env-readers.js';
+
+export const APP_ROLES = ['all', 'api', 'worker'] as const;
+export type AppRole = (typeof APP_ROLES)[number];
+export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Server-side secrets. Never logged, never returned by any route. */
+export interface AppSecrets {
+  /** Signs user access tokens. */
+  jwtSecret: string;
+  /** HMAC pepper for API keys and project session tokens. */
+  tokenPepper: string;
+  /** AES-256-GCM key (32 bytes, base64) for stored upstream tokens. */
+  encryptionKey: string;
+}
+
+/** The one typed configuration tree, parsed once at start-up. */
+export interface AppConfig {
+  env: 'production' | 'development' | 'test';
+  role: AppRole;
+  port: number;
+  host: string;
+  dataDir: string;
+  logLevel: LogLevel;
+  version: string;
+  database: { url: string | undefined; poolSize: number };
+  redis: { url: string | undefined; prefix: string };
+  auth: {
+    accessTokenTtlSeconds: number;
+    signup: 'open' | 'closed';
+    adminEmail: string | undefined;
+    adminPassword: string | undefined;
+  };
+  /** GitHub REST API (github.com or GitHub Enterprise Server) for the registered repositories. */
+  github: {
+    apiUrl: string;
+    /** Secret: used when a repository was registered without its own token; never logged or returned. */
+    token: string | undefined;
+    /** Per-request timeout; a GitHub call that takes longer fails as upstream_error. */
+    timeoutMs: number;
+    /** Retries of idempotent requests after a 5xx or network failure (writes are never retried). */
+    maxRetries: number;
+  };
+  limits: {
+    jsonBodyBytes: number;
+    uploadMaxBytes: number;
+    keyCallsPerMinute: number;
+    areaBCallsPerMinute: number;
+    loginAttemptsPer15Min: number;
+  };
+  mcp: { allowedOrigins: string[] };
+  /** RAG: which embeddings backend (one vector space at a time; changing it triggers a reindex) and chunking. */
+  embeddings: {
+    provider: 'offline' | 'openai';
+    baseUrl: string;
+    model: string;
+    /** Secret: never logged or returned. */
+    apiKey: string | undefined;
+    dimensions: number;
+    batchSize: number;
+    timeoutMs: number;
+    chunkTargetChars: number;
+    chunkOverlapChars: number;
+  };
+  /** Agent runs: which model drives the tool loop (offline = deterministic retrieval agent, no LLM). */
+  llm: {
+    provider: 'offline' | 'openai';
+    /** OpenAI-compatible Chat Completions base URL (`{baseUrl}/chat/completions`). */
+    baseUrl: string;
+    /** Secret: never logged or returned. */
+    apiKey: string | undefined;
+    model: string;
+    /** One HTTP attempt; the agent's per-step timeout bounds all attempts of a step together. */
+    timeoutMs: number;
+    /** Retries after 429/5xx/network failures, with exponential backoff (Retry-After honoured). */
+    maxRetries: number;
+  };
+  /** RAG indexing jobs: when a job whose worker died is taken over. */
+  indexing: {
+    /** A running job whose heartbeat is older than this belongs to a dead worker and is taken over. */
+    staleAfterMs: number;
+    /** How often a process looks for jobs to re-enqueue (queued without a queue entry, or stale). */
+    recoveryIntervalMs: number;
+  };
+  agent: {
+    runTimeoutMs: number;
+    stepTimeoutMs: number;
+    /** A running run whose heartbeat is older than this belongs to a dead worker and is taken over. */
+    staleAfterMs: number;
+    /** How often a worker looks for runs to recover (queued without a queue entry, or stale). */
+    recoveryIntervalMs: number;
+  };
+  shutdownTimeoutMs: number;
+  secrets: AppSecrets;
+}
+
+const SECRET_VARIABLES: Record<keyof AppSecrets, string> = {
+  jwtSecret: 'JWT_SECRET',
+  tokenPepper: 'API_KEY_PEPPER',
+  encryptionKey: 'ENCRYPTION_KEY',
+};
+
+/**
+ * Parses the environment. In production every secret must be given; otherwise missing secrets are
+ * generated once and kept in DATA_DIR/secrets.json (mode 0600) so restarts keep sessions and keys valid.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
+  const read = new EnvReader(env);
+  const nodeEnv = read.oneOf('NODE_ENV', ['production', 'development', 'test'] as const, 'development');
+  const dataDir = resolve(read.string('DATA_DIR', './data'));
+  const adminEmail = read.raw('ADMIN_EMAIL');
+  const adminPassword = read.raw('ADMIN_PASSWORD');
+  if ((adminEmail === undefined) !== (adminPassword === undefined)) {
+    throw new ConfigError(adminEmail ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL', 'must be set together with the other admin variable');
+  }
+  if (adminPassword !== undefined && adminPassword.length < 10) {
+    throw new ConfigError('ADMIN_PASSWORD', 'must be at least 10 characters');
+  }
+  const databaseUrl = read.url('DATABASE_URL', ['postgres:', 'postgresql:']);
+
+  return {
+    env: nodeEnv,
+    role: read.oneOf('APP_ROLE', APP_ROLES, 'all'),
+    port: read.int('PORT', 3000, 0, 65535),
+    host: read.string('HOST', '0.0.0.0'),
+    dataDir,
+    logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
+    version: read.string('APP_VERSION', readPackageVersion()),
+    database: { url: databaseUrl, poolSize: read.int('DATABASE_POOL_SIZE', 10, 1, 200) },
+    redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']), prefix: read.string('REDIS_PREFIX', 'atrium') },
+    auth: {
+      accessTokenTtlSeconds: read.int('ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 7 * 24 * 3600),
+      signup: read.oneOf('AUTH_SIGNUP', ['open', 'closed'] as const, 'open'),
+      adminEmail: adminEmail?.toLowerCase(),
+      adminPassword,
+    },
+    github: readGithubConfig(read),
+    limits: {
+      jsonBodyBytes: read.int('JSON_BODY_MAX_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+      uploadMaxBytes: read.int('UPLOAD_MAX_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      keyCallsPerMinute: read.int('RATE_LIMIT_KEY_PER_MIN', 300, 1, 1_000_000),
+      areaBCallsPerMinute: read.int('RATE_LIMIT_USER_PER_MIN', 600, 1, 1_000_000),
+      loginAttemptsPer15Min: read.int('RATE_LIMIT_LOGIN_PER_15_MIN', 10, 1, 100_000),
+    },
+    mcp: { allowedOrigins: read.list('MCP_ALLOWED_ORIGINS') },
+    embeddings: readEmbeddingsConfig(read),
+    llm: readLlmConfig(read),
+    indexing: {
+      staleAfterMs: read.int('RAG_STALE_AFTER_MS', 60_000, 500, 3_600_000),
+      recoveryIntervalMs: read.int('RAG_RECOVERY_INTERVAL_MS', 30_000, 100, 3_600_000),
+    },
+    agent: {
+      runTimeoutMs: read.int('AGENT_RUN_TIMEOUT_MS', 120_000, 1_000, 3_600_000),
+      stepTimeoutMs: read.int('AGENT_STEP_TIMEOUT_MS', 30_000, 100, 600_000),
+      staleAfterMs: read.int('AGENT_STALE_AFTER_MS', 30_000, 500, 3_600_000),
+      recoveryIntervalMs: read.int('AGENT_RECOVERY_INTERVAL_MS', 15_000, 100, 3_600_000),
+    },
+    shutdownTimeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 120_000),
+    secrets: resolveSecrets(read, nodeEnv, dataDir),
+  };
+}
+
+function readEmbeddingsConfig(read: EnvReader): AppConfig['embeddings'] {
+  const provider = read.oneOf('EMBEDDINGS_PROVIDER', ['offline', 'openai'] as const, 'offline');
+  const openai = provider === 'openai';
+  const baseUrl = read.url('EMBEDDINGS_BASE_URL', ['http:', 'https:']) ?? 'https://api.openai.com/v1';
+  return {
+    provider,
+    baseUrl,
+    model: read.string('EMBEDDINGS_MODEL', openai ? 'text-embedding-3-small' : 'hash-v1'),
+    apiKey: read.raw('EMBEDDINGS_API_KEY'),
+    // HNSW indexes vectors of up to 2000 dimensions.
+    dimensions: read.int('EMBEDDINGS_DIMENSIONS', openai ? 1536 : 768, 8, 2000),
+    batchSize: read.int('EMBEDDINGS_BATCH_SIZE', 64, 1, 2048),
+    timeoutMs: read.int('EMBEDDINGS_TIMEOUT_MS', 30_000, 100, 600_000),
+    chunkTargetChars: read.int('RAG_CHUNK_TARGET_CHARS', 1000, 100, 20_000),
+    chunkOverlapChars: read.int('RAG_CHUNK_OVERLAP_CHARS', 150, 0, 5_000),
+  };
+}
+
+function readLlmConfig(read: EnvReader): AppConfig['llm'] {
+  const provider = read.oneOf('LLM_PROVIDER', ['offline', 'openai'] as const, 'offline');
+  return {
+    provider,
+    baseUrl: (read.url('LLM_BASE_URL', ['http:', 'https:']) ?? 'https://api.openai.com/v1').replace(/\/+$/, ''),
+    apiKey: read.raw('LLM_API_KEY'),
+    model: read.string('LLM_MODEL', provider === 'openai' ? 'gpt-4o-mini' : 'offline-retrieval'),
+    timeoutMs: read.int('LLM_TIMEOUT_MS', 30_000, 100, 600_000),
+    maxRetries: read.int('LLM_MAX_RETRIES', 2, 0, 10),
+  };
+}
+
+function resolveSecrets(read: EnvReader, nodeEnv: AppConfig['env'], dataDir: string): AppSecrets {
+  const given: Partial<AppSecrets> = {
+    jwtSecret: read.secret('JWT_SECRET', 32),
+    tokenPepper: read.secret('API_KEY_PEPPER', 32),
+    encryptionKey: read.secret('ENCRYPTION_KEY', 32),
+  };
+  if (given.encryptionKey !== undefined && Buffer.from(given.encryptionKey, 'base64').length !== 32) {
+    throw new ConfigError('ENCRYPTION_KEY', 'must be 32 bytes encoded as base64 (openssl rand -base64 32)');
+  }
+  const missing = (Object.keys(SECRET_VARIABLES) as (keyof AppSecrets)[]).filter((key) => given[key] === undefined);
+  if (missing.length === 0) return given as AppSecrets;
+  if (nodeEnv === 'production') {
+    throw new ConfigError(SECRET_VARIABLES[missing[0]], 'is required when NODE_ENV=production');
+  }
+  const stored = loadOrCreateSecretFile(dataDir);
+  return { ...stored, ...stripUndefined(given) };
+}
+
+function loadOrCreateSecretFile(dataDir: string): AppSecrets {
+  const file = join(dataDir, 'secrets.json');
+  if (existsSync(file)) {
+    try {
+      const parsed = JSON.parse(readFileSync(file, 'utf8')) as Partial<AppSecrets>;
+      if (parsed.jwtSecret && parsed.tokenPepper && parsed.encryptionKey) return parsed as AppSecrets;
+    } catch {
+      throw new ConfigError('DATA_DIR', `holds an unreadable ${file}; fix or remove it`);
+    }
+  }
+  const generated: AppSecrets = {
+    jwtSecret: randomBytes(48).toString('base64url'),
+    tokenPepper: randomBytes(48).toString('base64url'),
+    encryptionKey: randomBytes(32).toString('base64'),
+  };
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(file, JSON.stringify(generated, null, 2), { mode: 0o600 });
+  } catch (error) {
+    throw new ConfigError('DATA_DIR', `is not writable (${(error as Error).message})`);
+  }
+  return generated;
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function readPackageVersion(): string {
+  for (const candidate of [join(__dirname, '..', '..', 'package.json'), join(__dirname, '..', '..', '..', 'package.json')]) {
+    if (existsSync(candidate)) {
+      return (JSON.parse(readFileSync(candidate, 'utf8')) as { version?: string }).version ?? '0.0.0';
+    }
+  }
+  return '0.0.0';
+}
+
+function readGithubConfig(read: EnvReader): AppConfig['github'] {
+  return {
+    apiUrl: (read.url('GITHUB_API_URL', ['http:', 'https:']) ?? 'https://api.github.com').replace(/\/+$/, ''),
+    token: read.raw('GITHUB_TOKEN'),
+    timeoutMs: read.int('GITHUB_TIMEOUT_MS', 10_000, 100, 120_000),
+    maxRetries: read.int('GITHUB_MAX_RETRIES', 2, 0, 5),
+  };
+}

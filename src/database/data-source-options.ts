@@ -1,0 +1,28 @@
+import type { DataSourceOptions } from 'typeorm';
+import { ALL_MIGRATIONS } from '../../migrations/index.js';
+import { SnakeNamingStrategy } from './snake-naming.strategy.js';
+
+/**
+ * The one definition of how Atrium talks to PostgreSQL, used by the app, the migration CLI,
+ * tests and benchmarks. Schema changes happen only through migrations.
+ */
+export function buildDataSourceOptions(url: string, poolSize: number): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url,
+    namingStrategy: new SnakeNamingStrategy(),
+    migrations: ALL_MIGRATIONS,
+    migrationsTableName: 'schema_migrations',
+    migrationsTransactionMode: 'each',
+    synchronize: false,
+    logging: false,
+    extra: {
+      max: poolSize,
+      // Fail fast when PostgreSQL is unreachable instead of hanging a request.
+      connectionTimeoutMillis: 5000,
+      idleTimeoutMillis: 30_000,
+      // A bad query must never hold a pooled connection for ever.
+      statement_timeout: 30_000,
+    },
+  };
+}

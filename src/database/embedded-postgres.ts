@@ -1,0 +1,47 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite-pgvector';
+import { Logger } from '@nestjs/common';
+import { PgliteWireServer } from './pglite-wire-server.js';
+
+/**
+ * The zero-config default: PostgreSQL (PGlite, WebAssembly) with pgvector, in this process,
+ * persisted under DATA_DIR/pglite, served on a loopback port so the app's ordinary `pg` pools,
+ * TypeORM and BullMQ's PostgreSQL backend all talk to it as to any server.
+ *
+ * Known limits (measured): one statement group at a time, all connections share one session (a
+ * transaction holds it until it ends), no LISTEN/NOTIFY between connections. Fine for one instance;
+ * scale out on a real PostgreSQL.
+ */
+export class EmbeddedPostgres {
+  private constructor(
+    private readonly db: PGlite,
+    private readonly server: PgliteWireServer,
+    readonly url: string,
+  ) {}
+
+  /** `dataDir` undefined keeps everything in memory (tests). */
+  static async start(dataDir: string | undefined): Promise<EmbeddedPostgres> {
+    const logger = new Logger('EmbeddedPostgres');
+    let location: string | undefined;
+    if (dataDir) {
+      location = join(dataDir, 'pglite');
+      mkdirSync(location, { recursive: true });
+    }
+    const db = await PGlite.create({ dataDir: location, extensions: { vector } });
+    // BullMQ's PostgreSQL backend keeps its tables in schema "bullmq"; all socket connections share
+    // this one session, so the search path is set once here rather than per connection.
+    await db.exec('CREATE SCHEMA IF NOT EXISTS bullmq; SET search_path TO public, bullmq;');
+    const server = new PgliteWireServer(db);
+    const address = await server.listen('127.0.0.1', 0);
+    const url = `postgresql://postgres@${address}/postgres?sslmode=disable`;
+    logger.log({ msg: 'embedded PostgreSQL (PGlite) started', location: location ?? 'memory', address });
+    return new EmbeddedPostgres(db, server, url);
+  }
+
+  async stop(): Promise<void> {
+    await this.server.close();
+    await this.db.close();
+  }
+}

@@ -1,0 +1,167 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import type { PGlite } from '@electric-sql/pglite';
+
+const SSL_REQUEST_CODE = 80877103;
+const GSSENC_REQUEST_CODE = 80877104;
+const CANCEL_REQUEST_CODE = 80877102;
+const PROTOCOL_3 = 196608;
+
+/** Message types after which the client waits for the server: the end of one atomic group. */
+const GROUP_END = new Set(['S', 'Q', 'H']);
+const TERMINATE = 'X';
+
+/**
+ * One PGlite has one session, so client connections must take turns. The owner keeps the session
+ * for as long as it holds a transaction open; otherwise turns change after each complete group.
+ */
+class SessionTurns {
+  private owner: number | undefined;
+  private readonly waiting: { connection: number; grant: () => void }[] = [];
+
+  async acquire(connection: number): Promise<void> {
+    if (this.owner === undefined || this.owner === connection) {
+      this.owner = connection;
+      return;
+    }
+    await new Promise<void>((grant) => this.waiting.push({ connection, grant }));
+  }
+
+  release(connection: number): void {
+    if (this.owner !== connection) return;
+    const next = this.waiting.shift();
+    this.owner = next?.connection;
+    next?.grant();
+  }
+
+  holds(connection: number): boolean {
+    return this.owner === connection;
+  }
+}
+
+/**
+ * Serves a PGlite instance over the PostgreSQL wire protocol on loopback, for the app's ordinary
+ * `pg` pools, TypeORM and BullMQ.
+ *
+ * Why not pglite-socket's server: it queues each protocol message on its own, so with several
+ * connections the Parse of one can land between the Parse and Bind of another and a query runs
+ * with the wrong statement or parameters. Here a client's whole group (up to Sync / Query / Flush)
+ * runs as one unit, and an open transaction keeps the session until it ends.
+ */
+export class PgliteWireServer {
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  private readonly turns = new SessionTurns();
+  private nextConnectionId = 1;
+
+  constructor(private readonly db: PGlite) {}
+
+  async listen(host: string, port: number): Promise<string> {
+    this.server = createServer((socket) => this.accept(socket));
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once('error', reject);
+      this.server!.listen(port, host, () => resolve());
+    });
+    const address = this.server.address() as { address: string; port: number };
+    return `${address.address}:${address.port}`;
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    const server = this.server;
+    this.server = undefined;
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  private accept(socket: Socket): void {
+    const connection = this.nextConnectionId++;
+    this.sockets.add(socket);
+    socket.setNoDelay(true);
+    let buffer: Buffer = Buffer.alloc(0);
+    let started = false;
+    let group: Buffer[] = [];
+    // Groups of one connection run in order; a promise chain keeps them so.
+    let chain: Promise<void> = Promise.resolve();
+    const run = (messages: Buffer, atomic: boolean) => {
+      chain = chain
+        .then(() => this.execute(connection, socket, messages, atomic))
+        .catch(() => {
+          socket.destroy();
+        });
+    };
+
+    socket.on('data', (data: Buffer) => {
+      buffer = buffer.length === 0 ? data : Buffer.concat([buffer, data]);
+      for (;;) {
+        if (!started) {
+          if (buffer.length < 8) return;
+          const length = buffer.readInt32BE(0);
+          if (buffer.length < length) return;
+          const code = buffer.readInt32BE(4);
+          const message = buffer.subarray(0, length);
+          buffer = buffer.subarray(length);
+          if (code === SSL_REQUEST_CODE || code === GSSENC_REQUEST_CODE) {
+            socket.write('N');
+            continue;
+          }
+          if (code === CANCEL_REQUEST_CODE) {
+            socket.end();
+            return;
+          }
+          if (code !== PROTOCOL_3) {
+            socket.destroy();
+            return;
+          }
+          started = true;
+          run(Buffer.from(message), false);
+          continue;
+        }
+        if (buffer.length < 5) return;
+        const length = 1 + buffer.readInt32BE(1);
+        if (buffer.length < length) return;
+        const type = String.fromCharCode(buffer[0]);
+        const message = Buffer.from(buffer.subarray(0, length));
+        buffer = buffer.subarray(length);
+        if (type === TERMINATE) {
+          socket.end();
+          return;
+        }
+        group.push(message);
+        if (GROUP_END.has(type)) {
+          const messages = group.length === 1 ? group[0] : Buffer.concat(group);
+          group = [];
+          run(messages, true);
+        }
+      }
+    });
+
+    const cleanup = () => {
+      if (!this.sockets.delete(socket)) return;
+      chain = chain.then(() => this.abandon(connection));
+    };
+    socket.on('close', cleanup);
+    socket.on('error', () => socket.destroy());
+  }
+
+  private async execute(connection: number, socket: Socket, messages: Buffer, atomic: boolean): Promise<void> {
+    await this.turns.acquire(connection);
+    try {
+      const replies: Uint8Array[] = [];
+      await this.db.runExclusive(() =>
+        this.db.execProtocolRawStream(new Uint8Array(messages), { onRawData: (data) => replies.push(data.slice()) }),
+      );
+      if (socket.writable && replies.length > 0) socket.write(Buffer.concat(replies));
+    } finally {
+      if (!atomic || !this.db.isInTransaction()) this.turns.release(connection);
+    }
+  }
+
+  /** A client that vanished mid-transaction must not leave the shared session inside it. */
+  private async abandon(connection: number): Promise<void> {
+    if (!this.turns.holds(connection)) return;
+    try {
+      if (this.db.isInTransaction()) await this.db.runExclusive(() => this.db.exec('ROLLBACK'));
+    } finally {
+      this.turns.release(connection);
+    }
+  }
+}

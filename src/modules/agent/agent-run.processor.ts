@@ -1,0 +1,27 @@
+import { Processor, WorkerHost } from '@nestjs/bullmq';
+import type { Job } from 'bullmq';
+import { RequestContext } from '../../common/request-context/request-context.js';
+import { WORKER_DRAIN_DELAY_SECONDS, WORKER_RUN_RETRY_DELAY_MS } from '../../queue/queue.constants.js';
+import { AGENT_RUNS_QUEUE } from './agent.constants.js';
+import { AgentRunner } from './agent-run.runner.js';
+
+interface AgentRunJobData {
+  runId: string;
+  traceId?: string;
+}
+
+/**
+ * Carries "run agent run X" from the queue to the runner. Registered only in APP_ROLE=all and worker.
+ * Runs wait on the model most of the time, so a process runs a few at once.
+ */
+@Processor(AGENT_RUNS_QUEUE, { concurrency: 4, drainDelay: WORKER_DRAIN_DELAY_SECONDS, runRetryDelay: WORKER_RUN_RETRY_DELAY_MS })
+export class AgentRunProcessor extends WorkerHost {
+  constructor(private readonly runner: AgentRunner) {
+    super();
+  }
+
+  async process(job: Job<AgentRunJobData>): Promise<string> {
+    // A redelivered or duplicate entry for a run another live worker holds is simply not claimed.
+    return RequestContext.run({ requestId: job.data.traceId ?? job.data.runId }, () => this.runner.run(job.data.runId));
+  }
+}

@@ -1,0 +1,129 @@
+export type AgentRunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+export const AGENT_RUN_STATUSES: readonly AgentRunStatus[] = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
+export const FINAL_STATUSES: readonly AgentRunStatus[] = ['succeeded', 'failed', 'cancelled'];
+
+/** A tool call the model asked for, as the Chat Completions wire format carries it. */
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  /** The raw JSON text the model produced (may be invalid JSON). */
+  arguments: string;
+}
+
+/**
+ * One step as stored in `agent_runs.steps`. Public fields are shown by status; `callId`, `toolCalls` and
+ * `modelContent` are kept so a resumed run can rebuild the conversation without redoing anything.
+ */
+export interface StoredStep {
+  index: number;
+  type: 'tool_call' | 'message';
+  /** tool_call: started (recorded before executing), ok, error, unknown (worker died mid-call; never retried). */
+  status: 'started' | 'ok' | 'error' | 'unknown';
+  tool?: string;
+  arguments?: unknown;
+  resultSummary?: string;
+  /** message: the model's text (may be empty when it only asks for tools). */
+  content?: string | null;
+  startedAt: string;
+  finishedAt: string | null;
+  callId?: string;
+  toolCalls?: ModelToolCall[];
+  modelContent?: string;
+}
+
+export interface AgentRunRow {
+  id: string;
+  user_id: string;
+  project_id: string;
+  status: AgentRunStatus;
+  input: string;
+  output: string | null;
+  error: string | null;
+  steps: StoredStep[];
+  provider: string;
+  model: string;
+  tools: string[] | null;
+  scopes: string[];
+  actor: { userId: string; projectIds: string[] | null; repos: string[] | null; projectRoleCap?: 'editor' | 'viewer' };
+  max_steps: number;
+  cancel_requested: boolean;
+  claim_token: string | null;
+  heartbeat_at: Date | null;
+  attempts: number;
+  trace_id: string | null;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+export interface AgentStepView {
+  index: number;
+  type: 'tool_call' | 'message';
+  status: StoredStep['status'];
+  tool?: string;
+  arguments?: unknown;
+  resultSummary?: string;
+  content?: string | null;
+  startedAt: string;
+  finishedAt: string | null;
+}
+
+export interface AgentRunView {
+  jobId: string;
+  projectId: string;
+  status: AgentRunStatus;
+  provider: string;
+  model: string;
+  tools: string[] | null;
+  maxSteps: number;
+  input: string;
+  output: string | null;
+  steps: AgentStepView[];
+  error: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+export type AgentRunSummary = Omit<AgentRunView, 'steps'> & { stepCount: number };
+
+function iso(value: Date | null): string | null {
+  return value ? new Date(value).toISOString() : null;
+}
+
+export function toStepView(step: StoredStep): AgentStepView {
+  const view: AgentStepView = { index: step.index, type: step.type, status: step.status, startedAt: step.startedAt, finishedAt: step.finishedAt };
+  if (step.type === 'tool_call') {
+    view.tool = step.tool;
+    view.arguments = step.arguments;
+    if (step.resultSummary !== undefined) view.resultSummary = step.resultSummary;
+  } else {
+    view.content = step.content ?? null;
+    if (step.resultSummary !== undefined) view.resultSummary = step.resultSummary;
+  }
+  return view;
+}
+
+export function toSummary(row: AgentRunRow): AgentRunSummary {
+  return {
+    jobId: row.id,
+    projectId: row.project_id,
+    status: row.status,
+    provider: row.provider,
+    model: row.model,
+    tools: row.tools,
+    maxSteps: row.max_steps,
+    input: row.input,
+    output: row.output,
+    error: row.error,
+    stepCount: row.steps.length,
+    createdAt: iso(row.created_at)!,
+    startedAt: iso(row.started_at),
+    finishedAt: iso(row.finished_at),
+  };
+}
+
+export function toView(row: AgentRunRow): AgentRunView {
+  const { stepCount: _stepCount, ...summary } = toSummary(row);
+  return { ...summary, steps: row.steps.map(toStepView) };
+}

@@ -1,0 +1,201 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Queue } from 'bullmq';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DataSource } from 'typeorm';
+import { isProjectAllowed, type Actor } from '../../common/auth/actor.js';
+import { AppException } from '../../common/errors/app.exception.js';
+import { ErrorCode } from '../../common/errors/error-code.js';
+import { decodeCursor, encodeCursor, type Page } from '../../common/pagination/cursor-page.js';
+import { RequestContext } from '../../common/request-context/request-context.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/app-config.token.js';
+import { API_KEY_SCOPES } from '../api-keys/api-key-scopes.js';
+import { ProjectsService } from '../projects/projects.service.js';
+import { ToolsService } from '../tools/tools.service.js';
+import { AGENT_RUNS_QUEUE, READ_SCOPES } from './agent.constants.js';
+import { FINAL_STATUSES, toSummary, toView, type AgentRunRow, type AgentRunStatus, type AgentRunSummary, type AgentRunView } from './agent-run.types.js';
+import { LLM_CLIENT, type LlmClient } from './llm/llm-client.js';
+import { returningRows } from '../../database/returning-rows.js';
+import { startRecoverySweep } from '../../queue/recovery-sweep.js';
+import { isUuid } from '../../common/validation/uuid.js';
+
+export interface ExecuteInput {
+  projectId: string;
+  input: string;
+  tools?: string[];
+  maxSteps?: number;
+}
+
+/** How long POST cancel waits for a running run to stop before answering. */
+const CANCEL_WAIT_MS = 1_500;
+
+/**
+ * Agent runs as users see them: create (row + queue entry), status, cancel, history. Only the caller's own
+ * runs exist for the caller (anything else is 404). A recovery sweep re-enqueues runs whose worker died.
+ */
+@Injectable()
+export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(AgentRunsService.name);
+  private stopSweep?: () => void;
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectQueue(AGENT_RUNS_QUEUE) private readonly queue: Queue,
+    private readonly projects: ProjectsService,
+    private readonly tools: ToolsService,
+    @Inject(LLM_CLIENT) private readonly llm: LlmClient,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.config.role === 'api') return; // the processes that run agents also look after them
+    this.stopSweep = await startRecoverySweep('agent run', () => this.recover(), this.config.agent.recoveryIntervalMs, this.logger);
+  }
+
+  onModuleDestroy(): void {
+    this.stopSweep?.();
+  }
+
+  /**
+   * A viewer (or a viewer session token) gets read tools only; an editor or owner gets every tool. The run's
+   * actor is the caller pinned to the project, so tools see exactly what the caller could see by hand there.
+   */
+  async create(actor: Actor, input: ExecuteInput): Promise<{ jobId: string; status: 'queued' }> {
+    const role = await this.projects.requireRole(actor, input.projectId, 'viewer');
+    let allowlist: string[] | null = null;
+    if (input.tools) {
+      allowlist = [...new Set(input.tools)];
+      const unknown = allowlist.filter((name) => !this.tools.find(name));
+      if (unknown.length > 0) {
+        throw AppException.validation(`Unknown tool name${unknown.length > 1 ? 's' : ''} in tools: ${unknown.join(', ')}`, [
+          { field: 'tools', message: `unknown tools: ${unknown.join(', ')}` },
+        ]);
+      }
+    }
+    const scopes = role === 'viewer' ? [...READ_SCOPES] : [...API_KEY_SCOPES];
+    const runActor = { userId: actor.userId, projectIds: [input.projectId], repos: actor.repos, ...(actor.projectRoleCap ? { projectRoleCap: actor.projectRoleCap } : {}) };
+    const id = randomUUID();
+    await this.dataSource.query(
+      `INSERT INTO agent_runs (id, user_id, project_id, status, input, provider, model, tools, scopes, actor, max_steps, trace_id)
+       VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7::text[], $8::text[], $9::jsonb, $10, $11)`,
+      [id, actor.userId, input.projectId, input.input, this.llm.provider, this.llm.model, allowlist, scopes, JSON.stringify(runActor), input.maxSteps ?? 8, RequestContext.requestId() ?? null],
+    );
+    try {
+      await this.enqueue(id);
+    } catch (error) {
+      // The row stays queued; the recovery sweep enqueues it once the queue is back.
+      this.logger.warn({ msg: 'could not enqueue agent run; the recovery sweep will', runId: id, error: String(error) });
+    }
+    return { jobId: id, status: 'queued' };
+  }
+
+  async get(actor: Actor, jobId: string): Promise<AgentRunView> {
+    return toView(await this.findOwn(actor, jobId));
+  }
+
+  /** A queued run is cancelled at once; a running one is asked to stop and stops within a second; a finished one is a 409. */
+  async cancel(actor: Actor, jobId: string): Promise<{ jobId: string; status: AgentRunStatus }> {
+    const run = await this.findOwn(actor, jobId);
+    const rows = returningRows<{ status: AgentRunStatus }>(
+      await this.dataSource.query(
+      `UPDATE agent_runs SET cancel_requested = true,
+              status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
+              finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END
+       WHERE id = $1 AND status IN ('queued', 'running') RETURNING status`,
+      [jobId],
+      ),
+    );
+    if (rows.length === 0) throw new AppException(ErrorCode.StateConflict, `The run has already finished (${run.status})`, { status: run.status });
+    if (rows[0].status === 'cancelled') {
+      await this.queue.remove(jobId).catch(() => undefined);
+      return { jobId, status: 'cancelled' };
+    }
+    const deadline = Date.now() + CANCEL_WAIT_MS;
+    while (Date.now() < deadline) {
+      await sleep(100);
+      const [row]: { status: AgentRunStatus }[] = await this.dataSource.query(`SELECT status FROM agent_runs WHERE id = $1`, [jobId]);
+      if (FINAL_STATUSES.includes(row.status)) return { jobId, status: row.status };
+    }
+    // No live worker answered (its heartbeat is stale or gone): nobody else will stop it, so stop it here.
+    const [stopped] = returningRows<{ status: AgentRunStatus }>(
+      await this.dataSource.query(
+      `UPDATE agent_runs SET status = 'cancelled', finished_at = now(), claim_token = NULL
+       WHERE id = $1 AND status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < now() - make_interval(secs => $2)) RETURNING status`,
+      [jobId, this.config.agent.staleAfterMs / 1000],
+      ),
+    );
+    if (stopped) return { jobId, status: 'cancelled' };
+    const [row]: { status: AgentRunStatus }[] = await this.dataSource.query(`SELECT status FROM agent_runs WHERE id = $1`, [jobId]);
+    return { jobId, status: row.status };
+  }
+
+  async history(actor: Actor, query: { projectId?: string; status?: AgentRunStatus; limit: number; cursor?: string }): Promise<Page<AgentRunSummary>> {
+    const cursor = decodeCursor(query.cursor);
+    const params: unknown[] = [actor.userId];
+    const where = ['user_id = $1'];
+    if (actor.projectIds !== null) {
+      params.push([...actor.projectIds]);
+      where.push(`project_id = ANY($${params.length}::uuid[])`);
+    }
+    if (query.projectId) {
+      params.push(query.projectId);
+      where.push(`project_id = $${params.length}`);
+    }
+    if (query.status) {
+      params.push(query.status);
+      where.push(`status = $${params.length}`);
+    }
+    if (cursor) {
+      params.push(cursor.createdAt, cursor.id);
+      where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
+    }
+    params.push(query.limit + 1);
+    const rows: AgentRunRow[] = await this.dataSource.query(
+      `SELECT * FROM agent_runs WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+      params,
+    );
+    const hasMore = rows.length > query.limit;
+    const page = hasMore ? rows.slice(0, query.limit) : rows;
+    const last = page[page.length - 1];
+    return { items: page.map(toSummary), nextCursor: hasMore && last ? encodeCursor({ createdAt: new Date(last.created_at), id: last.id }) : null };
+  }
+
+  /** Re-enqueues runs whose worker died (stale heartbeat) and queued runs whose queue entry is gone. */
+  async recover(): Promise<number> {
+    const staleSeconds = this.config.agent.staleAfterMs / 1000;
+    const rows: { id: string; status: AgentRunStatus }[] = await this.dataSource.query(
+      `SELECT id, status FROM agent_runs
+       WHERE (status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < now() - make_interval(secs => $1)))
+          OR (status = 'queued' AND created_at < now() - make_interval(secs => $1))
+       ORDER BY created_at LIMIT 100`,
+      [staleSeconds],
+    );
+    let recovered = 0;
+    for (const row of rows) {
+      if (row.status === 'queued') {
+        const existing = await this.queue.getJob(row.id);
+        const state = existing ? await existing.getState() : 'missing';
+        if (['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'].includes(state)) continue;
+      }
+      await this.enqueue(row.id, `-r${Date.now()}`);
+      recovered += 1;
+      this.logger.warn({ msg: 'agent run re-enqueued', runId: row.id, status: row.status });
+    }
+    return recovered;
+  }
+
+  private async enqueue(id: string, suffix = ''): Promise<void> {
+    // One attempt: a run's own row decides resumption; a queue retry could only race the recovery sweep.
+    await this.queue.add('run', { runId: id, traceId: RequestContext.requestId() }, { jobId: `${id}${suffix}`, attempts: 1, removeOnComplete: 1000, removeOnFail: 1000 });
+  }
+
+  private async findOwn(actor: Actor, jobId: string): Promise<AgentRunRow> {
+    if (!isUuid(jobId)) throw AppException.notFound('Agent run');
+    const [row]: AgentRunRow[] = await this.dataSource.query(`SELECT * FROM agent_runs WHERE id = $1`, [jobId]);
+    if (!row || row.user_id !== actor.userId || !isProjectAllowed(actor, row.project_id)) throw AppException.notFound('Agent run');
+    return row;
+  }
+}

@@ -1,0 +1,53 @@
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
+import { actorFromPrincipal } from '../auth/actor-from-principal.js';
+import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
+import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
+import type { Principal } from '../auth/principal.js';
+import { AgentRunsService } from './agent-runs.service.js';
+import { AgentHistoryQueryDto } from './dto/agent-history-query.dto.js';
+import { ExecuteAgentDto } from './dto/execute-agent.dto.js';
+
+@ApiTags('agent')
+@ApiBearerAuth()
+@AllowProjectToken()
+@Controller('api/agent')
+export class AgentController {
+  constructor(
+    private readonly runs: AgentRunsService,
+    private readonly idempotency: IdempotencyService,
+  ) {}
+
+  @Post('execute')
+  @HttpCode(202)
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'A repeat with the same key and body within 24 h returns the first run' })
+  @ApiOperation({ summary: 'Start an agent run in a project (any member; viewers get read-only tools)' })
+  async execute(@CurrentPrincipal() principal: Principal, @Body() body: ExecuteAgentDto, @Headers('idempotency-key') idempotencyKey: string | undefined) {
+    const actor = actorFromPrincipal(principal, body.projectId);
+    const input = { projectId: body.projectId, input: body.input, tools: body.tools, maxSteps: body.maxSteps };
+    if (idempotencyKey === undefined) return this.runs.create(actor, input);
+    const request = { ...input, tools: body.tools ?? null, maxSteps: body.maxSteps ?? 8, via: principal.kind === 'project-token' ? principal.tokenId : 'user' };
+    const outcome = await this.idempotency.run({ ownerId: actor.userId, scope: 'agent:execute', key: idempotencyKey, request }, () => this.runs.create(actor, input));
+    return outcome.value;
+  }
+
+  @Get('status/:jobId')
+  @ApiOperation({ summary: 'One of your runs, with its steps so far' })
+  status(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
+    return this.runs.get(actorFromPrincipal(principal), jobId);
+  }
+
+  @Post('cancel/:jobId')
+  @HttpCode(202)
+  @ApiOperation({ summary: 'Cancel a queued or running run; a finished one is a 409' })
+  cancel(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
+    return this.runs.cancel(actorFromPrincipal(principal), jobId);
+  }
+
+  @Get('history')
+  @ApiOperation({ summary: 'Your runs, newest first' })
+  history(@CurrentPrincipal() principal: Principal, @Query() query: AgentHistoryQueryDto) {
+    return this.runs.history(actorFromPrincipal(principal, query.projectId), query);
+  }
+}

@@ -1,0 +1,28 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMaxSize, IsArray, IsInt, IsOptional, IsString, IsUUID, Length, Matches, Max, Min } from 'class-validator';
+
+export class ExecuteAgentDto {
+  @ApiProperty({ format: 'uuid', description: 'The project the run acts in; the caller must be a member' })
+  @IsUUID()
+  projectId!: string;
+
+  @ApiProperty({ minLength: 1, maxLength: 8000, description: 'What to do or answer' })
+  @IsString()
+  @Length(1, 8000)
+  input!: string;
+
+  @ApiPropertyOptional({ type: [String], description: 'Allowlist of tool names offered to the model (default: every tool the caller may use); unknown names are a 400' })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(100)
+  @IsString({ each: true })
+  @Matches(/^[a-z][a-z0-9_]{0,63}$/, { each: true, message: 'each tool name must be a snake_case tool name' })
+  tools?: string[];
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 20, default: 8, description: 'Maximum model turns before the run fails' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(20)
+  maxSteps?: number;
+}

@@ -1,0 +1,48 @@
+import { Body, Controller, Delete, Get, Param, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
+import type { Principal } from '../auth/principal.js';
+import { AppException } from '../../common/errors/app.exception.js';
+import { ErrorCode } from '../../common/errors/error-code.js';
+import { ApiKeysService } from './api-keys.service.js';
+import { CreateApiKeyDto } from './dto/create-api-key.dto.js';
+
+/** The account page's key management; user access token only (the global guard enforces it). */
+@ApiTags('api-keys')
+@ApiBearerAuth()
+@Controller('api/api-keys')
+export class ApiKeysController {
+  constructor(private readonly apiKeys: ApiKeysService) {}
+
+  @Post()
+  @ApiOperation({ summary: 'Create a personal API key; the plaintext key is in this response only' })
+  create(@CurrentPrincipal() principal: Principal, @Body() body: CreateApiKeyDto) {
+    return this.apiKeys.create(userOnly(principal), body);
+  }
+
+  @Get()
+  @ApiOperation({ summary: "The caller's API keys" })
+  list(@CurrentPrincipal() principal: Principal) {
+    return this.apiKeys.list(userOnly(principal));
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'One key with its last 50 calls' })
+  get(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
+    return this.apiKeys.get(userOnly(principal), id);
+  }
+
+  @Delete(':id')
+  @ApiOperation({ summary: 'Revoke a key; it answers 401 revoked_api_key from the next request on' })
+  revoke(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
+    return this.apiKeys.revoke(userOnly(principal), id);
+  }
+}
+
+/** Keys belong to the account: a project session token may never manage them. */
+function userOnly(principal: Principal): string {
+  if (principal.kind !== 'user') {
+    throw new AppException(ErrorCode.AuthInvalid, 'API keys are managed with a user access token from POST /api/auth/login');
+  }
+  return principal.userId;
+}

@@ -1,0 +1,46 @@
+import { CallHandler, createParamDecorator, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import type { Request } from 'express';
+import type { Observable } from 'rxjs';
+import type { Actor } from '../../common/auth/actor.js';
+import type { ApiKeyPrincipal } from './api-key.principal.js';
+
+/** Whom an Area A call acts for: the key's owner (with the key's pins) and the key's scopes. */
+export interface KeyCaller {
+  actor: Actor;
+  scopes: readonly string[];
+  keyId: string;
+}
+
+const KEY_CALLER = Symbol('atrium:key-caller');
+type CallerRequest = Request & { user?: ApiKeyPrincipal; [KEY_CALLER]?: KeyCaller };
+
+/**
+ * Resolves the owner id, scopes and pins once per call from the authenticated key and hands them to
+ * the handler explicitly (`@Caller()`); nothing downstream reads the request to find out who is asking.
+ */
+@Injectable()
+export class OwnerInterceptor implements NestInterceptor {
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const request = context.switchToHttp().getRequest<CallerRequest>();
+    const principal = request.user;
+    if (principal?.kind === 'api-key') {
+      request[KEY_CALLER] = Object.freeze({
+        actor: Object.freeze({
+          userId: principal.userId,
+          projectIds: principal.projectIds ? Object.freeze([...principal.projectIds]) : null,
+          repos: principal.repos ? Object.freeze([...principal.repos]) : null,
+        }),
+        scopes: Object.freeze([...principal.scopes]),
+        keyId: principal.keyId,
+      });
+    }
+    return next.handle();
+  }
+}
+
+/** The KeyCaller the OwnerInterceptor resolved; fails closed if the interceptor did not run. */
+export const Caller = createParamDecorator((_data: unknown, context: ExecutionContext): KeyCaller => {
+  const caller = context.switchToHttp().getRequest<CallerRequest>()[KEY_CALLER];
+  if (!caller) throw new Error('Caller() used on a route without ApiKeyAuthGuard + OwnerInterceptor');
+  return caller;
+});

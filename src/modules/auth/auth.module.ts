@@ -1,0 +1,33 @@
+import { Module } from '@nestjs/common';
+import { JwtModule } from '@nestjs/jwt';
+import { PassportModule } from '@nestjs/passport';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/app-config.token.js';
+import { AdminBootstrapService } from './admin-bootstrap.service.js';
+import { AuthController } from './auth.controller.js';
+import { AuthService } from './auth.service.js';
+import { ProjectSessionToken } from './project-session-token.entity.js';
+import { ProjectSessionTokensService } from './project-session-tokens.service.js';
+import { JwtStrategy } from './strategies/jwt.strategy.js';
+import { ProjectTokenStrategy } from './strategies/project-token.strategy.js';
+import { User } from './user.entity.js';
+import { UsersService } from './users.service.js';
+
+@Module({
+  imports: [
+    TypeOrmModule.forFeature([User, ProjectSessionToken]),
+    PassportModule,
+    JwtModule.registerAsync({
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => ({
+        secret: config.secrets.jwtSecret,
+        signOptions: { algorithm: 'HS256', expiresIn: config.auth.accessTokenTtlSeconds },
+      }),
+    }),
+  ],
+  controllers: [AuthController],
+  providers: [UsersService, AuthService, JwtStrategy, AdminBootstrapService, ProjectSessionTokensService, ProjectTokenStrategy],
+  exports: [UsersService, ProjectSessionTokensService],
+})
+export class AuthModule {}

@@ -1,0 +1,64 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { In, Not, Repository } from 'typeorm';
+import { Document } from './document.entity.js';
+
+export interface DocumentForIndexing {
+  id: string;
+  projectId: string | null;
+  authorId: string;
+  title: string;
+  sha256: string;
+  status: Document['status'];
+  /** Extracted text; null when extraction failed (nothing to index). */
+  text: string | null;
+}
+
+/**
+ * The indexer's side of a document (system calls, no actor: the RAG worker decides what to index from a
+ * job a permitted caller created). State moves uploaded → processing → indexed | failed; `markIndexed`
+ * and `markFailed` take the sha256 the job read, so a result for content that changed meanwhile is dropped.
+ */
+@Injectable()
+export class DocumentIndexStateService {
+  constructor(@InjectRepository(Document) private readonly documents: Repository<Document>) {}
+
+  async load(documentId: string): Promise<DocumentForIndexing | null> {
+    const row = await this.documents.createQueryBuilder('d').addSelect('d.textContent').where('d.id = :documentId', { documentId }).getOne();
+    if (!row) return null;
+    return {
+      id: row.id,
+      projectId: row.projectId,
+      authorId: row.authorId,
+      title: row.title,
+      sha256: row.sha256,
+      status: row.status,
+      text: row.textContent,
+    };
+  }
+
+  /** Documents of a project with text that is not indexed at its current content. */
+  async idsNeedingIndex(projectId: string): Promise<string[]> {
+    const rows = await this.documents.find({
+      where: { projectId, status: Not(In(['indexed', 'failed'])) },
+      select: { id: true },
+      order: { createdAt: 'ASC', id: 'ASC' },
+    });
+    return rows.map((row) => row.id);
+  }
+
+  async markProcessing(documentId: string): Promise<void> {
+    await this.documents.update({ id: documentId }, { status: 'processing', error: null });
+  }
+
+  /** Returns false when the content changed since `sha256` was read (the result is stale and not recorded). */
+  async markIndexed(documentId: string, sha256: string, chunkCount: number): Promise<boolean> {
+    const result = await this.documents.update({ id: documentId, sha256 }, { status: 'indexed', error: null, chunkCount, indexedAt: new Date() });
+    return (result.affected ?? 0) > 0;
+  }
+
+  async markFailed(documentId: string, sha256: string, reason: string): Promise<boolean> {
+    const result = await this.documents.update({ id: documentId, sha256 }, { status: 'failed', error: reason.slice(0, 2000) });
+    return (result.affected ?? 0) > 0;
+  }
+}

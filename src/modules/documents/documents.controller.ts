@@ -1,0 +1,94 @@
+import { Body, Controller, Delete, Get, Headers, Param, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
+import { FileInterceptor } from '@nestjs/platform-express';
+import { ApiBearerAuth, ApiBody, ApiConsumes, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { createHash } from 'node:crypto';
+import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
+import { AppException } from '../../common/errors/app.exception.js';
+import { actorFromPrincipal } from '../auth/actor-from-principal.js';
+import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
+import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
+import type { Principal } from '../auth/principal.js';
+import { DocumentsService } from './documents.service.js';
+import { ListDocumentsDto } from './dto/list-documents.dto.js';
+import { UploadDocumentDto } from './dto/upload-document.dto.js';
+import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
+
+interface UploadedMulterFile {
+  originalname: string;
+  mimetype: string;
+  size: number;
+  buffer: Buffer;
+}
+
+@ApiTags('documents')
+@ApiBearerAuth()
+@AllowProjectToken()
+@Controller('api/documents')
+export class DocumentsController {
+  constructor(
+    private readonly documents: DocumentsService,
+    private readonly idempotency: IdempotencyService,
+  ) {}
+
+  @Post('upload')
+  @UseInterceptors(UploadLimitInterceptor, FileInterceptor('file'))
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({
+    schema: {
+      type: 'object',
+      required: ['file', 'projectId'],
+      properties: {
+        file: { type: 'string', format: 'binary', description: 'txt, md, html, csv, json, pdf or docx; at most UPLOAD_MAX_BYTES' },
+        projectId: { type: 'string', format: 'uuid' },
+        title: { type: 'string', maxLength: 300 },
+        isPublic: { type: 'boolean', default: false },
+      },
+    },
+  })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'A repeat with the same key and the same upload within 24 h returns the first answer' })
+  @ApiOperation({ summary: 'Upload a file into a project (editor or owner); it is indexed in the background' })
+  async upload(
+    @CurrentPrincipal() principal: Principal,
+    @UploadedFile() file: UploadedMulterFile | undefined,
+    @Body() body: UploadDocumentDto,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+  ) {
+    const actor = actorFromPrincipal(principal, body.projectId);
+    if (!file) throw AppException.validation('A file is required in the multipart field "file"', [{ field: 'file', message: 'required' }]);
+    const work = () =>
+      this.documents.upload(actor, {
+        projectId: body.projectId,
+        title: body.title,
+        isPublic: body.isPublic,
+        file: { originalName: file.originalname, mimeType: file.mimetype, bytes: file.buffer },
+      });
+    if (idempotencyKey === undefined) return work();
+    const request = {
+      projectId: body.projectId,
+      title: body.title ?? null,
+      isPublic: body.isPublic ?? null,
+      fileName: file.originalname,
+      sha256: createHash('sha256').update(file.buffer).digest('hex'),
+    };
+    const outcome = await this.idempotency.run({ ownerId: actor.userId, scope: 'documents:upload', key: idempotencyKey, request }, work);
+    return outcome.value;
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'Documents of a project visible to the caller, newest first' })
+  list(@CurrentPrincipal() principal: Principal, @Query() query: ListDocumentsDto) {
+    return this.documents.list(actorFromPrincipal(principal, query.projectId), query);
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'One document (its author, or any member of its project when public)' })
+  get(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
+    return this.documents.get(actorFromPrincipal(principal), id);
+  }
+
+  @Delete(':id')
+  @ApiOperation({ summary: 'Delete a document and its chunks (author only)' })
+  remove(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
+    return this.documents.delete(actorFromPrincipal(principal), id);
+  }
+}

@@ -1,0 +1,40 @@
+import { Module } from '@nestjs/common';
+import { MulterModule } from '@nestjs/platform-express';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { IdempotencyModule } from '../../common/idempotency/idempotency.module.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/app-config.token.js';
+import { ProjectsModule } from '../projects/projects.module.js';
+import { DocumentEvents } from './document-events.js';
+import { DocumentIndexStateService } from './document-index-state.service.js';
+import { DocumentTextExtractor } from './document-text-extractor.js';
+import { Document } from './document.entity.js';
+import { DocumentsController } from './documents.controller.js';
+import { DocumentsService } from './documents.service.js';
+import { DocumentsToolProvider } from './documents.tool-provider.js';
+import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
+
+/**
+ * Documents: uploads, text extraction, visibility. Exports DocumentsService (for the document tools),
+ * DocumentEvents (subscribe to enqueue indexing), DocumentIndexStateService and DocumentTextExtractor
+ * (for the RAG indexer).
+ */
+@Module({
+  imports: [
+    TypeOrmModule.forFeature([Document]),
+    ProjectsModule,
+    IdempotencyModule,
+    MulterModule.registerAsync({
+      inject: [APP_CONFIG],
+      // Memory storage, stopped by multer at fileSize: the file never grows past the limit in memory.
+      useFactory: (config: AppConfig) => ({
+        limits: { fileSize: config.limits.uploadMaxBytes, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12 },
+        defParamCharset: 'utf8',
+      }),
+    }),
+  ],
+  controllers: [DocumentsController],
+  providers: [DocumentsService, DocumentEvents, DocumentIndexStateService, DocumentTextExtractor, UploadLimitInterceptor, DocumentsToolProvider],
+  exports: [DocumentsService, DocumentEvents, DocumentIndexStateService, DocumentTextExtractor],
+})
+export class DocumentsModule {}

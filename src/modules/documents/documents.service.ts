@@ -1,0 +1,314 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { createHash, randomUUID } from 'node:crypto';
+import { DataSource, Repository, type SelectQueryBuilder } from 'typeorm';
+import type { Actor } from '../../common/auth/actor.js';
+import { AppException } from '../../common/errors/app.exception.js';
+import { ErrorCode } from '../../common/errors/error-code.js';
+import { cursorCondition, decodeCursor, toPage, type Page } from '../../common/pagination/cursor-page.js';
+import { RequestContext } from '../../common/request-context/request-context.js';
+import { isUniqueViolation } from '../../database/pg-errors.js';
+import { ProjectsService } from '../projects/projects.service.js';
+import { DocumentEvents, type DocumentEventType } from './document-events.js';
+import { DocumentTextExtractor, TextExtractionError } from './document-text-extractor.js';
+import { detectDocumentType, MIME_BY_KIND } from './document-type.js';
+import { toDocumentView, type DocumentView } from './document-views.js';
+import { Document, type DocumentStatus } from './document.entity.js';
+import { isUuid } from '../../common/validation/uuid.js';
+
+/** Text written through a tool or an update: at most 1 MB of UTF-8. */
+export const MAX_TEXT_CONTENT_BYTES = 1024 * 1024;
+
+export interface UploadInput {
+  projectId: string;
+  title?: string;
+  isPublic?: boolean;
+  file: { originalName: string; mimeType?: string; bytes: Buffer };
+}
+
+export interface CreateTextInput {
+  title: string;
+  content: string;
+  projectId?: string | null;
+  isPublic?: boolean;
+}
+
+export interface UpdateInput {
+  title?: string;
+  content?: string;
+  isPublic?: boolean;
+}
+
+export interface ListVisibleInput {
+  projectId?: string | null;
+  /** Case-insensitive substring of the title; empty = no filter. */
+  query?: string;
+  limit: number;
+}
+
+/**
+ * Documents and the one visibility rule: a document is visible to its author, and, when public, to the
+ * members of its project (or to everyone, for a public document without a project). A private document
+ * is invisible even to other members of its project. Only the author changes or deletes a document, and
+ * inside a project only while at least an editor there. Every query here filters by the actor.
+ */
+@Injectable()
+export class DocumentsService {
+  constructor(
+    @InjectRepository(Document) private readonly documents: Repository<Document>,
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly projects: ProjectsService,
+    private readonly extractor: DocumentTextExtractor,
+    private readonly events: DocumentEvents,
+  ) {}
+
+  async upload(actor: Actor, input: UploadInput): Promise<DocumentView> {
+    await this.projects.requireRole(actor, input.projectId, 'editor');
+    const bytes = input.file.bytes;
+    if (bytes.length === 0) throw AppException.validation('The uploaded file is empty', [{ field: 'file', message: 'empty file' }]);
+    const type = detectDocumentType(input.file.originalName, input.file.mimeType, bytes);
+    if (!type.ok) throw new AppException(ErrorCode.UnsupportedMediaType, `Unsupported file: ${type.reason}`);
+
+    const sha256 = sha256Hex(bytes);
+    await this.assertNotDuplicate(actor.userId, input.projectId, sha256);
+
+    let textContent: string | null = null;
+    let status: DocumentStatus = 'uploaded';
+    let error: string | null = null;
+    try {
+      textContent = await this.extractor.extract(type.kind, bytes);
+    } catch (cause) {
+      if (!(cause instanceof TextExtractionError)) throw cause;
+      status = 'failed';
+      error = cause.message;
+    }
+
+    const document = this.documents.create({
+      id: randomUUID(),
+      projectId: input.projectId,
+      authorId: actor.userId,
+      // A file name may carry NUL bytes, which PostgreSQL text cannot hold.
+      title: (input.title?.trim() || input.file.originalName.replace(/\u0000/g, '') || 'Untitled').slice(0, 300),
+      mimeType: type.mimeType,
+      sizeBytes: bytes.length,
+      sha256,
+      isPublic: input.isPublic ?? false,
+      origin: 'upload',
+      status,
+      error,
+      content: bytes,
+      textContent,
+      chunkCount: 0,
+      indexedAt: null,
+    });
+    try {
+      await this.documents.insert(document);
+    } catch (cause) {
+      // Two identical uploads at once: the unique index decides, the loser gets the same 409.
+      if (isUniqueViolation(cause)) await this.assertNotDuplicate(actor.userId, input.projectId, sha256);
+      throw cause;
+    }
+    const saved = await this.documents.findOneByOrFail({ id: document.id });
+    if (status !== 'failed') await this.emit('created', saved);
+    return toDocumentView(saved);
+  }
+
+  /** Area B list: one project's documents the actor may see, newest first. */
+  async list(actor: Actor, query: { projectId: string; status?: DocumentStatus; limit: number; cursor?: string }): Promise<Page<DocumentView>> {
+    await this.projects.requireRole(actor, query.projectId, 'viewer');
+    const cursor = cursorCondition('d', decodeCursor(query.cursor));
+    const qb = this.visible(actor).andWhere('d.project_id = :projectId', { projectId: query.projectId }).andWhere(cursor.sql, cursor.params);
+    if (query.status) qb.andWhere('d.status = :status', { status: query.status });
+    const rows = await qb.orderBy('d.createdAt', 'DESC').addOrderBy('d.id', 'DESC').limit(query.limit + 1).getMany();
+    return toPage(rows, query.limit, toDocumentView);
+  }
+
+  /** Tool list: every document the actor may see, optionally of one project and by title. */
+  async listVisible(actor: Actor, input: ListVisibleInput): Promise<{ items: Document[]; truncated: boolean }> {
+    const qb = this.visible(actor);
+    if (input.projectId) {
+      if ((await this.projects.roleOf(actor, input.projectId)) === null) throw AppException.notFound('Project');
+      qb.andWhere('d.project_id = :projectId', { projectId: input.projectId });
+    }
+    if (input.query) qb.andWhere(`d.title ILIKE :title ESCAPE '\\'`, { title: `%${escapeLike(input.query)}%` });
+    const rows = await qb.orderBy('d.createdAt', 'DESC').addOrderBy('d.id', 'DESC').limit(input.limit + 1).getMany();
+    return { items: rows.slice(0, input.limit), truncated: rows.length > input.limit };
+  }
+
+  async get(actor: Actor, documentId: string): Promise<DocumentView> {
+    return toDocumentView(await this.findVisible(actor, documentId));
+  }
+
+  /** The document with its extracted text (null when extraction failed). */
+  async getWithContent(actor: Actor, documentId: string): Promise<{ document: Document; content: string | null }> {
+    const document = await this.findVisible(actor, documentId, true);
+    return { document, content: document.textContent };
+  }
+
+  /** The original bytes, for a download or a re-extraction. */
+  async getOriginal(actor: Actor, documentId: string): Promise<{ document: Document; bytes: Buffer }> {
+    const document = await this.findVisible(actor, documentId);
+    const row = await this.documents.createQueryBuilder('d').addSelect('d.content').where('d.id = :id', { id: documentId }).getOneOrFail();
+    return { document, bytes: row.content };
+  }
+
+  /** A document written as text (markdown), e.g. by the create_document tool. Indexed in the background. */
+  async createFromText(actor: Actor, input: CreateTextInput): Promise<Document> {
+    const projectId = input.projectId || null;
+    if (projectId) await this.projects.requireRole(actor, projectId, 'editor');
+    else if (actor.projectIds !== null) {
+      throw new AppException(ErrorCode.InvalidArgument, 'This credential is limited to certain projects; name one of them as project_id', {
+        argument: 'project_id',
+      });
+    }
+    const bytes = textBytes(input.content);
+    const document = this.documents.create({
+      id: randomUUID(),
+      projectId,
+      authorId: actor.userId,
+      title: validTitle(input.title),
+      mimeType: MIME_BY_KIND.markdown,
+      sizeBytes: bytes.length,
+      sha256: sha256Hex(bytes),
+      isPublic: input.isPublic ?? false,
+      origin: 'text',
+      status: 'uploaded',
+      error: null,
+      content: bytes,
+      textContent: input.content,
+      chunkCount: 0,
+      indexedAt: null,
+    });
+    await this.documents.insert(document);
+    const saved = await this.documents.findOneByOrFail({ id: document.id });
+    await this.emit('created', saved);
+    return saved;
+  }
+
+  /** Title, content or visibility (author only). New content sends the document back to `processing`. */
+  async update(actor: Actor, documentId: string, input: UpdateInput): Promise<Document> {
+    const document = await this.findVisible(actor, documentId);
+    await this.assertMayChange(actor, document);
+    const changes: Partial<Document> = {};
+    if (input.title !== undefined) changes.title = validTitle(input.title);
+    if (input.isPublic !== undefined) changes.isPublic = input.isPublic;
+    let contentChanged = false;
+    if (input.content !== undefined) {
+      const bytes = textBytes(input.content);
+      const sha256 = sha256Hex(bytes);
+      if (sha256 !== document.sha256 || document.origin !== 'text') {
+        contentChanged = true;
+        Object.assign(changes, {
+          content: bytes,
+          textContent: input.content,
+          sha256,
+          sizeBytes: bytes.length,
+          mimeType: MIME_BY_KIND.markdown,
+          origin: 'text',
+          status: 'processing',
+          error: null,
+        } satisfies Partial<Document>);
+      }
+    }
+    if (Object.keys(changes).length > 0) {
+      await this.documents.update({ id: documentId }, { ...changes, updatedAt: new Date() });
+    }
+    const saved = await this.documents.findOneByOrFail({ id: documentId });
+    if (contentChanged) await this.emit('content-changed', saved);
+    return saved;
+  }
+
+  /** Author only. One transaction; the chunks go with the row (see remove below). */
+  async delete(actor: Actor, documentId: string): Promise<{ id: string; deleted: true }> {
+    const document = await this.findVisible(actor, documentId);
+    await this.assertMayChange(actor, document);
+    await this.dataSource.transaction(async (manager) => {
+      // The RAG module's document_chunks.document_id references documents(id) ON DELETE CASCADE, so the
+      // document's chunks leave the search index in this same statement and transaction.
+      await manager.getRepository(Document).delete({ id: documentId });
+    });
+    await this.emit('deleted', document);
+    return { id: documentId, deleted: true };
+  }
+
+  /** The visible document or not_found; never reveals whether an invisible one exists. */
+  async findVisible(actor: Actor, documentId: string, withText = false): Promise<Document> {
+    if (!isUuid(documentId)) throw AppException.notFound('Document');
+    const qb = this.visible(actor).andWhere('d.id = :documentId', { documentId });
+    if (withText) qb.addSelect('d.textContent');
+    const document = await qb.getOne();
+    if (!document) throw AppException.notFound('Document');
+    return document;
+  }
+
+  /**
+   * The visibility rule, once. Pinned actors (API keys, project tokens) see only documents of their
+   * projects; documents without a project do not exist for them.
+   */
+  private visible(actor: Actor): SelectQueryBuilder<Document> {
+    const qb = this.documents
+      .createQueryBuilder('d')
+      .where(
+        `(d.author_id = :actorId OR (d.is_public AND (d.project_id IS NULL OR EXISTS (
+           SELECT 1 FROM project_members vm WHERE vm.project_id = d.project_id AND vm.user_id = :actorId))))`,
+        { actorId: actor.userId },
+      );
+    if (actor.projectIds !== null) {
+      if (actor.projectIds.length === 0) qb.andWhere('1=0');
+      else qb.andWhere('d.project_id IN (:...pinnedProjectIds)', { pinnedProjectIds: [...actor.projectIds] });
+    }
+    return qb;
+  }
+
+  private async assertMayChange(actor: Actor, document: Document): Promise<void> {
+    if (document.authorId !== actor.userId) throw AppException.forbidden('Only the author may change or delete this document');
+    if (document.projectId === null) return;
+    const role = await this.projects.roleOf(actor, document.projectId);
+    if (role === null || role === 'viewer') {
+      throw AppException.forbidden('Changing a document needs the editor role in its project');
+    }
+  }
+
+  private async assertNotDuplicate(authorId: string, projectId: string, sha256: string): Promise<void> {
+    const existing = await this.documents.findOne({ where: { authorId, projectId, sha256, origin: 'upload' }, select: { id: true } });
+    if (existing) {
+      throw new AppException(ErrorCode.Conflict, 'You already uploaded this file to this project', { existingId: existing.id });
+    }
+  }
+
+  private emit(type: DocumentEventType, document: Document): Promise<void> {
+    return this.events.emit({
+      type,
+      documentId: document.id,
+      projectId: document.projectId,
+      authorId: document.authorId,
+      sha256: document.sha256,
+      traceId: RequestContext.requestId(),
+    });
+  }
+}
+
+
+function sha256Hex(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+function textBytes(content: string): Buffer {
+  const bytes = Buffer.from(content, 'utf8');
+  if (bytes.length > MAX_TEXT_CONTENT_BYTES) {
+    throw new AppException(ErrorCode.InvalidArgument, `content is larger than ${MAX_TEXT_CONTENT_BYTES} bytes`, { argument: 'content' });
+  }
+  return bytes;
+}
+
+function validTitle(title: string): string {
+  const trimmed = title.trim();
+  if (trimmed === '' || trimmed.length > 300) {
+    throw new AppException(ErrorCode.InvalidArgument, 'title must be 1..300 characters', { argument: 'title' });
+  }
+  return trimmed;
+}
+
+function escapeLike(value: string): string {
+  return value.replace(/[\\%_]/g, (c) => `\\${c}`);
+}

@@ -1,0 +1,58 @@
+import { Body, Controller, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
+import { actorFromPrincipal } from '../auth/actor-from-principal.js';
+import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
+import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
+import type { Principal } from '../auth/principal.js';
+import { AddMemberDto } from './dto/add-member.dto.js';
+import { CreateProjectDto } from './dto/create-project.dto.js';
+import { CreateSessionTokenDto } from './dto/create-session-token.dto.js';
+import { UpdateProjectDto } from './dto/update-project.dto.js';
+import { ProjectsService } from './projects.service.js';
+
+const projectId = new ParseUUIDPipe();
+
+@ApiTags('projects')
+@ApiBearerAuth()
+@Controller('api/projects')
+export class ProjectsController {
+  constructor(private readonly projects: ProjectsService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'Projects the caller is a member of, newest first' })
+  list(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto) {
+    return this.projects.list(actorFromPrincipal(principal), query);
+  }
+
+  @Post()
+  @ApiOperation({ summary: 'Create a project; the caller becomes its owner' })
+  create(@CurrentPrincipal() principal: Principal, @Body() body: CreateProjectDto) {
+    return this.projects.create(actorFromPrincipal(principal), body);
+  }
+
+  @Get(':id')
+  @AllowProjectToken()
+  @ApiOperation({ summary: 'One project with the caller’s role and counts (members only)' })
+  get(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string) {
+    return this.projects.get(actorFromPrincipal(principal, id), id);
+  }
+
+  @Patch(':id')
+  @ApiOperation({ summary: 'Rename or describe a project (owner or editor)' })
+  update(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Body() body: UpdateProjectDto) {
+    return this.projects.update(actorFromPrincipal(principal, id), id, body);
+  }
+
+  @Post(':id/members')
+  @ApiOperation({ summary: 'Add a member or change a member’s role (owner only)' })
+  addMember(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Body() body: AddMemberDto) {
+    return this.projects.setMember(actorFromPrincipal(principal, id), id, body);
+  }
+
+  @Post(':id/session-tokens')
+  @ApiOperation({ summary: 'Mint a project session token (atp_…), shown once (owner or editor)' })
+  mintSessionToken(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Body() body: CreateSessionTokenDto) {
+    return this.projects.mintSessionToken(actorFromPrincipal(principal, id), id, body);
+  }
+}

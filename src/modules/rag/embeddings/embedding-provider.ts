@@ -1,0 +1,42 @@
+/** Injection token for the configured {@link EmbeddingProvider}. */
+export const EMBEDDING_PROVIDER = Symbol('EMBEDDING_PROVIDER');
+
+/** What the text is for: some models embed queries and passages differently. */
+export type EmbeddingPurpose = 'document' | 'query';
+
+/**
+ * One interface for every embeddings backend. `key` names the vector space (provider + model +
+ * dimension); it is stored with every chunk, and vectors with another key are never compared.
+ */
+export interface EmbeddingProvider {
+  readonly provider: string;
+  readonly model: string;
+  readonly dimensions: number;
+  /** `provider:model:dimensions`, e.g. `offline:hash-v1:768`. */
+  readonly key: string;
+  embed(texts: readonly string[], purpose: EmbeddingPurpose): Promise<number[][]>;
+}
+
+export function embeddingKey(provider: string, model: string, dimensions: number): string {
+  return `${provider}:${model}:${dimensions}`;
+}
+
+/** A failure of the embeddings backend, with a message an operator can act on. */
+export class EmbeddingError extends Error {
+  /** Marks it as an outside service's failure (→ upstream_error in an HTTP answer, see toAppException). */
+  readonly upstream = 'embeddings';
+
+  constructor(
+    message: string,
+    readonly retryable = false,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'EmbeddingError';
+  }
+}
+
+/** Formats a vector for a pgvector parameter (`'[1,2,3]'`). */
+export function toVectorLiteral(vector: readonly number[]): string {
+  return `[${vector.map((value) => (Number.isFinite(value) ? Number(value.toPrecision(7)) : 0)).join(',')}]`;
+}

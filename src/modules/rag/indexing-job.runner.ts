@@ -1,0 +1,102 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { DocumentIndexStateService } from '../documents/document-index-state.service.js';
+import { ChunkWriterService } from './chunk-writer.service.js';
+import { returningRows } from '../../database/returning-rows.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/app-config.token.js';
+import type { IndexingJobRow } from './indexing-jobs.service.js';
+
+/**
+ * Runs one indexing job. Claiming is an atomic UPDATE (queued, or running with a dead worker's stale
+ * heartbeat → running), so a duplicate queue entry never runs a job twice at once. Progress is stored
+ * after every document and a resumed job continues at `done + failed`; ChunkWriterService skips
+ * documents already indexed at their content, so a retried job does no work twice. Cancellation is read
+ * between documents.
+ */
+@Injectable()
+export class IndexingJobRunner {
+  private readonly logger = new Logger(IndexingJobRunner.name);
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly chunks: ChunkWriterService,
+    private readonly indexState: DocumentIndexStateService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async run(jobId: string): Promise<'finished' | 'not-claimed'> {
+    const [job] = returningRows<IndexingJobRow>(await this.dataSource.query(
+      `UPDATE indexing_jobs SET status = 'running', started_at = coalesce(started_at, now()), heartbeat_at = now(), attempts = attempts + 1
+       WHERE id = $1 AND (status = 'queued' OR (status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < now() - make_interval(secs => $2))))
+       RETURNING *`,
+      [jobId, this.config.indexing.staleAfterMs / 1000],
+    ));
+    if (!job) return 'not-claimed';
+    const heartbeat = setInterval(() => {
+      this.dataSource.query(`UPDATE indexing_jobs SET heartbeat_at = now() WHERE id = $1 AND status = 'running'`, [jobId]).catch(() => undefined);
+    }, Math.min(10_000, Math.floor(this.config.indexing.staleAfterMs / 3)));
+    try {
+      for (let position = job.done + job.failed; position < job.document_ids.length; position += 1) {
+        const [{ status }] = await this.dataSource.query(`SELECT status FROM indexing_jobs WHERE id = $1`, [jobId]);
+        if (status !== 'running') return 'finished'; // cancelled
+        const documentId = job.document_ids[position];
+        const error = await this.indexDocument(documentId, job.kind === 'reindex');
+        await this.dataSource.query(
+          error === null
+            ? `UPDATE indexing_jobs SET done = done + 1, heartbeat_at = now() WHERE id = $1`
+            : `UPDATE indexing_jobs SET failed = failed + 1, heartbeat_at = now(), errors = errors || jsonb_build_array(jsonb_build_object('documentId', $2::text, 'message', $3::text)) WHERE id = $1`,
+          error === null ? [jobId] : [jobId, documentId, error],
+        );
+      }
+      await this.dataSource.query(
+        `UPDATE indexing_jobs SET status = CASE WHEN failed > 0 AND done = 0 THEN 'failed' ELSE 'succeeded' END,
+                finished_at = now(), error = CASE WHEN failed > 0 AND done = 0 THEN 'every document failed to index' END
+         WHERE id = $1 AND status = 'running'`,
+        [jobId],
+      );
+      return 'finished';
+    } catch (error) {
+      // Let the queue's retry claim the job at once instead of waiting for the heartbeat to go stale.
+      await this.dataSource.query(`UPDATE indexing_jobs SET heartbeat_at = NULL WHERE id = $1 AND status = 'running'`, [jobId]).catch(() => undefined);
+      throw error;
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  /** Marks the job failed after the queue gave up retrying it. */
+  async markFailed(jobId: string, reason: string): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE indexing_jobs SET status = 'failed', error = $2, finished_at = now() WHERE id = $1 AND status IN ('queued', 'running')`,
+      [jobId, reason.slice(0, 2000)],
+    );
+  }
+
+  /** Indexes one document; returns an error message for the job's per-document errors, or null. */
+  private async indexDocument(documentId: string, force: boolean): Promise<string | null> {
+    const document = await this.indexState.load(documentId);
+    if (!document) return null; // deleted meanwhile: nothing to index, nothing left to find
+    if (document.text === null) {
+      await this.indexState.markFailed(documentId, document.sha256, 'no text could be extracted from this document');
+      return 'no text could be extracted from this document';
+    }
+    const existing = force ? null : await this.chunks.isCurrent(documentId, document.sha256);
+    if (existing !== null) {
+      if (document.status !== 'indexed') await this.indexState.markIndexed(documentId, document.sha256, existing);
+      return null;
+    }
+    await this.indexState.markProcessing(documentId);
+    try {
+      const outcome = await this.chunks.write({ id: document.id, title: document.title, sha256: document.sha256, text: document.text }, force);
+      if (outcome.status !== 'stale') await this.indexState.markIndexed(documentId, document.sha256, outcome.chunkCount);
+      return null;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.logger.warn({ msg: 'document indexing failed', documentId, error: message });
+      await this.indexState.markFailed(documentId, document.sha256, message);
+      return message;
+    }
+  }
+}

@@ -1,0 +1,218 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Queue } from 'bullmq';
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import type { Actor } from '../../common/auth/actor.js';
+import { AppException } from '../../common/errors/app.exception.js';
+import { ErrorCode } from '../../common/errors/error-code.js';
+import { isUniqueViolation } from '../../database/pg-errors.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/app-config.token.js';
+import { DocumentEvents, type DocumentEvent } from '../documents/document-events.js';
+import { DocumentIndexStateService } from '../documents/document-index-state.service.js';
+import { ProjectsService } from '../projects/projects.service.js';
+import { ChunkWriterService } from './chunk-writer.service.js';
+import { RAG_INDEXING_QUEUE } from './rag.constants.js';
+import { returningRows } from '../../database/returning-rows.js';
+import { startRecoverySweep } from '../../queue/recovery-sweep.js';
+import { isUuid } from '../../common/validation/uuid.js';
+
+export type IndexingJobKind = 'ingest' | 'reindex';
+export type IndexingJobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+
+export interface IndexingJobView {
+  jobId: string;
+  projectId: string | null;
+  kind: IndexingJobKind;
+  status: IndexingJobStatus;
+  progress: { total: number; done: number; failed: number };
+  errors: { documentId: string; message: string }[];
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+export interface IndexingJobRow {
+  id: string;
+  project_id: string | null;
+  created_by: string | null;
+  kind: IndexingJobKind;
+  status: IndexingJobStatus;
+  document_ids: string[];
+  total: number;
+  done: number;
+  failed: number;
+  errors: { documentId: string; message: string }[];
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+
+/**
+ * Indexing jobs: the `indexing_jobs` row is what users read; BullMQ only carries "run job X". Creating a
+ * job inserts the row and enqueues it; a sweep (at start-up and every RAG_RECOVERY_INTERVAL_MS, 30 s) re-enqueues rows that are
+ * queued or running with a dead worker, so nothing stays `running` for ever.
+ */
+@Injectable()
+export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(IndexingJobsService.name);
+  private unsubscribe?: () => void;
+  private stopSweep?: () => void;
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectQueue(RAG_INDEXING_QUEUE) private readonly queue: Queue,
+    private readonly projects: ProjectsService,
+    private readonly events: DocumentEvents,
+    private readonly indexState: DocumentIndexStateService,
+    private readonly chunks: ChunkWriterService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  onModuleInit(): void {
+    this.unsubscribe = this.events.subscribe((event) => this.onDocumentEvent(event));
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.scheduleStaleVectorReindex().catch((error: unknown) =>
+      this.logger.error({ msg: 'could not check for vectors of another embedding model', error: String(error) }),
+    );
+    this.stopSweep = await startRecoverySweep('indexing job', () => this.recover(), this.config.indexing.recoveryIntervalMs, this.logger);
+  }
+
+  onModuleDestroy(): void {
+    this.unsubscribe?.();
+    this.stopSweep?.();
+  }
+
+  async create(actor: Actor, kind: IndexingJobKind, projectId: string, documentIds?: string[], traceId?: string): Promise<IndexingJobView & { documentCount: number }> {
+    await this.projects.requireRole(actor, projectId, 'editor');
+    let ids: string[];
+    if (documentIds && documentIds.length > 0) {
+      const unique = [...new Set(documentIds)];
+      const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM documents WHERE project_id = $1 AND id = ANY($2::uuid[])`, [projectId, unique]);
+      const found = new Set(rows.map((row) => row.id));
+      const missing = unique.filter((id) => !found.has(id));
+      if (missing.length > 0) throw new AppException(ErrorCode.NotFound, 'Some documents are not in this project', { documentIds: missing });
+      ids = unique;
+    } else if (kind === 'ingest') {
+      ids = await this.indexState.idsNeedingIndex(projectId);
+    } else {
+      const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM documents WHERE project_id = $1 ORDER BY created_at, id`, [projectId]);
+      ids = rows.map((row) => row.id);
+    }
+    const row = await this.insert(kind, projectId, actor.userId, ids, traceId);
+    return { ...toView(row), documentCount: ids.length };
+  }
+
+  async get(actor: Actor, jobId: string): Promise<IndexingJobView> {
+    return toView(await this.findVisible(actor, jobId));
+  }
+
+  async cancel(actor: Actor, jobId: string): Promise<IndexingJobView> {
+    const job = await this.findVisible(actor, jobId);
+    if (job.project_id) await this.projects.requireRole(actor, job.project_id, 'editor');
+    const rows = returningRows<IndexingJobRow>(
+      await this.dataSource.query(
+        `UPDATE indexing_jobs SET status = 'cancelled', finished_at = now() WHERE id = $1 AND status IN ('queued', 'running') RETURNING *`,
+        [jobId],
+      ),
+    );
+    if (rows.length === 0) throw new AppException(ErrorCode.StateConflict, `The job is already ${job.status}`, { status: job.status });
+    // A queued job leaves the queue at once; a running one stops at its next document.
+    await this.queue.remove(jobId).catch(() => undefined);
+    return toView(rows[0]);
+  }
+
+  private async findVisible(actor: Actor, jobId: string): Promise<IndexingJobRow> {
+    if (!isUuid(jobId)) throw AppException.notFound('Indexing job');
+    const [row]: IndexingJobRow[] = await this.dataSource.query(`SELECT * FROM indexing_jobs WHERE id = $1`, [jobId]);
+    if (!row) throw AppException.notFound('Indexing job');
+    const allowed = row.project_id ? (await this.projects.roleOf(actor, row.project_id)) !== null : row.created_by === actor.userId && actor.projectIds === null;
+    if (!allowed) throw AppException.notFound('Indexing job');
+    return row;
+  }
+
+  private async insert(kind: IndexingJobKind, projectId: string | null, createdBy: string | null, ids: string[], traceId?: string): Promise<IndexingJobRow> {
+    const id = randomUUID();
+    let row: IndexingJobRow;
+    try {
+      [row] = await this.dataSource.query(
+        `INSERT INTO indexing_jobs (id, project_id, created_by, kind, status, document_ids, total, trace_id, finished_at)
+         VALUES ($1, $2, $3, $4, $5, $6::uuid[], $7, $8, CASE WHEN $7 = 0 THEN now() END) RETURNING *`,
+        [id, projectId, createdBy, kind, ids.length === 0 ? 'succeeded' : 'queued', ids, ids.length, traceId ?? null],
+      );
+    } catch (error) {
+      if (isUniqueViolation(error)) {
+        throw new AppException(ErrorCode.StateConflict, 'A reindex of this project is already queued or running', { projectId });
+      }
+      throw error;
+    }
+    if (ids.length > 0) await this.enqueue(id);
+    return row;
+  }
+
+  private async enqueue(id: string, suffix = ''): Promise<void> {
+    await this.queue.add(
+      'index',
+      { indexingJobId: id },
+      { jobId: `${id}${suffix}`, attempts: 5, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: 1000, removeOnFail: 1000 },
+    );
+  }
+
+  /** Content appeared or changed: index that one document in the background. */
+  private async onDocumentEvent(event: DocumentEvent): Promise<void> {
+    if (event.type === 'deleted') return; // chunks leave with the document (ON DELETE CASCADE)
+    await this.insert('ingest', event.projectId, event.authorId, [event.documentId], event.traceId);
+  }
+
+  /** Re-enqueues jobs whose worker died (stale heartbeat) or whose queue entry is gone. */
+  async recover(): Promise<number> {
+    const rows: { id: string; status: string; attempts: number }[] = await this.dataSource.query(
+      `SELECT id, status, attempts FROM indexing_jobs
+       WHERE (status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < now() - make_interval(secs => $1)))
+          OR (status = 'queued' AND created_at < now() - make_interval(secs => $1))
+       ORDER BY created_at LIMIT 100`,
+      [this.config.indexing.staleAfterMs / 1000],
+    );
+    let recovered = 0;
+    for (const row of rows) {
+      const existing = await this.queue.getJob(row.id);
+      const state = existing ? await existing.getState() : 'missing';
+      if (row.status === 'queued' && ['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'].includes(state)) continue;
+      await this.enqueue(row.id, `-r${Date.now()}`);
+      recovered += 1;
+      this.logger.warn({ msg: 'indexing job re-enqueued', jobId: row.id, status: row.status, queueState: state });
+    }
+    return recovered;
+  }
+
+  /** After a provider/model/dimension change: one reindex per project holding vectors of another space. */
+  private async scheduleStaleVectorReindex(): Promise<void> {
+    for (const { projectId, documentIds } of await this.chunks.projectsWithStaleVectors()) {
+      try {
+        const row = await this.insert('reindex', projectId, null, documentIds);
+        this.logger.warn({ msg: 'embedding model changed; reindex scheduled', projectId, jobId: row.id, documents: documentIds.length });
+      } catch (error) {
+        if (!(error instanceof AppException)) throw error; // a reindex of that project is already under way
+      }
+    }
+  }
+}
+
+export function toView(row: IndexingJobRow): IndexingJobView {
+  return {
+    jobId: row.id,
+    projectId: row.project_id,
+    kind: row.kind,
+    status: row.status,
+    progress: { total: row.total, done: row.done, failed: row.failed },
+    errors: row.errors,
+    createdAt: new Date(row.created_at).toISOString(),
+    startedAt: row.started_at ? new Date(row.started_at).toISOString() : null,
+    finishedAt: row.finished_at ? new Date(row.finished_at).toISOString() : null,
+  };
+}

@@ -1,0 +1,77 @@
+import { Body, Controller, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
+import { RequestContext } from '../../common/request-context/request-context.js';
+import { actorFromPrincipal } from '../auth/actor-from-principal.js';
+import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
+import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
+import type { Principal } from '../auth/principal.js';
+import { IndexingRequestDto } from './dto/indexing-request.dto.js';
+import { SearchDto } from './dto/search.dto.js';
+import { IndexingJobsService, type IndexingJobKind } from './indexing-jobs.service.js';
+import { RagSearchService } from './rag-search.service.js';
+
+@ApiTags('rag')
+@ApiBearerAuth()
+@AllowProjectToken()
+@Controller('api/rag')
+export class RagController {
+  constructor(
+    private readonly search: RagSearchService,
+    private readonly jobs: IndexingJobsService,
+    private readonly idempotency: IdempotencyService,
+  ) {}
+
+  @Post('search')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Hybrid / vector / keyword search over the chunks of documents the caller may see' })
+  async searchChunks(@CurrentPrincipal() principal: Principal, @Body() body: SearchDto) {
+    return this.search.search(actorFromPrincipal(principal, body.projectId), {
+      query: body.query,
+      projectId: body.projectId,
+      topK: body.topK ?? 5,
+      mode: body.mode ?? 'hybrid',
+      documentIds: body.documentIds,
+    });
+  }
+
+  @Post('ingest')
+  @HttpCode(202)
+  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @ApiOperation({ summary: 'Index documents of a project (editor or owner); default: those not indexed at their current content' })
+  ingest(@CurrentPrincipal() principal: Principal, @Body() body: IndexingRequestDto, @Headers('idempotency-key') key?: string) {
+    return this.start('ingest', principal, body, key);
+  }
+
+  @Post('reindex')
+  @HttpCode(202)
+  @ApiHeader({ name: 'Idempotency-Key', required: false })
+  @ApiOperation({ summary: 'Rebuild chunks and vectors of a project; one at a time per project (409 otherwise)' })
+  reindex(@CurrentPrincipal() principal: Principal, @Body() body: IndexingRequestDto, @Headers('idempotency-key') key?: string) {
+    return this.start('reindex', principal, body, key);
+  }
+
+  @Get('ingest/:jobId')
+  @ApiOperation({ summary: 'An indexing job (ingest or reindex): status, progress, per-document errors' })
+  getJob(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
+    return this.jobs.get(actorFromPrincipal(principal), jobId);
+  }
+
+  @Post('ingest/:jobId/cancel')
+  @HttpCode(202)
+  @ApiOperation({ summary: 'Cancel a queued or running indexing job; a finished one is 409 STATE_CONFLICT' })
+  cancel(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
+    return this.jobs.cancel(actorFromPrincipal(principal), jobId);
+  }
+
+  private async start(kind: IndexingJobKind, principal: Principal, body: IndexingRequestDto, key: string | undefined) {
+    const actor = actorFromPrincipal(principal, body.projectId);
+    const work = async () => {
+      const job = await this.jobs.create(actor, kind, body.projectId, body.documentIds, RequestContext.requestId());
+      return { jobId: job.jobId, status: job.status, kind, documentCount: job.documentCount };
+    };
+    if (key === undefined) return work();
+    const request = { projectId: body.projectId, documentIds: body.documentIds ?? null };
+    return (await this.idempotency.run({ ownerId: actor.userId, scope: `rag:${kind}`, key, request }, work)).value;
+  }
+}

@@ -1,0 +1,49 @@
+import { Injectable } from '@nestjs/common';
+import type { Actor } from '../../common/auth/actor.js';
+import { param } from '../tools/tool-parameters.js';
+import { Tool, ToolProvider } from '../tools/tool.decorators.js';
+import { RagSearchService } from './rag-search.service.js';
+
+const HIT_SCHEMA = {
+  type: 'object',
+  properties: {
+    document_id: { type: 'string', format: 'uuid' },
+    title: { type: 'string' },
+    chunk_index: { type: 'integer' },
+    text: { type: 'string' },
+    score: { type: 'number' },
+  },
+  required: ['document_id', 'title', 'chunk_index', 'text', 'score'],
+  additionalProperties: false,
+};
+
+/** `search_documents`: a thin adapter over RagSearchService (same visibility rule as POST /api/rag/search). */
+@ToolProvider()
+@Injectable()
+export class RagToolProvider {
+  constructor(private readonly search: RagSearchService) {}
+
+  @Tool({
+    name: 'search_documents',
+    title: 'Search documents',
+    description:
+      'Hybrid keyword + vector search over the text of documents you wrote or that are public in your projects; best passages first.',
+    scope: 'docs:read',
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    output: { type: 'array', items: HIT_SCHEMA },
+    parameters: {
+      query: param.str({ description: 'What to look for', required: true, minLength: 1, maxLength: 2000 }),
+      project_id: param.str({ description: 'Only documents of this project id; empty = every project you may see', default: '', format: 'uuid' }),
+      limit: param.int({ description: 'Maximum number of passages', default: 5, minimum: 1, maximum: 50 }),
+    },
+  })
+  async searchDocuments(args: Record<string, unknown>, actor: Actor) {
+    const { results } = await this.search.search(actor, {
+      query: args.query as string,
+      projectId: (args.project_id as string) || null,
+      topK: args.limit as number,
+      mode: 'hybrid',
+    });
+    return results.map((hit) => ({ document_id: hit.documentId, title: hit.documentTitle, chunk_index: hit.chunkIndex, text: hit.text, score: hit.score }));
+  }
+}

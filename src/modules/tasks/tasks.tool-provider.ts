@@ -1,0 +1,167 @@
+import { Injectable } from '@nestjs/common';
+import type { Actor } from '../../common/auth/actor.js';
+import { ToolList } from '../tools/tool-definition.js';
+import { param } from '../tools/tool-parameters.js';
+import { Tool, ToolProvider } from '../tools/tool.decorators.js';
+import { DELETED_JSON_SCHEMA, TASK_JSON_SCHEMA, TASK_PRIORITIES, TASK_STATS_JSON_SCHEMA, TASK_STATUSES, type TaskPriority, type TaskStatus } from './task.model.js';
+import { TasksService } from './tasks.service.js';
+
+const TASK_LIST_SCHEMA = { type: 'array', items: TASK_JSON_SCHEMA };
+const taskId = param.str({ description: 'The task id (UUID)', required: true, format: 'uuid' });
+const READ = { readOnlyHint: true, openWorldHint: false } as const;
+
+/** Empty string means "no filter" for the list tools. */
+const orUndefined = <T extends string>(value: unknown): T | undefined => (value === '' || value === undefined ? undefined : (value as T));
+
+/** The seven task tools: thin adapters from tool arguments to TasksService, which owns every rule. */
+@ToolProvider()
+@Injectable()
+export class TasksToolProvider {
+  constructor(private readonly tasks: TasksService) {}
+
+  @Tool({
+    name: 'list_tasks',
+    title: 'List tasks',
+    description: 'Tasks you created or are assigned to, newest first. Filters are optional; an empty string means no filter.',
+    scope: 'tasks:read',
+    annotations: READ,
+    output: TASK_LIST_SCHEMA,
+    parameters: {
+      status: param.str({ description: 'Only tasks in this status', default: '', enum: TASK_STATUSES }),
+      assignee_id: param.str({ description: 'Only tasks assigned to this user id', default: '', format: 'uuid' }),
+      project_id: param.str({ description: 'Only tasks of this project id', default: '', format: 'uuid' }),
+      priority: param.str({ description: 'Only tasks with this priority', default: '', enum: TASK_PRIORITIES }),
+      due_before: param.date({ description: 'Only tasks due before this date (YYYY-MM-DD)', default: '' }),
+      limit: param.int({ description: 'Maximum number of tasks', default: 50, minimum: 1, maximum: 200 }),
+    },
+  })
+  async listTasks(args: Record<string, unknown>, actor: Actor): Promise<ToolList> {
+    const limit = args.limit as number;
+    const rows = await this.tasks.list(actor, {
+      status: orUndefined<TaskStatus>(args.status),
+      assigneeId: orUndefined(args.assignee_id),
+      projectId: orUndefined(args.project_id),
+      priority: orUndefined<TaskPriority>(args.priority),
+      dueBefore: orUndefined(args.due_before),
+      limit,
+    });
+    return ToolList.fromRows(rows, limit);
+  }
+
+  @Tool({
+    name: 'get_task',
+    title: 'Get a task',
+    description: 'One task you created or are assigned to.',
+    scope: 'tasks:read',
+    annotations: READ,
+    output: TASK_JSON_SCHEMA,
+    parameters: { task_id: taskId },
+  })
+  getTask(args: Record<string, unknown>, actor: Actor) {
+    return this.tasks.get(actor, args.task_id as string);
+  }
+
+  @Tool({
+    name: 'search_tasks',
+    title: 'Search tasks',
+    description: 'Full-text search over the title and description of your tasks (every word matches as a prefix), best match first.',
+    scope: 'tasks:read',
+    annotations: READ,
+    output: TASK_LIST_SCHEMA,
+    parameters: {
+      query: param.str({ description: 'Words to look for', required: true, minLength: 1, maxLength: 500 }),
+      status: param.str({ description: 'Only tasks in this status', default: '', enum: TASK_STATUSES }),
+      limit: param.int({ description: 'Maximum number of tasks', default: 20, minimum: 1, maximum: 100 }),
+    },
+  })
+  async searchTasks(args: Record<string, unknown>, actor: Actor): Promise<ToolList> {
+    const limit = args.limit as number;
+    const rows = await this.tasks.search(actor, args.query as string, orUndefined<TaskStatus>(args.status), limit);
+    return ToolList.fromRows(rows, limit);
+  }
+
+  @Tool({
+    name: 'task_stats',
+    title: 'Task statistics',
+    description: 'Counts over your tasks: total, by status, by priority, overdue and due in the next 7 days (open tasks, UTC dates).',
+    scope: 'tasks:read',
+    annotations: READ,
+    output: TASK_STATS_JSON_SCHEMA,
+    parameters: {
+      project_id: param.str({ description: 'Only tasks of this project id', default: '', format: 'uuid' }),
+    },
+  })
+  taskStats(args: Record<string, unknown>, actor: Actor) {
+    return this.tasks.stats(actor, orUndefined(args.project_id));
+  }
+
+  @Tool({
+    name: 'create_task',
+    title: 'Create a task',
+    description: 'Creates a task with you as its creator. A project_id needs you to be a member of that project.',
+    scope: 'tasks:write',
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    output: TASK_JSON_SCHEMA,
+    parameters: {
+      title: param.str({ description: 'Title (1..200 chars)', required: true, minLength: 1, maxLength: 200 }),
+      description: param.str({ description: 'Details (up to 20,000 chars)', default: '', maxLength: 20_000 }),
+      priority: param.str({ description: 'Priority', default: 'medium', enum: TASK_PRIORITIES }),
+      status: param.str({ description: 'Status', default: 'todo', enum: TASK_STATUSES }),
+      due_date: param.date({ description: 'Due date (YYYY-MM-DD) or null', default: null, nullable: true }),
+      assignee_id: param.str({ description: 'Id of an existing user to assign, or null', default: null, nullable: true, format: 'uuid' }),
+      project_id: param.str({ description: 'Id of a project you are a member of, or null', default: null, nullable: true, format: 'uuid' }),
+    },
+  })
+  createTask(args: Record<string, unknown>, actor: Actor) {
+    return this.tasks.create(actor, {
+      title: args.title as string,
+      description: args.description as string,
+      priority: args.priority as TaskPriority,
+      status: args.status as TaskStatus,
+      dueDate: (args.due_date as string | null) ?? null,
+      assigneeId: (args.assignee_id as string | null) ?? null,
+      projectId: (args.project_id as string | null) ?? null,
+    });
+  }
+
+  @Tool({
+    name: 'update_task',
+    title: 'Update a task',
+    description: 'Changes any of title, description, status, priority, due_date, assignee_id. The creator or the assignee may update; null clears due_date or assignee_id.',
+    scope: 'tasks:write',
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    output: TASK_JSON_SCHEMA,
+    parameters: {
+      task_id: taskId,
+      title: param.str({ description: 'New title (1..200 chars)', minLength: 1, maxLength: 200 }),
+      description: param.str({ description: 'New details', maxLength: 20_000 }),
+      status: param.str({ description: 'New status', enum: TASK_STATUSES }),
+      priority: param.str({ description: 'New priority', enum: TASK_PRIORITIES }),
+      due_date: param.date({ description: 'New due date (YYYY-MM-DD), or null to clear', nullable: true }),
+      assignee_id: param.str({ description: 'Id of an existing user, or null to unassign', nullable: true, format: 'uuid' }),
+    },
+  })
+  updateTask(args: Record<string, unknown>, actor: Actor) {
+    return this.tasks.update(actor, args.task_id as string, {
+      title: args.title as string | undefined,
+      description: args.description as string | undefined,
+      status: args.status as TaskStatus | undefined,
+      priority: args.priority as TaskPriority | undefined,
+      dueDate: args.due_date as string | null | undefined,
+      assigneeId: args.assignee_id as string | null | undefined,
+    });
+  }
+
+  @Tool({
+    name: 'delete_task',
+    title: 'Delete a task',
+    description: 'Deletes a task. Only its creator may delete it.',
+    scope: 'tasks:write',
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    output: DELETED_JSON_SCHEMA,
+    parameters: { task_id: taskId },
+  })
+  deleteTask(args: Record<string, unknown>, actor: Actor) {
+    return this.tasks.delete(actor, args.task_id as string);
+  }
+}

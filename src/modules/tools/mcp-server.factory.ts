@@ -1,0 +1,144 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ErrorCode as JsonRpcErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { AppException } from '../../common/errors/app.exception.js';
+import { renderError } from '../../common/errors/error-body.js';
+import { ErrorCode } from '../../common/errors/error-code.js';
+import { toAppException } from '../../common/errors/to-app-exception.js';
+import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
+import { RequestContext } from '../../common/request-context/request-context.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/app-config.token.js';
+import type { KeyCaller } from '../api-keys/owner.interceptor.js';
+import type { RegisteredTool } from './tool-definition.js';
+import type { JsonSchema } from './tool-parameters.js';
+import { ToolsService, type ToolCallOutcome } from './tools.service.js';
+
+/** What one HTTP request brings to the MCP server built for it. */
+export interface McpRequestContext {
+  caller: KeyCaller;
+  /** The key's call limit was exceeded by this request: a tools/call answers it as an `isError` result. */
+  rateLimited?: AppException;
+  /** `Idempotency-Key` header of the HTTP request (write tools replay their first result, as on the JSON door). */
+  idempotencyKey?: string;
+  /** Told the outcome of a tools/call (tool name, Area A-equivalent HTTP status) for the usage log. */
+  onToolCall?: (tool: string, status: number) => void;
+}
+
+/** `structuredContent` of an `isError` result: the Area A error body. */
+const TOOL_ERROR_SCHEMA: JsonSchema = {
+  type: 'object',
+  properties: {
+    error: {
+      type: 'object',
+      properties: { code: { type: 'string' }, message: { type: 'string' }, details: { type: 'object' } },
+      required: ['code', 'message'],
+    },
+    traceId: { type: 'string' },
+  },
+  required: ['error'],
+};
+
+/**
+ * Builds one low-level MCP `Server` per HTTP request (stateless Streamable HTTP), bound to the key's
+ * caller. The low-level Server is used because tool schemas come from the one parameter definition
+ * (`ToolsService.schemaView`), not from a second zod definition. Nothing about a tool is decided here:
+ * scope checks, validation and dispatch are `ToolsService`'s, exactly as for the JSON door.
+ */
+@Injectable()
+export class McpServerFactory {
+  private readonly logger = new Logger('Mcp');
+  private readonly listing = new Map<string, Tool>();
+
+  constructor(
+    private readonly tools: ToolsService,
+    private readonly idempotency: IdempotencyService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  create(context: McpRequestContext): Server {
+    const server = new Server(
+      { name: 'atrium', title: 'Atrium', version: this.config.version },
+      {
+        capabilities: { tools: { listChanged: false } },
+        instructions: 'Atrium tasks, documents and GitHub tools. Each tool acts for the owner of the API key, within its scopes.',
+      },
+    );
+    server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: this.tools.toolsFor(context.caller.scopes).map((tool) => this.mcpTool(tool)),
+    }));
+    server.setRequestHandler(CallToolRequestSchema, (request) => this.callTool(request.params.name, request.params.arguments, context));
+    return server;
+  }
+
+  private async callTool(name: string, args: Record<string, unknown> | undefined, context: McpRequestContext): Promise<CallToolResult> {
+    // An unknown name is a protocol error (the client asked for something not offered), not a tool failure.
+    if (!this.tools.find(name)) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    try {
+      if (context.rateLimited) throw context.rateLimited;
+      const { caller } = context;
+      const prepared = this.tools.prepare(name, args, caller.scopes);
+      let outcome: ToolCallOutcome;
+      if (context.idempotencyKey !== undefined && !prepared.tool.definition.annotations.readOnlyHint) {
+        const run = await this.idempotency.run(
+          { ownerId: caller.actor.userId, scope: 'tool-api:call', key: context.idempotencyKey, request: { name, arguments: prepared.args } },
+          () => this.tools.invoke(prepared, caller.actor),
+        );
+        outcome = run.value;
+      } else {
+        outcome = await this.tools.invoke(prepared, caller.actor);
+      }
+      context.onToolCall?.(name, 200);
+      return successResult(outcome);
+    } catch (error) {
+      let exception = toAppException(error);
+      if (!exception) {
+        this.logger.error({ msg: 'Tool failed', tool: name }, error instanceof Error ? error : undefined);
+        exception = new AppException(ErrorCode.Internal, 'Internal server error; quote the traceId when reporting it');
+      }
+      const rendered = renderError(exception, 'tool-api', RequestContext.requestId() ?? '');
+      context.onToolCall?.(name, rendered.status);
+      return { content: [{ type: 'text', text: JSON.stringify(rendered.body) }], structuredContent: rendered.body, isError: true };
+    }
+  }
+
+  /** The MCP view of a tool, built once per tool (the registry is immutable after start-up). */
+  private mcpTool(tool: RegisteredTool): Tool {
+    let view = this.listing.get(tool.definition.name);
+    if (!view) {
+      view = toMcpTool(this.tools, tool);
+      this.listing.set(tool.definition.name, view);
+    }
+    return view;
+  }
+}
+
+function toMcpTool(tools: ToolsService, tool: RegisteredTool): Tool {
+  const view = tools.schemaView(tool);
+  const readOnly = view.annotations.readOnlyHint;
+  return {
+    name: view.name,
+    title: view.title,
+    description: view.description,
+    inputSchema: view.inputSchema as Tool['inputSchema'],
+    // A failure's structuredContent is the Area A error body; the schema admits it so clients that
+    // validate structuredContent (the official SDK does, even for isError results) accept it.
+    outputSchema: { type: 'object', anyOf: [view.outputSchema, TOOL_ERROR_SCHEMA] } as Tool['outputSchema'],
+    // Spelled out: MCP's defaults (destructive, open world) are the opposite of most of our tools.
+    annotations: {
+      title: view.title,
+      readOnlyHint: readOnly,
+      destructiveHint: readOnly ? false : (view.annotations.destructiveHint ?? false),
+      idempotentHint: readOnly ? true : (view.annotations.idempotentHint ?? false),
+      openWorldHint: view.annotations.openWorldHint ?? false,
+    },
+    _meta: { 'atrium/scope': view.scope },
+  };
+}
+
+function successResult(outcome: ToolCallOutcome): CallToolResult {
+  const structured: Record<string, unknown> = Array.isArray(outcome.result)
+    ? { items: outcome.result, ...(outcome.truncated ? { truncated: true } : {}) }
+    : (outcome.result as Record<string, unknown>);
+  return { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured };
+}

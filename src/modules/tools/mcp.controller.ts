@@ -1,0 +1,116 @@
+import { Controller, Delete, Get, Headers, Post, Req, Res, UseGuards, UseInterceptors } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Request, Response } from 'express';
+import { AppException } from '../../common/errors/app.exception.js';
+import { ErrorCode } from '../../common/errors/error-code.js';
+import { JSON_RPC_SERVER_ERROR } from '../../common/errors/json-rpc-error-body.js';
+import { ApiKeyAuthGuard, setUsageStatus, setUsageTool } from '../api-keys/api-key-auth.guard.js';
+import { KeyRateLimitGuard } from '../api-keys/key-rate-limit.guard.js';
+import { Caller, OwnerInterceptor, type KeyCaller } from '../api-keys/owner.interceptor.js';
+import { McpOriginGuard } from './mcp-origin.guard.js';
+import { McpServerFactory } from './mcp-server.factory.js';
+import { AnyKeyScope, ScopeGuard } from './scope.guard.js';
+
+/**
+ * Area A, second door: MCP Streamable HTTP (stateless, JSON responses) on the same registry. Each POST
+ * gets its own Server + transport, so concurrent requests share nothing but ToolsService. Guards run
+ * Origin (403) → key (401) → any-scope; the per-key limit counts every POST like the JSON door, and is
+ * answered in-band for tools/call (an `isError` result with rate_limited) and as HTTP 429 otherwise.
+ * Transport-level errors are JSON-RPC error objects (see renderJsonRpcError).
+ */
+@ApiTags('tool API (Area A)')
+@ApiBearerAuth()
+@Controller('api/v1/public/mcp')
+export class McpController {
+  constructor(
+    private readonly servers: McpServerFactory,
+    private readonly keyLimit: KeyRateLimitGuard,
+  ) {}
+
+  @Post()
+  @UseGuards(McpOriginGuard, ApiKeyAuthGuard, ScopeGuard)
+  @AnyKeyScope('mcp')
+  @UseInterceptors(OwnerInterceptor)
+  @ApiOperation({ summary: 'MCP Streamable HTTP: JSON-RPC 2.0 (initialize, ping, tools/list, tools/call)' })
+  async post(
+    @Caller() caller: KeyCaller,
+    @Req() request: Request,
+    @Res() response: Response,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+  ): Promise<void> {
+    const body: unknown = request.body;
+    const toolCall = body === undefined ? undefined : inspectBody(body);
+    if (toolCall?.label) setUsageTool(request, toolCall.label);
+
+    let rateLimited: AppException | undefined;
+    try {
+      await this.keyLimit.enforce(caller.keyId);
+    } catch (error) {
+      if (!(error instanceof AppException) || !toolCall?.isSingleToolCall) throw error;
+      rateLimited = error;
+    }
+
+    const server = this.servers.create({
+      caller,
+      rateLimited,
+      idempotencyKey,
+      onToolCall: (tool, status) => {
+        setUsageTool(request, tool);
+        setUsageStatus(request, status);
+      },
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    response.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    // The global JSON parser already read the body; an absent one (non-JSON Content-Type) is the transport's 415.
+    await transport.handleRequest(request, response, body);
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'Not offered: the server is stateless and opens no SSE stream (405)' })
+  get(@Res() response: Response): void {
+    methodNotAllowed(response);
+  }
+
+  @Delete()
+  @ApiOperation({ summary: 'Not offered: the server is stateless and has no sessions to end (405)' })
+  remove(@Res() response: Response): void {
+    methodNotAllowed(response);
+  }
+}
+
+interface BodyInfo {
+  /** Usage-log label: the JSON-RPC method, or the tool name of a tools/call. */
+  label?: string;
+  isSingleToolCall: boolean;
+}
+
+/**
+ * Valid JSON that is not a JSON-RPC message is -32600 Invalid Request (the SDK would call it a parse
+ * error). Invalid JSON never gets here: the body parser fails first and renders -32700.
+ */
+function inspectBody(body: unknown): BodyInfo {
+  const messages = Array.isArray(body) ? body : [body];
+  if (messages.length === 0 || messages.some((message) => !JSONRPCMessageSchema.safeParse(message).success)) {
+    throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: the body is not a JSON-RPC 2.0 message');
+  }
+  if (messages.length !== 1) return { isSingleToolCall: false };
+  const message = messages[0] as { method?: unknown; params?: { name?: unknown } };
+  if (typeof message.method !== 'string') return { isSingleToolCall: false };
+  if (message.method === 'tools/call' && typeof message.params?.name === 'string') {
+    return { label: message.params.name.slice(0, 100), isSingleToolCall: true };
+  }
+  return { label: message.method.slice(0, 100), isSingleToolCall: false };
+}
+
+function methodNotAllowed(response: Response): void {
+  response
+    .status(405)
+    .setHeader('Allow', 'POST')
+    .json({ jsonrpc: '2.0', id: null, error: { code: JSON_RPC_SERVER_ERROR, message: 'Method not allowed: this MCP server is stateless; send JSON-RPC with POST' } });
+}

@@ -1,0 +1,46 @@
+import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { Request } from 'express';
+import { AppException } from '../../common/errors/app.exception.js';
+import { ErrorCode } from '../../common/errors/error-code.js';
+import { setUsageTool } from '../api-keys/api-key-auth.guard.js';
+import type { ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
+import { parseToolCallBody } from './tool-call-body.js';
+import { ToolsService } from './tools.service.js';
+
+export type ScopeRule = { kind: 'tool-in-body' } | { kind: 'any-scope'; usageLabel: string };
+const SCOPE_RULE = 'atrium:scope-rule';
+
+/** The route calls the tool named in the body: that tool's scope must be on the key. */
+export const RequiresToolScope = () => SetMetadata(SCOPE_RULE, { kind: 'tool-in-body' } satisfies ScopeRule);
+/** The route is fine for any valid key (e.g. listing the tools its scopes allow). */
+export const AnyKeyScope = (usageLabel: string) => SetMetadata(SCOPE_RULE, { kind: 'any-scope', usageLabel } satisfies ScopeRule);
+
+/**
+ * Deny by default: an Area A route without a scope rule answers 403. For tool calls the body is read
+ * here (400 invalid_request, 404 unknown_tool, 403 insufficient_scope, in that order).
+ */
+@Injectable()
+export class ScopeGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly tools: ToolsService,
+  ) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const request = context.switchToHttp().getRequest<Request & { user?: ApiKeyPrincipal }>();
+    const rule = this.reflector.get<ScopeRule | undefined>(SCOPE_RULE, context.getHandler());
+    const scopes = request.user?.scopes ?? [];
+    if (rule?.kind === 'any-scope' && scopes.length > 0) {
+      setUsageTool(request, rule.usageLabel);
+      return true;
+    }
+    if (rule?.kind === 'tool-in-body') {
+      const body = parseToolCallBody(request.body);
+      setUsageTool(request, body.name);
+      this.tools.assertScope(this.tools.require(body.name), scopes);
+      return true;
+    }
+    throw new AppException(ErrorCode.InsufficientScope, 'This key may not use this route', { required_scope: null });
+  }
+}

@@ -1,0 +1,62 @@
+import { Body, Controller, Get, Headers, HttpCode, Post, Res, UseGuards, UseInterceptors } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
+import { ApiKeyAuthGuard } from '../api-keys/api-key-auth.guard.js';
+import { KeyRateLimitGuard } from '../api-keys/key-rate-limit.guard.js';
+import { Caller, OwnerInterceptor, type KeyCaller } from '../api-keys/owner.interceptor.js';
+import { AnyKeyScope, RequiresToolScope, ScopeGuard } from './scope.guard.js';
+import { parseToolCallBody } from './tool-call-body.js';
+import { ToolsService, type ToolCallOutcome } from './tools.service.js';
+
+/**
+ * Area A: the JSON door to the tool registry. Guards run in order: key (401) → per-key limit (429) →
+ * body, tool and scope (400/404/403); the interceptor hands the owner to the handler as an Actor.
+ * Bodies are bare; errors are rendered by the global filter in the Area A shape.
+ */
+@ApiTags('tool API (Area A)')
+@ApiBearerAuth()
+@Controller('api/v1/public/mcp')
+@UseGuards(ApiKeyAuthGuard, KeyRateLimitGuard, ScopeGuard)
+@UseInterceptors(OwnerInterceptor)
+export class ToolApiController {
+  constructor(
+    private readonly tools: ToolsService,
+    private readonly idempotency: IdempotencyService,
+  ) {}
+
+  @Get('tools')
+  @AnyKeyScope('tools/list')
+  @ApiOperation({ summary: "The tools this key's scopes allow, with their parameters" })
+  list(@Caller() caller: KeyCaller) {
+    const tools = this.tools.toolsFor(caller.scopes).map((tool) => this.tools.descriptor(tool));
+    return { scopes: caller.scopes, tool_count: tools.length, tools };
+  }
+
+  @Post('call')
+  @HttpCode(200)
+  @RequiresToolScope()
+  @ApiOperation({ summary: 'Call one tool: {name, arguments} → {result}' })
+  async call(
+    @Caller() caller: KeyCaller,
+    @Body() body: unknown,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) response: Response,
+  ): Promise<{ result: unknown }> {
+    const { name, arguments: args } = parseToolCallBody(body);
+    const prepared = this.tools.prepare(name, args, caller.scopes);
+    let outcome: ToolCallOutcome;
+    if (idempotencyKey !== undefined && !prepared.tool.definition.annotations.readOnlyHint) {
+      const { value, replayed } = await this.idempotency.run(
+        { ownerId: caller.actor.userId, scope: 'tool-api:call', key: idempotencyKey, request: { name, arguments: prepared.args } },
+        () => this.tools.invoke(prepared, caller.actor),
+      );
+      outcome = value;
+      if (replayed) response.setHeader('Idempotent-Replayed', 'true');
+    } else {
+      outcome = await this.tools.invoke(prepared, caller.actor);
+    }
+    if (outcome.truncated) response.setHeader('X-Truncated', 'true');
+    return { result: outcome.result };
+  }
+}

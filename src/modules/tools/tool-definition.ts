@@ -1,0 +1,61 @@
+import type { Actor } from '../../common/auth/actor.js';
+import type { ApiKeyScope } from '../api-keys/api-key-scopes.js';
+import type { JsonSchema, ToolParameters } from './tool-parameters.js';
+
+/** MCP tool annotations; `readOnlyHint: false` marks a write tool (Idempotency-Key applies). */
+export interface ToolAnnotations {
+  readOnlyHint: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
+/** What `@Tool({...})` takes. */
+export interface ToolDefinition {
+  /** snake_case, unique across the installation. */
+  name: string;
+  title: string;
+  description: string;
+  scope: ApiKeyScope;
+  parameters: ToolParameters;
+  annotations: ToolAnnotations;
+  /** JSON Schema of the result (an array schema for list tools). */
+  output: JsonSchema;
+}
+
+/** A handler gets validated arguments (defaults applied) and the Actor it works for, nothing else. */
+export type ToolHandler = (args: Record<string, unknown>, actor: Actor) => Promise<unknown>;
+
+export interface RegisteredTool {
+  readonly definition: ToolDefinition;
+  readonly handler: ToolHandler;
+  /** Where it came from, for error messages. */
+  readonly source: string;
+}
+
+/**
+ * What a list tool returns: the rows plus whether more existed than `limit`. The gateway answers the
+ * bare array and sets `X-Truncated: true`.
+ */
+export class ToolList<T = unknown> {
+  constructor(
+    readonly items: T[],
+    readonly truncated: boolean,
+  ) {}
+
+  /** From `limit + 1` fetched rows. */
+  static fromRows<T>(rows: T[], limit: number): ToolList<T> {
+    return rows.length > limit ? new ToolList(rows.slice(0, limit), true) : new ToolList(rows, false);
+  }
+}
+
+/** Thrown at start-up for a bad or duplicate tool definition, so a broken catalog never serves. */
+export class ToolDefinitionError extends Error {
+  constructor(
+    readonly toolName: string,
+    readonly problems: string[],
+  ) {
+    super(`Invalid tool definition "${toolName}": ${problems.join('; ')}`);
+    this.name = 'ToolDefinitionError';
+  }
+}

@@ -1,0 +1,24 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { IdempotencyModule } from '../../common/idempotency/idempotency.module.js';
+import { ApiKeysModule } from '../api-keys/api-keys.module.js';
+import { McpController } from './mcp.controller.js';
+import { McpOriginGuard } from './mcp-origin.guard.js';
+import { McpServerFactory } from './mcp-server.factory.js';
+import { ScopeGuard } from './scope.guard.js';
+import { ToolApiController } from './tool-api.controller.js';
+import { ToolExplorer } from './tool.explorer.js';
+import { ToolRegistry } from './tool-registry.js';
+import { ToolsService } from './tools.service.js';
+
+/**
+ * The registry of every `@ToolProvider()` in the app and the two Area A doors to it (JSON, MCP). Providers live in
+ * their own feature modules; nothing here names them.
+ */
+@Module({
+  imports: [DiscoveryModule, ApiKeysModule, IdempotencyModule],
+  controllers: [ToolApiController, McpController],
+  providers: [ToolRegistry, ToolExplorer, ToolsService, ScopeGuard, McpServerFactory, McpOriginGuard],
+  exports: [ToolsService],
+})
+export class ToolsModule {}

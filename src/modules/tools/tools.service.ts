@@ -1,0 +1,100 @@
+import { Injectable } from '@nestjs/common';
+import type { Actor } from '../../common/auth/actor.js';
+import { AppException } from '../../common/errors/app.exception.js';
+import { ErrorCode } from '../../common/errors/error-code.js';
+import { ToolList, type RegisteredTool } from './tool-definition.js';
+import { describeParameters, parametersJsonSchema, validateArguments, type JsonSchema, type ParamDescriptor } from './tool-parameters.js';
+import { ToolRegistry } from './tool-registry.js';
+
+/** Area A descriptor (seed style). */
+export interface ToolDescriptor {
+  name: string;
+  description: string;
+  scope: string;
+  parameters: Record<string, ParamDescriptor>;
+}
+
+/** What the MCP transport lists. `outputSchema` is always an object schema (lists as `{items: [...]}`). */
+export interface ToolSchemaView {
+  name: string;
+  title: string;
+  description: string;
+  scope: string;
+  inputSchema: JsonSchema;
+  outputSchema: JsonSchema;
+  annotations: RegisteredTool['definition']['annotations'];
+}
+
+/** A validated call, ready to run: lets a caller (e.g. the idempotency layer) see normalised arguments first. */
+export interface PreparedToolCall {
+  tool: RegisteredTool;
+  args: Record<string, unknown>;
+}
+
+export interface ToolCallOutcome {
+  result: unknown;
+  /** A list result stopped at its limit (Area A answers `X-Truncated: true`). */
+  truncated: boolean;
+}
+
+/**
+ * Validates arguments and dispatches to the registered handler. Every door (Area A JSON, MCP, the
+ * agent loop) goes through here, so scope checks and validation cannot be skipped.
+ */
+@Injectable()
+export class ToolsService {
+  constructor(private readonly registry: ToolRegistry) {}
+
+  /** The tools the scopes allow, in catalog order. */
+  toolsFor(scopes: readonly string[]): readonly RegisteredTool[] {
+    return this.registry.all().filter((tool) => scopes.includes(tool.definition.scope));
+  }
+
+  find(name: string): RegisteredTool | undefined {
+    return this.registry.get(name);
+  }
+
+  /** 404 unknown_tool for a name that is not registered. */
+  require(name: string): RegisteredTool {
+    const tool = this.registry.get(name);
+    if (!tool) throw new AppException(ErrorCode.UnknownTool, `No tool named "${name}"`, { name });
+    return tool;
+  }
+
+  /** Deny by default: 403 insufficient_scope unless the tool's scope is on the key. */
+  assertScope(tool: RegisteredTool, scopes: readonly string[]): void {
+    if (!scopes.includes(tool.definition.scope)) {
+      throw new AppException(ErrorCode.InsufficientScope, `This key lacks the "${tool.definition.scope}" scope that ${tool.definition.name} needs`, {
+        required_scope: tool.definition.scope,
+      });
+    }
+  }
+
+  prepare(name: string, rawArgs: Record<string, unknown> | undefined, scopes: readonly string[]): PreparedToolCall {
+    const tool = this.require(name);
+    this.assertScope(tool, scopes);
+    return { tool, args: validateArguments(tool.definition.parameters, rawArgs ?? {}) };
+  }
+
+  async invoke(prepared: PreparedToolCall, actor: Actor): Promise<ToolCallOutcome> {
+    const value = await prepared.tool.handler(prepared.args, actor);
+    if (value instanceof ToolList) return { result: value.items, truncated: value.truncated };
+    return { result: value, truncated: false };
+  }
+
+  /** Validate, check scope, dispatch. Callable from any module (MCP transport, agent loop). */
+  async call(name: string, args: Record<string, unknown> | undefined, actor: Actor, scopes: readonly string[]): Promise<ToolCallOutcome> {
+    return this.invoke(this.prepare(name, args, scopes), actor);
+  }
+
+  descriptor(tool: RegisteredTool): ToolDescriptor {
+    const { name, description, scope, parameters } = tool.definition;
+    return { name, description, scope, parameters: describeParameters(parameters) };
+  }
+
+  schemaView(tool: RegisteredTool): ToolSchemaView {
+    const { name, title, description, scope, parameters, output, annotations } = tool.definition;
+    const outputSchema = output.type === 'object' ? output : { type: 'object', properties: { items: output }, required: ['items'] };
+    return { name, title, description, scope, inputSchema: parametersJsonSchema(parameters), outputSchema, annotations };
+  }
+}

@@ -1,0 +1,55 @@
+import { BullModule } from '@nestjs/bullmq';
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { createPostgresBackend, setDefaultBackendFactory } from 'bullmq';
+import type { AppConfig } from '../config/app-config.js';
+import { QueueErrorListener } from './queue-error-listener.js';
+import { QUEUE_BACKEND, SYSTEM_QUEUE, type QueueBackendKind } from './queue.constants.js';
+
+/**
+ * BullMQ for every background job: on Redis when REDIS_URL is set, otherwise on BullMQ's own
+ * PostgreSQL backend in the app's database (schema "bullmq"), so the zero-config default needs
+ * nothing but the embedded database.
+ */
+@Global()
+@Module({})
+export class QueueModule {
+  static forRoot(config: AppConfig, databaseUrl: string): DynamicModule {
+    const kind: QueueBackendKind = config.redis.url ? 'redis' : 'postgres';
+    if (kind === 'postgres') {
+      // @nestjs/bullmq builds Queue/Worker without a backend argument; the process-wide default
+      // factory is how they reach PostgreSQL.
+      setDefaultBackendFactory(createPostgresBackend);
+    } else {
+      setDefaultBackendFactory(undefined);
+    }
+    const connection =
+      kind === 'redis'
+        ? redisConnectionOptions(config.redis.url!)
+        : { connectionString: databaseUrl, migrate: true, max: 4, connectionTimeoutMillis: 5000 };
+    return {
+      module: QueueModule,
+      imports: [
+        DiscoveryModule,
+        BullModule.forRoot({ connection: connection as never, prefix: kind === 'redis' ? config.redis.prefix : undefined }),
+        BullModule.registerQueue({ name: SYSTEM_QUEUE }),
+      ],
+      providers: [{ provide: QUEUE_BACKEND, useValue: kind }, QueueErrorListener],
+      exports: [QUEUE_BACKEND, BullModule],
+    };
+  }
+}
+
+function redisConnectionOptions(url: string): Record<string, unknown> {
+  const parsed = new URL(url);
+  return {
+    host: parsed.hostname,
+    port: Number(parsed.port || 6379),
+    username: parsed.username ? decodeURIComponent(parsed.username) : undefined,
+    password: parsed.password ? decodeURIComponent(parsed.password) : undefined,
+    db: parsed.pathname.length > 1 ? Number(parsed.pathname.slice(1)) : 0,
+    tls: parsed.protocol === 'rediss:' ? {} : undefined,
+    // BullMQ workers need blocking commands that never give up; BullMQ sets this for workers itself.
+    maxRetriesPerRequest: null,
+  };
+}

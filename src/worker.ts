@@ -1,0 +1,8 @@
+import 'reflect-metadata';
+import { start } from './main.js';
+
+/** `node dist/src/worker.js`: the same app as main.ts with APP_ROLE=worker (queue processors, no HTTP). */
+start({ role: 'worker' }).catch((error: unknown) => {
+  process.stderr.write(`Start-up failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,234 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { bearer, makeUser, type TestUser } from './support/factories.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+/**
+ * The account page (public/) in a real headless Chromium: the system browser from Debian's `chromium`
+ * package, never one Playwright downloads.
+ */
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
+const SCREENSHOT = resolve(__dirname, '..', 'test-output', 'account-page-keys.png');
+
+// The embedded engine needs one pooled connection (see test/api-keys.e2e-spec.ts).
+const EMBEDDED_SAFE_ENV: Record<string, string> = process.env.TEST_DATABASE_URL ? {} : { DATABASE_POOL_SIZE: '1' };
+
+describe('account page (public/) in a real browser', () => {
+  let app: TestApp;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let user: TestUser;
+  let admin: TestUser;
+  let projectName: string;
+  /** Script errors and CSP violations seen by the page; the page must run clean under the helmet CSP. */
+  const pageProblems: string[] = [];
+  /** Secrets that must never reach the URL or web storage. */
+  const secrets: string[] = [];
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium) to run the account page e2e`);
+    }
+    app = await startTestApp({ env: EMBEDDED_SAFE_ENV });
+    admin = await makeUser(app); // the first account is the admin; the main flow runs as an ordinary member
+    expect(admin.role).toBe('admin');
+    user = await makeUser(app);
+    expect(user.role).toBe('member');
+    projectName = 'Browser project';
+    await app.http.post('/api/projects').set(bearer(user.token)).send({ name: projectName }).expect(201);
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+    context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.baseUrl });
+    page = await context.newPage();
+    page.setDefaultTimeout(20_000);
+    page.on('pageerror', (error) => pageProblems.push(`pageerror: ${error.message}`));
+    page.on('console', (msg) => {
+      if (msg.type() === 'error' && !/responded with a status of 4\d\d/.test(msg.text())) pageProblems.push(`console: ${msg.text()}`);
+    });
+    await page.goto(app.baseUrl + '/');
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+  });
+
+  afterEach(() => {
+    expect(pageProblems).toEqual([]);
+  });
+
+  const keyRow = (name: string) => page.locator('#keys-body tr', { has: page.locator('th.key-name', { hasText: name }) });
+
+  async function expectNoSecretsInUrlOrStorage(): Promise<void> {
+    const stored = await page.evaluate<string>('JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage } })');
+    for (const secret of secrets) {
+      expect(page.url()).not.toContain(secret);
+      expect(stored).not.toContain(secret);
+    }
+    expect(stored).toBe('{"local":{},"session":{}}');
+  }
+
+  it('shows the login form and the error message from the envelope for a wrong password', async () => {
+    await expect(page.getByRole('heading', { name: 'Sign in to Atrium' }).isVisible()).resolves.toBe(true);
+    await page.getByLabel('Email').fill(user.email);
+    await page.getByLabel('Password').fill('not-the-password-at-all');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.locator('#login-error', { hasText: 'Email or password is incorrect' }).waitFor();
+    expect(await page.locator('#keys-view').isHidden()).toBe(true);
+    // Focus goes back to the password field for a retry.
+    expect(await page.evaluate<string | undefined>('document.activeElement?.id')).toBe('login-password');
+  });
+
+  it('logs in, creates a key, shows it once, counts its calls, lists recent calls and deletes it', async () => {
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+    await page.locator('#keys-empty', { hasText: 'no API keys yet' }).waitFor();
+    expect(await page.locator('#whoami').textContent()).toContain(user.email);
+
+    // Create: name, two scopes (with the seed's wording as hints), 30 days.
+    await page.getByRole('button', { name: 'Create a key' }).click();
+    await page.getByRole('heading', { name: 'Create a key' }).waitFor();
+    expect(await page.locator('#key-expiry').inputValue()).toBe('90d'); // preselected
+    expect(await page.locator('#scope-groups').textContent()).toContain('List, statistics and search of tasks');
+    expect(await page.locator('#scopes-hint').textContent()).toContain(':write');
+    await page.getByLabel('Name', { exact: true }).fill('browser key');
+    await page.getByRole('checkbox', { name: 'Read tasks:read' }).check();
+    await page.getByRole('checkbox', { name: 'Read docs:read' }).check();
+    await page.getByLabel('Expires').selectOption('30d');
+    // Projects come from GET /api/projects; a member types repositories instead of picking them.
+    await page.getByRole('checkbox', { name: projectName }).waitFor();
+    expect(await page.locator('#repo-text').isVisible()).toBe(true);
+    await page.getByRole('button', { name: 'Create key', exact: true }).click();
+
+    await page.getByRole('heading', { name: 'Your new key' }).waitFor();
+    const key = await page.locator('#created-key').inputValue();
+    expect(key).toMatch(/^atr_[0-9A-Za-z]{38}$/);
+    secrets.push(key, user.token);
+    expect(await page.locator('#created-panel').textContent()).toContain('cannot be shown again');
+    const mcpEntry = JSON.parse((await page.locator('#created-mcp').textContent()) ?? '');
+    expect(mcpEntry).toEqual({
+      mcpServers: { atrium: { transport: 'http', url: `${app.baseUrl}/api/v1/public/mcp`, headers: { Authorization: `Bearer ${key}` } } },
+    });
+    const curl = (await page.locator('#created-curl').textContent()) ?? '';
+    expect(curl).toContain(`-H "Authorization: Bearer ${key}"`);
+    expect(curl).toContain(`${app.baseUrl}/api/v1/public/mcp/tools`);
+    await page.getByRole('button', { name: 'Copy key' }).click();
+    await page.locator('#status', { hasText: 'Copied' }).waitFor();
+    expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(key);
+
+    // The shown key works on Area A with exactly the two checked scopes.
+    const tools = await app.http.get('/api/v1/public/mcp/tools').set(bearer(key)).expect(200);
+    expect([...tools.body.scopes].sort()).toEqual(['docs:read', 'tasks:read']);
+    expect(tools.body.tools.map((t: { scope: string }) => t.scope).every((s: string) => s === 'tasks:read' || s === 'docs:read')).toBe(true);
+
+    const row = keyRow('browser key');
+    await row.waitFor();
+    expect(await row.locator('.key-prefix').textContent()).toBe(`atr_${key.slice(4, 12)}…`);
+    expect(await row.locator('.key-expires').textContent()).toMatch(/in (29|30) days/);
+    expect(await row.locator('.key-status').textContent()).toBe('active');
+    const callsBefore = Number(await row.locator('.key-calls').textContent());
+
+    await app.http.post('/api/v1/public/mcp/call').set(bearer(key)).send({ name: 'list_tasks', arguments: {} }).expect(200);
+
+    await page.getByRole('button', { name: 'Reload list' }).click();
+    // Browser-side expressions are strings: the project's tsconfig has no DOM lib.
+    await page.waitForFunction(`Number(document.querySelector('#keys-body tr .key-calls')?.textContent) > ${callsBefore}`);
+    expect(await row.locator('.key-last-used').textContent()).not.toBe('Never');
+    mkdirSync(join(SCREENSHOT, '..'), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    console.log(`account page screenshot: ${SCREENSHOT}`);
+
+    // Recent calls of the key.
+    await row.getByRole('button', { name: 'Recent calls of browser key' }).click();
+    await page.getByRole('heading', { name: 'Recent calls of "browser key"' }).waitFor();
+    const call = page.locator('#usage-body tr', { has: page.locator('.usage-tool', { hasText: 'list_tasks' }) });
+    await call.first().waitFor();
+    expect(await call.first().locator('.usage-status').textContent()).toBe('200');
+    expect(await call.first().locator('.usage-duration').textContent()).toMatch(/^\d+ ms$/);
+    await page.keyboard.press('Escape');
+    expect(await page.locator('#usage-panel').isHidden()).toBe(true);
+
+    // Delete, first cancelling the confirmation, then confirming it.
+    await row.getByRole('button', { name: 'Delete browser key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete API key?' });
+    await dialog.waitFor();
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect(await dialog.isHidden()).toBe(true);
+    expect(await row.locator('.key-status').textContent()).toBe('active');
+    await row.getByRole('button', { name: 'Delete browser key' }).click();
+    await dialog.getByRole('button', { name: 'Delete key' }).click();
+    await page.locator('#status', { hasText: 'deleted' }).waitFor();
+    await row.locator('.key-status', { hasText: 'revoked' }).waitFor();
+    expect(await row.getByRole('button', { name: 'Delete browser key' }).count()).toBe(0);
+
+    const refused = await app.http.get('/api/v1/public/mcp/tools').set(bearer(key)).expect(401);
+    expect(refused.body.error.code).toBe('revoked_api_key');
+
+    await expectNoSecretsInUrlOrStorage();
+  });
+
+  it('shows the API error message when creation is refused', async () => {
+    await page.getByRole('button', { name: 'Create a key' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('bad repo key');
+    await page.getByRole('checkbox', { name: 'Read github:read' }).check();
+    await page.getByLabel(/Repositories/).fill('not a repo name');
+    await page.getByRole('button', { name: 'Create key', exact: true }).click();
+    await page.locator('#create-error', { hasText: 'owner/name' }).waitFor();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+  });
+
+  it('logs out, and returns to the login form when the access token is refused (401)', async () => {
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to Atrium' }).waitFor();
+    expect(await page.locator('#keys-view').isHidden()).toBe(true);
+
+    await page.getByLabel('Email').fill(user.email);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+
+    // An expired access token: the server answers 401 in its envelope.
+    await page.route('**/api/api-keys', (route) =>
+      route.fulfill({
+        status: 401,
+        contentType: 'application/json',
+        body: JSON.stringify({ success: false, data: null, error: { code: 'AUTH_INVALID', message: 'The access token has expired' }, traceId: 't' }),
+      }),
+    );
+    await page.getByRole('button', { name: 'Reload list' }).click();
+    await page.locator('#login-error', { hasText: 'session has expired' }).waitFor();
+    expect(await page.locator('#keys-view').isHidden()).toBe(true);
+    expect(await page.evaluate<string | undefined>('document.activeElement?.id')).toBe('login-email');
+    await page.unroute('**/api/api-keys');
+    await expectNoSecretsInUrlOrStorage();
+  });
+
+  it('offers an admin the registered repositories (GET /api/admin/github/repos) instead of a free-text field', async () => {
+    await page.getByLabel('Email').fill(admin.email);
+    await page.getByLabel('Password').fill(admin.password);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+    const repoList = page.waitForResponse((res) => res.url().includes('/api/admin/github/repos'));
+    await page.getByRole('button', { name: 'Create a key' }).click();
+    expect((await repoList).status()).toBe(200);
+    await page.locator('#repo-pins', { hasText: 'No repositories are registered yet' }).waitFor();
+    expect(await page.locator('#repo-text-field').isHidden()).toBe(true);
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to Atrium' }).waitFor();
+    await expectNoSecretsInUrlOrStorage();
+  });
+});

@@ -1,0 +1,182 @@
+import { DataSource } from 'typeorm';
+import { bearer, makeUser, type TestUser } from './support/factories.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+/** A tasks key with any extra body fields merged in; returns the whole creation answer (prefix, expiresAt too). */
+async function makeApiKey(app: TestApp, user: TestUser, body: Record<string, unknown> = {}) {
+  const res = await app.http
+    .post('/api/api-keys')
+    .set(bearer(user.token))
+    .send({ name: 'test key', scopes: ['tasks:read', 'tasks:write'], expiresIn: 'never', ...body })
+    .expect(201);
+  return res.body.data as { id: string; key: string; prefix: string; expiresAt: string | null };
+}
+
+describe('API keys (/api/api-keys) and key authentication on Area A', () => {
+  let app: TestApp;
+  let db: DataSource;
+
+  beforeAll(async () => {
+    app = await startTestApp();
+    db = app.app.get(DataSource);
+  }, 180_000);
+  afterAll(async () => {
+    await app.close();
+  });
+
+  const callTool = (key: string, name = 'list_tasks', args: Record<string, unknown> = {}) =>
+    app.http.post('/api/v1/public/mcp/call').set(bearer(key)).send({ name, arguments: args });
+
+  it('creates a key in the documented format and returns the plaintext once only', async () => {
+    const user = await makeUser(app);
+    const res = await app.http
+      .post('/api/api-keys')
+      .set(bearer(user.token))
+      .send({ name: 'laptop', scopes: ['tasks:read'], expiresIn: '30d' })
+      .expect(201);
+    const created = res.body.data;
+    expect(created).toEqual({
+      id: expect.any(String),
+      name: 'laptop',
+      scopes: ['tasks:read'],
+      prefix: created.key.slice(4, 12),
+      createdAt: expect.any(String),
+      expiresAt: expect.any(String),
+      projectIds: null,
+      repos: null,
+      key: expect.stringMatching(/^atr_[0-9A-Za-z]{38}$/),
+    });
+    const days = (Date.parse(created.expiresAt) - Date.now()) / 86_400_000;
+    expect(days).toBeGreaterThan(29.9);
+    expect(days).toBeLessThan(30.1);
+
+    const list = await app.http.get('/api/api-keys').set(bearer(user.token)).expect(200);
+    expect(list.body.data).toHaveLength(1);
+    expect(list.body.data[0]).toMatchObject({ id: created.id, status: 'active', daysUntilExpiry: 30, callCount: 0, lastUsedAt: null, prefix: created.prefix });
+    expect(JSON.stringify(list.body)).not.toContain(created.key);
+    const one = await app.http.get(`/api/api-keys/${created.id}`).set(bearer(user.token)).expect(200);
+    expect(JSON.stringify(one.body)).not.toContain(created.key);
+    expect(one.body.data.recentUsage).toEqual([]);
+
+    // Only an HMAC is stored: neither the key nor its random part appears in the row.
+    const rows = await db.query(`SELECT * FROM api_keys WHERE id = $1`, [created.id]);
+    const stored = JSON.stringify(rows[0]) + (rows[0].key_hash as Buffer).toString('latin1');
+    expect(stored).not.toContain(created.key.slice(4, 36));
+    expect((rows[0].key_hash as Buffer).length).toBe(32);
+  });
+
+  it('shows daysUntilExpiry null for a never-expiring key and no X-Api-Key-Expires-At header', async () => {
+    const user = await makeUser(app);
+    const key = await makeApiKey(app, user, { expiresIn: 'never' });
+    const list = await app.http.get('/api/api-keys').set(bearer(user.token)).expect(200);
+    expect(list.body.data[0]).toMatchObject({ expiresAt: null, daysUntilExpiry: null });
+    const res = await callTool(key.key).expect(200);
+    expect(res.headers['x-api-key-expires-at']).toBeUndefined();
+    const expiring = await makeApiKey(app, user, { expiresIn: '1y' });
+    const res2 = await callTool(expiring.key).expect(200);
+    expect(res2.headers['x-api-key-expires-at']).toBe(expiring.expiresAt);
+  });
+
+  it.each([
+    [{ name: 'x', scopes: ['tasks:admin'], expiresIn: 'never' }, 'tasks:read, tasks:write, docs:read, docs:write, github:read, github:write'],
+    [{ name: 'x', scopes: ['tasks:read'], expiresIn: '7d' }, 'never, 30d, 90d, 180d, 1y'],
+    [{ name: 'x', scopes: [], expiresIn: 'never' }, 'scopes'],
+    [{ name: '', scopes: ['tasks:read'], expiresIn: 'never' }, 'name'],
+    [{ name: 'x'.repeat(101), scopes: ['tasks:read'], expiresIn: 'never' }, 'name'],
+    [{ name: 'x', scopes: ['tasks:read'], expiresIn: 'never', projectIds: ['not-a-uuid'] }, 'projectIds'],
+  ])('rejects %j with 400 naming %s', async (body, expected) => {
+    const user = await makeUser(app);
+    const res = await app.http.post('/api/api-keys').set(bearer(user.token)).send(body).expect(400);
+    expect(res.body.error.code).toBe('VALIDATION_FAILED');
+    expect(JSON.stringify(res.body.error.details)).toContain(expected);
+  });
+
+  it("answers 404 for another user's key id (get and delete) and for junk ids", async () => {
+    const alice = await makeUser(app);
+    const bob = await makeUser(app);
+    const key = await makeApiKey(app, alice);
+    await app.http.get(`/api/api-keys/${key.id}`).set(bearer(bob.token)).expect(404);
+    await app.http.delete(`/api/api-keys/${key.id}`).set(bearer(bob.token)).expect(404);
+    await app.http.get('/api/api-keys/not-a-uuid').set(bearer(bob.token)).expect(404);
+    const bobsList = await app.http.get('/api/api-keys').set(bearer(bob.token)).expect(200);
+    expect(bobsList.body.data).toEqual([]);
+    await callTool(key.key).expect(200); // still alive
+  });
+
+  it('needs a user token: an API key on /api/api-keys is 401 naming the expected credential', async () => {
+    const user = await makeUser(app);
+    const key = await makeApiKey(app, user);
+    const res = await app.http.get('/api/api-keys').set(bearer(key.key)).expect(401);
+    expect(res.body.error.code).toBe('AUTH_INVALID');
+    expect(res.body.error.message).toMatch(/user access token/);
+    await app.http.get('/api/api-keys').expect(401);
+  });
+
+  it('rejects a user access token on Area A with 401 invalid_api_key naming the API key', async () => {
+    const user = await makeUser(app);
+    const res = await callTool(user.token).expect(401);
+    expect(res.headers['www-authenticate']).toBe('Bearer');
+    expect(res.body.error.code).toBe('invalid_api_key');
+    expect(res.body.error.message).toMatch(/personal API key \(atr_/);
+    const project = await callTool(`atp_${'a'.repeat(40)}`).expect(401);
+    expect(project.body.error.message).toMatch(/project session token/);
+  });
+
+  it('revokes: the next request answers 401 revoked_api_key, and the list says revoked', async () => {
+    const user = await makeUser(app);
+    const key = await makeApiKey(app, user);
+    await callTool(key.key).expect(200);
+    await app.http.delete(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
+    const res = await callTool(key.key).expect(401);
+    expect(res.body.error.code).toBe('revoked_api_key');
+    expect(res.headers['www-authenticate']).toBe('Bearer');
+    const tools = await app.http.get('/api/v1/public/mcp/tools').set(bearer(key.key)).expect(401);
+    expect(tools.body.error.code).toBe('revoked_api_key');
+    const list = await app.http.get('/api/api-keys').set(bearer(user.token)).expect(200);
+    expect(list.body.data[0].status).toBe('revoked');
+    await app.http.delete(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200); // idempotent
+  });
+
+  it('answers 401 expired_api_key for a key whose expiry has passed, and lists it as expired', async () => {
+    const user = await makeUser(app);
+    const key = await makeApiKey(app, user, { expiresIn: '30d' });
+    await callTool(key.key).expect(200);
+    await db.query(`UPDATE api_keys SET expires_at = now() - interval '1 minute' WHERE id = $1`, [key.id]);
+    const res = await callTool(key.key).expect(401);
+    expect(res.body.error.code).toBe('expired_api_key');
+    expect(res.headers['www-authenticate']).toBe('Bearer');
+    expect(res.headers['x-api-key-expires-at']).toBeDefined();
+    const list = await app.http.get('/api/api-keys').set(bearer(user.token)).expect(200);
+    expect(list.body.data[0]).toMatchObject({ status: 'expired', daysUntilExpiry: 0 });
+  });
+
+  it('counts 200 concurrent calls exactly and logs the last 50 calls without argument values', async () => {
+    const user = await makeUser(app);
+    const key = await makeApiKey(app, user);
+    const results = await Promise.all(
+      Array.from({ length: 200 }, () => callTool(key.key, 'search_tasks', { query: 'secret-needle-value' })),
+    );
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    const one = await app.http.get(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
+    expect(one.body.data.callCount).toBe(200);
+    expect(one.body.data.lastUsedAt).toEqual(expect.any(String));
+    expect(one.body.data.recentUsage).toHaveLength(50);
+    expect(one.body.data.recentUsage[0]).toEqual({ at: expect.any(String), tool: 'search_tasks', status: 200, durationMs: expect.any(Number) });
+    const usageRows = await db.query(`SELECT * FROM api_key_usage WHERE api_key_id = $1`, [key.id]);
+    expect(usageRows).toHaveLength(200);
+    expect(JSON.stringify(usageRows)).not.toContain('secret-needle-value');
+  });
+
+  it('logs failed calls with their status', async () => {
+    const user = await makeUser(app);
+    const key = await makeApiKey(app, user, { scopes: ['tasks:read'] });
+    await callTool(key.key, 'create_task', { title: 'x' }).expect(403);
+    await callTool(key.key, 'no_such_tool').expect(404);
+    const one = await app.http.get(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
+    expect(one.body.data.recentUsage.map((u: { tool: string; status: number }) => [u.tool, u.status])).toEqual([
+      ['no_such_tool', 404],
+      ['create_task', 403],
+    ]);
+    expect(one.body.data.callCount).toBe(2);
+  });
+});

@@ -1,0 +1,248 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { buildOnce, startAppProcess, type AppProcess } from './support/app-process';
+import { call } from './support/drill-helpers';
+import { FakeEmbeddings } from './support/fake-embeddings-server';
+import { FakeLlmServer } from './support/fake-llm-server';
+import { createTestDatabase, type TestDatabase } from './support/test-app';
+
+/**
+ * Crash drill (issue 10): `kill -9` of a worker process in the middle of ingest jobs and of an agent run,
+ * (a) while a second worker runs, (b) with only a restart of the killed worker; and of an api process in
+ * the middle of Area A calls. Every job must reach a final state, no document may be stored twice, no
+ * tool call may run twice, and no acknowledged Area A call may be missing from the key's call count.
+ * Real processes (`node dist/src/main.js`) on a real PostgreSQL (+ Redis when configured): two
+ * processes cannot share the embedded engine, so this drill needs TEST_DATABASE_URL.
+ */
+
+const FINAL = ['succeeded', 'failed', 'cancelled'];
+const DOCS_PER_SCENARIO = 10;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const shared = process.env.TEST_DATABASE_URL ? describe : describe.skip;
+if (!process.env.TEST_DATABASE_URL) {
+  // eslint-disable-next-line no-console
+  console.log('drill-crash skipped: it needs TEST_DATABASE_URL (several processes cannot share the embedded engine)');
+}
+
+shared('crash drill: kill -9 mid-job and mid-call', () => {
+  let database: TestDatabase;
+  let db: Client;
+  let llm: FakeLlmServer;
+  let embeddings: FakeEmbeddings;
+  let api: AppProcess;
+  let env: Record<string, string>;
+  const dataDir = mkdtempSync(join(tmpdir(), 'atrium-crash-'));
+  const processes: AppProcess[] = [];
+  const figures: Record<string, string | number> = {};
+  let token = '';
+
+  async function start(role: 'api' | 'worker'): Promise<AppProcess> {
+    const p = await startAppProcess({ ...env, APP_ROLE: role });
+    processes.push(p);
+    return p;
+  }
+
+  async function kill9(p: AppProcess): Promise<void> {
+    p.child.kill('SIGKILL');
+    await p.exited;
+  }
+
+  const b = (method: string, path: string, body?: unknown) => call(api.baseUrl, { method, path, token, body });
+
+  async function waitFor<T>(label: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+    const started = Date.now();
+    for (;;) {
+      const value = await probe();
+      if (value) return value;
+      if (Date.now() - started > timeoutMs) throw new Error(`${label}: not reached within ${timeoutMs} ms`);
+      await sleep(150);
+    }
+  }
+
+  beforeAll(async () => {
+    buildOnce();
+    database = await createTestDatabase();
+    db = new Client({ connectionString: database.url });
+    await db.connect();
+    llm = await new FakeLlmServer().start();
+    embeddings = await new FakeEmbeddings(8).start();
+    // Slow enough that ingest is still under way when a second worker has started (start-up is seconds on a busy machine).
+    embeddings.delayMs = 400;
+    env = {
+      NODE_ENV: 'test',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'info',
+      DATABASE_URL: database.url,
+      DATABASE_POOL_SIZE: '5',
+      ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
+      REDIS_PREFIX: `atrium-crash-${randomBytes(4).toString('hex')}`,
+      JWT_SECRET: randomBytes(32).toString('hex'),
+      API_KEY_PEPPER: randomBytes(32).toString('hex'),
+      ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      RATE_LIMIT_KEY_PER_MIN: '1000000',
+      RATE_LIMIT_USER_PER_MIN: '1000000',
+      EMBEDDINGS_PROVIDER: 'openai',
+      EMBEDDINGS_BASE_URL: embeddings.baseUrl,
+      EMBEDDINGS_MODEL: 'fake-embed',
+      EMBEDDINGS_DIMENSIONS: '8',
+      EMBEDDINGS_BATCH_SIZE: '2',
+      RAG_CHUNK_TARGET_CHARS: '200',
+      RAG_CHUNK_OVERLAP_CHARS: '0',
+      RAG_STALE_AFTER_MS: '1500',
+      RAG_RECOVERY_INTERVAL_MS: '300',
+      LLM_PROVIDER: 'openai',
+      LLM_BASE_URL: llm.baseUrl,
+      LLM_MODEL: 'fake-model-1',
+      AGENT_STALE_AFTER_MS: '1500',
+      AGENT_RECOVERY_INTERVAL_MS: '300',
+    };
+    api = await start('api');
+    const credentials = { email: 'crash@example.com', password: 'crash-drill-password', name: 'Crash' };
+    expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(201);
+    const login = await call(api.baseUrl, { method: 'POST', path: '/api/auth/login', body: { email: credentials.email, password: credentials.password } });
+    if (login.status !== 200) throw new Error(`login → ${login.status} ${login.text}`);
+    token = login.json.data.accessToken;
+  }, 240_000);
+
+  afterAll(async () => {
+    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+    await Promise.all(processes.map((p) => p.exited));
+    await db?.end();
+    await database?.drop();
+    await llm?.stop();
+    await embeddings?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+    // eslint-disable-next-line no-console
+    console.log(`drill-crash figures:\n${Object.entries(figures).map(([k, v]) => `  ${k}: ${v}`).join('\n')}`);
+  });
+
+  /** Documents long enough for several chunks each; each upload queues one ingest job (no worker yet). */
+  async function seedProject(name: string): Promise<{ projectId: string; documentIds: string[] }> {
+    const projectId = (await b('POST', '/api/projects', { name })).json.data.id;
+    const documentIds: string[] = [];
+    for (let i = 0; i < DOCS_PER_SCENARIO; i += 1) {
+      const paragraphs = Array.from({ length: 6 }, (_, p) => `Paragraph ${p} of document ${i} in ${name}: ${'the crash drill checks recovery of indexing jobs '.repeat(3)}`);
+      const form = new FormData();
+      form.append('file', new Blob([paragraphs.join('\n\n')], { type: 'text/markdown' }), `doc-${i}.md`);
+      form.append('projectId', projectId);
+      form.append('title', `${name} doc ${i}`);
+      const res = await call(api.baseUrl, { method: 'POST', path: '/api/documents/upload', token, rawBody: form });
+      if (res.status !== 201) throw new Error(`upload → ${res.status} ${res.text}`);
+      documentIds.push(res.json.data.id);
+    }
+    return { projectId, documentIds };
+  }
+
+  /** Starts an agent run whose model asks for create_task, then hangs on its second turn. */
+  async function startAgentRun(projectId: string, title: string): Promise<string> {
+    llm.play({ toolCalls: [{ name: 'create_task', arguments: { title, project_id: projectId } }] }, { hang: true });
+    const res = await b('POST', '/api/agent/execute', { projectId, input: `make the task ${title}` });
+    expect(res.status).toBe(202);
+    return res.json.data.jobId;
+  }
+
+  async function jobsOf(projectId: string): Promise<{ id: string; status: string; attempts: number }[]> {
+    return (await db.query(`SELECT id, status, attempts FROM indexing_jobs WHERE project_id = $1`, [projectId])).rows;
+  }
+
+  /** After recovery: every job final, each document stored once (no duplicate chunks), the run and its tool call once. */
+  async function verify(label: string, projectId: string, documentIds: string[], runId: string, title: string, embeddedBefore: number): Promise<void> {
+    const jobs = await waitFor(`${label}: every ingest job final`, async () => {
+      const rows = await jobsOf(projectId);
+      return rows.length === documentIds.length && rows.every((r) => FINAL.includes(r.status)) ? rows : undefined;
+    }, 45_000);
+    const run = await waitFor(`${label}: agent run final`, async () => {
+      const r = (await b('GET', `/api/agent/status/${runId}`)).json.data;
+      return FINAL.includes(r.status) ? r : undefined;
+    }, 30_000);
+    const notSucceeded = jobs.filter((j) => j.status !== 'succeeded').length;
+    const duplicates = (await db.query(
+      `SELECT count(*)::int AS n FROM (SELECT document_id, chunk_index FROM document_chunks WHERE document_id = ANY($1::uuid[]) GROUP BY 1, 2 HAVING count(*) > 1) d`,
+      [documentIds],
+    )).rows[0].n as number;
+    const docs = (await db.query(`SELECT id, status FROM documents WHERE id = ANY($1::uuid[])`, [documentIds])).rows as { id: string; status: string }[];
+    const chunkTexts = (await db.query(`SELECT text FROM document_chunks WHERE document_id = ANY($1::uuid[])`, [documentIds])).rows.map((r: { text: string }) => r.text);
+    // Texts embedded more than once: the work a killed worker had in flight, done again (stored once).
+    const embedded = embeddings.texts.slice(embeddedBefore);
+    const reEmbedded = chunkTexts.filter((text: string) => embedded.filter((e) => e === text).length > 1).length;
+    const tasks = (await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = $1`, [title])).rows[0].n as number;
+    figures[`${label}: ingest jobs lost / not succeeded`] = `${notSucceeded} of ${jobs.length} (attempts: ${jobs.map((j) => j.attempts).join(',')})`;
+    figures[`${label}: duplicate stored chunks`] = duplicates;
+    figures[`${label}: chunks re-embedded after the kill`] = `${reEmbedded} of ${chunkTexts.length}`;
+    figures[`${label}: agent run`] = `${run.status}, tool calls ${JSON.stringify(run.steps.filter((s: any) => s.type === 'tool_call').map((s: any) => s.status))}, tasks created ${tasks}`;
+    expect(notSucceeded).toBe(0);
+    expect(duplicates).toBe(0);
+    expect(docs.every((d) => d.status === 'indexed')).toBe(true);
+    expect(run.status).toBe('succeeded');
+    expect(tasks).toBe(1);
+  }
+
+  async function scenario(label: string, takeOver: 'second-worker' | 'restart'): Promise<void> {
+    const { projectId, documentIds } = await seedProject(label);
+    const title = `task-${label}`;
+    const embeddedBefore = embeddings.texts.length;
+    const w1 = await start('worker');
+    const runId = await startAgentRun(projectId, title);
+    // Mid-job and mid-run: some documents done, a job running; the tool call made and the next model turn pending.
+    await waitFor(`${label}: mid-work`, async () => {
+      const done = (await jobsOf(projectId)).filter((j) => j.status === 'succeeded').length;
+      const run = (await b('GET', `/api/agent/status/${runId}`)).json.data;
+      const toolDone = run.steps.some((s: any) => s.type === 'tool_call' && s.status === 'ok') && llm.requests.length >= 2;
+      return done >= 2 && toolDone;
+    });
+    const w2 = takeOver === 'second-worker' ? await start('worker') : undefined;
+    llm.play({ content: `Finished ${label}.` });
+    await kill9(w1);
+    const killedAt = Date.now();
+    if (takeOver === 'restart') await start('worker');
+    await verify(label, projectId, documentIds, runId, title, embeddedBefore);
+    figures[`${label}: recovered within`] = `${Date.now() - killedAt} ms`;
+    for (const p of processes) if (p !== api && p.child.exitCode === null && p.child.signalCode === null) await kill9(p);
+    void w2;
+  }
+
+  it('(a) a worker killed mid-ingest and mid-run: the second worker finishes everything once', async () => {
+    await scenario('second-worker', 'second-worker');
+  }, 90_000);
+
+  it('(b) a worker killed mid-ingest and mid-run: its restart finishes everything once', async () => {
+    await scenario('restart', 'restart');
+  }, 90_000);
+
+  /**
+   * Measured before the fix: 9 of 70 acknowledged calls missing, because counts were written behind after
+   * the answer. The key lookup now counts the call in the same statement, before the call is answered.
+   */
+  it('an api process killed mid-stream of Area A calls: every acknowledged call is counted', async () => {
+    const created = await b('POST', '/api/api-keys', { name: 'crash', scopes: ['tasks:read'], expiresIn: 'never' });
+    const { id: keyId, key } = created.json.data;
+    let acknowledged = 0;
+    let stop = false;
+    const worker = async () => {
+      while (!stop) {
+        try {
+          const res = await call(api.baseUrl, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name: 'list_tasks', arguments: {} } });
+          if (res.status === 200) acknowledged += 1;
+        } catch {
+          return; // the process is gone
+        }
+      }
+    };
+    const callers = Array.from({ length: 4 }, worker);
+    await sleep(1500);
+    await kill9(api);
+    stop = true;
+    await Promise.all(callers);
+    api = await start('api');
+    await sleep(500);
+    const counted = Number((await db.query(`SELECT call_count FROM api_keys WHERE id = $1`, [keyId])).rows[0].call_count);
+    figures['api kill -9: acknowledged Area A calls'] = acknowledged;
+    figures['api kill -9: counted'] = counted;
+    figures['api kill -9: lost call counts'] = Math.max(0, acknowledged - counted);
+    expect(counted).toBeGreaterThanOrEqual(acknowledged);
+  }, 60_000);
+});

@@ -1,0 +1,388 @@
+import { randomUUID } from 'node:crypto';
+import { call, drillSeed, envInt, excerpt, internalsIn, Prng, type RawRequest, type RawResponse } from './support/drill-helpers';
+import { makeUser, type TestUser } from './support/factories';
+import { startTestApp, type TestApp } from './support/test-app';
+
+/**
+ * Input fuzzing drill (OWASP API8 security misconfiguration / API4 resource consumption): malformed and
+ * random bodies, wrong types, NUL bytes, lone surrogates, huge strings, deep JSON, wrong content types,
+ * broken multipart and malformed UUIDs, on every Area A tool and every Area B route. Every answer must be
+ * a 2xx or a documented 4xx with its documented code (API.md), in the right body shape for its area, and
+ * never a 5xx, a stack trace or SQL text. Replay with DRILL_SEED; DRILL_FUZZ_CASES sizes the random part.
+ */
+
+const AREA_A_CODES: Record<number, string[]> = {
+  400: ['invalid_request', 'invalid_argument', 'missing_argument'],
+  401: ['missing_api_key', 'invalid_api_key'],
+  403: ['insufficient_scope', 'forbidden'],
+  404: ['unknown_tool', 'not_found'],
+  409: ['idempotency_conflict', 'conflict'],
+  413: ['invalid_request'],
+  415: ['invalid_request'],
+};
+const AREA_B_CODES: Record<number, string[]> = {
+  400: ['VALIDATION_FAILED'],
+  401: ['AUTH_REQUIRED', 'AUTH_INVALID'],
+  403: ['FORBIDDEN'],
+  404: ['NOT_FOUND'],
+  405: ['VALIDATION_FAILED'],
+  409: ['CONFLICT', 'STATE_CONFLICT'],
+  413: ['PAYLOAD_TOO_LARGE'],
+  415: ['UNSUPPORTED_MEDIA_TYPE'],
+};
+
+/** Parameters of each tool, with their type, as the catalog in API.md names them. */
+const TOOLS: Record<string, Record<string, 'str' | 'uuid' | 'int' | 'bool' | 'date' | 'list' | 'repo'>> = {
+  list_tasks: { status: 'str', assignee_id: 'uuid', project_id: 'uuid', priority: 'str', due_before: 'date', limit: 'int' },
+  get_task: { task_id: 'uuid' },
+  search_tasks: { query: 'str', status: 'str', limit: 'int' },
+  task_stats: { project_id: 'uuid' },
+  create_task: { title: 'str', description: 'str', priority: 'str', status: 'str', due_date: 'date', assignee_id: 'uuid', project_id: 'uuid' },
+  update_task: { task_id: 'uuid', title: 'str', description: 'str', status: 'str', priority: 'str', due_date: 'date', assignee_id: 'uuid' },
+  delete_task: { task_id: 'uuid' },
+  list_documents: { project_id: 'uuid', query: 'str', limit: 'int' },
+  get_document: { document_id: 'uuid', include_content: 'bool' },
+  search_documents: { query: 'str', project_id: 'uuid', limit: 'int' },
+  create_document: { title: 'str', content: 'str', project_id: 'uuid', is_public: 'bool' },
+  update_document: { document_id: 'uuid', title: 'str', content: 'str', is_public: 'bool' },
+  delete_document: { document_id: 'uuid' },
+  list_repositories: {},
+  list_commits: { repo: 'repo', branch: 'str', since: 'date', limit: 'int' },
+  list_issues: { repo: 'repo', state: 'str', labels: 'str', limit: 'int' },
+  list_pull_requests: { repo: 'repo', state: 'str', limit: 'int' },
+  list_workflow_runs: { repo: 'repo', branch: 'str', status: 'str', limit: 'int' },
+  create_issue: { repo: 'repo', title: 'str', body: 'str', labels: 'list' },
+  create_issue_comment: { repo: 'repo', issue_number: 'int', body: 'str' },
+};
+
+const seed = drillSeed();
+const randomCases = envInt('DRILL_FUZZ_CASES', 1500);
+
+describe(`input fuzzing drill (seed ${seed})`, () => {
+  let t: TestApp;
+  let user: TestUser;
+  let key: string;
+  let projectToken: string;
+  let projectId: string;
+  let taskId: string;
+  let documentId: string;
+  let keyId: string;
+  const rng = new Prng(seed);
+
+  beforeAll(async () => {
+    // eslint-disable-next-line no-console
+    console.log(`drill-fuzz: DRILL_SEED=${seed} (${randomCases} random cases)`);
+    t = await startTestApp({ env: { RATE_LIMIT_KEY_PER_MIN: '1000000', RATE_LIMIT_USER_PER_MIN: '1000000', RATE_LIMIT_LOGIN_PER_15_MIN: '100000' } });
+    user = await makeUser(t);
+    const b = (method: string, path: string, body?: unknown) => call(t.baseUrl, { method, path, token: user.token, body });
+    projectId = (await b('POST', '/api/projects', { name: 'fuzz' })).json.data.id;
+    projectToken = (await b('POST', `/api/projects/${projectId}/session-tokens`, { name: 'fuzz', role: 'editor' })).json.data.token;
+    const created = await b('POST', '/api/api-keys', { name: 'fuzz', scopes: ['tasks:read', 'tasks:write', 'docs:read', 'docs:write', 'github:read', 'github:write'], expiresIn: 'never' });
+    key = created.json.data.key;
+    keyId = created.json.data.id;
+    const tool = (name: string, args: unknown) => call(t.baseUrl, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name, arguments: args } });
+    taskId = (await tool('create_task', { title: 'fuzz task', project_id: projectId })).json.result.id;
+    documentId = (await tool('create_document', { title: 'fuzz doc', content: 'fuzz content', project_id: projectId })).json.result.id;
+  }, 120_000);
+
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  // ---- generators --------------------------------------------------------------------------------
+  const nasty = (): unknown => {
+    const choices: (() => unknown)[] = [
+      () => '',
+      () => ' ',
+      () => 'a\u0000b',
+      () => '\u0000',
+      () => '\ud800',
+      () => 'x\udfffy',
+      () => '\ud83d\ude00 emoji ✓ ﷽ ‮rtl',
+      () => 'x'.repeat(rng.pick([201, 301, 2001, 20_001, 300_000])),
+      () => "'; DROP TABLE tasks; --",
+      () => '%00%27%22',
+      () => '../../etc/passwd',
+      () => '00000000-0000-0000-0000-000000000000',
+      () => '------------------------------------',
+      () => 'ffffffff-ffff-ffff-ffff-fffffffffffffff',
+      () => randomUUID().toUpperCase(),
+      () => `${randomUUID()}\u0000`,
+      () => `{${randomUUID()}}`,
+      () => 'not-a-uuid',
+      () => '2026-02-30',
+      () => '2026-13-01',
+      () => '9999999-01-01',
+      () => '2026-1-1',
+      () => 'owner/name/extra',
+      () => 'a/b',
+      () => -1,
+      () => 0,
+      () => 1.5,
+      () => 1e308,
+      () => -0,
+      () => 2 ** 53 + 1,
+      () => '12abc',
+      () => ' 7 ',
+      () => '99999999999999999999999',
+      () => true,
+      () => null,
+      () => [],
+      () => ['a', 1, null],
+      () => Array.from({ length: 500 }, (_, i) => `l${i}`),
+      () => ({}),
+      () => ({ $ne: null }),
+      () => ({ toString: 'x', __proto__: { polluted: true } }),
+    ];
+    return rng.pick(choices)();
+  };
+  const plausible = (type: string): unknown => {
+    switch (type) {
+      case 'uuid': return rng.pick([taskId, documentId, projectId, randomUUID(), user.id]);
+      case 'int': return rng.int(1, 20);
+      case 'bool': return rng.chance(0.5);
+      case 'date': return '2026-12-01';
+      case 'list': return ['bug'];
+      case 'repo': return 'octo/hello';
+      default: return `fuzz ${rng.hex(6)}`;
+    }
+  };
+  const fuzzArgs = (tool: string): Record<string, unknown> => {
+    const args: Record<string, unknown> = {};
+    for (const [name, type] of Object.entries(TOOLS[tool])) {
+      if (rng.chance(0.25)) continue;
+      // Deletes never get a real id: the seeded objects must survive for the last check.
+      args[name] = rng.chance(0.5) ? nasty() : tool.startsWith('delete_') && type === 'uuid' ? randomUUID() : plausible(type);
+    }
+    if (rng.chance(0.15)) args[rng.pick(['unknown', '__proto__', 'constructor', 'ΩΩ', ''])] = nasty();
+    return args;
+  };
+
+  const nested = (depth: number, open: string, close: string, inner = '1') => open.repeat(depth) + inner + close.repeat(depth);
+  const rawBodies = (): { rawBody: string | Buffer; contentType?: string; what: string }[] => [
+    { rawBody: '', contentType: 'application/json', what: 'empty json' },
+    { rawBody: '{', contentType: 'application/json', what: 'truncated json' },
+    { rawBody: '{"name": "x",}', contentType: 'application/json', what: 'trailing comma' },
+    { rawBody: 'null', contentType: 'application/json', what: 'null' },
+    { rawBody: '[]', contentType: 'application/json', what: 'array' },
+    { rawBody: '"str"', contentType: 'application/json', what: 'string' },
+    { rawBody: '42', contentType: 'application/json', what: 'number' },
+    { rawBody: '{"a":"\u0000"}', contentType: 'application/json', what: 'raw NUL in json' },
+    { rawBody: '{"name":"\\u0000","arguments":{"title":"\\ud800"}}', contentType: 'application/json', what: 'escaped NUL + lone surrogate' },
+    { rawBody: Buffer.from([0xff, 0xfe, 0x7b, 0x00, 0x22, 0x00]), contentType: 'application/json', what: 'utf-16 bytes' },
+    { rawBody: Buffer.from([0x7b, 0x22, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d]), contentType: 'application/json', what: 'invalid utf-8' },
+    { rawBody: nested(10_000, '[', ']'), contentType: 'application/json', what: 'deep array 10k' },
+    { rawBody: nested(10_000, '{"a":', '}'), contentType: 'application/json', what: 'deep object 10k' },
+    { rawBody: `{"name":"list_tasks","arguments":${nested(5000, '{"a":', '}')}}`, contentType: 'application/json', what: 'deep arguments 5k' },
+    { rawBody: JSON.stringify({ name: 'create_task', arguments: { title: 'x'.repeat(2 * 1024 * 1024) } }), contentType: 'application/json', what: '2 MiB json' },
+    { rawBody: '{"name":"list_tasks"}', contentType: 'text/plain', what: 'text/plain' },
+    { rawBody: 'name=list_tasks', contentType: 'application/x-www-form-urlencoded', what: 'form urlencoded' },
+    { rawBody: '<x/>', contentType: 'application/xml', what: 'xml' },
+    { rawBody: '{"name":"list_tasks"}', contentType: 'application/json; charset=latin-9', what: 'unknown charset' },
+    { rawBody: '{"name":"list_tasks"}', contentType: 'multipart/form-data; boundary=zz', what: 'json as multipart' },
+    { rawBody: '{"name":"list_tasks"}', contentType: 'garbage', what: 'garbage content type' },
+    { rawBody: '{"name":"list_tasks"}', what: 'no content type' },
+    { rawBody: '{"name":"list_tasks","name":"get_task"}', contentType: 'application/json', what: 'duplicate keys' },
+    { rawBody: '{"__proto__":{"admin":true},"name":"list_tasks"}', contentType: 'application/json', what: 'proto pollution' },
+  ];
+
+  const badIds = ['not-a-uuid', '------------------------------------', '00000000-0000-0000-0000-00000000000g', `${randomUUID()}x`, '%00', '..%2F..%2Fetc', 'ｆｕｌｌｗｉｄｔｈ', encodeURIComponent('\ud83d\ude00'), '1 OR 1=1', "'"];
+
+  /** Area B routes: [method, path template, credential, body generator]. `:id` is replaced by a good or bad id. */
+  const areaBRoutes = (): { method: string; path: string; token: string | undefined; json?: boolean }[] => [
+    { method: 'POST', path: '/api/auth/register', token: undefined },
+    { method: 'POST', path: '/api/auth/login', token: undefined },
+    { method: 'GET', path: '/api/auth/me', token: user.token },
+    { method: 'GET', path: '/api/projects', token: user.token },
+    { method: 'POST', path: '/api/projects', token: user.token },
+    { method: 'GET', path: '/api/projects/:id', token: user.token },
+    { method: 'PATCH', path: '/api/projects/:id', token: user.token },
+    { method: 'POST', path: '/api/projects/:id/members', token: user.token },
+    { method: 'POST', path: '/api/projects/:id/session-tokens', token: user.token },
+    { method: 'GET', path: '/api/documents', token: user.token },
+    { method: 'GET', path: '/api/documents/:id', token: user.token },
+    { method: 'GET', path: '/api/documents/:id', token: projectToken },
+    { method: 'DELETE', path: '/api/documents/:id', token: user.token },
+    { method: 'POST', path: '/api/documents/upload', token: user.token },
+    { method: 'POST', path: '/api/api-keys', token: user.token },
+    { method: 'GET', path: '/api/api-keys', token: user.token },
+    { method: 'GET', path: '/api/api-keys/:id', token: user.token },
+    { method: 'DELETE', path: '/api/api-keys/:id', token: user.token },
+    { method: 'POST', path: '/api/rag/search', token: user.token },
+    { method: 'POST', path: '/api/rag/ingest', token: user.token },
+    { method: 'GET', path: '/api/rag/ingest/:id', token: user.token },
+    { method: 'POST', path: '/api/rag/reindex', token: user.token },
+    { method: 'POST', path: '/api/agent/execute', token: user.token },
+    { method: 'GET', path: '/api/agent/status/:id', token: user.token },
+    { method: 'POST', path: '/api/agent/cancel/:id', token: user.token },
+    { method: 'GET', path: '/api/agent/history', token: user.token },
+    { method: 'POST', path: '/api/admin/github/repos', token: user.token },
+    { method: 'DELETE', path: '/api/admin/github/repos/:id', token: user.token },
+  ];
+  const bodyFields = ['email', 'password', 'name', 'description', 'userId', 'role', 'expiresInMinutes', 'scopes', 'expiresIn', 'projectIds', 'repos', 'query', 'projectId', 'topK', 'mode', 'documentIds', 'input', 'tools', 'maxSteps', 'owner', 'token'];
+  const fuzzBody = (): Record<string, unknown> => {
+    const body: Record<string, unknown> = {};
+    for (const field of rng.subset(bodyFields, 0.3)) body[field] = rng.chance(0.3) ? plausible(rng.pick(['uuid', 'int', 'str'])) : nasty();
+    return body;
+  };
+  const queryJunk = () => rng.pick(['', '?limit=0', '?limit=-1', '?limit=abc', '?limit=201', '?limit=1e3', '?cursor=%00', '?cursor=AAAA', '?cursor=eyJ4IjoxfQ', `?projectId=${encodeURIComponent(String(rng.pick(badIds)))}`, '?projectId[]=a&projectId[]=b', '?status=nope', '?limit=10&limit=20']);
+
+  // ---- the check -----------------------------------------------------------------------------------
+  const stats = { cases: 0, by: new Map<number, number>() };
+  const problems: string[] = [];
+  function verify(what: string, req: RawRequest, res: RawResponse): void {
+    stats.cases += 1;
+    stats.by.set(res.status, (stats.by.get(res.status) ?? 0) + 1);
+    const areaA = req.path.startsWith('/api/v1/public/mcp');
+    const sent = `${req.method} ${req.path} ${excerpt(typeof req.body === 'string' ? req.body : JSON.stringify(req.body ?? req.rawBody?.toString().slice(0, 120) ?? ''), 160)}`;
+    const report = (problem: string) => {
+      if (problems.length < 60) problems.push(`${problem} | ${what} | ${sent} → ${res.status} ${excerpt(res.text, 300)}`);
+    };
+    const leaked = internalsIn(res.text);
+    if (leaked) report(`internals in body: "${leaked}"`);
+    if (res.status >= 500) return report('5xx');
+    if (res.status < 300) return;
+    if (req.path === '/api/v1/public/mcp') {
+      // The MCP door answers JSON-RPC errors; when it names an Area A code, it must be a documented one.
+      if (res.json?.jsonrpc !== '2.0' || typeof res.json?.error?.code !== 'number') return report('JSON-RPC error shape');
+      const inner = res.json.error.data?.error?.code;
+      if (inner !== undefined && !(AREA_A_CODES[res.status] ?? []).includes(inner)) report(`MCP data.error.code ${inner} not documented for ${res.status}`);
+      return;
+    }
+    const table = areaA ? AREA_A_CODES : AREA_B_CODES;
+    const allowed = table[res.status];
+    if (!allowed) return report(`undocumented status ${res.status}`);
+    const code = res.json?.error?.code;
+    if (!allowed.includes(code)) return report(`code ${code} not documented for ${res.status}`);
+    if (areaA && (typeof res.json.error.message !== 'string' || !res.json.traceId)) report('Area A error shape');
+    if (!areaA && (res.json.success !== false || res.json.data !== null || !res.json.traceId)) report('Area B envelope shape');
+  }
+  async function send(what: string, req: RawRequest): Promise<void> {
+    verify(what, req, await call(t.baseUrl, req));
+  }
+
+  it('Area A: raw bodies, content types and deep JSON on /call and the MCP endpoint', async () => {
+    for (const body of rawBodies()) {
+      await send(`call ${body.what}`, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, rawBody: body.rawBody, contentType: body.contentType });
+      await send(`mcp ${body.what}`, {
+        method: 'POST', path: '/api/v1/public/mcp', token: key, rawBody: body.rawBody, contentType: body.contentType,
+        headers: { accept: 'application/json, text/event-stream' },
+      });
+    }
+    for (const body of [{}, { name: 7 }, { name: '' }, { name: 'x'.repeat(5000) }, { name: 'list_tasks', arguments: [] }, { name: 'list_tasks', arguments: 'x' }, { name: 'list_tasks', extra: 1 }, { name: 'no_such_tool' }, { name: '__proto__' }, { name: 'constructor' }, { name: 'toString' }]) {
+      await send('call envelope', { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body });
+    }
+    for (const method of ['GET', 'PUT', 'DELETE', 'PATCH']) await send(`call ${method}`, { method, path: '/api/v1/public/mcp/call', token: key });
+    await send('tools garbage query', { method: 'GET', path: '/api/v1/public/mcp/tools?x=%00&y[]=1', token: key });
+    expect(problems).toEqual([]);
+  }, 120_000);
+
+  it('Area A: every tool with wrong types, unicode, huge strings, malformed ids, unknown and missing arguments', async () => {
+    const tools = Object.keys(TOOLS);
+    // Deterministic part: every string-like parameter of every tool once with NUL, an unpaired surrogate
+    // and an oversize value (NUL used to reach PostgreSQL and answer 500).
+    for (const tool of tools) {
+      for (const [name, type] of Object.entries(TOOLS[tool])) {
+        if (type === 'int' || type === 'bool') continue;
+        for (const value of ['a\u0000b', 'x\ud800', 'y'.repeat(1_100_000)]) {
+          const args: Record<string, unknown> = {};
+          for (const [other, otherType] of Object.entries(TOOLS[tool])) args[other] = tool.startsWith('delete_') && otherType === 'uuid' ? randomUUID() : plausible(otherType);
+          args[name] = value;
+          await send(`tool ${tool}.${name} nasty`, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name: tool, arguments: args } });
+        }
+      }
+    }
+    // Each tool once with each nasty value in each parameter position is too many; a seeded sample of them.
+    for (let i = 0; i < randomCases; i++) {
+      const tool = rng.chance(0.03) ? rng.pick(['List_Tasks', 'list_tasks ', 'list tasks', 'get_task\u0000']) : rng.pick(tools);
+      const args = TOOLS[tool] ? fuzzArgs(tool) : {};
+      const body = rng.chance(0.05) ? { name: tool } : { name: tool, arguments: args };
+      await send(`tool ${tool}`, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body });
+    }
+    // JSON-RPC tools/call with the same kind of arguments (tool failures come back in-band or as JSON-RPC errors).
+    for (let i = 0; i < 60; i++) {
+      const tool = rng.pick(tools);
+      await send(`mcp tools/call ${tool}`, {
+        method: 'POST', path: '/api/v1/public/mcp', token: key, headers: { accept: 'application/json, text/event-stream' },
+        body: rng.chance(0.2) ? { jsonrpc: '2.0', id: nasty(), method: nasty(), params: nasty() } : { jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: tool, arguments: fuzzArgs(tool) } },
+      });
+    }
+    // eslint-disable-next-line no-console
+    console.log(`drill-fuzz seed=${seed}: cases so far ${stats.cases}, statuses ${JSON.stringify(Object.fromEntries([...stats.by].sort()))}`);
+    expect(problems).toEqual([]);
+  }, 300_000);
+
+  it('Area B: malformed ids, queries and bodies on every route; broken multipart', async () => {
+    const routes = areaBRoutes();
+    for (const route of routes) {
+      const ids = route.path.includes(':id') ? [...badIds, randomUUID()] : [''];
+      for (const id of ids) {
+        const path = route.path.replace(':id', id);
+        if (route.method === 'GET' || route.method === 'DELETE') {
+          await send(`B ${route.method} ${route.path}`, { method: route.method, path: path + queryJunk(), token: route.token });
+        } else {
+          await send(`B ${route.method} ${route.path}`, { method: route.method, path, token: route.token, body: fuzzBody() });
+        }
+      }
+      if (route.method !== 'GET' && route.method !== 'DELETE') {
+        const good = route.path.replace(':id', projectId);
+        for (const field of bodyFields) {
+          await send(`B ${route.path} ${field} NUL`, { method: route.method, path: good, token: route.token, body: { [field]: 'a\u0000b' } });
+        }
+        for (const body of rawBodies()) await send(`B ${route.path} ${body.what}`, { method: route.method, path: good, token: route.token, rawBody: body.rawBody, contentType: body.contentType });
+        for (let i = 0; i < 12; i++) await send(`B ${route.path} fuzz body`, { method: route.method, path: good, token: route.token, body: fuzzBody() });
+      }
+    }
+    // Broken and odd multipart uploads.
+    const boundary = 'drillboundary';
+    const part = (name: string, value: string, file?: string) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="${name}"${file ? `; filename="${file}"` : ''}\r\n${file ? 'Content-Type: text/plain\r\n' : ''}\r\n${value}\r\n`;
+    const multipart: [string, string | Buffer, string][] = [
+      ['no closing boundary', part('projectId', projectId) + part('file', 'hello', 'a.txt'), `multipart/form-data; boundary=${boundary}`],
+      ['no boundary param', part('projectId', projectId), 'multipart/form-data'],
+      ['wrong boundary', `${part('projectId', projectId)}--${boundary}--\r\n`, 'multipart/form-data; boundary=other'],
+      ['no file', `${part('projectId', projectId)}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
+      ['bad projectId', `${part('projectId', 'nope') + part('file', 'hello', 'a.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
+      ['NUL projectId', `${part('projectId', `${projectId}\u0000`) + part('file', 'hello', 'a.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
+      ['two files', `${part('projectId', projectId) + part('file', 'one', 'a.txt') + part('file', 'two', 'b.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
+      ['other field name', `${part('projectId', projectId) + part('upload', 'hello', 'a.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
+      ['exe', `${part('projectId', projectId) + part('file', 'MZ\u0000\u0000binary', 'a.exe')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
+      ['fake pdf', `${part('projectId', projectId) + part('file', '%PDF-1.7 not really', 'a.pdf')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
+      ['fake docx', `${part('projectId', projectId) + part('file', 'PK\u0003\u0004garbage', 'a.docx')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
+      ['NUL text', `${part('projectId', projectId) + part('file', 'a\u0000b\u0000c', 'nul.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
+      ['isPublic junk', `${part('projectId', projectId) + part('isPublic', 'maybe') + part('file', 'junk flag', 'c.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
+      ['title NUL', `${part('projectId', projectId) + part('title', 'a\u0000b') + part('file', `title nul ${rng.hex(6)}`, 'd.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
+      ['huge title', `${part('projectId', projectId) + part('title', 't'.repeat(5000)) + part('file', `huge title ${rng.hex(6)}`, 'e.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
+      ['filename traversal', `${part('projectId', projectId) + part('file', `traversal ${rng.hex(6)}`, '../../etc/passwd.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
+      ['empty file', `${part('projectId', projectId) + part('file', '', 'empty.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
+      ['garbage', Buffer.from(Array.from({ length: 4096 }, () => rng.int(0, 255))), `multipart/form-data; boundary=${boundary}`],
+    ];
+    for (const [what, rawBody, contentType] of multipart) {
+      await send(`upload ${what}`, { method: 'POST', path: '/api/documents/upload', token: user.token, rawBody, contentType });
+    }
+    await send('upload too large', {
+      method: 'POST', path: '/api/documents/upload', token: user.token, contentType: `multipart/form-data; boundary=${boundary}`,
+      rawBody: `${part('projectId', projectId) + part('file', 'x'.repeat(t.config.limits.uploadMaxBytes + 10), 'big.txt')}--${boundary}--\r\n`,
+    });
+    // Headers: odd request ids and authorization values.
+    for (const authorization of ['Bearer', 'Bearer ', 'Basic Zm9vOmJhcg==', `Bearer ${'a'.repeat(10_000)}`, 'Bearer atr_\u00ff', 'Bearer atp_xyz', 'Bearer a.b.c', `Bearer ${user.token}x`]) {
+      await send(`auth header ${authorization.slice(0, 20)}`, { method: 'GET', path: '/api/auth/me', headers: { authorization: Buffer.from(authorization, 'latin1').toString('latin1') } });
+      await send(`auth header A ${authorization.slice(0, 20)}`, { method: 'GET', path: '/api/v1/public/mcp/tools', headers: { authorization } });
+    }
+    for (const requestId of ['x'.repeat(500), '<script>', '../..', '']) {
+      await send('x-request-id', { method: 'GET', path: '/api/auth/me', token: user.token, headers: { 'x-request-id': requestId, traceparent: 'garbage' } });
+    }
+    // eslint-disable-next-line no-console
+    console.log(`drill-fuzz seed=${seed}: fuzz cases=${stats.cases}, problems=${problems.length}, statuses ${JSON.stringify(Object.fromEntries([...stats.by].sort()))}`);
+    expect(problems).toEqual([]);
+  }, 300_000);
+
+  it('the service is still healthy and the seeded objects are intact after the fuzzing', async () => {
+    const health = await call(t.baseUrl, { method: 'GET', path: '/api/health' });
+    expect(health.status).toBe(200);
+    const got = await call(t.baseUrl, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name: 'get_task', arguments: { task_id: taskId } } });
+    expect(got.status).toBe(200);
+    const keyView = await call(t.baseUrl, { method: 'GET', path: `/api/api-keys/${keyId}`, token: user.token });
+    expect(keyView.json.data.status).toBe('active');
+  });
+});

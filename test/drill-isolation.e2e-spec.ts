@@ -1,0 +1,587 @@
+import { randomUUID } from 'node:crypto';
+import { call, drillSeed, envInt, excerpt, internalsIn, Prng, type RawRequest, type RawResponse } from './support/drill-helpers';
+import { makeUser, type TestUser } from './support/factories';
+import { startTestApp, type TestApp } from './support/test-app';
+
+/**
+ * Isolation drill (OWASP API1/API5: broken object- and function-level authorization).
+ *
+ * Seeds users, projects with members, API keys with random scopes and project pins, project session
+ * tokens, tasks and documents; then fires random calls at every Area A tool and the Area B routes with
+ * every kind of credential. Each answer is checked against a model kept in this file, built only from
+ * what the test created (it never asks the services): the status must be one the model allows, a list
+ * must hold exactly what the caller may see, and no body may carry an id or marker of something the
+ * caller may not see. Replay a failure with DRILL_SEED=<seed>; DRILL_CALLS / DRILL_SECONDS size the run.
+ */
+
+type Role = 'owner' | 'editor' | 'viewer';
+const RANK: Record<Role, number> = { viewer: 1, editor: 2, owner: 3 };
+const SCOPES = ['tasks:read', 'tasks:write', 'docs:read', 'docs:write', 'github:read', 'github:write'] as const;
+type Scope = (typeof SCOPES)[number];
+
+interface MProject { id: string; name: string; ownerId: string; members: Map<string, Role> }
+interface MTask { id: string; marker: string; creator: string; assignee: string | null; project: string | null; deleted: boolean }
+interface MDoc { id: string; marker: string; author: string; project: string | null; isPublic: boolean; deleted: boolean }
+interface MKey { id: string; userId: string; scopes: Scope[]; pins: string[] | null; token: string; marker: string; revoked: boolean; spare: boolean }
+interface MProjectToken { userId: string; projectId: string; role: 'editor' | 'viewer'; token: string }
+/** Who acts, as the services see it. */
+interface Actor { userId: string; pins: string[] | null; cap?: 'editor' | 'viewer' }
+
+interface Expectation {
+  statuses: number[];
+  /** Allowed error codes (Area A `error.code` / Area B `error.code`) when not 2xx. */
+  codes?: string[];
+  /** Extra check of a 2xx answer; returns a problem description or null. */
+  check?: (body: any) => string | null;
+  /** Applies a successful write to the model. */
+  apply?: (body: any) => void;
+}
+
+interface Probe {
+  label: string;
+  request: RawRequest;
+  expect: Expectation;
+  /** Whose view the leak scan takes (null = no identity: nothing is visible). */
+  viewer: Actor | null;
+}
+
+const TOOL_SCOPE: Record<string, Scope> = {
+  list_tasks: 'tasks:read', get_task: 'tasks:read', search_tasks: 'tasks:read', task_stats: 'tasks:read',
+  create_task: 'tasks:write', update_task: 'tasks:write', delete_task: 'tasks:write',
+  list_documents: 'docs:read', get_document: 'docs:read', search_documents: 'docs:read',
+  create_document: 'docs:write', update_document: 'docs:write', delete_document: 'docs:write',
+  list_repositories: 'github:read', list_commits: 'github:read', list_issues: 'github:read',
+  list_pull_requests: 'github:read', list_workflow_runs: 'github:read',
+  create_issue: 'github:write', create_issue_comment: 'github:write',
+};
+
+const seed = drillSeed();
+const maxCalls = envInt('DRILL_CALLS', 100_000);
+// CI budget: ~45 s of calls on PostgreSQL; the embedded engine (one session, slower) gets 30 s.
+const seconds = envInt('DRILL_SECONDS', process.env.DRILL_CALLS ? 3600 : process.env.TEST_DATABASE_URL ? 45 : 30);
+
+describe(`isolation drill (seed ${seed})`, () => {
+  let t: TestApp;
+  const rng = new Prng(seed);
+  const users: TestUser[] = [];
+  const projects = new Map<string, MProject>();
+  const tasks = new Map<string, MTask>();
+  const docs = new Map<string, MDoc>();
+  const keys: MKey[] = [];
+  const projectTokens: MProjectToken[] = [];
+  const marker = (kind: string) => `zq${kind}${rng.hex(12)}`;
+
+  // ---- the model -------------------------------------------------------------------------------
+  const roleIn = (userId: string, projectId: string): Role | null => projects.get(projectId)?.members.get(userId) ?? null;
+  const pinned = (a: Actor, projectId: string | null) => a.pins === null || (projectId !== null && a.pins.includes(projectId));
+  /** ProjectsService.roleOf as the contract states it: member, inside the pins, capped by a token's role. */
+  const effectiveRole = (a: Actor, projectId: string): Role | null => {
+    if (a.pins !== null && !a.pins.includes(projectId)) return null;
+    const role = roleIn(a.userId, projectId);
+    if (role === null) return null;
+    return a.cap !== undefined && RANK[a.cap] < RANK[role] ? a.cap : role;
+  };
+  const taskVisible = (a: Actor, task: MTask) =>
+    !task.deleted && (task.creator === a.userId || task.assignee === a.userId) && (task.project === null || a.pins === null || a.pins.includes(task.project));
+  const docVisible = (a: Actor, doc: MDoc) =>
+    !doc.deleted &&
+    (doc.author === a.userId || (doc.isPublic && (doc.project === null || roleIn(a.userId, doc.project) !== null))) &&
+    (a.pins === null || (doc.project !== null && a.pins.includes(doc.project)));
+  /** Author, and inside a project at least an editor there (after pins and caps). */
+  const docChange = (a: Actor, doc: MDoc): 200 | 403 | 404 => {
+    if (!docVisible(a, doc)) return 404;
+    if (doc.author !== a.userId) return 403;
+    if (doc.project === null) return 200;
+    const role = effectiveRole(a, doc.project);
+    return role === null || role === 'viewer' ? 403 : 200;
+  };
+  const keyActor = (k: MKey): Actor => ({ userId: k.userId, pins: k.pins });
+  const userActor = (u: TestUser): Actor => ({ userId: u.id, pins: null });
+  const tokenActor = (pt: MProjectToken): Actor => ({ userId: pt.userId, pins: [pt.projectId], cap: pt.role });
+
+  /** Everything the actor may not see: ids and markers that must never appear in its answers. */
+  function forbiddenFor(a: Actor | null): string[] {
+    const out: string[] = [];
+    for (const task of tasks.values()) if (!a || !taskVisible(a, task)) out.push(task.id, task.marker);
+    for (const doc of docs.values()) if (!a || !docVisible(a, doc)) out.push(doc.id, doc.marker);
+    for (const project of projects.values()) if (!a || !project.members.has(a.userId)) out.push(project.name);
+    for (const key of keys) if (!a || key.userId !== a.userId) out.push(key.id, key.marker);
+    return out;
+  }
+
+  const sameIds = (got: unknown, want: string[], what: string): string | null => {
+    if (!Array.isArray(got)) return `${what}: not an array`;
+    const ids = got.map((item: any) => item.id ?? item.document_id).sort();
+    const expected = [...want].sort();
+    return JSON.stringify(ids) === JSON.stringify(expected) ? null : `${what}: got ${ids.length} [${ids.join(',')}], model says ${expected.length} [${expected.join(',')}]`;
+  };
+
+  // ---- seeding (through the public API, recording what was made) ------------------------------
+  beforeAll(async () => {
+    // eslint-disable-next-line no-console
+    console.log(`drill-isolation: DRILL_SEED=${seed} (calls ≤ ${maxCalls}, ≤ ${seconds}s)`);
+    t = await startTestApp({ env: { RATE_LIMIT_KEY_PER_MIN: '1000000', RATE_LIMIT_USER_PER_MIN: '1000000' } });
+    for (let i = 0; i < 4; i++) users.push(await makeUser(t));
+    const b = (u: TestUser, method: string, path: string, body?: unknown) => call(t.baseUrl, { method, path, token: u.token, body });
+
+    // Projects: u0, u1, u2 own one each, u0 a second; random others join with random roles.
+    for (const owner of [users[0], users[1], users[2], users[0]]) {
+      const name = marker('p');
+      const res = await b(owner, 'POST', '/api/projects', { name, description: 'drill' });
+      expect(res.status).toBe(201);
+      const project: MProject = { id: res.json.data.id, name, ownerId: owner.id, members: new Map([[owner.id, 'owner']]) };
+      projects.set(project.id, project);
+      for (const other of users) {
+        if (other.id === owner.id || rng.chance(0.35)) continue;
+        const role = rng.pick<Role>(['owner', 'editor', 'viewer', 'viewer', 'editor']);
+        const added = await b(owner, 'POST', `/api/projects/${project.id}/members`, { userId: other.id, role });
+        expect([200, 201]).toContain(added.status);
+        project.members.set(other.id, role);
+      }
+    }
+    const projectIds = [...projects.keys()];
+
+    // Per user: one unpinned all-scope key (used for seeding), then 2 random keys, one spare key to revoke.
+    const makeKey = async (u: TestUser, scopes: Scope[], pins: string[] | null, spare = false) => {
+      const name = marker('k');
+      const res = await b(u, 'POST', '/api/api-keys', {
+        name, scopes, expiresIn: rng.pick(['never', '30d', '1y']), ...(pins ? { projectIds: pins } : {}),
+      });
+      expect(res.status).toBe(201);
+      const key: MKey = { id: res.json.data.id, userId: u.id, scopes, pins, token: res.json.data.key, marker: name, revoked: false, spare };
+      keys.push(key);
+      return key;
+    };
+    const seedKeys = new Map<string, MKey>();
+    for (const u of users) {
+      seedKeys.set(u.id, await makeKey(u, [...SCOPES], null));
+      for (let i = 0; i < 2; i++) {
+        let scopes = rng.subset(SCOPES, 0.5) as Scope[];
+        if (scopes.length === 0) scopes = [rng.pick(SCOPES)];
+        const pins = rng.chance(0.5) ? rng.subset(projectIds, 0.5) : null;
+        await makeKey(u, scopes, pins && pins.length > 0 ? pins : null);
+      }
+      await makeKey(u, [...SCOPES], null, true);
+    }
+
+    // Project tokens: for members with editor+ in a project, sometimes.
+    for (const project of projects.values()) {
+      for (const u of users) {
+        const role = project.members.get(u.id);
+        if (!role || role === 'viewer' || rng.chance(0.4)) continue;
+        const tokenRole = rng.pick<'editor' | 'viewer'>(['editor', 'viewer']);
+        const res = await b(u, 'POST', `/api/projects/${project.id}/session-tokens`, { name: 'drill', role: tokenRole, expiresInMinutes: 120 });
+        expect(res.status).toBe(201);
+        projectTokens.push({ userId: u.id, projectId: project.id, role: tokenRole, token: res.json.data.token });
+      }
+    }
+    // At least one token, so the project-token paths are always exercised.
+    if (projectTokens.length === 0) {
+      const project = projects.get(projectIds[0])!;
+      const res = await b(users[0], 'POST', `/api/projects/${project.id}/session-tokens`, { name: 'drill', role: 'editor', expiresInMinutes: 120 });
+      projectTokens.push({ userId: users[0].id, projectId: project.id, role: 'editor', token: res.json.data.token });
+    }
+
+    // Tasks and documents through each user's seed key.
+    for (const u of users) {
+      const key = seedKeys.get(u.id)!;
+      const mine = projectIds.filter((id) => roleIn(u.id, id) !== null);
+      for (let i = 0; i < 4; i++) {
+        const m = marker('t');
+        const project = mine.length > 0 && rng.chance(0.6) ? rng.pick(mine) : null;
+        const assignee = rng.chance(0.5) ? rng.pick(users).id : null;
+        const res = await call(t.baseUrl, {
+          method: 'POST', path: '/api/v1/public/mcp/call', token: key.token,
+          body: { name: 'create_task', arguments: { title: `task ${m}`, description: `secret ${m}`, project_id: project, assignee_id: assignee } },
+        });
+        expect(res.status).toBe(200);
+        tasks.set(res.json.result.id, { id: res.json.result.id, marker: m, creator: u.id, assignee, project, deleted: false });
+      }
+      const editable = projectIds.filter((id) => (roleIn(u.id, id) ?? 'viewer') !== 'viewer');
+      for (let i = 0; i < 4; i++) {
+        const m = marker('d');
+        const project = editable.length > 0 && rng.chance(0.7) ? rng.pick(editable) : null;
+        const isPublic = rng.chance(0.5);
+        const res = await call(t.baseUrl, {
+          method: 'POST', path: '/api/v1/public/mcp/call', token: key.token,
+          body: { name: 'create_document', arguments: { title: `doc ${m}`, content: `# ${m}\n\nconfidential ${m} body`, project_id: project ?? '', is_public: isPublic } },
+        });
+        expect(res.status).toBe(200);
+        docs.set(res.json.result.id, { id: res.json.result.id, marker: m, author: u.id, project, isPublic, deleted: false });
+      }
+    }
+  }, 180_000);
+
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  // ---- probes ------------------------------------------------------------------------------------
+  const toolCall = (token: string | undefined, name: string, args: Record<string, unknown>): RawRequest => ({
+    method: 'POST', path: '/api/v1/public/mcp/call', token, body: { name, arguments: args },
+  });
+  const anyTaskId = () => (rng.chance(0.1) ? randomUUID() : rng.pick([...tasks.keys()]));
+  const anyDocId = () => (rng.chance(0.1) ? randomUUID() : rng.pick([...docs.keys()]));
+  const anyProjectId = () => (rng.chance(0.1) ? randomUUID() : rng.pick([...projects.keys()]));
+  const ok = (check?: Expectation['check'], apply?: Expectation['apply']): Expectation => ({ statuses: [200], check, apply });
+  const fail = (status: number, ...codes: string[]): Expectation => ({ statuses: [status], codes: codes.length ? codes : undefined });
+
+  /** A tool call by a valid, unrevoked key: the model's answer. */
+  function toolProbe(k: MKey): Probe {
+    const a = keyActor(k);
+    const tool = rng.pick(Object.keys(TOOL_SCOPE));
+    const scoped = (expect: Expectation): Expectation => (k.scopes.includes(TOOL_SCOPE[tool]) ? expect : fail(403, 'insufficient_scope'));
+    let args: Record<string, unknown> = {};
+    let expect: Expectation;
+    switch (tool) {
+      case 'list_tasks': {
+        const project = rng.chance(0.4) ? anyProjectId() : '';
+        args = { limit: 200, ...(project ? { project_id: project } : {}) };
+        const want = [...tasks.values()].filter((x) => taskVisible(a, x) && (!project || x.project === project)).map((x) => x.id);
+        expect = project && !pinned(a, project) ? fail(404, 'not_found') : ok((body) => sameIds(body.result, want, 'list_tasks'));
+        break;
+      }
+      case 'get_task': {
+        const id = anyTaskId();
+        args = { task_id: id };
+        const task = tasks.get(id);
+        expect = task && taskVisible(a, task) ? ok((body) => (body.result.id === id ? null : 'get_task: wrong id')) : fail(404, 'not_found');
+        break;
+      }
+      case 'search_tasks': {
+        const target = tasks.get(anyTaskId());
+        args = { query: target ? target.marker : 'nothingmatchesthis', limit: 100 };
+        const want = target && taskVisible(a, target) ? [target.id] : [];
+        expect = ok((body) => sameIds(body.result, want, 'search_tasks'));
+        break;
+      }
+      case 'task_stats': {
+        const project = rng.chance(0.4) ? anyProjectId() : '';
+        if (project) args = { project_id: project };
+        const total = [...tasks.values()].filter((x) => taskVisible(a, x) && (!project || x.project === project)).length;
+        expect = project && !pinned(a, project)
+          ? fail(404, 'not_found')
+          : ok((body) => (body.result.total === total ? null : `task_stats: total ${body.result.total}, model ${total}`));
+        break;
+      }
+      case 'create_task': {
+        const m = marker('t');
+        const project = rng.chance(0.5) ? anyProjectId() : null;
+        const assignee = rng.chance(0.5) ? rng.pick(users).id : null;
+        args = { title: `task ${m}`, description: `secret ${m}`, project_id: project, assignee_id: assignee };
+        const allowed = project === null || effectiveRole({ userId: a.userId, pins: a.pins }, project) !== null;
+        expect = allowed
+          ? ok(
+              (body) => (body.result.creator_id === a.userId ? null : 'create_task: wrong creator'),
+              (body) => tasks.set(body.result.id, { id: body.result.id, marker: m, creator: a.userId, assignee, project, deleted: false }),
+            )
+          : fail(404, 'not_found');
+        break;
+      }
+      case 'update_task': {
+        const id = anyTaskId();
+        const task = tasks.get(id);
+        const reassign = rng.chance(0.3);
+        const assignee = rng.pick(users).id;
+        args = reassign ? { task_id: id, assignee_id: assignee } : { task_id: id, status: rng.pick(['todo', 'in_progress', 'done']) };
+        expect = task && taskVisible(a, task)
+          ? ok(undefined, () => {
+              if (reassign) task.assignee = assignee;
+            })
+          : fail(404, 'not_found');
+        break;
+      }
+      case 'delete_task': {
+        const id = anyTaskId();
+        const task = tasks.get(id);
+        args = { task_id: id };
+        // Deleting is rare so the pool stays interesting; a creator's delete is sometimes swapped for a get.
+        if (!task || !taskVisible(a, task)) expect = fail(404, 'not_found');
+        else if (task.creator !== a.userId) expect = fail(403, 'forbidden');
+        else if (rng.chance(0.15)) expect = ok(undefined, () => (task.deleted = true));
+        else return toolProbe(k);
+        break;
+      }
+      case 'list_documents': {
+        const project = rng.chance(0.5) ? anyProjectId() : '';
+        args = { limit: 200, ...(project ? { project_id: project } : {}) };
+        const want = [...docs.values()].filter((d) => docVisible(a, d) && (!project || d.project === project)).map((d) => d.id);
+        expect = project && effectiveRole(a, project) === null ? fail(404, 'not_found') : ok((body) => sameIds(body.result, want, 'list_documents'));
+        break;
+      }
+      case 'get_document': {
+        const id = anyDocId();
+        const doc = docs.get(id);
+        args = { document_id: id };
+        expect = doc && docVisible(a, doc)
+          ? ok((body) => (body.result.id === id && String(body.result.content).includes(doc.marker) ? null : 'get_document: wrong document/content'))
+          : fail(404, 'not_found');
+        break;
+      }
+      case 'search_documents': {
+        const target = docs.get(anyDocId());
+        const project = rng.chance(0.3) ? anyProjectId() : '';
+        args = { query: target ? `confidential ${target.marker}` : 'confidential', ...(project ? { project_id: project } : {}), limit: 50 };
+        expect = project && effectiveRole(a, project) === null
+          ? fail(404, 'not_found')
+          : ok((body) => {
+              if (!Array.isArray(body.result)) return 'search_documents: not an array';
+              const bad = body.result.filter((hit: any) => { const d = docs.get(hit.document_id); return !d || !docVisible(a, d); });
+              return bad.length ? `search_documents returned invisible ${bad.map((h: any) => h.document_id).join(',')}` : null;
+            });
+        break;
+      }
+      case 'create_document': {
+        const m = marker('d');
+        const project = rng.chance(0.6) ? anyProjectId() : '';
+        const isPublic = rng.chance(0.5);
+        args = { title: `doc ${m}`, content: `# ${m}\n\nconfidential ${m} body`, project_id: project, is_public: isPublic };
+        const role = project ? effectiveRole(a, project) : null;
+        const add = (body: any) => docs.set(body.result.id, { id: body.result.id, marker: m, author: a.userId, project: project || null, isPublic, deleted: false });
+        if (project) expect = role === null ? fail(404, 'not_found') : role === 'viewer' ? fail(403, 'forbidden') : ok(undefined, add);
+        else expect = a.pins !== null ? fail(400, 'invalid_argument') : ok(undefined, add);
+        break;
+      }
+      case 'update_document':
+      case 'delete_document': {
+        const id = anyDocId();
+        const doc = docs.get(id);
+        const isPublic = rng.chance(0.5);
+        args = tool === 'update_document' ? { document_id: id, is_public: isPublic } : { document_id: id };
+        const verdict = doc ? docChange(a, doc) : 404;
+        if (verdict === 404) expect = fail(404, 'not_found');
+        else if (verdict === 403) expect = fail(403, 'forbidden');
+        else if (tool === 'update_document') expect = ok(undefined, () => (doc!.isPublic = isPublic));
+        else if (rng.chance(0.15)) expect = ok(undefined, () => (doc!.deleted = true));
+        else return toolProbe(k);
+        break;
+      }
+      case 'list_repositories':
+        expect = ok((body) => (Array.isArray(body.result) && body.result.length === 0 ? null : 'list_repositories: expected none registered'));
+        break;
+      default: {
+        // No repository is registered in this drill: every repo is not_found, never a call upstream.
+        args = { repo: rng.pick(['octo/hello', 'acme/private', 'a/b']) };
+        if (tool === 'create_issue') args.title = 'drill';
+        if (tool === 'create_issue_comment') Object.assign(args, { issue_number: 1, body: 'drill' });
+        expect = fail(404, 'not_found');
+      }
+    }
+    return { label: `A ${tool} key(${k.scopes.join('+')}${k.pins ? ` pins:${k.pins.length}` : ''})`, request: toolCall(k.token, tool, args), expect: scoped(expect), viewer: a };
+  }
+
+  function areaAProbe(): Probe {
+    const roll = rng.next();
+    const tool = rng.pick(Object.keys(TOOL_SCOPE));
+    const dummy = { task_id: anyTaskId(), document_id: anyDocId() };
+    if (roll < 0.04) return { label: 'A no credential', request: toolCall(undefined, tool, dummy), expect: fail(401, 'missing_api_key'), viewer: null };
+    if (roll < 0.08) {
+      const u = rng.pick(users);
+      return { label: 'A user JWT', request: toolCall(u.token, tool, dummy), expect: fail(401, 'invalid_api_key'), viewer: null };
+    }
+    if (roll < 0.11) {
+      const pt = rng.pick(projectTokens);
+      return { label: 'A project token', request: toolCall(pt.token, tool, dummy), expect: fail(401, 'invalid_api_key'), viewer: null };
+    }
+    if (roll < 0.13) {
+      return { label: 'A forged key', request: toolCall(`atr_${rng.hex(38)}`, tool, dummy), expect: fail(401, 'invalid_api_key'), viewer: null };
+    }
+    const k = rng.pick(keys);
+    if (k.revoked) return { label: 'A revoked key', request: toolCall(k.token, tool, dummy), expect: fail(401, 'revoked_api_key'), viewer: null };
+    return toolProbe(k);
+  }
+
+  function areaBProbe(): Probe {
+    const roll = rng.next();
+    type Cred = { kind: 'user'; u: TestUser } | { kind: 'ptoken'; pt: MProjectToken } | { kind: 'key'; k: MKey } | { kind: 'none' };
+    const cred: Cred =
+      roll < 0.68 ? { kind: 'user', u: rng.pick(users) }
+      : roll < 0.9 ? { kind: 'ptoken', pt: rng.pick(projectTokens) }
+      : roll < 0.95 ? { kind: 'key', k: rng.pick(keys) }
+      : { kind: 'none' };
+    const token = cred.kind === 'user' ? cred.u.token : cred.kind === 'ptoken' ? cred.pt.token : cred.kind === 'key' ? cred.k.token : undefined;
+    const actor: Actor | null = cred.kind === 'user' ? userActor(cred.u) : cred.kind === 'ptoken' ? tokenActor(cred.pt) : null;
+    const route = rng.pick(['me', 'projects', 'project', 'patch', 'member', 'mint', 'docs', 'doc', 'docdel', 'upload', 'keys', 'key', 'keydel']);
+    const req = (method: string, path: string, body?: unknown): RawRequest => ({ method, path, token, body });
+    const probe = (request: RawRequest, expect: Expectation): Probe => ({ label: `B ${route} ${cred.kind}`, request, expect, viewer: actor });
+    // Credentials that never work on Area B.
+    const wrongKind = cred.kind === 'none' ? fail(401, 'AUTH_REQUIRED') : cred.kind === 'key' ? fail(401, 'AUTH_INVALID') : null;
+    const userOnly = (expect: Expectation) => wrongKind ?? (cred.kind === 'ptoken' ? fail(401, 'AUTH_INVALID') : expect);
+    const a = actor!;
+
+    switch (route) {
+      case 'me':
+        return probe(req('GET', '/api/auth/me'), userOnly(ok((body) => (body.data.id === a?.userId ? null : 'me: wrong user'))));
+      case 'projects': {
+        const want = [...projects.values()].filter((p) => a && p.members.has(a.userId)).map((p) => p.id);
+        return probe(req('GET', '/api/projects?limit=200'), userOnly(ok((body) => sameIds(body.data.items, want, 'GET /api/projects'))));
+      }
+      case 'project': {
+        const id = anyProjectId();
+        const request = req('GET', `/api/projects/${id}`);
+        if (wrongKind) return probe(request, wrongKind);
+        if (cred.kind === 'ptoken' && id !== cred.pt.projectId) return probe(request, fail(401, 'AUTH_INVALID'));
+        const role = effectiveRole(a, id);
+        return probe(request, role === null ? fail(404, 'NOT_FOUND') : ok((body) => (body.data.id === id && body.data.role === role ? null : `project: role ${body.data.role}, model ${role}`)));
+      }
+      case 'patch': {
+        const id = anyProjectId();
+        const role = a ? effectiveRole(a, id) : null;
+        return probe(
+          req('PATCH', `/api/projects/${id}`, { description: `changed by drill ${rng.hex(4)}` }),
+          userOnly(role === null ? fail(404, 'NOT_FOUND') : role === 'viewer' ? fail(403, 'FORBIDDEN') : ok()),
+        );
+      }
+      case 'member': {
+        const id = anyProjectId();
+        const target = rng.pick(users);
+        const newRole = rng.pick<Role>(['owner', 'editor', 'viewer']);
+        const role = a ? effectiveRole(a, id) : null;
+        const project = projects.get(id);
+        let expect: Expectation;
+        if (role === null) expect = fail(404, 'NOT_FOUND');
+        else if (role !== 'owner') expect = fail(403, 'FORBIDDEN');
+        else if (project!.ownerId === target.id && newRole !== 'owner') expect = fail(409, 'STATE_CONFLICT');
+        else expect = { statuses: [200, 201], apply: () => project!.members.set(target.id, newRole) };
+        return probe(req('POST', `/api/projects/${id}/members`, { userId: target.id, role: newRole }), userOnly(expect));
+      }
+      case 'mint': {
+        const id = anyProjectId();
+        const role = a ? effectiveRole(a, id) : null;
+        return probe(
+          req('POST', `/api/projects/${id}/session-tokens`, { name: 'drill', role: 'viewer', expiresInMinutes: 5 }),
+          userOnly(role === null ? fail(404, 'NOT_FOUND') : role === 'viewer' ? fail(403, 'FORBIDDEN') : { statuses: [201] }),
+        );
+      }
+      case 'docs': {
+        const id = anyProjectId();
+        const request = req('GET', `/api/documents?projectId=${id}&limit=200`);
+        if (wrongKind) return probe(request, wrongKind);
+        if (cred.kind === 'ptoken' && id !== cred.pt.projectId) return probe(request, fail(401, 'AUTH_INVALID'));
+        const want = [...docs.values()].filter((d) => d.project === id && docVisible(a, d)).map((d) => d.id);
+        return probe(request, effectiveRole(a, id) === null ? fail(404, 'NOT_FOUND') : ok((body) => sameIds(body.data.items, want, 'GET /api/documents')));
+      }
+      case 'doc': {
+        const id = anyDocId();
+        const doc = docs.get(id);
+        const request = req('GET', `/api/documents/${id}`);
+        if (wrongKind) return probe(request, wrongKind);
+        if (doc && docVisible(a, doc)) return probe(request, ok((body) => (body.data.id === id ? null : 'doc: wrong id')));
+        // A project token asking for another project's document: not found, or refused as the wrong token.
+        return probe(request, cred.kind === 'ptoken' ? { statuses: [401, 404], codes: ['AUTH_INVALID', 'NOT_FOUND'] } : fail(404, 'NOT_FOUND'));
+      }
+      case 'docdel': {
+        const id = anyDocId();
+        const doc = docs.get(id);
+        const request = req('DELETE', `/api/documents/${id}`);
+        if (wrongKind) return probe(request, wrongKind);
+        const verdict = doc ? docChange(a, doc) : 404;
+        if (verdict === 404) return probe(request, cred.kind === 'ptoken' ? { statuses: [401, 404], codes: ['AUTH_INVALID', 'NOT_FOUND'] } : fail(404, 'NOT_FOUND'));
+        if (verdict === 403) return probe(request, fail(403, 'FORBIDDEN'));
+        if (!rng.chance(0.15)) return areaBProbe();
+        return probe(request, ok(undefined, () => (doc!.deleted = true)));
+      }
+      case 'upload': {
+        const id = anyProjectId();
+        const m = marker('d');
+        const isPublic = rng.chance(0.5);
+        const form = new FormData();
+        form.set('projectId', id);
+        form.set('isPublic', String(isPublic));
+        form.set('title', `upload ${m}`);
+        form.set('file', new Blob([`confidential ${m} uploaded ${rng.hex(8)}`], { type: 'text/plain' }), `${m}.txt`);
+        const request: RawRequest = { method: 'POST', path: '/api/documents/upload', token, rawBody: form };
+        if (wrongKind) return probe(request, wrongKind);
+        if (cred.kind === 'ptoken' && id !== cred.pt.projectId) return probe(request, fail(401, 'AUTH_INVALID'));
+        const role = effectiveRole(a, id);
+        const add = (body: any) => docs.set(body.data.id, { id: body.data.id, marker: m, author: a.userId, project: id, isPublic, deleted: false });
+        return probe(request, role === null ? fail(404, 'NOT_FOUND') : role === 'viewer' ? fail(403, 'FORBIDDEN') : { statuses: [201], apply: add });
+      }
+      case 'keys': {
+        const want = keys.filter((k) => a && k.userId === a.userId).map((k) => k.id);
+        return probe(req('GET', '/api/api-keys'), userOnly(ok((body) => sameIds(body.data, want, 'GET /api/api-keys'))));
+      }
+      case 'key': {
+        const k = rng.chance(0.1) ? null : rng.pick(keys);
+        const id = k?.id ?? randomUUID();
+        return probe(req('GET', `/api/api-keys/${id}`), userOnly(k && a && k.userId === a.userId ? ok((body) => (body.data.id === id ? null : 'key: wrong id')) : fail(404, 'NOT_FOUND')));
+      }
+      default: {
+        // Revoke: other users' keys (must be 404, and must not revoke), or one's own spare key.
+        const k = rng.pick(keys);
+        const mineAndSpare = a && k.userId === a.userId;
+        if (mineAndSpare && !k.spare) return areaBProbe();
+        return probe(
+          req('DELETE', `/api/api-keys/${k.id}`),
+          userOnly(mineAndSpare ? ok(undefined, () => (k.revoked = true)) : fail(404, 'NOT_FOUND')),
+        );
+      }
+    }
+  }
+
+  it('no leaks, no wrong 2xx, no 500s across random calls with every kind of credential', async () => {
+    const deadline = Date.now() + seconds * 1000;
+    const stats = { calls: 0, leaks: 0, wrong2xx: 0, wrongStatus: 0, wrongResult: 0, s500: 0, internals: 0, byStatus: new Map<number, number>() };
+    const problems: string[] = [];
+    const note = (what: string, probe: Probe, res: RawResponse) => {
+      if (problems.length < 40) problems.push(`${what} | ${probe.label} | ${probe.request.method} ${probe.request.path} ${excerpt(JSON.stringify(probe.request.body ?? ''), 200)} → ${res.status} ${excerpt(res.text, 300)}`);
+    };
+
+    while (stats.calls < maxCalls && Date.now() < deadline) {
+      const probe = rng.chance(0.6) ? areaAProbe() : areaBProbe();
+      const forbidden = forbiddenFor(probe.viewer);
+      const res = await call(t.baseUrl, probe.request);
+      stats.calls += 1;
+      stats.byStatus.set(res.status, (stats.byStatus.get(res.status) ?? 0) + 1);
+      const sent = `${probe.request.path} ${JSON.stringify(probe.request.body ?? '')}`;
+      const leaked = forbidden.filter((s) => res.text.includes(s) && !sent.includes(s));
+      if (leaked.length) {
+        stats.leaks += 1;
+        note(`LEAK ${leaked.slice(0, 3).join(',')}`, probe, res);
+      }
+      if (res.status >= 500) {
+        stats.s500 += 1;
+        note('5xx', probe, res);
+      }
+      const internals = internalsIn(res.text);
+      if (internals) {
+        stats.internals += 1;
+        note(`internals "${internals}"`, probe, res);
+      }
+      const expected = probe.expect;
+      if (!expected.statuses.includes(res.status)) {
+        if (res.status >= 200 && res.status < 300) {
+          stats.wrong2xx += 1;
+          note(`WRONG 2xx (model: ${expected.statuses})`, probe, res);
+        } else if (res.status < 500) {
+          stats.wrongStatus += 1;
+          note(`wrong status (model: ${expected.statuses})`, probe, res);
+        }
+        continue;
+      }
+      if (res.status >= 300) {
+        const code = res.json?.error?.code;
+        if (expected.codes && !expected.codes.includes(code)) {
+          stats.wrongStatus += 1;
+          note(`wrong code ${code} (model: ${expected.codes})`, probe, res);
+        }
+        continue;
+      }
+      const problem = expected.check?.(res.json) ?? null;
+      if (problem) {
+        stats.wrongResult += 1;
+        note(`wrong result: ${problem}`, probe, res);
+      }
+      expected.apply?.(res.json);
+    }
+
+    const summary =
+      `drill-isolation seed=${seed}: calls probed=${stats.calls}, leaks=${stats.leaks}, wrong 2xx=${stats.wrong2xx}, 500s=${stats.s500}, ` +
+      `other wrong status/code=${stats.wrongStatus}, wrong results=${stats.wrongResult}, internals in body=${stats.internals}; ` +
+      `statuses ${JSON.stringify(Object.fromEntries([...stats.byStatus].sort()))}; tasks=${tasks.size} docs=${docs.size} keys=${keys.length} project tokens=${projectTokens.length}`;
+    // eslint-disable-next-line no-console
+    console.log([summary, ...problems].join('\n'));
+    expect(problems).toEqual([]);
+    expect(stats.calls).toBeGreaterThanOrEqual(200);
+  }, (seconds + 120) * 1000);
+});

@@ -1,0 +1,167 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+import { call, type RawRequest, type RawResponse } from './support/drill-helpers';
+import { FakeGithubServer } from './support/fake-github-server';
+import { startTestApp, type TestApp } from './support/test-app';
+
+/**
+ * Secrets drill (OWASP API2 broken authentication / API3 excessive data exposure): after a run that
+ * creates a user with a password, API keys, a project session token and a registered GitHub repository
+ * with its token, and then uses all of them (successes and failures), none of those plaintexts may
+ * appear in the debug logs, in any response body (except the one-time creation answers), or anywhere in
+ * the database (every text/varchar/bytea/json/array column of every table, all schemas).
+ */
+describe('secrets drill', () => {
+  let t: TestApp;
+  let github: FakeGithubServer;
+  const logs: string[] = [];
+  const originalWrite = process.stdout.write.bind(process.stdout);
+  const bodies: { what: string; text: string }[] = [];
+  const secrets: Record<string, string> = {};
+
+  /** A call whose answer is scanned later (unless it is the one-time creation answer of a secret). */
+  async function scanned(what: string, req: RawRequest, options: { creation?: boolean } = {}): Promise<RawResponse> {
+    const res = await call(t.baseUrl, req);
+    if (!options.creation) bodies.push({ what: `${what} → ${res.status}`, text: res.text + JSON.stringify(Object.fromEntries(res.headers)) });
+    return res;
+  }
+
+  beforeAll(async () => {
+    process.stdout.write = ((chunk: unknown, ...rest: unknown[]) => {
+      logs.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString('utf8'));
+      return (originalWrite as (...args: unknown[]) => boolean)(chunk, ...rest);
+    }) as typeof process.stdout.write;
+    github = await FakeGithubServer.start();
+    t = await startTestApp({ env: { LOG_LEVEL: 'debug', GITHUB_API_URL: github.baseUrl, GITHUB_TIMEOUT_MS: '2000', GITHUB_MAX_RETRIES: '0' } });
+  }, 120_000);
+
+  afterAll(async () => {
+    process.stdout.write = originalWrite;
+    await t?.close();
+    await github?.stop();
+  });
+
+  it('no plaintext password, API key, project token or GitHub token in logs, bodies or the database', async () => {
+    const password = `Pw-${randomBytes(12).toString('hex')}`;
+    secrets.password = password;
+    const email = `secrets-${randomBytes(3).toString('hex')}@example.com`;
+    const registered = await scanned('register', { method: 'POST', path: '/api/auth/register', body: { email, password, name: 'Secret Keeper' } });
+    expect(registered.status).toBe(201);
+    expect(registered.json.data.role).toBe('admin');
+    await scanned('login wrong', { method: 'POST', path: '/api/auth/login', body: { email, password: `${password}x` } });
+    await scanned('register dup', { method: 'POST', path: '/api/auth/register', body: { email, password, name: 'again' } });
+    const login = await scanned('login', { method: 'POST', path: '/api/auth/login', body: { email, password } });
+    expect(login.status).toBe(200);
+    const jwt = login.json.data.accessToken as string;
+    const b = (what: string, method: string, path: string, body?: unknown, creation = false) => scanned(what, { method, path, token: jwt, body }, { creation });
+
+    const project = (await b('project', 'POST', '/api/projects', { name: 'vault' })).json.data.id as string;
+
+    // GitHub repository with its own token; the fake GitHub server only answers that token.
+    const githubToken = `ghp_${randomBytes(18).toString('hex')}`;
+    secrets.githubToken = githubToken;
+    github.addRepo('vault', 'repo', { description: 'secret repo' });
+    github.grant(githubToken, ['vault/repo'], { write: true });
+    const repo = await b('register repo', 'POST', '/api/admin/github/repos', { owner: 'vault', name: 'repo', token: githubToken });
+    expect(repo.status).toBe(201);
+    await b('register repo bad token', 'POST', '/api/admin/github/repos', { owner: 'vault', name: 'repo2', token: `${githubToken}zz` });
+    await b('list repos', 'GET', '/api/admin/github/repos');
+
+    const keyRes = await b('key', 'POST', '/api/api-keys', { name: 'agent', scopes: ['tasks:read', 'tasks:write', 'docs:read', 'docs:write', 'github:read', 'github:write'], expiresIn: '90d' }, true);
+    expect(keyRes.status).toBe(201);
+    const key = keyRes.json.data.key as string;
+    secrets.apiKey = key;
+    const key2Res = await b('key2', 'POST', '/api/api-keys', { name: 'spare', scopes: ['tasks:read'], expiresIn: 'never', projectIds: [project] }, true);
+    const key2 = key2Res.json.data.key as string;
+    secrets.apiKey2 = key2;
+    const tokenRes = await b('project token', 'POST', `/api/projects/${project}/session-tokens`, { name: 'ci', role: 'editor' }, true);
+    expect(tokenRes.status).toBe(201);
+    const projectToken = tokenRes.json.data.token as string;
+    secrets.projectToken = projectToken;
+
+    // Use everything, including failures that log.
+    const tool = (what: string, token: string, name: string, args: Record<string, unknown>, headers?: Record<string, string>) =>
+      scanned(what, { method: 'POST', path: '/api/v1/public/mcp/call', token, body: { name, arguments: args }, headers });
+    expect((await tool('create_task', key, 'create_task', { title: 'keep secrets', project_id: project }, { 'Idempotency-Key': 'drill-1' })).status).toBe(200);
+    await tool('create_document', key, 'create_document', { title: 'vault doc', content: 'nothing secret here', project_id: project });
+    await tool('list_tasks', key2, 'list_tasks', {});
+    expect((await tool('list_issues', key, 'list_issues', { repo: 'vault/repo' })).status).toBe(200);
+    expect((await tool('create_issue', key, 'create_issue', { repo: 'vault/repo', title: 'hello' })).status).toBe(200);
+    github.failNext({ status: 500, body: { message: 'boom' } });
+    await tool('list_commits upstream 500', key, 'list_commits', { repo: 'vault/repo' });
+    await tool('bad scope', key2, 'create_task', { title: 'x' });
+    await scanned('tools', { method: 'GET', path: '/api/v1/public/mcp/tools', token: key });
+    await scanned('mcp tools/list', { method: 'POST', path: '/api/v1/public/mcp', token: key, headers: { accept: 'application/json, text/event-stream' }, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+    await scanned('typo key', { method: 'POST', path: '/api/v1/public/mcp/call', token: `${key.slice(0, -1)}x`, body: { name: 'list_tasks' } });
+    await scanned('key on Area B', { method: 'GET', path: '/api/auth/me', token: key });
+    await scanned('jwt on Area A', { method: 'GET', path: '/api/v1/public/mcp/tools', token: jwt });
+    await scanned('project token on own project', { method: 'GET', path: `/api/projects/${project}`, token: projectToken });
+    await scanned('project token docs', { method: 'GET', path: `/api/documents?projectId=${project}`, token: projectToken });
+    await scanned('project token on keys', { method: 'GET', path: '/api/api-keys', token: projectToken });
+    await scanned('project token typo', { method: 'GET', path: `/api/projects/${project}`, token: `${projectToken}x` });
+    await scanned('project token on Area A', { method: 'GET', path: '/api/v1/public/mcp/tools', token: projectToken });
+    await b('me', 'GET', '/api/auth/me');
+    await b('keys', 'GET', '/api/api-keys');
+    await b('key detail', 'GET', `/api/api-keys/${keyRes.json.data.id}`);
+    await b('revoke', 'DELETE', `/api/api-keys/${key2Res.json.data.id}`);
+    await tool('revoked', key2, 'list_tasks', {});
+    await b('project', 'GET', `/api/projects/${project}`);
+    await b('openapi', 'GET', '/api/docs/openapi.json');
+    await scanned('health', { method: 'GET', path: '/api/health' });
+
+    // Wait for background work (indexing, usage flush) to write what it writes.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+
+    // ---- scan ----------------------------------------------------------------------------------
+    // Each secret, and its tail beyond any displayed prefix (a truncated copy is still a leak).
+    const needles: [string, string][] = [];
+    for (const [name, value] of Object.entries(secrets)) {
+      needles.push([name, value]);
+      needles.push([`${name} (tail)`, value.slice(-20)]);
+    }
+    const findings: string[] = [];
+    const scan = (where: string, text: string) => {
+      for (const [name, needle] of needles) if (text.includes(needle)) findings.push(`${name} in ${where}: …${text.slice(Math.max(0, text.indexOf(needle) - 80), text.indexOf(needle) + 40)}…`);
+    };
+    const logText = logs.join('');
+    expect(logText).toContain('"level":"debug"'); // the capture really saw debug logs
+    scan('logs', logText);
+    for (const body of bodies) scan(`response ${body.what}`, body.text);
+
+    const db = new Client({ connectionString: t.database.url });
+    await db.connect();
+    let columnsScanned = 0;
+    let cellsScanned = 0;
+    try {
+      const columns: { table_schema: string; table_name: string; column_name: string; data_type: string }[] = (
+        await db.query(
+          `SELECT c.table_schema, c.table_name, c.column_name, c.data_type
+           FROM information_schema.columns c
+           JOIN information_schema.tables tb ON tb.table_schema = c.table_schema AND tb.table_name = c.table_name AND tb.table_type = 'BASE TABLE'
+           WHERE c.table_schema NOT IN ('pg_catalog', 'information_schema')
+             AND c.data_type IN ('text', 'character varying', 'character', 'bytea', 'json', 'jsonb', 'ARRAY', 'USER-DEFINED')`,
+        )
+      ).rows;
+      for (const column of columns) {
+        const ident = (s: string) => `"${s.replace(/"/g, '""')}"`;
+        const expr = column.data_type === 'bytea' ? ident(column.column_name) : `${ident(column.column_name)}::text`;
+        const rows = (await db.query(`SELECT ${expr} AS v FROM ${ident(column.table_schema)}.${ident(column.table_name)} WHERE ${ident(column.column_name)} IS NOT NULL`)).rows;
+        columnsScanned += 1;
+        for (const row of rows) {
+          cellsScanned += 1;
+          const value = Buffer.isBuffer(row.v) ? row.v.toString('latin1') : String(row.v);
+          scan(`db ${column.table_schema}.${column.table_name}.${column.column_name}`, value);
+        }
+      }
+    } finally {
+      await db.end();
+    }
+    // eslint-disable-next-line no-console
+    console.log(
+      `drill-secrets: secrets=${Object.keys(secrets).length}, log bytes=${logText.length}, bodies=${bodies.length}, ` +
+        `db columns=${columnsScanned}, db cells=${cellsScanned}, secrets found=${findings.length}`,
+    );
+    expect(findings).toEqual([]);
+    expect(columnsScanned).toBeGreaterThan(10);
+  }, 120_000);
+});

@@ -1,0 +1,471 @@
+import { Client } from 'pg';
+import { ErrorCode } from '../src/common/errors/error-code.js';
+import { GithubClientFactory } from '../src/modules/github/github-client.factory.js';
+import { toGithubAppException } from '../src/modules/github/github-errors.js';
+import { ToolsService } from '../src/modules/tools/tools.service.js';
+import { bearer, makeApiKey, makeUser, type ApiKeyOptions, type TestUser } from './support/factories.js';
+import { FakeGithubServer } from './support/fake-github-server.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+const SERVER_TOKEN = 'ghp_server0000000000000000000000000000';
+const ACME_TOKEN = 'ghp_acmeRepoToken1111111111111111111111';
+const FIXTURE_TOKEN = '0000000000000000000000000000000000000001';
+
+describe('GitHub: admin-registered repositories and the GitHub tools', () => {
+  let app: TestApp;
+  let github: FakeGithubServer;
+  let admin: TestUser;
+  let member: TestUser;
+  let readWriteKey: string;
+
+  const call = (key: string, name: string, args?: Record<string, unknown>) =>
+    app.http.post('/api/v1/public/mcp/call').set(bearer(key)).send(args === undefined ? { name } : { name, arguments: args });
+
+  async function makeKey(user: TestUser, scopes: string[], pins: Pick<ApiKeyOptions, 'projectIds' | 'repos'> = {}): Promise<string> {
+    return (await makeApiKey(app, user, { name: `key-${scopes.join('-')}`, scopes, ...pins })).key;
+  }
+
+  async function register(body: Record<string, unknown>, expected = 201) {
+    return app.http.post('/api/admin/github/repos').set(bearer(admin.token)).send(body).expect(expected);
+  }
+
+  beforeAll(async () => {
+    github = await FakeGithubServer.start();
+    app = await startTestApp({
+      env: { GITHUB_API_URL: github.baseUrl, GITHUB_TOKEN: SERVER_TOKEN, GITHUB_TIMEOUT_MS: '1000', GITHUB_MAX_RETRIES: '1' },
+    });
+    admin = await makeUser(app);
+    member = await makeUser(app);
+    expect(admin.role).toBe('admin');
+
+    const acme = github.addRepo('acme', 'widgets', { description: 'Widgets', defaultBranch: 'trunk', private: true });
+    for (let n = 1; n <= 7; n += 1) {
+      acme.issues.push({
+        number: n,
+        title: `Issue ${n}`,
+        body: 'text',
+        state: n === 2 ? 'closed' : 'open',
+        labels: n % 2 === 0 ? ['bug'] : n === 5 ? ['bug', 'ui'] : [],
+        user: 'octocat',
+        isPull: n === 3 || n === 6,
+        createdAt: `2026-01-0${n}T10:00:00Z`,
+      });
+    }
+    acme.pulls.push(
+      { number: 3, title: 'Fix A', state: 'open', draft: false, user: 'dev', head: 'fix-a', base: 'trunk', createdAt: '2026-01-03T10:00:00Z', mergedAt: null },
+      { number: 6, title: 'Merged B', state: 'closed', draft: false, user: 'dev', head: 'b', base: 'trunk', createdAt: '2026-01-06T10:00:00Z', mergedAt: '2026-01-07T10:00:00Z' },
+    );
+    for (let n = 1; n <= 5; n += 1) {
+      acme.commits.push({ sha: `${n}`.repeat(40), message: `commit ${n}`, author: 'Ada Lovelace', date: `2026-02-0${n}T12:00:00Z`, branch: 'trunk' });
+    }
+    acme.commits.push({ sha: 'f'.repeat(40), message: 'feature work', author: 'Grace', date: '2026-02-09T12:00:00Z', branch: 'feature' });
+    acme.runs.push(
+      { id: 11, name: 'CI', status: 'completed', conclusion: 'success', branch: 'trunk', event: 'push', sha: '1'.repeat(40), runNumber: 1, createdAt: '2026-03-01T00:00:00Z' },
+      { id: 12, name: 'CI', status: 'completed', conclusion: 'failure', branch: 'feature', event: 'push', sha: 'f'.repeat(40), runNumber: 2, createdAt: '2026-03-02T00:00:00Z' },
+      { id: 13, name: 'CI', status: 'in_progress', conclusion: null, branch: 'trunk', event: 'pull_request', sha: '2'.repeat(40), runNumber: 3, createdAt: '2026-03-03T00:00:00Z' },
+    );
+    github.grant(ACME_TOKEN, ['acme/widgets'], { write: true });
+    github.addRepo('acme', 'public-docs', { description: null });
+    github.grant(SERVER_TOKEN, ['acme/public-docs'], { write: false });
+
+    await register({ owner: 'acme', name: 'widgets', token: ACME_TOKEN });
+    await register({ owner: 'acme', name: 'public-docs' });
+    readWriteKey = await makeKey(member, ['github:read', 'github:write']);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await github?.stop();
+  });
+
+  beforeEach(() => {
+    github.maxPerPage = 100;
+    github.clearFixture();
+    github.requests.length = 0;
+  });
+
+  describe('admin routes', () => {
+    it('are admin-only: a member gets 403 FORBIDDEN, no token 401', async () => {
+      const list = await app.http.get('/api/admin/github/repos').set(bearer(member.token)).expect(403);
+      expect(list.body.error.code).toBe('FORBIDDEN');
+      await app.http.post('/api/admin/github/repos').set(bearer(member.token)).send({ owner: 'acme', name: 'x' }).expect(403);
+      await app.http.delete('/api/admin/github/repos/5b1d2a9e-2f4e-4b8e-9a41-0c6a1b2c3d4e').set(bearer(member.token)).expect(403);
+      await app.http.get('/api/admin/github/repos').expect(401);
+      expect(github.requests).toHaveLength(0);
+    });
+
+    it('registers after checking with GitHub using the given token, and never returns it', async () => {
+      github.addRepo('acme', 'gadgets', { defaultBranch: 'develop' });
+      github.grant('ghp_gadgets', ['acme/gadgets']);
+      const res = await register({ owner: 'acme', name: 'gadgets', token: 'ghp_gadgets' });
+      expect(res.body.data).toMatchObject({ id: expect.any(String), fullName: 'acme/gadgets', defaultBranch: 'develop', tokenSource: 'repository' });
+      expect(JSON.stringify(res.body)).not.toContain('ghp_gadgets');
+      expect(github.requests).toEqual([expect.objectContaining({ method: 'GET', path: '/repos/acme/gadgets', authorization: 'token ghp_gadgets' })]);
+    });
+
+    it("uses the server's GITHUB_TOKEN when no token is given", async () => {
+      const list = await app.http.get('/api/admin/github/repos').set(bearer(admin.token)).expect(200);
+      const publicDocs = list.body.data.items.find((r: { fullName: string }) => r.fullName === 'acme/public-docs');
+      expect(publicDocs).toMatchObject({ tokenSource: 'server', defaultBranch: 'main', description: null });
+      expect(list.body.data.nextCursor).toBeNull();
+      expect(JSON.stringify(list.body)).not.toMatch(/ghp_|token_?ciphertext/i);
+    });
+
+    it('answers 409 CONFLICT for a duplicate, case-insensitively, without calling GitHub', async () => {
+      const res = await register({ owner: 'ACME', name: 'Widgets', token: ACME_TOKEN }, 409);
+      expect(res.body.error.code).toBe('CONFLICT');
+      expect(github.requests).toHaveLength(0);
+    });
+
+    it.each([
+      [{ owner: 'acme', name: 'nope', token: ACME_TOKEN }, /does not exist on GitHub or the token cannot see it \(GitHub 404\)/],
+      [{ owner: 'acme', name: 'widgets-2', token: 'ghp_unknown' }, /rejected the token \(401 Bad credentials\)/],
+    ])('answers 400 VALIDATION_FAILED with the reason when GitHub refuses %j', async (body, reason) => {
+      github.addRepo('acme', 'widgets-2');
+      const res = await register(body, 400);
+      expect(res.body.error.code).toBe('VALIDATION_FAILED');
+      expect(res.body.error.message).toMatch(reason);
+      expect(JSON.stringify(res.body)).not.toContain('ghp_unknown');
+    });
+
+    it('answers 400 when GitHub is unreachable or keeps failing', async () => {
+      github.addRepo('acme', 'flaky');
+      github.grant('ghp_flaky', ['acme/flaky']);
+      github.failNext({ status: 503, body: { message: 'Service Unavailable' }, times: 2 });
+      const res = await register({ owner: 'acme', name: 'flaky', token: 'ghp_flaky' }, 400);
+      expect(res.body.error.message).toMatch(/GitHub answered HTTP 503/);
+      expect(github.requests).toHaveLength(2); // one retry
+
+      github.failNext({ status: 200, delayMs: 2500, times: 2 });
+      const slow = await register({ owner: 'acme', name: 'flaky', token: 'ghp_flaky' }, 400);
+      expect(slow.body.error.message).toMatch(/did not answer within 1000 ms/);
+    });
+
+    it('validates the body', async () => {
+      for (const body of [{ name: 'x' }, { owner: 'acme' }, { owner: 'ac me', name: 'x' }, { owner: 'acme', name: 'a/b' }, { owner: 'acme', name: 'x', token: '' }, { owner: 'acme', name: 'x', extra: 1 }]) {
+        const res = await register(body, 400);
+        expect(res.body.error.code).toBe('VALIDATION_FAILED');
+      }
+      expect(github.requests).toHaveLength(0);
+    });
+
+    it('stores the token encrypted: the plaintext is nowhere in the row', async () => {
+      const db = new Client({ connectionString: app.database.url });
+      await db.connect();
+      try {
+        const { rows } = await db.query(`SELECT row_to_json(r)::text AS json, token_ciphertext FROM github_repositories r WHERE lower(full_name) = 'acme/widgets'`);
+        expect(rows).toHaveLength(1);
+        expect(rows[0].json).not.toContain(ACME_TOKEN);
+        expect(rows[0].json).not.toContain(Buffer.from(ACME_TOKEN).toString('base64'));
+        expect(rows[0].token_ciphertext).toMatch(/^v1\./);
+        const all = await db.query(`SELECT string_agg(row_to_json(r)::text, '') AS dump FROM github_repositories r`);
+        expect(all.rows[0].dump).not.toContain('ghp_');
+      } finally {
+        await db.end();
+      }
+    });
+
+    it('deletes: 200, then 404; a malformed id is 400; the tools stop reaching it', async () => {
+      github.addRepo('acme', 'temp');
+      github.grant('ghp_temp', ['acme/temp']);
+      const created = await register({ owner: 'acme', name: 'temp', token: 'ghp_temp' });
+      const id = created.body.data.id as string;
+      expect((await call(readWriteKey, 'list_issues', { repo: 'acme/temp' })).status).toBe(200);
+      const del = await app.http.delete(`/api/admin/github/repos/${id}`).set(bearer(admin.token)).expect(200);
+      expect(del.body.data).toEqual({ id, deleted: true });
+      await app.http.delete(`/api/admin/github/repos/${id}`).set(bearer(admin.token)).expect(404);
+      await app.http.delete('/api/admin/github/repos/not-a-uuid').set(bearer(admin.token)).expect(400);
+      github.requests.length = 0;
+      const gone = await call(readWriteKey, 'list_issues', { repo: 'acme/temp' }).expect(404);
+      expect(gone.body.error.code).toBe('not_found');
+      expect(github.requests).toHaveLength(0);
+    });
+  });
+
+  describe('tools', () => {
+    it('are in the catalog with their scopes and openWorldHint', async () => {
+      const readOnly = await makeKey(member, ['github:read']);
+      const res = await app.http.get('/api/v1/public/mcp/tools').set(bearer(readOnly)).expect(200);
+      expect(res.body.tools.map((t: { name: string }) => t.name)).toEqual([
+        'list_repositories',
+        'list_commits',
+        'list_issues',
+        'list_pull_requests',
+        'list_workflow_runs',
+      ]);
+      const listCommits = res.body.tools.find((t: { name: string }) => t.name === 'list_commits');
+      expect(listCommits.parameters).toMatchObject({
+        repo: { type: 'str', required: true },
+        branch: { type: 'str', default: '' },
+        since: { type: 'date', default: '' },
+        limit: { type: 'int', default: 30, minimum: 1, maximum: 100 },
+      });
+      const tools = app.app.get(ToolsService);
+      for (const name of ['list_repositories', 'list_commits', 'list_issues', 'list_pull_requests', 'list_workflow_runs']) {
+        expect(tools.schemaView(tools.require(name))).toMatchObject({ scope: 'github:read', annotations: { readOnlyHint: true, openWorldHint: true } });
+      }
+      for (const name of ['create_issue', 'create_issue_comment']) {
+        expect(tools.schemaView(tools.require(name))).toMatchObject({ scope: 'github:write', annotations: { readOnlyHint: false, openWorldHint: true } });
+      }
+      expect(tools.schemaView(tools.require('create_issue_comment')).inputSchema).toMatchObject({ required: ['repo', 'issue_number', 'body'] });
+      const write = await call(readOnly, 'create_issue', { repo: 'acme/widgets', title: 'x' }).expect(403);
+      expect(write.body.error).toMatchObject({ code: 'insufficient_scope', details: { required_scope: 'github:write' } });
+    });
+
+    it('list_repositories answers the registered repositories, compactly', async () => {
+      const res = await call(readWriteKey, 'list_repositories').expect(200);
+      expect(res.body.result).toEqual(
+        expect.arrayContaining([
+          { full_name: 'acme/widgets', default_branch: 'trunk', description: 'Widgets' },
+          { full_name: 'acme/public-docs', default_branch: 'main', description: null },
+        ]),
+      );
+      expect(github.requests).toHaveLength(0);
+    });
+
+    it('list_commits: branch, since, and pagination across pages up to limit', async () => {
+      github.maxPerPage = 2;
+      const res = await call(readWriteKey, 'list_commits', { repo: 'acme/widgets', limit: 4 }).expect(200);
+      expect(res.body.result.map((c: { message: string }) => c.message)).toEqual(['commit 5', 'commit 4', 'commit 3', 'commit 2']);
+      expect(res.body.result[0]).toEqual({ sha: '5'.repeat(40), message: 'commit 5', author: 'Ada Lovelace', date: '2026-02-05T12:00:00Z', url: `https://github.com/acme/widgets/commit/${'5'.repeat(40)}` });
+      expect(res.headers['x-truncated']).toBe('true');
+      expect(github.requests.map((r) => r.query.page ?? '1')).toEqual(['1', '2']);
+      expect(github.requests[0].authorization).toBe(`token ${ACME_TOKEN}`);
+
+      const all = await call(readWriteKey, 'list_commits', { repo: 'acme/widgets', limit: '50' }).expect(200);
+      expect(all.body.result).toHaveLength(5);
+      expect(all.headers['x-truncated']).toBeUndefined();
+
+      const branch = await call(readWriteKey, 'list_commits', { repo: 'acme/widgets', branch: 'feature', since: '2026-02-08' }).expect(200);
+      expect(branch.body.result.map((c: { message: string }) => c.message)).toEqual(['feature work']);
+      expect(github.requests.at(-1)!.query).toMatchObject({ sha: 'feature', since: '2026-02-08T00:00:00.000Z' });
+
+      const badDate = await call(readWriteKey, 'list_commits', { repo: 'acme/widgets', since: '2026-02-30' }).expect(400);
+      expect(badDate.body.error).toMatchObject({ code: 'invalid_argument', details: { argument: 'since' } });
+    });
+
+    it('list_issues excludes pull requests, filters state and labels, and pages past them', async () => {
+      github.maxPerPage = 2;
+      const open = await call(readWriteKey, 'list_issues', { repo: 'acme/widgets', limit: 3 }).expect(200);
+      expect(open.body.result.map((i: { number: number }) => i.number)).toEqual([7, 5, 4]);
+      expect(open.body.result[1]).toMatchObject({ number: 5, title: 'Issue 5', state: 'open', author: 'octocat', labels: ['bug', 'ui'], url: 'https://github.com/acme/widgets/issues/5' });
+      expect(open.body.result[0]).not.toHaveProperty('pull_request');
+      const all = await call(readWriteKey, 'list_issues', { repo: 'acme/widgets', state: 'all', labels: 'bug' }).expect(200);
+      expect(all.body.result.map((i: { number: number }) => i.number)).toEqual([5, 4, 2]);
+      expect(github.requests.at(-1)!.query).toMatchObject({ state: 'all', labels: 'bug' });
+      const bad = await call(readWriteKey, 'list_issues', { repo: 'acme/widgets', state: 'merged' }).expect(400);
+      expect(bad.body.error).toMatchObject({ code: 'invalid_argument', details: { argument: 'state', allowed: ['open', 'closed', 'all'] } });
+    });
+
+    it('list_pull_requests and list_workflow_runs answer compact objects', async () => {
+      const pulls = await call(readWriteKey, 'list_pull_requests', { repo: 'acme/widgets', state: 'all' }).expect(200);
+      expect(pulls.body.result).toEqual([
+        expect.objectContaining({ number: 6, title: 'Merged B', state: 'closed', head: 'b', base: 'trunk', merged_at: '2026-01-07T10:00:00Z', url: 'https://github.com/acme/widgets/pull/6' }),
+        expect.objectContaining({ number: 3, title: 'Fix A', state: 'open', draft: false, author: 'dev', merged_at: null }),
+      ]);
+      expect(pulls.body.result[0]).not.toHaveProperty('body');
+
+      const runs = await call(readWriteKey, 'list_workflow_runs', { repo: 'acme/widgets' }).expect(200);
+      expect(runs.body.result.map((r: { id: number }) => r.id)).toEqual([13, 12, 11]);
+      expect(runs.body.result[0]).toEqual({
+        id: 13,
+        name: 'CI',
+        status: 'in_progress',
+        conclusion: null,
+        branch: 'trunk',
+        event: 'pull_request',
+        sha: '2'.repeat(40),
+        run_number: 3,
+        created_at: '2026-03-03T00:00:00Z',
+        updated_at: '2026-03-03T00:00:00Z',
+        url: 'https://github.com/acme/widgets/actions/runs/13',
+      });
+      const failed = await call(readWriteKey, 'list_workflow_runs', { repo: 'acme/widgets', status: 'failure', branch: 'feature' }).expect(200);
+      expect(failed.body.result.map((r: { id: number }) => r.id)).toEqual([12]);
+      github.maxPerPage = 1;
+      const paged = await call(readWriteKey, 'list_workflow_runs', { repo: 'acme/widgets', limit: 2 }).expect(200);
+      expect(paged.body.result.map((r: { id: number }) => r.id)).toEqual([13, 12]);
+      expect(paged.headers['x-truncated']).toBe('true');
+    });
+
+    it('create_issue and create_issue_comment write through the repository token', async () => {
+      const issue = await call(readWriteKey, 'create_issue', { repo: 'acme/widgets', title: 'Broken build', body: 'details', labels: ['bug'] }).expect(200);
+      expect(issue.body.result).toEqual({ number: 8, url: 'https://github.com/acme/widgets/issues/8', title: 'Broken build' });
+      expect(github.requests.at(-1)).toMatchObject({ method: 'POST', path: '/repos/acme/widgets/issues', body: { title: 'Broken build', body: 'details', labels: ['bug'] } });
+      const comment = await call(readWriteKey, 'create_issue_comment', { repo: 'acme/widgets', issue_number: '8', body: 'On it' }).expect(200);
+      expect(comment.body.result).toEqual({ id: expect.any(Number), url: expect.stringMatching(/^https:\/\/github.com\/acme\/widgets\/issues\/8#issuecomment-\d+$/) });
+      const missing = await call(readWriteKey, 'create_issue_comment', { repo: 'acme/widgets', issue_number: 8 }).expect(400);
+      expect(missing.body.error).toMatchObject({ code: 'missing_argument', details: { argument: 'body' } });
+    });
+
+    it('create_issue with an Idempotency-Key creates one issue for a repeated call', async () => {
+      const send = () =>
+        app.http
+          .post('/api/v1/public/mcp/call')
+          .set(bearer(readWriteKey))
+          .set('Idempotency-Key', 'gh-issue-once')
+          .send({ name: 'create_issue', arguments: { repo: 'acme/widgets', title: 'Only once' } })
+          .expect(200);
+      const first = await send();
+      const second = await send();
+      expect(second.body).toEqual(first.body);
+      expect(github.requests.filter((r) => r.method === 'POST')).toHaveLength(1);
+    });
+
+    it('an unregistered or pinned-out repo is not_found without calling GitHub', async () => {
+      github.addRepo('acme', 'secret');
+      github.grant('ghp_secret', ['acme/secret']);
+      const unregistered = await call(readWriteKey, 'list_commits', { repo: 'acme/secret' }).expect(404);
+      expect(unregistered.body.error.code).toBe('not_found');
+      const pinned = await makeKey(member, ['github:read', 'github:write'], { repos: ['acme/public-docs'] });
+      const out = await call(pinned, 'list_issues', { repo: 'ACME/widgets' }).expect(404);
+      expect(out.body.error.code).toBe('not_found');
+      await call(pinned, 'create_issue', { repo: 'acme/widgets', title: 'x' }).expect(404);
+      expect(github.requests).toHaveLength(0);
+      const visible = await call(pinned, 'list_repositories').expect(200);
+      expect(visible.body.result).toEqual([{ full_name: 'acme/public-docs', default_branch: 'main', description: null }]);
+      await call(pinned, 'list_issues', { repo: 'acme/public-docs' }).expect(200);
+      expect(github.requests[0].authorization).toBe(`token ${SERVER_TOKEN}`);
+    });
+  });
+
+  describe('upstream failures', () => {
+    it('5xx after the retry → 502 upstream_error with the upstream status', async () => {
+      github.failNext({ status: 502, body: { message: 'Server Error' }, times: 2 });
+      const res = await call(readWriteKey, 'list_pull_requests', { repo: 'acme/widgets' }).expect(502);
+      expect(res.body.error).toMatchObject({ code: 'upstream_error', details: { upstream: 'github', upstream_status: 502, repository: 'acme/widgets' } });
+      expect(github.requests).toHaveLength(2);
+      github.failNext({ status: 500, body: { message: 'Server Error' } });
+      await call(readWriteKey, 'list_pull_requests', { repo: 'acme/widgets' }).expect(200); // one retry heals a blip
+    });
+
+    it('writes are never retried; GitHub 422 → 502 with its validation errors', async () => {
+      github.failNext({ method: 'POST', status: 503, body: { message: 'Unavailable' } });
+      await call(readWriteKey, 'create_issue', { repo: 'acme/widgets', title: 'once' }).expect(502);
+      expect(github.requests.filter((r) => r.method === 'POST')).toHaveLength(1);
+      github.failNext({
+        method: 'POST',
+        status: 422,
+        body: { message: 'Validation Failed', errors: [{ resource: 'Label', code: 'invalid', field: 'labels' }] },
+      });
+      const res = await call(readWriteKey, 'create_issue', { repo: 'acme/widgets', title: 'bad labels', labels: ['x'] }).expect(502);
+      expect(res.body.error.message).toMatch(/refused to create an issue in acme\/widgets \(422 Validation Failed: labels invalid\)/);
+      expect(res.body.error.details).toMatchObject({ upstream_status: 422, github_errors: [{ field: 'labels' }] });
+    });
+
+    it('a read-only token → 403 upstream_error naming the repository', async () => {
+      const res = await call(readWriteKey, 'create_issue', { repo: 'acme/public-docs', title: 'x' }).expect(502);
+      expect(res.body.error.details.upstream_status).toBe(403);
+      expect(res.body.error.message).toMatch(/token used for repository acme\/public-docs is not allowed to create an issue/);
+    });
+
+    it('a token that loses access after registration → clear upstream_error (404, then 401)', async () => {
+      github.addRepo('acme', 'fragile');
+      github.grant('ghp_fragile', ['acme/fragile']);
+      await register({ owner: 'acme', name: 'fragile', token: 'ghp_fragile' });
+      await call(readWriteKey, 'list_issues', { repo: 'acme/fragile' }).expect(200);
+      github.revokeAccess('ghp_fragile', 'acme/fragile');
+      const lost = await call(readWriteKey, 'list_issues', { repo: 'acme/fragile' }).expect(502);
+      expect(lost.body.error.details).toMatchObject({ upstream_status: 404, repository: 'acme/fragile' });
+      expect(lost.body.error.message).toMatch(/token used for acme\/fragile lost access/);
+      github.revokeToken('ghp_fragile');
+      const revoked = await call(readWriteKey, 'list_issues', { repo: 'acme/fragile' }).expect(502);
+      expect(revoked.body.error.details.upstream_status).toBe(401);
+      expect(revoked.body.error.message).toMatch(/rejected the token used for repository acme\/fragile/);
+      expect(JSON.stringify([lost.body, revoked.body])).not.toContain('ghp_fragile');
+    });
+
+    it('a GitHub that does not answer in time → 502, not a hang', async () => {
+      github.failNext({ status: 200, delayMs: 3000, times: 2 });
+      const started = Date.now();
+      const res = await call(readWriteKey, 'list_commits', { repo: 'acme/widgets' }).expect(502);
+      expect(res.body.error.message).toMatch(/did not answer within 1000 ms/);
+      expect(res.body.error.details.upstream_status).toBeNull();
+      expect(Date.now() - started).toBeLessThan(6000);
+    });
+
+    it('primary rate limit → 429 rate_limited with Retry-After, and no more calls until the reset', async () => {
+      github.addRepo('acme', 'busy');
+      github.grant('ghp_busy', ['acme/busy']);
+      await register({ owner: 'acme', name: 'busy', token: 'ghp_busy' });
+      github.requests.length = 0;
+      github.failNext(FakeGithubServer.primaryRateLimit(600));
+      const limited = await call(readWriteKey, 'list_issues', { repo: 'acme/busy' }).expect(429);
+      expect(limited.body.error.code).toBe('rate_limited');
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThan(590);
+      const again = await call(readWriteKey, 'list_commits', { repo: 'acme/busy' }).expect(429);
+      expect(Number(again.headers['retry-after'])).toBeGreaterThan(590);
+      expect(github.requests).toHaveLength(1);
+      // Another token's quota is its own.
+      await call(readWriteKey, 'list_issues', { repo: 'acme/widgets' }).expect(200);
+    });
+
+    it('secondary rate limit: a short wait is retried once, a long one answers 429 at once', async () => {
+      github.failNext(FakeGithubServer.secondaryRateLimit(1));
+      const healed = await call(readWriteKey, 'list_pull_requests', { repo: 'acme/widgets' }).expect(200);
+      expect(healed.body.result.length).toBeGreaterThan(0);
+      expect(github.requests).toHaveLength(2);
+
+      github.failNext(FakeGithubServer.secondaryRateLimit(120, 429));
+      const started = Date.now();
+      const limited = await call(readWriteKey, 'list_pull_requests', { repo: 'acme/widgets' }).expect(429);
+      expect(limited.headers['retry-after']).toBe('120');
+      expect(limited.body.error.details).toMatchObject({ upstream_status: 429, retry_after_seconds: 120 });
+      expect(Date.now() - started).toBeLessThan(3000);
+    });
+  });
+
+  describe('recorded GitHub responses (@octokit/fixtures)', () => {
+    it('get-repository: registration reads the recorded repository', async () => {
+      const entries = github.useFixture('get-repository');
+      const res = await register({ owner: 'octokit-fixture-org', name: 'hello-world', token: FIXTURE_TOKEN });
+      const recorded = entries[0].response as { full_name: string; default_branch: string };
+      expect(res.body.data).toMatchObject({ fullName: recorded.full_name, defaultBranch: recorded.default_branch });
+      expect(github.fixtureDone()).toBe(true);
+    });
+
+    it('paginate-issues: list_issues reads the recorded first page and reports truncation', async () => {
+      github.addRepo('octokit-fixture-org', 'paginate-issues');
+      github.grant(FIXTURE_TOKEN, 'all');
+      await register({ owner: 'octokit-fixture-org', name: 'paginate-issues', token: FIXTURE_TOKEN });
+      const entries = github.useFixture('paginate-issues');
+      const res = await call(readWriteKey, 'list_issues', { repo: 'octokit-fixture-org/paginate-issues', limit: 3 }).expect(200);
+      const recorded = entries[0].response as { number: number; title: string }[];
+      expect(res.body.result.map((i: { number: number }) => i.number)).toEqual(recorded.map((i) => i.number));
+      expect(res.body.result[0]).toMatchObject({ title: recorded[0].title, state: 'open' });
+      expect(res.headers['x-truncated']).toBe('true');
+    });
+
+    it('paginate-issues: the client follows the recorded Link headers across all five pages', async () => {
+      const entries = github.useFixture('paginate-issues');
+      const client = app.app.get(GithubClientFactory).create(FIXTURE_TOKEN);
+      const issues = await client.paginate(client.rest.issues.listForRepo, { owner: 'octokit-fixture-org', repo: 'paginate-issues', per_page: 3 });
+      const recorded = entries.flatMap((entry) => entry.response as { number: number }[]);
+      expect(issues.map((issue) => issue.number)).toEqual(recorded.map((issue) => issue.number));
+      expect(github.fixtureDone()).toBe(true);
+    });
+
+    it('errors: a recorded 422 becomes upstream_error with GitHub\'s field errors', async () => {
+      github.useFixture('errors');
+      const client = app.app.get(GithubClientFactory).create(FIXTURE_TOKEN);
+      const failure: unknown = await client.rest.issues
+        .createLabel({ owner: 'octokit-fixture-org', repo: 'errors', name: 'foo', color: 'invalid' })
+        .then(() => undefined, (error: unknown) => error);
+      expect(github.fixtureDone()).toBe(true);
+      const mapped = toGithubAppException(failure, { repository: 'octokit-fixture-org/errors', action: 'create a label' }, 1000);
+      expect(mapped.code).toBe(ErrorCode.UpstreamError);
+      expect(mapped.message).toMatch(/422 Validation Failed: color invalid/);
+      expect(mapped.details).toMatchObject({ upstream_status: 422, github_errors: [{ resource: 'Label', code: 'invalid', field: 'color' }] });
+    });
+
+    it('add-labels-to-issue: create_issue sends exactly the recorded request', async () => {
+      github.clearFixture();
+      github.addRepo('octokit-fixture-org', 'add-labels-to-issue');
+      await register({ owner: 'octokit-fixture-org', name: 'add-labels-to-issue', token: FIXTURE_TOKEN });
+      const entries = github.useFixture('add-labels-to-issue');
+      const res = await call(readWriteKey, 'create_issue', { repo: 'octokit-fixture-org/add-labels-to-issue', title: 'Issue without a label' }).expect(200);
+      const recorded = entries[0].response as { number: number; title: string; html_url: string };
+      expect(res.body.result).toEqual({ number: recorded.number, url: recorded.html_url, title: recorded.title });
+    });
+  });
+});

@@ -1,0 +1,207 @@
+import { randomUUID } from 'node:crypto';
+import { bearer, makeUser, type TestUser } from './support/factories.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+describe('projects, members and project session tokens', () => {
+  let app: TestApp;
+  let owner: TestUser;
+  let editor: TestUser;
+  let viewer: TestUser;
+  let stranger: TestUser;
+
+  async function makeProject(user: TestUser, name = 'Apollo'): Promise<string> {
+    const res = await app.http.post('/api/projects').set(bearer(user.token)).send({ name }).expect(201);
+    return res.body.data.id;
+  }
+
+  async function addMember(projectId: string, user: TestUser, role: string, as: TestUser = owner) {
+    return app.http.post(`/api/projects/${projectId}/members`).set(bearer(as.token)).send({ userId: user.id, role });
+  }
+
+  beforeAll(async () => {
+    app = await startTestApp();
+    owner = await makeUser(app);
+    editor = await makeUser(app);
+    viewer = await makeUser(app);
+    stranger = await makeUser(app);
+  });
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('creates a project with the caller as owner and answers the detail shape', async () => {
+    const created = await app.http
+      .post('/api/projects')
+      .set(bearer(owner.token))
+      .send({ name: '  Apollo  ', description: 'Moon' })
+      .expect(201);
+    expect(created.body.data).toEqual({
+      id: expect.any(String),
+      name: 'Apollo',
+      description: 'Moon',
+      ownerId: owner.id,
+      role: 'owner',
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+      documentCount: 0,
+      memberCount: 1,
+    });
+    const detail = await app.http.get(`/api/projects/${created.body.data.id}`).set(bearer(owner.token)).expect(200);
+    expect(detail.body.data).toEqual(created.body.data);
+  });
+
+  it.each([[{}], [{ name: '' }], [{ name: 'x'.repeat(101) }], [{ name: 'ok', extra: 1 }], [{ name: 5 }]])(
+    'rejects a bad project %j with 400',
+    async (body) => {
+      const res = await app.http.post('/api/projects').set(bearer(owner.token)).send(body).expect(400);
+      expect(res.body.error.code).toBe('VALIDATION_FAILED');
+    },
+  );
+
+  it('requires a user token', async () => {
+    const res = await app.http.get('/api/projects').expect(401);
+    expect(res.body.error.code).toBe('AUTH_REQUIRED');
+  });
+
+  it('hides a project from non-members (404) and shows it to members with their role', async () => {
+    const id = await makeProject(owner);
+    await app.http.get(`/api/projects/${id}`).set(bearer(stranger.token)).expect(404);
+    await app.http.get(`/api/projects/${randomUUID()}`).set(bearer(owner.token)).expect(404);
+    await app.http.get('/api/projects/not-a-uuid').set(bearer(owner.token)).expect(400);
+    expect((await addMember(id, editor, 'editor')).status).toBe(201);
+    const added = await addMember(id, viewer, 'viewer');
+    expect(added.status).toBe(201);
+    expect(added.body.data).toEqual({ projectId: id, userId: viewer.id, role: 'viewer', createdAt: expect.any(String), updatedAt: expect.any(String) });
+    const asViewer = await app.http.get(`/api/projects/${id}`).set(bearer(viewer.token)).expect(200);
+    expect(asViewer.body.data.role).toBe('viewer');
+    expect(asViewer.body.data.memberCount).toBe(3);
+    const list = await app.http.get('/api/projects').set(bearer(stranger.token)).expect(200);
+    expect(list.body.data.items.map((p: { id: string }) => p.id)).not.toContain(id);
+  });
+
+  it('lets owners and editors patch, forbids viewers (403), hides from strangers (404)', async () => {
+    const id = await makeProject(owner);
+    await addMember(id, editor, 'editor');
+    await addMember(id, viewer, 'viewer');
+    const patched = await app.http.patch(`/api/projects/${id}`).set(bearer(editor.token)).send({ description: 'new' }).expect(200);
+    expect(patched.body.data.description).toBe('new');
+    expect(patched.body.data.role).toBe('editor');
+    const renamed = await app.http.patch(`/api/projects/${id}`).set(bearer(owner.token)).send({ name: 'Gemini' }).expect(200);
+    expect(renamed.body.data).toMatchObject({ name: 'Gemini', description: 'new' });
+    const forbidden = await app.http.patch(`/api/projects/${id}`).set(bearer(viewer.token)).send({ name: 'x' }).expect(403);
+    expect(forbidden.body.error.code).toBe('FORBIDDEN');
+    await app.http.patch(`/api/projects/${id}`).set(bearer(stranger.token)).send({ name: 'x' }).expect(404);
+    await app.http.patch(`/api/projects/${id}`).set(bearer(owner.token)).send({ name: '' }).expect(400);
+  });
+
+  it('lets only the owner manage members', async () => {
+    const id = await makeProject(owner);
+    await addMember(id, editor, 'editor');
+    expect((await addMember(id, viewer, 'viewer', editor)).status).toBe(403);
+    expect((await addMember(id, viewer, 'viewer', stranger)).status).toBe(404);
+    const badRole = await addMember(id, viewer, 'admin');
+    expect(badRole.status).toBe(400);
+    const unknownUser = await app.http.post(`/api/projects/${id}/members`).set(bearer(owner.token)).send({ userId: randomUUID(), role: 'viewer' });
+    expect(unknownUser.status).toBe(400);
+    // Changing a role is the same call; the creator cannot be demoted.
+    const promoted = await addMember(id, editor, 'owner');
+    expect(promoted.body.data.role).toBe('owner');
+    expect((await addMember(id, viewer, 'viewer', editor)).status).toBe(201);
+    const demoteCreator = await addMember(id, owner, 'viewer', editor);
+    expect(demoteCreator.status).toBe(409);
+    expect(demoteCreator.body.error.code).toBe('STATE_CONFLICT');
+  });
+
+  it('paginates the caller’s projects newest first with an opaque cursor', async () => {
+    const user = await makeUser(app);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i += 1) ids.push(await makeProject(user, `P${i}`));
+    const first = await app.http.get('/api/projects?limit=2').set(bearer(user.token)).expect(200);
+    expect(first.body.data.items.map((p: { id: string }) => p.id)).toEqual([ids[4], ids[3]]);
+    expect(first.body.data.items[0]).toMatchObject({ role: 'owner', memberCount: 1, documentCount: 0 });
+    const second = await app.http.get(`/api/projects?limit=2&cursor=${first.body.data.nextCursor}`).set(bearer(user.token)).expect(200);
+    expect(second.body.data.items.map((p: { id: string }) => p.id)).toEqual([ids[2], ids[1]]);
+    const third = await app.http.get(`/api/projects?limit=2&cursor=${second.body.data.nextCursor}`).set(bearer(user.token)).expect(200);
+    expect(third.body.data.items.map((p: { id: string }) => p.id)).toEqual([ids[0]]);
+    expect(third.body.data.nextCursor).toBeNull();
+    await app.http.get('/api/projects?cursor=garbage').set(bearer(user.token)).expect(400);
+    await app.http.get('/api/projects?limit=0').set(bearer(user.token)).expect(400);
+    await app.http.get('/api/projects?limit=201').set(bearer(user.token)).expect(400);
+  });
+
+  describe('session tokens', () => {
+    it('are minted by owners and editors only, shown once, with validated input', async () => {
+      const id = await makeProject(owner);
+      await addMember(id, editor, 'editor');
+      await addMember(id, viewer, 'viewer');
+      const minted = await app.http
+        .post(`/api/projects/${id}/session-tokens`)
+        .set(bearer(owner.token))
+        .send({ name: 'widget', role: 'viewer' })
+        .expect(201);
+      expect(minted.body.data).toEqual({ id: expect.any(String), token: expect.stringMatching(/^atp_/), expiresAt: expect.any(String) });
+      const ttl = Date.parse(minted.body.data.expiresAt) - Date.now();
+      expect(ttl).toBeGreaterThan(1439 * 60_000);
+      expect(ttl).toBeLessThanOrEqual(1440 * 60_000);
+      await app.http.post(`/api/projects/${id}/session-tokens`).set(bearer(editor.token)).send({ name: 'e', role: 'editor', expiresInMinutes: 5 }).expect(201);
+      expect((await app.http.post(`/api/projects/${id}/session-tokens`).set(bearer(viewer.token)).send({ name: 'v', role: 'viewer' })).status).toBe(403);
+      expect((await app.http.post(`/api/projects/${id}/session-tokens`).set(bearer(stranger.token)).send({ name: 'v', role: 'viewer' })).status).toBe(404);
+      for (const body of [
+        { name: 'x', role: 'owner' },
+        { name: 'x', role: 'viewer', expiresInMinutes: 0 },
+        { name: 'x', role: 'viewer', expiresInMinutes: 43201 },
+        { role: 'viewer' },
+      ]) {
+        const res = await app.http.post(`/api/projects/${id}/session-tokens`).set(bearer(owner.token)).send(body);
+        expect(res.status).toBe(400);
+      }
+    });
+
+    it('works on its own project only and is refused everywhere else with a 401 naming the credential', async () => {
+      const id = await makeProject(owner);
+      const other = await makeProject(owner, 'Other');
+      const { body } = await app.http.post(`/api/projects/${id}/session-tokens`).set(bearer(owner.token)).send({ name: 't', role: 'editor' }).expect(201);
+      const token = body.data.token as string;
+
+      const own = await app.http.get(`/api/projects/${id}`).set(bearer(token)).expect(200);
+      expect(own.body.data.role).toBe('editor'); // the owner's role capped at the token's role
+
+      const onOther = await app.http.get(`/api/projects/${other}`).set(bearer(token)).expect(401);
+      expect(onOther.body.error.code).toBe('AUTH_INVALID');
+      expect(onOther.body.error.message).toMatch(/another project/);
+      const me = await app.http.get('/api/auth/me').set(bearer(token)).expect(401);
+      expect(me.body.error.message).toMatch(/user access token/);
+      await app.http.get('/api/projects').set(bearer(token)).expect(401);
+      await app.http.patch(`/api/projects/${id}`).set(bearer(token)).send({ name: 'x' }).expect(401);
+      await app.http.post(`/api/projects/${id}/session-tokens`).set(bearer(token)).send({ name: 'x', role: 'viewer' }).expect(401);
+      await app.http.post(`/api/projects/${id}/members`).set(bearer(token)).send({ userId: viewer.id, role: 'viewer' }).expect(401);
+
+      const forged = await app.http.get(`/api/projects/${id}`).set(bearer(`${token.slice(0, -2)}xx`)).expect(401);
+      expect(forged.body.error.message).toMatch(/project session token/);
+    });
+
+    it('expires', async () => {
+      const id = await makeProject(owner);
+      const { body } = await app.http.post(`/api/projects/${id}/session-tokens`).set(bearer(owner.token)).send({ name: 't', role: 'viewer', expiresInMinutes: 1 }).expect(201);
+      await app.http.get(`/api/projects/${id}`).set(bearer(body.data.token)).expect(200);
+      const { Client } = await import('pg');
+      const client = new Client({ connectionString: app.database.url });
+      await client.connect();
+      await client.query(`UPDATE project_session_tokens SET expires_at = now() - interval '1 second' WHERE id = $1`, [body.data.id]);
+      const stored = await client.query(`SELECT token_hash FROM project_session_tokens WHERE id = $1`, [body.data.id]);
+      await client.end();
+      expect(stored.rows[0].token_hash).not.toContain(body.data.token.slice(4, 20));
+      await app.http.get(`/api/projects/${id}`).set(bearer(body.data.token)).expect(401);
+    });
+
+    it('stops working when the minting user leaves the project role it relied on', async () => {
+      const id = await makeProject(owner);
+      const member = await makeUser(app);
+      await addMember(id, member, 'editor');
+      const { body } = await app.http.post(`/api/projects/${id}/session-tokens`).set(bearer(member.token)).send({ name: 't', role: 'editor' }).expect(201);
+      await addMember(id, member, 'viewer');
+      const capped = await app.http.get(`/api/projects/${id}`).set(bearer(body.data.token)).expect(200);
+      expect(capped.body.data.role).toBe('viewer');
+    });
+  });
+});

@@ -1,0 +1,177 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { IndexingJobsService } from '../src/modules/rag/indexing-jobs.service.js';
+import { bearer, makeUser, type TestUser } from './support/factories.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+/** Upload → indexed → found; visibility in SQL; delete; ingest/reindex state machine with cancel. */
+describe('RAG (e2e)', () => {
+  let app: TestApp;
+  let owner: TestUser;
+  let member: TestUser;
+  let stranger: TestUser;
+  let projectId: string;
+
+  const upload = (user: TestUser, name: string, text: string, isPublic = false) =>
+    app.http
+      .post('/api/documents/upload')
+      .set(bearer(user.token))
+      .field('projectId', projectId)
+      .field('isPublic', String(isPublic))
+      .attach('file', Buffer.from(text), name)
+      .expect(201)
+      .then((res) => res.body.data as { id: string });
+
+  const search = (user: TestUser, query: string, extra: Record<string, unknown> = {}) =>
+    app.http.post('/api/rag/search').set(bearer(user.token)).send({ query, projectId, ...extra });
+
+  async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await probe();
+      if (value !== undefined) return value;
+      if (Date.now() > deadline) throw new Error('timed out waiting');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  const waitIndexed = (user: TestUser, id: string) =>
+    waitFor(async () => {
+      const res = await app.http.get(`/api/documents/${id}`).set(bearer(user.token)).expect(200);
+      return res.body.data.status === 'indexed' ? res.body.data : undefined;
+    });
+
+  const waitJob = (user: TestUser, jobId: string, states = ['succeeded', 'failed', 'cancelled']) =>
+    waitFor(async () => {
+      const res = await app.http.get(`/api/rag/ingest/${jobId}`).set(bearer(user.token)).expect(200);
+      return states.includes(res.body.data.status) ? res.body.data : undefined;
+    });
+
+  beforeAll(async () => {
+    app = await startTestApp();
+    owner = await makeUser(app);
+    member = await makeUser(app);
+    stranger = await makeUser(app);
+    projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'RAG' }).expect(201)).body.data.id;
+    await app.http.post(`/api/projects/${projectId}/members`).set(bearer(owner.token)).send({ userId: member.id, role: 'editor' }).expect(201);
+  }, 120_000);
+
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('indexes an upload by itself and finds it first for a distinctive query, with exact offsets', async () => {
+    const filler = Array.from({ length: 5 }, (_, i) => `General note ${i} about meetings, budgets and the weekly schedule.`).join(' ');
+    await upload(owner, 'other.md', `# Budget\n\n${filler}`, true);
+    const text = `# Runbook\n\n${filler}\n\n## Incident\n\nThe flux capacitor overheats when the quokka telemetry exceeds 88 gigawatts.`;
+    const doc = await upload(owner, 'runbook.md', text, true);
+    const indexed = await waitIndexed(owner, doc.id);
+    expect(indexed.chunkCount).toBeGreaterThan(0);
+
+    for (const mode of ['hybrid', 'keyword', 'vector']) {
+      const res = await search(owner, 'quokka telemetry flux capacitor', { mode }).expect(200);
+      const [first] = res.body.data.results;
+      expect(first.documentId).toBe(doc.id);
+      expect(first.documentTitle).toBeTruthy();
+      expect(text.slice(first.startOffset, first.endOffset)).toBe(first.text);
+      expect(first.text).toContain('quokka');
+      expect(typeof res.body.data.tookMs).toBe('number');
+      expect(first).toEqual(expect.objectContaining({ chunkId: expect.any(String), chunkIndex: expect.any(Number), score: expect.any(Number) }));
+    }
+    const hybrid = (await search(owner, 'quokka telemetry', { topK: 1 }).expect(200)).body.data.results;
+    expect(hybrid).toHaveLength(1);
+    expect(hybrid[0].keywordScore).toBeGreaterThan(0);
+    expect(hybrid[0].vectorScore).toBeGreaterThan(0);
+  });
+
+  it('never returns a private document to another member or a stranger', async () => {
+    const secret = await upload(owner, 'secret.txt', 'The zanzibar pineapple protocol is confidential.', false);
+    await waitIndexed(owner, secret.id);
+    const mine = (await search(owner, 'zanzibar pineapple protocol').expect(200)).body.data.results;
+    expect(mine[0].documentId).toBe(secret.id);
+    for (const mode of ['hybrid', 'keyword', 'vector']) {
+      const seen = (await search(member, 'zanzibar pineapple protocol', { mode, topK: 50 }).expect(200)).body.data.results;
+      expect(seen.map((hit: { documentId: string }) => hit.documentId)).not.toContain(secret.id);
+    }
+    await search(stranger, 'zanzibar pineapple protocol').expect(404);
+    await search(member, 'zanzibar', { documentIds: [secret.id] }).expect(200).expect((res) => expect(res.body.data.results).toEqual([]));
+  });
+
+  it('validates the search request', async () => {
+    await search(owner, '').expect(400);
+    await search(owner, 'x', { topK: 51 }).expect(400);
+    await search(owner, 'x', { mode: 'fuzzy' }).expect(400);
+    await app.http.post('/api/rag/search').set(bearer(owner.token)).send({ query: 'x' }).expect(400);
+  });
+
+  it('removes a deleted document from search at once', async () => {
+    const doc = await upload(owner, 'gone.txt', 'Ephemeral xylophone walrus notes for deletion.', true);
+    await waitIndexed(owner, doc.id);
+    expect((await search(member, 'xylophone walrus').expect(200)).body.data.results[0].documentId).toBe(doc.id);
+    await app.http.delete(`/api/documents/${doc.id}`).set(bearer(owner.token)).expect(200);
+    const after = (await search(member, 'xylophone walrus', { topK: 50 }).expect(200)).body.data.results;
+    expect(after.map((hit: { documentId: string }) => hit.documentId)).not.toContain(doc.id);
+  });
+
+  it('runs ingest and reindex jobs through their states; reindex is one at a time; cancel works', async () => {
+    // Everything is indexed already: an ingest has nothing to do and finishes at once.
+    const empty = (await app.http.post('/api/rag/ingest').set(bearer(owner.token)).send({ projectId }).expect(202)).body.data;
+    expect(empty).toMatchObject({ status: 'succeeded', documentCount: 0 });
+
+    const reindex = (await app.http.post('/api/rag/reindex').set(bearer(owner.token)).send({ projectId }).expect(202)).body.data;
+    expect(reindex.status).toBe('queued');
+    expect(reindex.documentCount).toBeGreaterThan(0);
+    const conflict = await app.http.post('/api/rag/reindex').set(bearer(member.token)).send({ projectId });
+    if (conflict.status === 409) expect(conflict.body.error.code).toBe('STATE_CONFLICT');
+    const finished = await waitJob(owner, reindex.jobId);
+    expect(finished).toMatchObject({ kind: 'reindex', status: 'succeeded', progress: { total: reindex.documentCount, done: reindex.documentCount, failed: 0 }, errors: [] });
+    expect(finished.startedAt).toBeTruthy();
+    expect(finished.finishedAt).toBeTruthy();
+    await app.http.post(`/api/rag/ingest/${reindex.jobId}/cancel`).set(bearer(owner.token)).expect(409);
+
+    // Cancel a queued reindex before the worker takes it (or while running): it ends cancelled, never succeeded later.
+    const second = (await app.http.post('/api/rag/reindex').set(bearer(owner.token)).send({ projectId }).expect(202)).body.data;
+    const cancel = await app.http.post(`/api/rag/ingest/${second.jobId}/cancel`).set(bearer(owner.token));
+    if (cancel.status === 202) {
+      expect(cancel.body.data.status).toBe('cancelled');
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect((await app.http.get(`/api/rag/ingest/${second.jobId}`).set(bearer(owner.token)).expect(200)).body.data.status).toBe('cancelled');
+      // A new reindex is allowed once the previous one is cancelled.
+      const third = (await app.http.post('/api/rag/reindex').set(bearer(owner.token)).send({ projectId }).expect(202)).body.data;
+      await waitJob(owner, third.jobId);
+    } else {
+      expect(cancel.status).toBe(409); // the worker was faster
+    }
+
+    await app.http.get(`/api/rag/ingest/${randomUUID()}`).set(bearer(owner.token)).expect(404);
+    await app.http.get(`/api/rag/ingest/${reindex.jobId}`).set(bearer(stranger.token)).expect(404);
+    await app.http.post('/api/rag/reindex').set(bearer(stranger.token)).send({ projectId }).expect(404);
+  });
+
+  it('picks up a job whose worker died mid-run and finishes it from where it stopped', async () => {
+    const doc = await upload(owner, 'resume.txt', 'Resumable narwhal inventory.', true);
+    await waitIndexed(owner, doc.id);
+    const dataSource = app.app.get(DataSource);
+    const jobId = randomUUID();
+    // What a killed worker leaves behind: running, half done, heartbeat long stale, no live queue entry.
+    await dataSource.query(
+      `INSERT INTO indexing_jobs (id, project_id, created_by, kind, status, document_ids, total, done, started_at, heartbeat_at)
+       VALUES ($1, $2, $3, 'reindex', 'running', $4::uuid[], 2, 1, now() - interval '10 minutes', now() - interval '10 minutes')`,
+      [jobId, projectId, owner.id, [randomUUID(), doc.id]],
+    );
+    expect(await app.app.get(IndexingJobsService).recover()).toBeGreaterThanOrEqual(1);
+    const finished = await waitJob(owner, jobId);
+    expect(finished).toMatchObject({ status: 'succeeded', progress: { total: 2, done: 2, failed: 0 } });
+    expect((await search(owner, 'narwhal inventory').expect(200)).body.data.results[0].documentId).toBe(doc.id);
+  });
+
+  it('ingest with documentIds re-uses the content hash: no duplicate work', async () => {
+    const doc = await upload(member, 'stable.txt', 'Idempotent armadillo ledger.', true);
+    await waitIndexed(member, doc.id);
+    const before = (await search(member, 'armadillo ledger').expect(200)).body.data.results[0];
+    const job = (await app.http.post('/api/rag/ingest').set(bearer(member.token)).send({ projectId, documentIds: [doc.id] }).expect(202)).body.data;
+    expect((await waitJob(member, job.jobId)).status).toBe('succeeded');
+    const after = (await search(member, 'armadillo ledger').expect(200)).body.data.results[0];
+    expect(after.chunkId).toBe(before.chunkId); // chunks were not rebuilt
+  });
+});

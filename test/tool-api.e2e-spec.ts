@@ -1,0 +1,241 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { bearer, callTool, makeApiKey, makeUser, type ApiKeyOptions, type TestUser } from './support/factories.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+/** See api-keys.e2e-spec.ts: one pooled connection keeps the embedded engine correct under concurrency. */
+describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency, truncation', () => {
+  let app: TestApp;
+  let db: DataSource;
+  let alice: TestUser;
+  let bob: TestUser;
+  let rw: string;
+  let ro: string;
+  let bobKey: string;
+
+  const makeKey = (user: TestUser, scopes: string[], options: Omit<ApiKeyOptions, 'scopes'> = {}) => makeApiKey(app, user, { scopes, ...options });
+  const call = (key: string, name: string, args?: unknown, headers: Record<string, string> = {}) => callTool(app, key, name, args, headers);
+
+  beforeAll(async () => {
+    app = await startTestApp();
+    db = app.app.get(DataSource);
+    alice = await makeUser(app);
+    bob = await makeUser(app);
+    rw = (await makeKey(alice, ['tasks:read', 'tasks:write'])).key;
+    ro = (await makeKey(alice, ['tasks:read'])).key;
+    bobKey = (await makeKey(bob, ['tasks:read', 'tasks:write'])).key;
+  }, 180_000);
+  afterAll(async () => {
+    await app.close();
+  });
+
+  describe('tool listing', () => {
+    it('lists only the tools a read-only key may call, in catalog order, with seed-style descriptors', async () => {
+      const res = await app.http.get('/api/v1/public/mcp/tools').set(bearer(ro)).expect(200);
+      expect(res.body.scopes).toEqual(['tasks:read']);
+      expect(res.body.tool_count).toBe(4);
+      expect(res.body.tools.map((t: { name: string }) => t.name)).toEqual(['list_tasks', 'get_task', 'search_tasks', 'task_stats']);
+      expect(res.body.traceId).toBeUndefined();
+      const listTasks = res.body.tools[0];
+      expect(listTasks).toEqual({
+        name: 'list_tasks',
+        description: expect.any(String),
+        scope: 'tasks:read',
+        parameters: {
+          status: { type: 'str', default: '', required: false, description: expect.any(String), enum: ['todo', 'in_progress', 'in_review', 'done', 'cancelled'] },
+          assignee_id: { type: 'str', default: '', required: false, description: expect.any(String) },
+          project_id: { type: 'str', default: '', required: false, description: expect.any(String) },
+          priority: { type: 'str', default: '', required: false, description: expect.any(String), enum: ['low', 'medium', 'high', 'urgent'] },
+          due_before: { type: 'date', default: '', required: false, description: expect.any(String) },
+          limit: { type: 'int', default: 50, required: false, description: expect.any(String), minimum: 1, maximum: 200 },
+        },
+      });
+      expect(res.body.tools[1].parameters.task_id).toEqual({ type: 'str', default: null, required: true, description: expect.any(String) });
+    });
+
+    it('lists all seven task tools for a read+write key', async () => {
+      const res = await app.http.get('/api/v1/public/mcp/tools').set(bearer(rw)).expect(200);
+      expect(res.body.tool_count).toBe(7);
+      expect(res.body.tools.map((t: { name: string }) => t.name)).toEqual([
+        'list_tasks', 'get_task', 'search_tasks', 'task_stats', 'create_task', 'update_task', 'delete_task',
+      ]);
+      const create = res.body.tools[4];
+      expect(create.scope).toBe('tasks:write');
+      expect(create.parameters.title).toMatchObject({ type: 'str', required: true });
+      expect(create.parameters.priority).toMatchObject({ default: 'medium', enum: ['low', 'medium', 'high', 'urgent'] });
+      expect(create.parameters.due_date).toMatchObject({ type: 'date', default: null });
+    });
+  });
+
+  describe('every row of the Area A error table', () => {
+    const expectError = (res: { status: number; body: any; headers: Record<string, string> }, status: number, code: string) => {
+      expect(res.status).toBe(status);
+      expect(res.body).toEqual({ error: { code, message: expect.any(String), details: expect.any(Object) }, traceId: res.headers['x-request-id'] });
+      expect(JSON.stringify(res.body)).not.toMatch(/SELECT|stack|\.ts:/);
+    };
+
+    it('400 invalid_argument: unknown name, wrong type, out of range, bad date, enum', async () => {
+      const unknown = await call(rw, 'list_tasks', { colour: 'red' });
+      expectError(unknown, 400, 'invalid_argument');
+      expect(unknown.body.error.details.argument).toBe('colour');
+      expectError(await call(rw, 'list_tasks', { limit: 'ten' }), 400, 'invalid_argument');
+      expectError(await call(rw, 'list_tasks', { limit: 2.5 }), 400, 'invalid_argument');
+      expectError(await call(rw, 'list_tasks', { limit: true }), 400, 'invalid_argument');
+      expectError(await call(rw, 'list_tasks', { limit: 0 }), 400, 'invalid_argument');
+      expectError(await call(rw, 'list_tasks', { limit: '201' }), 400, 'invalid_argument');
+      const date = await call(rw, 'list_tasks', { due_before: '2026-02-30' });
+      expectError(date, 400, 'invalid_argument');
+      expect(date.body.error.details.argument).toBe('due_before');
+      expectError(await call(rw, 'create_task', { title: 'x', due_date: '2026-13-01' }), 400, 'invalid_argument');
+      const enumRes = await call(rw, 'list_tasks', { status: 'finished' });
+      expectError(enumRes, 400, 'invalid_argument');
+      expect(enumRes.body.error.details).toEqual({ argument: 'status', allowed: ['', 'todo', 'in_progress', 'in_review', 'done', 'cancelled'] });
+      expectError(await call(rw, 'get_task', { task_id: 'not-a-uuid' }), 400, 'invalid_argument');
+      expectError(await call(rw, 'create_task', { title: 'x'.repeat(201) }), 400, 'invalid_argument');
+      expectError(await call(rw, 'create_task', { title: 'x', assignee_id: randomUUID() }), 400, 'invalid_argument');
+    });
+
+    it('400 missing_argument names the argument', async () => {
+      const res = await call(rw, 'get_task', {});
+      expectError(res, 400, 'missing_argument');
+      expect(res.body.error.details).toEqual({ argument: 'task_id' });
+      expectError(await call(rw, 'search_tasks'), 400, 'missing_argument');
+    });
+
+    it('400 invalid_request: not JSON, name missing or malformed, arguments not an object', async () => {
+      const notJson = await app.http.post('/api/v1/public/mcp/call').set(bearer(rw)).set('Content-Type', 'application/json').send('{"name":');
+      expectError(notJson, 400, 'invalid_request');
+      expectError(await app.http.post('/api/v1/public/mcp/call').set(bearer(rw)).send({ arguments: {} }), 400, 'invalid_request');
+      expectError(await app.http.post('/api/v1/public/mcp/call').set(bearer(rw)).send({ name: 42 }), 400, 'invalid_request');
+      expectError(await call(rw, 'list_tasks', [1, 2]), 400, 'invalid_request');
+      expectError(await call(rw, 'list_tasks', 'limit=2'), 400, 'invalid_request');
+      expectError(await app.http.post('/api/v1/public/mcp/call').set(bearer(rw)).send([{ name: 'list_tasks' }]), 400, 'invalid_request');
+      expectError(await app.http.post('/api/v1/public/mcp/call').set(bearer(rw)).set('Content-Type', 'text/plain').send('list_tasks'), 400, 'invalid_request');
+    });
+
+    it('401 missing_api_key / invalid_api_key (bad checksum, unknown key, wrong scheme), all with WWW-Authenticate', async () => {
+      const missing = await app.http.post('/api/v1/public/mcp/call').send({ name: 'list_tasks' });
+      expectError(missing, 401, 'missing_api_key');
+      expect(missing.headers['www-authenticate']).toBe('Bearer');
+      const typo = rw.slice(0, 10) + (rw[10] === 'a' ? 'b' : 'a') + rw.slice(11);
+      const badChecksum = await call(typo, 'list_tasks');
+      expectError(badChecksum, 401, 'invalid_api_key');
+      expect(badChecksum.headers['www-authenticate']).toBe('Bearer');
+      // Well-formed (valid checksum) but never issued.
+      const { generateApiKey } = await import('../src/modules/api-keys/api-key-format.js');
+      expectError(await call(generateApiKey().key, 'list_tasks'), 401, 'invalid_api_key');
+      expectError(await app.http.get('/api/v1/public/mcp/tools').set('Authorization', `Basic ${Buffer.from('a:b').toString('base64')}`), 401, 'missing_api_key');
+      expectError(await app.http.get('/api/v1/public/mcp/tools').set(bearer(alice.token)), 401, 'invalid_api_key');
+    });
+
+    it('401 expired_api_key and revoked_api_key', async () => {
+      const expiring = await makeKey(alice, ['tasks:read'], { expiresIn: '90d' });
+      await db.query(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [expiring.id]);
+      const expired = await call(expiring.key, 'list_tasks');
+      expectError(expired, 401, 'expired_api_key');
+      expect(expired.headers['www-authenticate']).toBe('Bearer');
+      const doomed = await makeKey(alice, ['tasks:read']);
+      await app.http.delete(`/api/api-keys/${doomed.id}`).set(bearer(alice.token)).expect(200);
+      const revoked = await call(doomed.key, 'list_tasks');
+      expectError(revoked, 401, 'revoked_api_key');
+      expect(revoked.headers['www-authenticate']).toBe('Bearer');
+    });
+
+    it('403 insufficient_scope names the required scope', async () => {
+      const res = await call(ro, 'create_task', { title: 'nope' });
+      expectError(res, 403, 'insufficient_scope');
+      expect(res.body.error.details).toEqual({ required_scope: 'tasks:write' });
+      const count = await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = 'nope'`);
+      expect(count[0].n).toBe(0);
+    });
+
+    it('403 forbidden: an assignee may not delete a task they did not create', async () => {
+      const task = (await call(rw, 'create_task', { title: 'assigned to bob', assignee_id: bob.id }).expect(200)).body.result;
+      expectError(await call(bobKey, 'delete_task', { task_id: task.id }), 403, 'forbidden');
+      await call(rw, 'get_task', { task_id: task.id }).expect(200);
+    });
+
+    it('404 unknown_tool and 404 not_found', async () => {
+      expectError(await call(rw, 'drop_database'), 404, 'unknown_tool');
+      expectError(await call(rw, 'get_task', { task_id: randomUUID() }), 404, 'not_found');
+    });
+
+    it('an unknown route under the prefix is an Area A 404', async () => {
+      const res = await app.http.get('/api/v1/public/mcp/nothing-here').set(bearer(rw));
+      expect(res.status).toBe(404);
+      expect(res.body.error.code).toBe('not_found');
+    });
+  });
+
+  describe('success shape and argument handling', () => {
+    it('answers bare {result}, accepts ints as decimal strings and omitted arguments', async () => {
+      const created = await call(rw, 'create_task', { title: 'Bare body', due_date: '2028-02-29', priority: 'high' }).expect(200);
+      expect(Object.keys(created.body)).toEqual(['result']);
+      expect(created.body.result).toEqual({
+        id: expect.any(String),
+        title: 'Bare body',
+        description: '',
+        status: 'todo',
+        priority: 'high',
+        due_date: '2028-02-29',
+        assignee_id: null,
+        creator_id: alice.id,
+        project_id: null,
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
+      });
+      const listed = await call(rw, 'list_tasks', { limit: '1' }).expect(200);
+      expect(listed.body.result).toHaveLength(1);
+      await call(rw, 'task_stats').expect(200);
+    });
+
+    it('sets X-Truncated: true only when a list stopped at its limit', async () => {
+      const user = await makeUser(app);
+      const key = (await makeKey(user, ['tasks:read', 'tasks:write'])).key;
+      for (const title of ['one', 'two', 'three']) await call(key, 'create_task', { title }).expect(200);
+      const cut = await call(key, 'list_tasks', { limit: 2 }).expect(200);
+      expect(cut.headers['x-truncated']).toBe('true');
+      expect(cut.body.result.map((t: { title: string }) => t.title)).toEqual(['three', 'two']);
+      const whole = await call(key, 'list_tasks', { limit: 3 }).expect(200);
+      expect(whole.headers['x-truncated']).toBeUndefined();
+      expect(whole.body.result).toHaveLength(3);
+    });
+  });
+
+  describe('Idempotency-Key on write tools', () => {
+    it('replays the first result for the same key and arguments, and conflicts for other arguments', async () => {
+      const user = await makeUser(app);
+      const key = (await makeKey(user, ['tasks:read', 'tasks:write'])).key;
+      const headers = { 'Idempotency-Key': 'create-once-1' };
+      const first = await call(key, 'create_task', { title: 'Exactly once', priority: 'low' }, headers).expect(200);
+      const again = await call(key, 'create_task', { priority: 'low', title: 'Exactly once' }, headers).expect(200);
+      expect(again.body).toEqual(first.body);
+      const list = await call(key, 'list_tasks').expect(200);
+      expect(list.body.result).toHaveLength(1);
+      const conflict = await call(key, 'create_task', { title: 'Something else' }, headers).expect(409);
+      expect(conflict.body.error.code).toBe('idempotency_conflict');
+      // Another owner's identical key is a separate key space.
+      const other = await call(bobKey, 'create_task', { title: 'Exactly once', priority: 'low' }, headers).expect(200);
+      expect(other.body.result.id).not.toBe(first.body.result.id);
+    });
+
+    it('lets concurrent repeats create one task', async () => {
+      const user = await makeUser(app);
+      const key = (await makeKey(user, ['tasks:read', 'tasks:write'])).key;
+      const headers = { 'Idempotency-Key': 'concurrent-1' };
+      const results = await Promise.all(Array.from({ length: 5 }, () => call(key, 'create_task', { title: 'Once' }, headers)));
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+      expect(new Set(results.map((r) => r.body.result.id)).size).toBe(1);
+      expect((await call(key, 'list_tasks').expect(200)).body.result).toHaveLength(1);
+    });
+
+    it('does not store a failed call, so a corrected retry with the same key works', async () => {
+      const user = await makeUser(app);
+      const key = (await makeKey(user, ['tasks:read', 'tasks:write'])).key;
+      const headers = { 'Idempotency-Key': 'retry-after-404' };
+      await call(key, 'update_task', { task_id: randomUUID(), title: 'x' }, headers).expect(404);
+      await call(key, 'update_task', { task_id: randomUUID(), title: 'x' }, headers).expect(404);
+      await call(key, 'create_task', { title: 'x' }, { 'Idempotency-Key': 'x'.repeat(256) }).expect(400);
+    });
+  });
+});
