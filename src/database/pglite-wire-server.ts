@@ -9,6 +9,22 @@ const PROTOCOL_3 = 196608;
 /** Message types after which the client waits for the server: the end of one atomic group. */
 const GROUP_END = new Set(['S', 'Q', 'H']);
 const TERMINATE = 'X';
+/** Backend NotificationResponse: what a NOTIFY delivers to the session's listeners. */
+const NOTIFICATION = 0x41; // 'A'
+
+/** `LISTEN chan` / `UNLISTEN chan` / `UNLISTEN *` as one statement; unquoted names fold to lower case as in PostgreSQL. */
+const LISTEN_STATEMENT = /^\s*(UN)?LISTEN\s+(?:"((?:[^"]|"")+)"|([A-Za-z_][\w$]*)|(\*))\s*;?\s*$/i;
+
+/** The SQL text of a simple Query ('Q') or a Parse ('P') message, or undefined for any other message. */
+function sqlTextOf(message: Buffer): string | undefined {
+  const type = String.fromCharCode(message[0]);
+  if (type === 'Q') return message.toString('utf8', 5, message.indexOf(0, 5));
+  if (type === 'P') {
+    const nameEnd = message.indexOf(0, 5); // statement name, then the query text
+    return message.toString('utf8', nameEnd + 1, message.indexOf(0, nameEnd + 1));
+  }
+  return undefined;
+}
 
 /**
  * One PGlite has one session, so client connections must take turns. The owner keeps the session
@@ -46,12 +62,20 @@ class SessionTurns {
  * connections the Parse of one can land between the Parse and Bind of another and a query runs
  * with the wrong statement or parameters. Here a client's whole group (up to Sync / Query / Flush)
  * runs as one unit, and an open transaction keeps the session until it ends.
+ *
+ * LISTEN/NOTIFY: the one session receives every notification, inside the reply of whichever
+ * connection's group ran when it fired (usually the NOTIFY's own). BullMQ's PostgreSQL backend parks
+ * idle workers on a LISTEN connection and, after an error, for up to an hour; a notification sent back
+ * to the notifier instead leaves such a worker asleep with jobs waiting. So the server remembers which
+ * connection LISTENs on which channel and hands each notification to those connections.
  */
 export class PgliteWireServer {
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
   private readonly turns = new SessionTurns();
   private nextConnectionId = 1;
+  /** Channel → the sockets of the connections that LISTEN on it. */
+  private readonly listeners = new Map<string, Set<Socket>>();
 
   constructor(private readonly db: PGlite) {}
 
@@ -126,6 +150,7 @@ export class PgliteWireServer {
           return;
         }
         group.push(message);
+        this.noteListen(socket, message);
         if (GROUP_END.has(type)) {
           const messages = group.length === 1 ? group[0] : Buffer.concat(group);
           group = [];
@@ -136,6 +161,7 @@ export class PgliteWireServer {
 
     const cleanup = () => {
       if (!this.sockets.delete(socket)) return;
+      for (const sockets of this.listeners.values()) sockets.delete(socket);
       chain = chain.then(() => this.abandon(connection));
     };
     socket.on('close', cleanup);
@@ -149,10 +175,58 @@ export class PgliteWireServer {
       await this.db.runExclusive(() =>
         this.db.execProtocolRawStream(new Uint8Array(messages), { onRawData: (data) => replies.push(data.slice()) }),
       );
-      if (socket.writable && replies.length > 0) socket.write(Buffer.concat(replies));
+      if (replies.length > 0) {
+        const reply = this.deliverNotifications(socket, Buffer.concat(replies));
+        if (socket.writable && reply.length > 0) socket.write(reply);
+      }
     } finally {
       if (!atomic || !this.db.isInTransaction()) this.turns.release(connection);
     }
+  }
+
+  /** Records a LISTEN / UNLISTEN statement of this connection (it runs on the shared session as well). */
+  private noteListen(socket: Socket, message: Buffer): void {
+    const sql = sqlTextOf(message);
+    // BullMQ's statements start with `--` comment lines; a LISTEN has no strings that could hide one.
+    const match = sql === undefined ? null : LISTEN_STATEMENT.exec(sql.replace(/--[^\n]*|\/\*[\s\S]*?\*\//g, ' '));
+    if (!match) return;
+    const [, un, quoted, bare, star] = match;
+    const channel = quoted !== undefined ? quoted.replace(/""/g, '"') : bare?.toLowerCase();
+    if (!un) {
+      if (!this.listeners.has(channel!)) this.listeners.set(channel!, new Set());
+      this.listeners.get(channel!)!.add(socket);
+    } else if (star) {
+      for (const sockets of this.listeners.values()) sockets.delete(socket);
+    } else {
+      this.listeners.get(channel!)?.delete(socket);
+    }
+  }
+
+  /**
+   * Takes the NotificationResponse messages out of a reply, sends each to the connections listening on
+   * its channel (the protocol allows them between any two messages), and returns the rest of the reply.
+   */
+  private deliverNotifications(socket: Socket, reply: Buffer): Buffer {
+    if (!reply.includes(NOTIFICATION)) return reply;
+    const kept: Buffer[] = [];
+    let offset = 0;
+    while (offset + 5 <= reply.length) {
+      const end = offset + 1 + reply.readInt32BE(offset + 1);
+      const message = reply.subarray(offset, end);
+      if (reply[offset] === NOTIFICATION) {
+        const channelStart = offset + 9; // type, length, notifying backend's pid
+        const channel = reply.toString('utf8', channelStart, reply.indexOf(0, channelStart));
+        for (const listener of this.listeners.get(channel) ?? []) {
+          if (listener === socket) kept.push(message);
+          else if (listener.writable) listener.write(message);
+        }
+      } else {
+        kept.push(message);
+      }
+      offset = end;
+    }
+    if (offset < reply.length) kept.push(reply.subarray(offset));
+    return Buffer.concat(kept);
   }
 
   /** A client that vanished mid-transaction must not leave the shared session inside it. */
