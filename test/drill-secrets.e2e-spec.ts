@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import Redis from 'ioredis';
 import { Client } from 'pg';
 import { call, type RawRequest, type RawResponse } from './support/drill-helpers';
 import { FakeGithubServer } from './support/fake-github-server';
@@ -8,8 +9,9 @@ import { startTestApp, type TestApp } from './support/test-app';
  * Secrets drill (OWASP API2 broken authentication / API3 excessive data exposure): after a run that
  * creates a user with a password, API keys, a project session token and a registered GitHub repository
  * with its token, and then uses all of them (successes and failures), none of those plaintexts may
- * appear in the debug logs, in any response body (except the one-time creation answers), or anywhere in
- * the database (every text/varchar/bytea/json/array column of every table, all schemas).
+ * appear in the debug logs, in any response body (except the one-time creation answers), anywhere in
+ * the database (every text/varchar/bytea/json/array column of every table, all schemas), or, with
+ * TEST_REDIS_URL, anywhere in Redis (every key's name and value: rate limits, idempotency, BullMQ jobs).
  */
 describe('secrets drill', () => {
   let t: TestApp;
@@ -156,10 +158,43 @@ describe('secrets drill', () => {
     } finally {
       await db.end();
     }
+    // Redis: every key of the server (this app's prefix and any other), its name and its value by type.
+    let redisKeysScanned: number | 'not configured' = 'not configured';
+    if (process.env.TEST_REDIS_URL) {
+      const redis = new Redis(process.env.TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      await redis.connect();
+      let scannedKeys = 0;
+      let ownKeys = 0;
+      try {
+        let cursor = '0';
+        do {
+          const [next, keys] = await redis.scan(cursor, 'COUNT', 500);
+          cursor = next;
+          for (const key of keys) {
+            scannedKeys += 1;
+            if (key.startsWith(t.config.redis.prefix)) ownKeys += 1;
+            const type = await redis.type(key);
+            const parts: string[] = [key];
+            if (type === 'string') parts.push(((await redis.getBuffer(key)) ?? Buffer.alloc(0)).toString('latin1'));
+            else if (type === 'hash') parts.push(...Object.entries(await redis.hgetall(key)).flat());
+            else if (type === 'list') parts.push(...(await redis.lrange(key, 0, -1)));
+            else if (type === 'set') parts.push(...(await redis.smembers(key)));
+            else if (type === 'zset') parts.push(...(await redis.zrange(key, 0, -1)));
+            else if (type === 'stream') parts.push(JSON.stringify(await redis.xrange(key, '-', '+')));
+            scan(`redis ${type} ${key}`, parts.join('\n'));
+          }
+        } while (cursor !== '0');
+      } finally {
+        redis.disconnect();
+      }
+      // The scan really saw this app's keys (rate-limit windows, queues), not an empty or other server.
+      expect(ownKeys).toBeGreaterThan(0);
+      redisKeysScanned = scannedKeys;
+    }
     // eslint-disable-next-line no-console
     console.log(
       `drill-secrets: secrets=${Object.keys(secrets).length}, log bytes=${logText.length}, bodies=${bodies.length}, ` +
-        `db columns=${columnsScanned}, db cells=${cellsScanned}, secrets found=${findings.length}`,
+        `db columns=${columnsScanned}, db cells=${cellsScanned}, redis keys=${redisKeysScanned}, secrets found=${findings.length}`,
     );
     expect(findings).toEqual([]);
     expect(columnsScanned).toBeGreaterThan(10);
