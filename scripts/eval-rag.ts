@@ -9,10 +9,11 @@ import { EmbeddedPostgres } from '../src/database/embedded-postgres.js';
 import { loadBeirCollection, runEval } from './eval-rag-lib.js';
 
 /**
- * `npm run eval:rag -- --collection ../shared/data/ir/scifact [--limit-queries N] [--limit-docs M] [--min-ndcg X]`
+ * `npm run eval:rag -- --collection ../shared/data/ir/scifact [--limit-queries N] [--limit-docs M] [--min-ndcg X] [--state FILE]`
  *
  * Boots the application (APP_ROLE=all: services and the indexing worker) against DATABASE_URL / REDIS_URL
- * when set, otherwise a throw-away embedded PostgreSQL, and prints one JSON report.
+ * when set, otherwise a throw-away embedded PostgreSQL, and prints one JSON report. With `--state FILE` and a
+ * DATABASE_URL, a later run reuses the collection ingested by an earlier one (see EvalOptions.stateFile).
  */
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
@@ -32,7 +33,7 @@ async function main(): Promise<void> {
   const app = await createWorkerContext({ config, databaseUrl: config.database.url ?? embedded!.url, logger: new JsonLogger(config.logLevel) });
   try {
     const collection = loadBeirCollection(resolve(collectionDir));
-    const report = await runEval(app, collection, { limitQueries, limitDocs, log: (line) => process.stderr.write(`${line}\n`) });
+    const report = await runEval(app, collection, { limitQueries, limitDocs, stateFile: option('state'), log: (line) => process.stderr.write(`${line}\n`) });
     process.stdout.write(`${JSON.stringify({ collection: collectionDir, embeddings: config.embeddings.provider, ...report }, null, 2)}\n`);
     const hybrid = report.modes.find((mode) => mode.mode === 'hybrid');
     if (minNdcg !== undefined && hybrid && hybrid.ndcg10 < minNdcg) {

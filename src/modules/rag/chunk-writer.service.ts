@@ -6,7 +6,7 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { chunkText } from './chunking/chunker.js';
 import { EMBEDDING_PROVIDER, toVectorLiteral, type EmbeddingProvider } from './embeddings/embedding-provider.js';
-import { TEXT_SEARCH_CONFIG } from './rag.constants.js';
+import { TEXT_SEARCH_CONFIG, TSV_TF_SQL } from './rag.constants.js';
 
 export interface IndexableDocument {
   id: string;
@@ -77,11 +77,11 @@ export class ChunkWriterService {
              INSERT INTO document_chunks (id, document_id, chunk_index, text, start_offset, end_offset, content_sha256,
                                           embedding_model, embedding_dims, embedding, tsv, token_count)
              SELECT id, $1, chunk_index, text, start_offset, end_offset, $9, $10, $11, embedding::vector, tsv,
-                    (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0) FROM unnest(tsv) u)
+                    (SELECT coalesce(sum(${TSV_TF_SQL}), 0) FROM unnest(tsv) u)
              FROM prepared
              RETURNING id, tsv, token_count)
            INSERT INTO rag_postings (lexeme, chunk_id, document_id, tf, dl)
-           SELECT u.lexeme, inserted.id, $1, coalesce(array_length(u.positions, 1), 1), inserted.token_count
+           SELECT u.lexeme, inserted.id, $1, ${TSV_TF_SQL}, inserted.token_count
            FROM inserted, unnest(inserted.tsv) u
            ORDER BY u.lexeme`,
           [
