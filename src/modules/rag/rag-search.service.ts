@@ -11,6 +11,7 @@ import {
   BM25_B,
   BM25_K1,
   DEFAULT_HYBRID_VECTOR_WEIGHT,
+  DETAIL_MARGIN,
   FUSION_CANDIDATES,
   KEYWORD_POSTINGS_PER_TERM,
   POSTING_IMPACT_SQL,
@@ -44,6 +45,55 @@ export interface SearchHit {
 
 /** Runs one SQL statement and returns its rows. */
 type Query = (sql: string, params: unknown[]) => Promise<unknown[]>;
+
+/** A chunk as a result shows it, loaded by the statement that ranked (and checked the visibility of) it. */
+interface ChunkDetail {
+  documentId: string;
+  documentTitle: string;
+  chunkIndex: number;
+  text: string;
+  startOffset: number;
+  endOffset: number;
+  /** The other list's score of this chunk (keyword list: cosine or null outside the vector space; vector list: BM25). */
+  other: number | null;
+}
+
+/** A chunk loaded after fusion, with the scores that were asked for (null otherwise or when it has none). */
+interface LoadedChunk extends Omit<ChunkDetail, 'other'> {
+  vectorScore: number | null;
+  keywordScore: number | null;
+}
+
+/** A ranked-list entry; its best entries come with their detail, so most searches need no loading statement. */
+interface Candidate extends ScoredId {
+  detail?: ChunkDetail;
+}
+
+/** The columns a ranked list adds for a detailed row (`x` joined laterally on the chunk `c` and document `d`). */
+interface DetailRow {
+  detailed: boolean | null;
+  document_id: string;
+  title: string;
+  chunk_index: number;
+  text: string;
+  start_offset: number;
+  end_offset: number;
+  other: number | null;
+}
+
+function detailOf(row: DetailRow): ChunkDetail | undefined {
+  return row.detailed
+    ? {
+        documentId: row.document_id,
+        documentTitle: row.title,
+        chunkIndex: row.chunk_index,
+        text: row.text,
+        startOffset: row.start_offset,
+        endOffset: row.end_offset,
+        other: row.other === null ? null : Number(row.other),
+      }
+    : undefined;
+}
 
 export interface SearchResult {
   results: SearchHit[];
@@ -153,26 +203,30 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
 
     const visibility = this.visibilityParams(actor, input);
     // The two ranked lists run concurrently, each on its own pooled connection: hybrid costs about the slower
-    // of the two instead of their sum. Both apply the visibility rule in SQL, and loading the winners checks it
-    // again. On the search pool each list is one statement (the session has the settings); otherwise, or when
+    // of the two instead of their sum. Both apply the visibility rule in SQL (and a later load checks it again).
+    // On the search pool each list is one statement (the session has the settings); otherwise, or when
     // more candidates than FUSION_CANDIDATES need a larger ef_search, each runs in a short transaction for its
     // SET LOCALs.
     const pooled = this.onSearchPool();
+    // Each list also loads its best `detailRows` chunks with the other list's score, in the same statement
+    // (same snapshot as its visibility check): the fused top-K usually comes from those (all 170 searches of a
+    // 50-query bench run at 100k chunks), and only hits that did not, or lack a score, are loaded by one more statement.
+    const detailRows = Math.min(candidates, input.topK + DETAIL_MARGIN);
     const [keyword, vector] = await Promise.all([
       input.mode === 'vector'
         ? Promise.resolve([])
         : pooled
-          ? this.keywordCandidates(pooled, input.query, visibility, candidates)
+          ? this.keywordCandidates(pooled, input.query, visibility, candidates, vectorLiteral, dims, detailRows)
           : this.dataSource.transaction(async (manager) => {
               // Ordered index scans of the impact index that stop after a term's best postings; with a generic
               // estimate of a lexeme's postings the planner would bitmap-scan them all and sort.
               await manager.query(`SELECT set_config('enable_bitmapscan', 'off', true)`);
-              return this.keywordCandidates((sql, params) => manager.query(sql, params), input.query, visibility, candidates);
+              return this.keywordCandidates((sql, params) => manager.query(sql, params), input.query, visibility, candidates, vectorLiteral, dims, detailRows);
             }),
       !vectorLiteral
         ? Promise.resolve([])
         : pooled && candidates === FUSION_CANDIDATES
-          ? this.vectorCandidates(pooled, vectorLiteral, dims, visibility, candidates)
+          ? this.vectorCandidates(pooled, input.query, vectorLiteral, dims, visibility, candidates, detailRows)
           : this.dataSource.transaction(async (manager) => {
               // set_config(..., true) is SET LOCAL; both settings in one round trip.
               await manager.query(
@@ -181,14 +235,21 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
                   : `SELECT set_config('hnsw.ef_search', $1, true)`,
                 [String(RagSearchService.efSearch(candidates))],
               );
-              return this.vectorCandidates((sql, params) => manager.query(sql, params), vectorLiteral, dims, visibility, candidates);
+              return this.vectorCandidates((sql, params) => manager.query(sql, params), input.query, vectorLiteral, dims, visibility, candidates, detailRows);
             }),
     ]);
     const weight = input.mode === 'keyword' ? 0 : input.mode === 'vector' ? 1 : this.vectorWeight;
     const fused = fuseScores(keyword, vector, weight)
       .filter((hit) => (input.mode === 'keyword' ? hit.keywordScore !== null : input.mode === 'vector' ? hit.vectorScore !== null : true))
       .slice(0, input.topK);
-    const results = await this.hydrate(pooled ?? ((sql, params) => this.dataSource.query(sql, params)), visibility, fused, input.query, vectorLiteral, dims, input.mode);
+    const results = await this.assemble(
+      fused,
+      keyword,
+      vector,
+      input.mode,
+      (ids, needVector, needKeyword) =>
+        this.hydrate(pooled ?? ((sql, params) => this.dataSource.query(sql, params)), visibility, ids, needVector, needKeyword, input.query, vectorLiteral, dims),
+    );
     return { results, tookMs: Math.round((performance.now() - started) * 100) / 100 };
   }
 
@@ -219,7 +280,15 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
    * When no term is cut off this is BM25 over all postings; otherwise a chunk can only be missed if what
    * lifts it is very common terms (low IDF) in which it is not among the best postings.
    */
-  private async keywordCandidates(run: Query, query: string, visibility: unknown[], limit: number): Promise<ScoredId[]> {
+  private async keywordCandidates(
+    run: Query,
+    query: string,
+    visibility: unknown[],
+    limit: number,
+    vector: string | null,
+    dims: number,
+    detailRows: number,
+  ): Promise<Candidate[]> {
     // BM25 of one posting; the term's IDF comes precomputed with the term.
     const bm25 = (idf: string, tf: string, dl: string) =>
       `${idf} * ${tf} * ($7::float8 + 1) / (${tf} + $7::float8 * (1 - $8::float8 + $8::float8 * ${dl} / st.avgdl))`;
@@ -250,55 +319,150 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
               GROUP BY chunk_id
               ORDER BY approx DESC, chunk_id
               LIMIT $6),
-            cut AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM q WHERE cut)
+            cut AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM q WHERE cut),
        -- The cut terms' exact tf in a winner, from its tsvector reduced to those terms: they are marked with
        -- weight A (all of a to_tsvector are D) and kept by ts_filter, far cheaper than unnesting every lexeme.
-       SELECT best.chunk_id AS id,
-              (best.uncut + coalesce((
-                 SELECT sum(${bm25('q.idf', 't.tf', 'c.token_count')})
-                 FROM document_chunks c CROSS JOIN st CROSS JOIN cut
-                 CROSS JOIN LATERAL (
-                   SELECT u.lexeme, ${TSV_TF_SQL} AS tf
-                   FROM unnest(ts_filter(setweight(setweight(c.tsv, 'D'), 'A', cut.lexemes), '{a}')) u) t
-                 JOIN q ON q.lexeme = t.lexeme AND q.cut
-                 WHERE c.id = best.chunk_id AND cut.lexemes IS NOT NULL), 0))::float8 AS score
-       FROM best
-       ORDER BY score DESC, id`,
-      [...visibility, query, limit, BM25_K1, BM25_B, KEYWORD_POSTINGS_PER_TERM],
-    )) as { id: string; score: number }[];
-    return rows.map((row) => ({ id: row.id, score: Number(row.score) }));
+       scored AS MATERIALIZED (
+         SELECT best.chunk_id AS id,
+                (best.uncut + coalesce((
+                   SELECT sum(${bm25('q.idf', 't.tf', 'c.token_count')})
+                   FROM document_chunks c CROSS JOIN st CROSS JOIN cut
+                   CROSS JOIN LATERAL (
+                     SELECT u.lexeme, ${TSV_TF_SQL} AS tf
+                     FROM unnest(ts_filter(setweight(setweight(c.tsv, 'D'), 'A', cut.lexemes), '{a}')) u) t
+                   JOIN q ON q.lexeme = t.lexeme AND q.cut
+                   WHERE c.id = best.chunk_id AND cut.lexemes IS NOT NULL), 0))::float8 AS score
+         FROM best)
+       -- The best $12 also come loaded, with their cosine when there is a query vector ($10).
+       SELECT r.id, r.score, x.*
+       FROM (SELECT scored.*, row_number() OVER (ORDER BY score DESC, id) AS rank FROM scored) r
+       LEFT JOIN LATERAL (
+         SELECT true AS detailed, c.document_id, d.title, c.chunk_index, c.text, c.start_offset, c.end_offset,
+                CASE WHEN $10::text IS NOT NULL AND c.embedding IS NOT NULL AND c.embedding_dims = ${dims} AND c.embedding_model = $11
+                     THEN (1 - (c.embedding::vector(${dims}) <=> $10::vector(${dims})))::float8 END AS other
+         FROM document_chunks c JOIN documents d ON d.id = c.document_id
+         WHERE c.id = r.id AND r.rank <= $12) x ON true
+       ORDER BY r.score DESC, r.id`,
+      [...visibility, query, limit, BM25_K1, BM25_B, KEYWORD_POSTINGS_PER_TERM, vector, this.embedder.key, detailRows],
+    )) as ({ id: string; score: number } & DetailRow)[];
+    return rows.map((row) => ({ id: row.id, score: Number(row.score), detail: detailOf(row) }));
   }
 
-  private async vectorCandidates(run: Query, vector: string, dims: number, visibility: unknown[], limit: number): Promise<ScoredId[]> {
+  private async vectorCandidates(
+    run: Query,
+    query: string,
+    vector: string,
+    dims: number,
+    visibility: unknown[],
+    limit: number,
+    detailRows: number,
+  ): Promise<Candidate[]> {
     // The ORDER BY expression matches the partial HNSW index `(embedding::vector(dims)) WHERE embedding_dims = dims`;
     // visibility is a per-row join filter so the planner walks the graph (iterative scan) instead of
-    // driving an exact scan from every visible document.
+    // driving an exact scan from every visible document. The best $9 also come loaded, with their BM25 score
+    // from their tsvector reduced to the query's terms (see keywordCandidates).
     const rows = (await run(
-      `SELECT c.id, (c.embedding::vector(${dims}) <=> $5::vector(${dims}))::float8 AS distance
-       FROM document_chunks c JOIN documents d ON d.id = c.document_id
-       WHERE c.embedding_dims = ${dims} AND c.embedding_model = $6 AND c.embedding IS NOT NULL
-         AND ${RagSearchService.VISIBLE}
-       ORDER BY c.embedding::vector(${dims}) <=> $5::vector(${dims})
-       LIMIT $7`,
-      [...visibility, vector, this.embedder.key, limit],
-    )) as { id: string; distance: number }[];
-    return rows.map((row) => ({ id: row.id, score: 1 - Number(row.distance) }));
+      `WITH v AS MATERIALIZED (
+              SELECT c.id, (c.embedding::vector(${dims}) <=> $5::vector(${dims}))::float8 AS distance
+              FROM document_chunks c JOIN documents d ON d.id = c.document_id
+              WHERE c.embedding_dims = ${dims} AND c.embedding_model = $6 AND c.embedding IS NOT NULL
+                AND ${RagSearchService.VISIBLE}
+              ORDER BY c.embedding::vector(${dims}) <=> $5::vector(${dims})
+              LIMIT $7),
+            q AS MATERIALIZED (
+              SELECT l.lexeme, ln(1 + (st.n - l.df + 0.5) / (l.df + 0.5)) AS idf, st.avgdl
+              FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('${TEXT_SEARCH_CONFIG}', $8::text))) u
+              JOIN rag_lexicon l ON l.lexeme = u.lexeme AND l.df > 0
+              CROSS JOIN (SELECT greatest(chunk_count, 1)::float8 AS n, greatest(total_tokens::float8 / greatest(chunk_count, 1), 1) AS avgdl
+                          FROM rag_corpus_stats WHERE id = 1) st),
+            terms AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM q)
+       SELECT r.id, r.distance, x.*
+       FROM (SELECT v.*, row_number() OVER (ORDER BY distance, id) AS rank FROM v) r
+       LEFT JOIN LATERAL (
+         SELECT true AS detailed, c.document_id, d.title, c.chunk_index, c.text, c.start_offset, c.end_offset,
+                (SELECT coalesce(sum(q.idf * t.tf * ($10::float8 + 1) / (t.tf + $10::float8 * (1 - $11::float8 + $11::float8 * c.token_count / q.avgdl))), 0)
+                 FROM (SELECT u.lexeme, ${TSV_TF_SQL} AS tf
+                       FROM unnest(ts_filter(setweight(setweight(c.tsv, 'D'), 'A', terms.lexemes), '{a}')) u) t
+                 JOIN q ON q.lexeme = t.lexeme)::float8 AS other
+         FROM document_chunks c JOIN documents d ON d.id = c.document_id CROSS JOIN terms
+         WHERE c.id = r.id AND r.rank <= $9) x ON true
+       ORDER BY r.distance, r.id`,
+      [...visibility, vector, this.embedder.key, limit, query, detailRows, BM25_K1, BM25_B],
+    )) as ({ id: string; distance: number } & DetailRow)[];
+    return rows.map((row) => ({ id: row.id, score: 1 - Number(row.distance), detail: detailOf(row) }));
   }
 
-  /** Loads the winning chunks and fills in the score a hit did not get from the other list. */
+  /**
+   * The results in fused order: each from the detail its lists loaded, the rest (a hit neither list loaded, or
+   * one without the other list's score) loaded by `load`.
+   */
+  private async assemble(
+    fused: ReturnType<typeof fuseScores>,
+    keyword: readonly Candidate[],
+    vector: readonly Candidate[],
+    mode: SearchMode,
+    load: (ids: string[], needVector: string[], needKeyword: string[]) => Promise<Map<string, LoadedChunk>>,
+  ): Promise<SearchHit[]> {
+    const keywordDetail = new Map(keyword.flatMap((hit) => (hit.detail ? [[hit.id, hit.detail] as const] : [])));
+    const vectorDetail = new Map(vector.flatMap((hit) => (hit.detail ? [[hit.id, hit.detail] as const] : [])));
+    const known = fused.map((hit) => {
+      const k = keywordDetail.get(hit.id);
+      const v = vectorDetail.get(hit.id);
+      const detail = k ?? v;
+      // undefined: not known yet; null: known to have none (no query vector, or a chunk outside the vector space).
+      const vectorScore = hit.vectorScore ?? (k ? k.other : undefined);
+      const keywordScore = hit.keywordScore ?? (v ? v.other : undefined);
+      return { hit, detail, vectorScore, keywordScore };
+    });
+    const missing = known.filter((entry) => !entry.detail || entry.vectorScore === undefined || entry.keywordScore === undefined);
+    const loaded =
+      missing.length > 0
+        ? await load(
+            missing.map((entry) => entry.hit.id),
+            missing.filter((entry) => entry.vectorScore === undefined).map((entry) => entry.hit.id),
+            missing.filter((entry) => entry.keywordScore === undefined).map((entry) => entry.hit.id),
+          )
+        : new Map<string, LoadedChunk>();
+    const loadedIds = new Set(missing.map((entry) => entry.hit.id));
+    const hits: SearchHit[] = [];
+    for (const { hit, detail: listed, vectorScore: listedVector, keywordScore: listedKeyword } of known) {
+      const fresh = loaded.get(hit.id);
+      if (loadedIds.has(hit.id) && !fresh) continue; // deleted or hidden between ranking and loading
+      const detail = fresh ?? listed!;
+      const vectorScore = listedVector !== undefined ? listedVector : (fresh?.vectorScore ?? null);
+      const keywordScore = listedKeyword !== undefined ? listedKeyword : (fresh?.keywordScore ?? 0);
+      hits.push({
+        documentId: detail.documentId,
+        documentTitle: detail.documentTitle,
+        chunkId: hit.id,
+        chunkIndex: detail.chunkIndex,
+        text: detail.text,
+        score: round(mode === 'keyword' ? (hit.keywordScore ?? 0) : mode === 'vector' ? (hit.vectorScore ?? 0) : hit.score),
+        vectorScore: vectorScore === null ? null : round(Number(vectorScore)),
+        keywordScore: round(Number(keywordScore ?? 0)),
+        startOffset: detail.startOffset,
+        endOffset: detail.endOffset,
+      });
+    }
+    return hits;
+  }
+
+  /**
+   * Loads chunks their lists did not, with the scores asked for, and the visibility rule checked again:
+   * ranking and loading are separate statements (separate snapshots under READ COMMITTED), and a document
+   * made private in between must not come back. A hidden or deleted chunk is absent from the map.
+   */
   private async hydrate(
     run: Query,
     visibility: unknown[],
-    fused: ReturnType<typeof fuseScores>,
+    ids: string[],
+    needVector: string[],
+    needKeyword: string[],
     query: string,
     vector: string | null,
     dims: number,
-    mode: SearchMode,
-  ): Promise<SearchHit[]> {
-    if (fused.length === 0) return [];
+  ): Promise<Map<string, LoadedChunk>> {
     const rows = (await run(
-      // A score a hit already has from its list is not computed again (the vector would be read from TOAST).
-      // The keyword score comes from the chunk's tsvector, which the postings are derived from.
       `WITH q AS MATERIALIZED (
               SELECT l.lexeme, ln(1 + (st.n - l.df + 0.5) / (l.df + 0.5)) AS idf, st.avgdl
               FROM unnest(to_tsvector('${TEXT_SEARCH_CONFIG}', $6::text)) u
@@ -313,21 +477,8 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
                 (SELECT coalesce(sum(q.idf * t.tf * ($9::float8 + 1) / (t.tf + $9::float8 * (1 - $10::float8 + $10::float8 * c.token_count / q.avgdl))), 0)::float8
                  FROM (SELECT u.lexeme, ${TSV_TF_SQL} AS tf FROM unnest(c.tsv) u) t JOIN q ON q.lexeme = t.lexeme) END AS keyword_score
        FROM document_chunks c JOIN documents d ON d.id = c.document_id
-       WHERE c.id = ANY($5::uuid[])
-         -- Checked again here: ranking and loading are separate statements (separate snapshots under READ
-         -- COMMITTED), and a document made private in between must not come back.
-         AND ${RagSearchService.VISIBLE}`,
-      [
-        ...visibility,
-        fused.map((hit) => hit.id),
-        query,
-        vector,
-        this.embedder.key,
-        BM25_K1,
-        BM25_B,
-        fused.filter((hit) => hit.vectorScore === null).map((hit) => hit.id),
-        fused.filter((hit) => hit.keywordScore === null).map((hit) => hit.id),
-      ],
+       WHERE c.id = ANY($5::uuid[]) AND ${RagSearchService.VISIBLE}`,
+      [...visibility, ids, query, vector, this.embedder.key, BM25_K1, BM25_B, needVector, needKeyword],
     )) as {
       id: string;
       document_id: string;
@@ -339,27 +490,21 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
       vector_score: number | null;
       keyword_score: number | null;
     }[];
-    const byId = new Map(rows.map((row) => [row.id, row]));
-    const hits: SearchHit[] = [];
-    for (const hit of fused) {
-      const row = byId.get(hit.id);
-      if (!row) continue; // deleted or hidden between ranking and loading
-      const vectorScore = hit.vectorScore ?? row.vector_score;
-      const keywordScore = hit.keywordScore ?? row.keyword_score;
-      hits.push({
-        documentId: row.document_id,
-        documentTitle: row.title,
-        chunkId: row.id,
-        chunkIndex: row.chunk_index,
-        text: row.text,
-        score: round(mode === 'keyword' ? (hit.keywordScore ?? 0) : mode === 'vector' ? (hit.vectorScore ?? 0) : hit.score),
-        vectorScore: vectorScore === null ? null : round(Number(vectorScore)),
-        keywordScore: round(Number(keywordScore ?? 0)),
-        startOffset: row.start_offset,
-        endOffset: row.end_offset,
-      });
-    }
-    return hits;
+    return new Map(
+      rows.map((row) => [
+        row.id,
+        {
+          documentId: row.document_id,
+          documentTitle: row.title,
+          chunkIndex: row.chunk_index,
+          text: row.text,
+          startOffset: row.start_offset,
+          endOffset: row.end_offset,
+          vectorScore: row.vector_score === null ? null : Number(row.vector_score),
+          keywordScore: row.keyword_score === null ? null : Number(row.keyword_score),
+        },
+      ]),
+    );
   }
 }
 
