@@ -48,6 +48,9 @@ describe('loadConfig', () => {
     [{ ADMIN_EMAIL: 'a@b.c' }, /ADMIN_PASSWORD must be set together/],
     [{ ADMIN_EMAIL: 'a@b.c', ADMIN_PASSWORD: 'short' }, /ADMIN_PASSWORD must be at least 10/],
     [{ NODE_ENV: 'production' }, /JWT_SECRET is required when NODE_ENV=production/],
+    [{ RAG_HYBRID_VECTOR_WEIGHT: '1.5' }, /RAG_HYBRID_VECTOR_WEIGHT must be between 0 and 1/],
+    [{ RAG_HYBRID_VECTOR_WEIGHT: 'half' }, /RAG_HYBRID_VECTOR_WEIGHT must be a number/],
+    [{ RAG_SEARCH_POOL: 'no' }, /RAG_SEARCH_POOL must be one of on, off/],
   ])('rejects %j with one line naming the variable', (env, message) => {
     let error: unknown;
     try {
@@ -58,6 +61,11 @@ describe('loadConfig', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toMatch(message);
     expect((error as Error).message).not.toContain('\n');
+  });
+
+  it('reads the RAG search settings', () => {
+    expect(loadConfig({ DATA_DIR: dataDir }).ragSearch).toEqual({ hybridVectorWeight: 0.15, dedicatedPool: true });
+    expect(loadConfig({ DATA_DIR: dataDir, RAG_HYBRID_VECTOR_WEIGHT: '.4', RAG_SEARCH_POOL: 'off' }).ragSearch).toEqual({ hybridVectorWeight: 0.4, dedicatedPool: false });
   });
 
   it('starts in production when every secret is given', () => {

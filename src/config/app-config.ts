@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ConfigError } from './config-error.js';
+import { DEFAULT_HYBRID_VECTOR_WEIGHT } from '../modules/rag/rag.constants.js';
 import { EnvReader } from './env-readers.js';
 
 export const APP_ROLES = ['all', 'api', 'worker'] as const;
@@ -80,6 +81,16 @@ export interface AppConfig {
     /** Retries after 429/5xx/network failures, with exponential backoff (Retry-After honoured). */
     maxRetries: number;
   };
+  /** RAG search. */
+  ragSearch: {
+    /** Weight of the vector list in hybrid score fusion (0 = keyword only, 1 = vector only). */
+    hybridVectorWeight: number;
+    /**
+     * Whether search statements run on their own small pool whose sessions start with the search
+     * settings (one round trip per ranked list). Off for a pooler that refuses startup options.
+     */
+    dedicatedPool: boolean;
+  };
   /** RAG indexing jobs: when a job whose worker died is taken over. */
   indexing: {
     /** A running job whose heartbeat is older than this belongs to a dead worker and is taken over. */
@@ -150,6 +161,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mcp: { allowedOrigins: read.list('MCP_ALLOWED_ORIGINS') },
     embeddings: readEmbeddingsConfig(read),
     llm: readLlmConfig(read),
+    ragSearch: {
+      hybridVectorWeight: read.number('RAG_HYBRID_VECTOR_WEIGHT', DEFAULT_HYBRID_VECTOR_WEIGHT, 0, 1),
+      dedicatedPool: read.oneOf('RAG_SEARCH_POOL', ['on', 'off'] as const, 'on') === 'on',
+    },
     indexing: {
       staleAfterMs: read.int('RAG_STALE_AFTER_MS', 60_000, 500, 3_600_000),
       recoveryIntervalMs: read.int('RAG_RECOVERY_INTERVAL_MS', 30_000, 100, 3_600_000),

@@ -22,6 +22,16 @@ export class EnvReader {
     return parsed;
   }
 
+  /** A decimal number in [min, max] (e.g. a weight). */
+  number(name: string, fallback: number, min: number, max: number): number {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    const parsed = /^-?(\d+\.?\d*|\.\d+)$/.test(value) ? Number(value) : NaN;
+    if (Number.isNaN(parsed)) throw new ConfigError(name, `must be a number, got "${value}"`);
+    if (parsed < min || parsed > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${parsed}`);
+    return parsed;
+  }
+
   oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
     const value = this.raw(name);
     if (value === undefined) return fallback;

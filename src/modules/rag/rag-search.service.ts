@@ -4,13 +4,14 @@ import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import type { Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { EMBEDDING_PROVIDER, toVectorLiteral, type EmbeddingProvider } from './embeddings/embedding-provider.js';
 import { fuseScores, type ScoredId } from './fusion.js';
 import {
   BM25_B,
   BM25_K1,
-  DEFAULT_HYBRID_VECTOR_WEIGHT,
   DETAIL_MARGIN,
   FUSION_CANDIDATES,
   KEYWORD_POSTINGS_PER_TERM,
@@ -131,9 +132,9 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(EMBEDDING_PROVIDER) private readonly embedder: EmbeddingProvider,
     private readonly projects: ProjectsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
-    const fromEnv = Number(process.env.RAG_HYBRID_VECTOR_WEIGHT);
-    this.vectorWeight = Number.isFinite(fromEnv) && fromEnv >= 0 && fromEnv <= 1 && process.env.RAG_HYBRID_VECTOR_WEIGHT ? fromEnv : DEFAULT_HYBRID_VECTOR_WEIGHT;
+    this.vectorWeight = config.ragSearch.hybridVectorWeight;
   }
 
   async onModuleInit(): Promise<void> {
@@ -149,7 +150,7 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
     const [{ version }] = (await this.dataSource.query(`SELECT version() AS version`)) as { version: string }[];
     const options = this.dataSource.options as { url?: string; extra?: { max?: number; statement_timeout?: number } };
     // RAG_SEARCH_POOL=off: for a connection pooler that refuses startup options (PgBouncer without ignore_startup_parameters).
-    if (options.url && !/pglite|emscripten/i.test(version) && process.env.RAG_SEARCH_POOL !== 'off') {
+    if (options.url && !/pglite|emscripten/i.test(version) && this.config.ragSearch.dedicatedPool) {
       const settings = [`enable_bitmapscan=off`, `hnsw.ef_search=${RagSearchService.efSearch(FUSION_CANDIDATES)}`];
       if (this.iterativeScan) settings.push(`hnsw.iterative_scan=relaxed_order`);
       this.searchPool = new Pool({
