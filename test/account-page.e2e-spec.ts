@@ -145,8 +145,13 @@ describe('account page (public/) in a real browser', () => {
     await app.http.post('/api/v1/public/mcp/call').set(bearer(key)).send({ name: 'list_tasks', arguments: {} }).expect(200);
 
     await page.getByRole('button', { name: 'Reload list' }).click();
-    // Browser-side expressions are strings: the project's tsconfig has no DOM lib.
-    await page.waitForFunction(`Number(document.querySelector('#keys-body tr .key-calls')?.textContent) > ${callsBefore}`);
+    // Polled through the locator, not page.waitForFunction: when its first check fails, Playwright re-runs
+    // a predicate by evaluating a string in the page, which the page's CSP (script-src 'self') refuses.
+    const callsShown = () => row.locator('.key-calls').textContent().then(Number);
+    for (let waited = 0; (await callsShown()) <= callsBefore; waited += 100) {
+      if (waited >= 10_000) throw new Error(`call count still ${await callsShown()} (was ${callsBefore}) after 10 s`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     expect(await row.locator('.key-last-used').textContent()).not.toBe('Never');
     mkdirSync(join(SCREENSHOT, '..'), { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
