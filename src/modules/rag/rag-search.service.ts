@@ -70,30 +70,72 @@ interface Candidate extends ScoredId {
   detail?: ChunkDetail;
 }
 
-/** The columns a ranked list adds for a detailed row (`x` joined laterally on the chunk `c` and document `d`). */
-interface DetailRow {
-  detailed: boolean | null;
+/** A chunk's columns as the statements select them (chunk `c`, document `d`). */
+interface ChunkRow {
   document_id: string;
   title: string;
   chunk_index: number;
   text: string;
   start_offset: number;
   end_offset: number;
+}
+
+/** The columns a ranked list adds for a detailed row (`x` joined laterally on the chunk `c` and document `d`). */
+interface DetailRow extends ChunkRow {
+  detailed: boolean | null;
   other: number | null;
 }
 
+/** The chunk columns every statement selects for a result, in the order of {@link ChunkRow}. */
+const CHUNK_COLUMNS = 'c.document_id, d.title, c.chunk_index, c.text, c.start_offset, c.end_offset';
+
+function chunkOf(row: ChunkRow): Omit<ChunkDetail, 'other'> {
+  return {
+    documentId: row.document_id,
+    documentTitle: row.title,
+    chunkIndex: row.chunk_index,
+    text: row.text,
+    startOffset: row.start_offset,
+    endOffset: row.end_offset,
+  };
+}
+
 function detailOf(row: DetailRow): ChunkDetail | undefined {
-  return row.detailed
-    ? {
-        documentId: row.document_id,
-        documentTitle: row.title,
-        chunkIndex: row.chunk_index,
-        text: row.text,
-        startOffset: row.start_offset,
-        endOffset: row.end_offset,
-        other: row.other === null ? null : Number(row.other),
-      }
-    : undefined;
+  return row.detailed ? { ...chunkOf(row), other: row.other === null ? null : Number(row.other) } : undefined;
+}
+
+// ---- SQL pieces the ranking and loading statements share ------------------------------------------------
+
+/** The corpus figures BM25 needs: the chunk count `n` and the mean chunk length `avgdl`. */
+const CORPUS_STATS_SQL = `SELECT greatest(chunk_count, 1)::float8 AS n, greatest(total_tokens::float8 / greatest(chunk_count, 1), 1) AS avgdl
+              FROM rag_corpus_stats WHERE id = 1`;
+
+/** The body of a CTE `q`: the query's terms known to the index, each with its IDF and the corpus avgdl. */
+function queryTermsSql(textParam: string): string {
+  return `SELECT l.lexeme, ln(1 + (st.n - l.df + 0.5) / (l.df + 0.5)) AS idf, st.avgdl
+              FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('${TEXT_SEARCH_CONFIG}', ${textParam}::text))) u
+              JOIN rag_lexicon l ON l.lexeme = u.lexeme AND l.df > 0
+              CROSS JOIN (${CORPUS_STATS_SQL}) st`;
+}
+
+/**
+ * A tsvector reduced to the lexemes of a text[]: they are marked with weight A (all of a to_tsvector are D)
+ * and kept by ts_filter, far cheaper than unnesting every lexeme.
+ */
+function onlyLexemesSql(tsv: string, lexemes: string): string {
+  return `ts_filter(setweight(setweight(${tsv}, 'D'), 'A', ${lexemes}), '{a}')`;
+}
+
+/** Exact BM25 of chunk `c` for the terms of CTE `q` (queryTermsSql), read from the tsvector expression `tsv`. */
+function chunkBm25Sql(tsv: string, k1Param: string, bParam: string): string {
+  return `(SELECT coalesce(sum(q.idf * t.tf * (${k1Param}::float8 + 1) / (t.tf + ${k1Param}::float8 * (1 - ${bParam}::float8 + ${bParam}::float8 * c.token_count / q.avgdl))), 0)::float8
+                 FROM (SELECT u.lexeme, ${TSV_TF_SQL} AS tf FROM unnest(${tsv}) u) t JOIN q ON q.lexeme = t.lexeme)`;
+}
+
+/** Cosine similarity of chunk `c` to the query vector; null without one or outside the configured vector space. */
+function cosineSql(dims: number, vectorParam: string, modelParam: string): string {
+  return `CASE WHEN ${vectorParam}::text IS NOT NULL AND c.embedding IS NOT NULL AND c.embedding_dims = ${dims} AND c.embedding_model = ${modelParam}
+                     THEN (1 - (c.embedding::vector(${dims}) <=> ${vectorParam}::vector(${dims})))::float8 END`;
 }
 
 export interface SearchResult {
@@ -294,9 +336,7 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
     const bm25 = (idf: string, tf: string, dl: string) =>
       `${idf} * ${tf} * ($7::float8 + 1) / (${tf} + $7::float8 * (1 - $8::float8 + $8::float8 * ${dl} / st.avgdl))`;
     const rows = (await run(
-      `WITH st AS MATERIALIZED (
-              SELECT greatest(chunk_count, 1)::float8 AS n, greatest(total_tokens::float8 / greatest(chunk_count, 1), 1) AS avgdl
-              FROM rag_corpus_stats WHERE id = 1),
+      `WITH st AS MATERIALIZED (${CORPUS_STATS_SQL}),
             -- cut: the term has more postings (visible or not) than are read, so its list may be incomplete.
             q AS MATERIALIZED (
               SELECT l.lexeme, ln(1 + (st.n - l.df + 0.5) / (l.df + 0.5)) AS idf, l.df > $9 AS cut
@@ -321,8 +361,7 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
               ORDER BY approx DESC, chunk_id
               LIMIT $6),
             cut AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM q WHERE cut),
-       -- The cut terms' exact tf in a winner, from its tsvector reduced to those terms: they are marked with
-       -- weight A (all of a to_tsvector are D) and kept by ts_filter, far cheaper than unnesting every lexeme.
+       -- The cut terms' exact tf in a winner, from its tsvector reduced to those terms.
        scored AS MATERIALIZED (
          SELECT best.chunk_id AS id,
                 (best.uncut + coalesce((
@@ -330,7 +369,7 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
                    FROM document_chunks c CROSS JOIN st CROSS JOIN cut
                    CROSS JOIN LATERAL (
                      SELECT u.lexeme, ${TSV_TF_SQL} AS tf
-                     FROM unnest(ts_filter(setweight(setweight(c.tsv, 'D'), 'A', cut.lexemes), '{a}')) u) t
+                     FROM unnest(${onlyLexemesSql('c.tsv', 'cut.lexemes')}) u) t
                    JOIN q ON q.lexeme = t.lexeme AND q.cut
                    WHERE c.id = best.chunk_id AND cut.lexemes IS NOT NULL), 0))::float8 AS score
          FROM best)
@@ -338,9 +377,7 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
        SELECT r.id, r.score, x.*
        FROM (SELECT scored.*, row_number() OVER (ORDER BY score DESC, id) AS rank FROM scored) r
        LEFT JOIN LATERAL (
-         SELECT true AS detailed, c.document_id, d.title, c.chunk_index, c.text, c.start_offset, c.end_offset,
-                CASE WHEN $10::text IS NOT NULL AND c.embedding IS NOT NULL AND c.embedding_dims = ${dims} AND c.embedding_model = $11
-                     THEN (1 - (c.embedding::vector(${dims}) <=> $10::vector(${dims})))::float8 END AS other
+         SELECT true AS detailed, ${CHUNK_COLUMNS}, ${cosineSql(dims, '$10', '$11')} AS other
          FROM document_chunks c JOIN documents d ON d.id = c.document_id
          WHERE c.id = r.id AND r.rank <= $12) x ON true
        ORDER BY r.score DESC, r.id`,
@@ -370,21 +407,12 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
                 AND ${RagSearchService.VISIBLE}
               ORDER BY c.embedding::vector(${dims}) <=> $5::vector(${dims})
               LIMIT $7),
-            q AS MATERIALIZED (
-              SELECT l.lexeme, ln(1 + (st.n - l.df + 0.5) / (l.df + 0.5)) AS idf, st.avgdl
-              FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('${TEXT_SEARCH_CONFIG}', $8::text))) u
-              JOIN rag_lexicon l ON l.lexeme = u.lexeme AND l.df > 0
-              CROSS JOIN (SELECT greatest(chunk_count, 1)::float8 AS n, greatest(total_tokens::float8 / greatest(chunk_count, 1), 1) AS avgdl
-                          FROM rag_corpus_stats WHERE id = 1) st),
+            q AS MATERIALIZED (${queryTermsSql('$8')}),
             terms AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM q)
        SELECT r.id, r.distance, x.*
        FROM (SELECT v.*, row_number() OVER (ORDER BY distance, id) AS rank FROM v) r
        LEFT JOIN LATERAL (
-         SELECT true AS detailed, c.document_id, d.title, c.chunk_index, c.text, c.start_offset, c.end_offset,
-                (SELECT coalesce(sum(q.idf * t.tf * ($10::float8 + 1) / (t.tf + $10::float8 * (1 - $11::float8 + $11::float8 * c.token_count / q.avgdl))), 0)
-                 FROM (SELECT u.lexeme, ${TSV_TF_SQL} AS tf
-                       FROM unnest(ts_filter(setweight(setweight(c.tsv, 'D'), 'A', terms.lexemes), '{a}')) u) t
-                 JOIN q ON q.lexeme = t.lexeme)::float8 AS other
+         SELECT true AS detailed, ${CHUNK_COLUMNS}, ${chunkBm25Sql(onlyLexemesSql('c.tsv', 'terms.lexemes'), '$10', '$11')} AS other
          FROM document_chunks c JOIN documents d ON d.id = c.document_id CROSS JOIN terms
          WHERE c.id = r.id AND r.rank <= $9) x ON true
        ORDER BY r.distance, r.id`,
@@ -464,43 +492,19 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
     dims: number,
   ): Promise<Map<string, LoadedChunk>> {
     const rows = (await run(
-      `WITH q AS MATERIALIZED (
-              SELECT l.lexeme, ln(1 + (st.n - l.df + 0.5) / (l.df + 0.5)) AS idf, st.avgdl
-              FROM unnest(to_tsvector('${TEXT_SEARCH_CONFIG}', $6::text)) u
-              JOIN rag_lexicon l ON l.lexeme = u.lexeme AND l.df > 0
-              CROSS JOIN (SELECT greatest(chunk_count, 1)::float8 AS n, greatest(total_tokens::float8 / greatest(chunk_count, 1), 1) AS avgdl
-                          FROM rag_corpus_stats WHERE id = 1) st)
-       SELECT c.id, c.document_id, d.title, c.chunk_index, c.text, c.start_offset, c.end_offset,
-              CASE WHEN $7::text IS NOT NULL AND c.id = ANY($11::uuid[]) AND c.embedding IS NOT NULL AND c.embedding_dims = ${dims}
-                        AND c.embedding_model = $8
-                   THEN (1 - (c.embedding::vector(${dims}) <=> $7::vector(${dims})))::float8 END AS vector_score,
-              CASE WHEN c.id = ANY($12::uuid[]) THEN
-                (SELECT coalesce(sum(q.idf * t.tf * ($9::float8 + 1) / (t.tf + $9::float8 * (1 - $10::float8 + $10::float8 * c.token_count / q.avgdl))), 0)::float8
-                 FROM (SELECT u.lexeme, ${TSV_TF_SQL} AS tf FROM unnest(c.tsv) u) t JOIN q ON q.lexeme = t.lexeme) END AS keyword_score
+      `WITH q AS MATERIALIZED (${queryTermsSql('$6')})
+       SELECT c.id, ${CHUNK_COLUMNS},
+              CASE WHEN c.id = ANY($11::uuid[]) THEN ${cosineSql(dims, '$7', '$8')} END AS vector_score,
+              CASE WHEN c.id = ANY($12::uuid[]) THEN ${chunkBm25Sql('c.tsv', '$9', '$10')} END AS keyword_score
        FROM document_chunks c JOIN documents d ON d.id = c.document_id
        WHERE c.id = ANY($5::uuid[]) AND ${RagSearchService.VISIBLE}`,
       [...visibility, ids, query, vector, this.embedder.key, BM25_K1, BM25_B, needVector, needKeyword],
-    )) as {
-      id: string;
-      document_id: string;
-      title: string;
-      chunk_index: number;
-      text: string;
-      start_offset: number;
-      end_offset: number;
-      vector_score: number | null;
-      keyword_score: number | null;
-    }[];
+    )) as ({ id: string; vector_score: number | null; keyword_score: number | null } & ChunkRow)[];
     return new Map(
       rows.map((row) => [
         row.id,
         {
-          documentId: row.document_id,
-          documentTitle: row.title,
-          chunkIndex: row.chunk_index,
-          text: row.text,
-          startOffset: row.start_offset,
-          endOffset: row.end_offset,
+          ...chunkOf(row),
           vectorScore: row.vector_score === null ? null : Number(row.vector_score),
           keywordScore: row.keyword_score === null ? null : Number(row.keyword_score),
         },
