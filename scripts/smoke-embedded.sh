@@ -19,18 +19,19 @@ for _ in $(seq 1 120); do
   sleep 1
 done
 base="http://127.0.0.1:$PORT"
+# Prints one field of the JSON on stdin, by its path (e.g. data.id).
+json() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(process.argv[1].split(".").reduce((v,k)=>v[k],JSON.parse(s))))' "$1"; }
 curl -fsS "$base/api/health" | grep -q '"status":"ok"'
 curl -fsS "$base/api/ready" >/dev/null
 curl -fsS -X POST "$base/api/auth/register" -H 'Content-Type: application/json' \
   -d '{"email":"smoke@example.com","password":"smoke-password-1","name":"Smoke"}' >/dev/null
 token=$(curl -fsS -X POST "$base/api/auth/login" -H 'Content-Type: application/json' \
-  -d '{"email":"smoke@example.com","password":"smoke-password-1"}' | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).data.accessToken))')
+  -d '{"email":"smoke@example.com","password":"smoke-password-1"}' | json data.accessToken)
 curl -fsS "$base/api/auth/me" -H "Authorization: Bearer $token" | grep -q smoke@example.com
 curl -fsS "$base/api/docs" >/dev/null
 
 # Background work on the embedded default (BullMQ's PostgreSQL backend): an upload is indexed by the
 # in-process worker and found by search.
-json() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(eval("(j)=>j."+process.argv[1])(JSON.parse(s))))' "$1"; }
 project=$(curl -fsS -X POST "$base/api/projects" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
   -d '{"name":"Smoke project"}' | json data.id)
 printf 'The embedded smoke test checks that the lighthouse keeper logs every passing ship.\n' >"$DATA_DIR/note.txt"
