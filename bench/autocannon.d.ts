@@ -10,7 +10,7 @@ declare module 'autocannon' {
     requests?: { setupRequest?: (request: Record<string, any>) => Record<string, any> }[];
   }
   interface Result {
-    requests: { average: number };
+    requests: { average: number; total: number };
     latency: { p99: number; average: number };
     non2xx: number;
     errors: number;

@@ -5,11 +5,13 @@
  * default postgres://postgres@127.0.0.1:5432/postgres), then load-tests `list_tasks` (limit 50) with
  * autocannon (50 connections, 10 s per run, runs alternating) through the full Atrium gateway and
  * through a bare Express + pg handler doing the same work. Prints req/s and p99 of both and the ratios.
- * Target: gateway >= 0.70x the bare throughput, p99 <= 2x.
+ * Target: gateway >= 0.70x the bare throughput, p99 <= 2x. BENCH_REDIS_URL runs the gateway on Redis (limiter,
+ * counters); BENCH_ROUNDS, BENCH_DURATION, BENCH_CONNECTIONS change the runs; BENCH_PROFILE_DIR profiles the gateway.
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { generateApiKey, hashApiKey } from '../src/modules/api-keys/api-key-format.js';
@@ -23,9 +25,9 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 
-function startChild(script: string, env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
+function startChild(script: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(__dirname, script)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...nodeArgs, join(__dirname, script)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
       out += chunk.toString();
@@ -73,10 +75,47 @@ interface RunResult {
   rps: number;
   p99: number;
   errors: number;
+  /** CPU milliseconds per answered request: the server's Node process, and all PostgreSQL processes together. */
+  cpu: { server: number; postgres: number } | null;
 }
 
-async function run(url: string, keys: string[], duration: number): Promise<RunResult> {
+/** utime + stime of a process in ms (Linux /proc), or null where /proc is not readable. */
+function cpuMs(pid: number, withReapedChildren = false): number | null {
+  try {
+    // Fields after the command: state is [0], utime [11], stime [12], cutime [13], cstime [14].
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]) + (withReapedChildren ? Number(fields[13]) + Number(fields[14]) : 0);
+    return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * CPU ms of every process named postgres (the local server the benchmark runs on), including the
+ * backends that have exited (the postmaster's reaped-children time), so closed connections do not vanish.
+ */
+function postgresCpuMs(): number | null {
+  try {
+    let total = 0;
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
+      } catch {
+        continue;
+      }
+      total += cpuMs(Number(entry), true) ?? 0;
+    }
+    return total;
+  } catch {
+    return null;
+  }
+}
+
+async function run(url: string, keys: string[], duration: number, serverPid: number): Promise<RunResult> {
   let next = 0;
+  const before = { server: cpuMs(serverPid), postgres: postgresCpuMs() };
   const result = await autocannon({
     url,
     connections: CONNECTIONS,
@@ -94,7 +133,13 @@ async function run(url: string, keys: string[], duration: number): Promise<RunRe
       },
     ],
   });
-  return { rps: result.requests.average, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts };
+  const after = { server: cpuMs(serverPid), postgres: postgresCpuMs() };
+  const answered = Math.max(1, result.requests.total);
+  const cpu =
+    before.server === null || after.server === null || before.postgres === null || after.postgres === null
+      ? null
+      : { server: (after.server - before.server) / answered, postgres: (after.postgres - before.postgres) / answered };
+  return { rps: result.requests.average, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts, cpu };
 }
 
 async function main(): Promise<void> {
@@ -107,7 +152,9 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [];
   try {
     const env = { BENCH_DB_URL: dbUrl.toString() };
-    const gateway = await startChild('gateway-server.js', env); // runs the migrations
+    // BENCH_PROFILE_DIR=<dir>: the gateway writes a V8 CPU profile there when it exits (open it in Chrome DevTools).
+    const profileArgs = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+    const gateway = await startChild('gateway-server.js', env, profileArgs); // runs the migrations
     children.push(gateway.child);
     console.log(`seeding ${TASKS} tasks over ${USERS} users...`);
     const keys = await seed(dbUrl.toString());
@@ -117,6 +164,7 @@ async function main(): Promise<void> {
       gateway: `http://127.0.0.1:${gateway.port}/api/v1/public/mcp/call`,
       bare: `http://127.0.0.1:${bare.port}/call`,
     };
+    const pids = { gateway: gateway.child.pid!, bare: bare.child.pid! };
     // Sanity: both answer the same 50 rows for the same key.
     for (const [label, url] of Object.entries(targets)) {
       const res = await fetch(url, {
@@ -128,14 +176,15 @@ async function main(): Promise<void> {
       if (res.status !== 200 || body.result.length !== 50) throw new Error(`${label} answered ${res.status} with ${body.result?.length} rows`);
     }
     console.log(`warming up (3 s each), then ${ROUNDS} alternating rounds of ${DURATION} s, ${CONNECTIONS} connections, ${KEYS} keys`);
-    await run(targets.gateway, keys, 3);
-    await run(targets.bare, keys, 3);
+    await run(targets.gateway, keys, 3, pids.gateway);
+    await run(targets.bare, keys, 3, pids.bare);
     const results: Record<'gateway' | 'bare', RunResult[]> = { gateway: [], bare: [] };
     for (let round = 0; round < ROUNDS; round += 1) {
       for (const label of round % 2 === 0 ? (['gateway', 'bare'] as const) : (['bare', 'gateway'] as const)) {
-        const r = await run(targets[label], keys, DURATION);
+        const r = await run(targets[label], keys, DURATION, pids[label]);
         results[label].push(r);
-        console.log(`  round ${round + 1} ${label.padEnd(7)} ${r.rps.toFixed(0).padStart(6)} req/s  p99 ${String(r.p99).padStart(4)} ms  errors ${r.errors}`);
+        const cpu = r.cpu ? `  CPU/req: node ${r.cpu.server.toFixed(3)} ms, postgres ${r.cpu.postgres.toFixed(3)} ms` : '';
+        console.log(`  round ${round + 1} ${label.padEnd(7)} ${r.rps.toFixed(0).padStart(6)} req/s  p99 ${String(r.p99).padStart(4)} ms  errors ${r.errors}${cpu}`);
       }
     }
     const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;

@@ -1,6 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
-import { startTestApp, type TestApp } from './support/test-app.js';
+import { createTestDatabase, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 /** A tasks key with any extra body fields merged in; returns the whole creation answer (prefix, expiresAt too). */
 async function makeApiKey(app: TestApp, user: TestUser, body: Record<string, unknown> = {}) {
@@ -178,5 +179,54 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
       ['create_task', 403],
     ]);
     expect(one.body.data.callCount).toBe(2);
+  });
+});
+
+// Two app instances cannot share one embedded (in-process) database, so this runs on real services only.
+const sharedServices = process.env.TEST_DATABASE_URL ? describe : describe.skip;
+
+sharedServices('API key call counts across two instances of one deployment (real PostgreSQL only)', () => {
+  let first: TestApp;
+  let second: TestApp;
+  let database: TestDatabase;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const env = { REDIS_PREFIX: `atrium-keys-${randomBytes(4).toString('hex')}`, JWT_SECRET: randomBytes(32).toString('hex'), API_KEY_PEPPER: randomBytes(32).toString('hex') };
+    first = await startTestApp({ database, env });
+    second = await startTestApp({ database, env });
+  }, 180_000);
+  afterAll(async () => {
+    await second?.close();
+    await first?.close();
+    await database?.drop();
+  });
+
+  it('counts concurrent calls on the same keys through both instances exactly, without deadlocks', async () => {
+    const user = await makeUser(first);
+    const keys = await Promise.all([0, 1, 2].map(() => makeApiKey(first, user)));
+    // 3 keys × 2 instances × 60 calls, all at once: each instance's counter writes batches over the same rows.
+    const calls = [first, second].flatMap((instance) =>
+      keys.flatMap((key) => Array.from({ length: 60 }, () => instance.http.post('/api/v1/public/mcp/call').set(bearer(key.key)).send({ name: 'list_tasks', arguments: {} }))),
+    );
+    const statuses = (await Promise.all(calls)).map((r) => r.status);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    for (const key of keys) {
+      const seenByFirst = await first.http.get(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
+      const seenBySecond = await second.http.get(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
+      expect(seenByFirst.body.data.callCount).toBe(120);
+      expect(seenBySecond.body.data.callCount).toBe(120);
+    }
+  }, 120_000);
+
+  it('a key revoked through one instance is refused by the other on its next call', async () => {
+    const user = await makeUser(first);
+    const key = await makeApiKey(first, user);
+    await second.http.post('/api/v1/public/mcp/call').set(bearer(key.key)).send({ name: 'list_tasks', arguments: {} }).expect(200);
+    await first.http.delete(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
+    const refused = await second.http.post('/api/v1/public/mcp/call').set(bearer(key.key)).send({ name: 'list_tasks', arguments: {} }).expect(401);
+    expect(refused.body.error.code).toBe('revoked_api_key');
+    const one = await second.http.get(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
+    expect(one.body.data).toMatchObject({ status: 'revoked', callCount: 1 });
   });
 });

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ApiKeyAuthGuard } from './api-key-auth.guard.js';
+import { ApiKeyCallCounter } from './api-key-call-counter.js';
 import { ApiKey } from './api-key.entity.js';
 import { ApiKeyStrategy } from './api-key.strategy.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
@@ -13,7 +14,7 @@ import { OwnerInterceptor } from './owner.interceptor.js';
 @Module({
   imports: [TypeOrmModule.forFeature([ApiKey]), PassportModule],
   controllers: [ApiKeysController],
-  providers: [ApiKeysService, ApiKeyUsageRecorder, ApiKeyStrategy, ApiKeyAuthGuard, KeyRateLimitGuard, OwnerInterceptor],
+  providers: [ApiKeysService, ApiKeyCallCounter, ApiKeyUsageRecorder, ApiKeyStrategy, ApiKeyAuthGuard, KeyRateLimitGuard, OwnerInterceptor],
   exports: [ApiKeysService, ApiKeyUsageRecorder, ApiKeyAuthGuard, KeyRateLimitGuard, OwnerInterceptor],
 })
 export class ApiKeysModule {}

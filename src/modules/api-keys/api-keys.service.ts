@@ -10,6 +10,7 @@ import { generateApiKey, hashApiKey, isWellFormedApiKey, sameHash } from './api-
 import type { ApiKeyPrincipal } from './api-key.principal.js';
 import { expiryDate } from './api-key-scopes.js';
 import { ApiKey } from './api-key.entity.js';
+import { ApiKeyCallCounter } from './api-key-call-counter.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
 import type { CreateApiKeyDto } from './dto/create-api-key.dto.js';
 import { isUuid } from '../../common/validation/uuid.js';
@@ -59,6 +60,7 @@ export class ApiKeysService {
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly usage: ApiKeyUsageRecorder,
+    private readonly callCounter: ApiKeyCallCounter,
   ) {}
 
   async create(userId: string, input: CreateApiKeyDto): Promise<Omit<ApiKeyView, 'daysUntilExpiry' | 'lastUsedAt' | 'callCount' | 'status'> & { key: string }> {
@@ -121,30 +123,17 @@ export class ApiKeysService {
   }
 
   /**
-   * Resolves a bearer value to its key. The checksum is checked first (no database work for junk or
-   * typos); then one indexed statement by HMAC that also counts the call when the key is usable, so a
-   * call is counted before it is answered (a crash can never lose the count of an acknowledged call);
-   * the stored hash is compared in constant time.
-   *
-   * That one statement commits asynchronously (`set_config('synchronous_commit', 'off', true)` lasts for
-   * its own transaction only): waiting for the WAL flush on every call put disk fsync stalls (up to
-   * ~100 ms here) into every tool call's latency. A crash of this process still loses no count (the
-   * commit is in PostgreSQL); a crash of PostgreSQL can lose the last fraction of a second of counts.
+   * Resolves a bearer value to its key and counts the call. The checksum is checked first (no database
+   * work for junk or typos); then one indexed lookup by HMAC, compared in constant time. Revocation and
+   * expiry are columns read on every call: no cache can outlive them. A usable key's call is counted
+   * (committed) before this returns, so a crash never loses the count of an answered call; see
+   * ApiKeyCallCounter for how concurrent calls share one write.
    */
   async authenticate(token: string): Promise<ApiKeyPrincipal> {
     if (!isWellFormedApiKey(token)) throw new AppException(ErrorCode.InvalidApiKey, 'The API key is not valid');
     const hash = hashApiKey(token, this.config.secrets.tokenPepper);
     const rows: KeyRow[] = await this.dataSource.query(
-      `WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)),
-       counted AS (
-         UPDATE api_keys SET call_count = call_count + 1, last_used_at = now()
-         WHERE key_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
-           AND EXISTS (SELECT 1 FROM async_commit)
-         RETURNING id, user_id, scopes, project_ids, repos, expires_at, revoked_at, key_hash)
-       SELECT * FROM counted
-       UNION ALL
-       SELECT id, user_id, scopes, project_ids, repos, expires_at, revoked_at, key_hash FROM api_keys
-       WHERE key_hash = $1 AND NOT EXISTS (SELECT 1 FROM counted)`,
+      `SELECT id, user_id, scopes, project_ids, repos, expires_at, revoked_at, key_hash FROM api_keys WHERE key_hash = $1`,
       [hash],
     );
     const row = rows[0];
@@ -156,6 +145,7 @@ export class ApiKeysService {
         'X-Api-Key-Expires-At': expiresAt.toISOString(),
       });
     }
+    await this.callCounter.count(row.id);
     return {
       kind: 'api-key',
       keyId: row.id,

@@ -1,0 +1,82 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+
+interface Batch {
+  /** key id → calls to add */
+  counts: Map<string, number>;
+  done: Promise<void>;
+  settle: (error?: unknown) => void;
+}
+
+/**
+ * Exact per-key call counts, committed before the call is answered, written by group commit: while one
+ * UPDATE is in flight, the calls that arrive wait together and are written by the next single UPDATE
+ * (one row per key, `call_count + n`). An idle server writes one call per statement, as a plain UPDATE
+ * would; under load hundreds of calls share one. Why: one UPDATE per call made PostgreSQL rewrite a hot
+ * `api_keys` row for every call, which cost the gateway about a fifth of its throughput (bench:gateway).
+ *
+ * Nothing is held back in memory past an answer: `count()` resolves only once its batch is committed, so
+ * a kill -9 of this process loses no acknowledged call, and every instance sees the count at once.
+ *
+ * The statement commits asynchronously (`synchronous_commit` off for its own transaction only): waiting
+ * for the WAL flush put disk fsync stalls (up to ~100 ms here) into every tool call. A crash of PostgreSQL
+ * itself can therefore lose the counts of its last fraction of a second; every other write still waits.
+ * Rows are locked in id order, so two instances flushing overlapping keys cannot deadlock.
+ */
+@Injectable()
+export class ApiKeyCallCounter {
+  private pending: Batch | null = null;
+  private writing = false;
+
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /** Adds one call to the key's count; resolves once that is committed, rejects if it could not be. */
+  count(keyId: string): Promise<void> {
+    const batch = (this.pending ??= newBatch());
+    batch.counts.set(keyId, (batch.counts.get(keyId) ?? 0) + 1);
+    if (!this.writing) void this.writeNext();
+    return batch.done;
+  }
+
+  private async writeNext(): Promise<void> {
+    this.writing = true;
+    // Let the calls already in this turn of the event loop join the batch.
+    await new Promise((resolve) => setImmediate(resolve));
+    while (this.pending) {
+      const batch = this.pending;
+      this.pending = null;
+      try {
+        await this.write(batch.counts);
+        batch.settle();
+      } catch (error) {
+        batch.settle(error);
+      }
+    }
+    this.writing = false;
+  }
+
+  private async write(counts: Map<string, number>): Promise<void> {
+    const ids = [...counts.keys()].sort();
+    await this.dataSource.query(
+      `WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)),
+       calls AS (SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS c(id, n)),
+       locked AS (
+         SELECT k.id FROM api_keys k, async_commit
+         WHERE k.id IN (SELECT id FROM calls) ORDER BY k.id FOR NO KEY UPDATE OF k)
+       UPDATE api_keys k SET call_count = k.call_count + calls.n, last_used_at = now()
+       FROM calls, locked WHERE k.id = calls.id AND locked.id = calls.id`,
+      [ids, ids.map((id) => counts.get(id))],
+    );
+  }
+}
+
+function newBatch(): Batch {
+  let settle!: Batch['settle'];
+  const done = new Promise<void>((resolve, reject) => {
+    settle = (error) => (error === undefined ? resolve() : reject(error));
+  });
+  // A batch nobody awaits any more (its callers gone) must not surface as an unhandled rejection.
+  done.catch(() => undefined);
+  return { counts: new Map(), done, settle };
+}
