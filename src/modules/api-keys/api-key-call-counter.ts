@@ -13,8 +13,9 @@ interface Batch {
  * Exact per-key call counts, committed before the call is answered, written by group commit: while one
  * UPDATE is in flight, the calls that arrive wait together and are written by the next single UPDATE
  * (one row per key, `call_count + n`). An idle server writes one call per statement, as a plain UPDATE
- * would; under load hundreds of calls share one. Why: one UPDATE per call made PostgreSQL rewrite a hot
- * `api_keys` row for every call, which cost the gateway about a fifth of its throughput (bench:gateway).
+ * would; under load many calls share one (about 14 in bench:gateway). Why: one UPDATE per call made
+ * PostgreSQL rewrite a hot `api_keys` row for every call, which cost the gateway about a fifth of its
+ * throughput in bench:gateway.
  *
  * Nothing is held back in memory past an answer: `count()` resolves only once its batch is committed, so
  * a kill -9 of this process loses no acknowledged call, and every instance sees the count at once.
