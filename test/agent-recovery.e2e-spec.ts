@@ -1,8 +1,8 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { FakeLlmServer } from './support/fake-llm-server.js';
-import { createTestDatabase, startTestApp, type TestApp } from './support/test-app.js';
+import { createTestDatabase, deploymentEnv, describeOnSharedServices, startTestApp, type TestApp } from './support/test-app.js';
 
 const FINAL = ['succeeded', 'failed', 'cancelled'];
 
@@ -130,20 +130,14 @@ describe('agent runs: recovery after a worker died', () => {
   });
 });
 
-// Two app instances cannot share one embedded (in-process) database, so this runs on real services only.
-const sharedServices = process.env.TEST_DATABASE_URL ? describe : describe.skip;
-
-sharedServices('agent runs: a second instance takes over from one that stopped mid-run (real PostgreSQL only)', () => {
+describeOnSharedServices('agent runs: a second instance takes over from one that stopped mid-run (real PostgreSQL only)', () => {
   it('the second instance finishes the run; the tool call already made is not repeated', async () => {
     const llm = await new FakeLlmServer().start();
     const database = await createTestDatabase();
     // Two instances of one deployment: same database, queue prefix and secrets.
     const env = {
       ...llmEnv(llm),
-      REDIS_PREFIX: `atrium-agent-${randomBytes(4).toString('hex')}`,
-      JWT_SECRET: randomBytes(32).toString('hex'),
-      API_KEY_PEPPER: randomBytes(32).toString('hex'),
-      ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      ...deploymentEnv('agent'),
     };
     let first: TestApp | undefined = await startTestApp({ database, env });
     let second: TestApp | undefined;

@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
-import { createTestDatabase, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { createTestDatabase, deploymentEnv, describeOnSharedServices, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 /** A tasks key with any extra body fields merged in; returns the whole creation answer (prefix, expiresAt too). */
 async function makeApiKey(app: TestApp, user: TestUser, body: Record<string, unknown> = {}) {
@@ -182,17 +181,14 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
   });
 });
 
-// Two app instances cannot share one embedded (in-process) database, so this runs on real services only.
-const sharedServices = process.env.TEST_DATABASE_URL ? describe : describe.skip;
-
-sharedServices('API key call counts across two instances of one deployment (real PostgreSQL only)', () => {
+describeOnSharedServices('API key call counts across two instances of one deployment (real PostgreSQL only)', () => {
   let first: TestApp;
   let second: TestApp;
   let database: TestDatabase;
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    const env = { REDIS_PREFIX: `atrium-keys-${randomBytes(4).toString('hex')}`, JWT_SECRET: randomBytes(32).toString('hex'), API_KEY_PEPPER: randomBytes(32).toString('hex') };
+    const env = deploymentEnv('keys');
     first = await startTestApp({ database, env });
     second = await startTestApp({ database, env });
   }, 180_000);

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +6,7 @@ import { buildOnce, startAppProcess, type AppProcess } from './support/app-proce
 import { call } from './support/drill-helpers';
 import { FakeEmbeddings } from './support/fake-embeddings-server';
 import { FakeLlmServer } from './support/fake-llm-server';
-import { createTestDatabase, type TestDatabase } from './support/test-app';
+import { createTestDatabase, deploymentEnv, describeOnSharedServices, type TestDatabase } from './support/test-app';
 
 /**
  * Crash drill (issue 10): `kill -9` of a worker process in the middle of ingest jobs and of an agent run,
@@ -22,13 +21,12 @@ const FINAL = ['succeeded', 'failed', 'cancelled'];
 const DOCS_PER_SCENARIO = 10;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const shared = process.env.TEST_DATABASE_URL ? describe : describe.skip;
 if (!process.env.TEST_DATABASE_URL) {
   // eslint-disable-next-line no-console
   console.log('drill-crash skipped: it needs TEST_DATABASE_URL (several processes cannot share the embedded engine)');
 }
 
-shared('crash drill: kill -9 mid-job and mid-call', () => {
+describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
   let database: TestDatabase;
   let db: Client;
   let llm: FakeLlmServer;
@@ -79,10 +77,7 @@ shared('crash drill: kill -9 mid-job and mid-call', () => {
       DATABASE_URL: database.url,
       DATABASE_POOL_SIZE: '5',
       ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
-      REDIS_PREFIX: `atrium-crash-${randomBytes(4).toString('hex')}`,
-      JWT_SECRET: randomBytes(32).toString('hex'),
-      API_KEY_PEPPER: randomBytes(32).toString('hex'),
-      ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      ...deploymentEnv('crash'),
       RATE_LIMIT_KEY_PER_MIN: '1000000',
       RATE_LIMIT_USER_PER_MIN: '1000000',
       EMBEDDINGS_PROVIDER: 'openai',

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +10,7 @@ import {
   type LoadScenarioResult,
 } from '../bench/load-scenario';
 import { buildOnce, startAppProcess, type AppProcess } from './support/app-process';
-import { createTestDatabase, startTestApp, type TestDatabase } from './support/test-app';
+import { createTestDatabase, deploymentEnv, startTestApp, type TestDatabase } from './support/test-app';
 
 /**
  * Load drill (issue 10): at 4× the per-key limit from 20 keys at once, the service answers 429 (never
@@ -49,10 +48,7 @@ describe('load drill: 20 keys at 4× the per-key limit', () => {
         LOG_LEVEL: 'info', // startAppProcess waits for the "listening" info line
         DATABASE_URL: database.url,
         ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
-        REDIS_PREFIX: `atrium-load-${randomBytes(4).toString('hex')}`,
-        JWT_SECRET: randomBytes(32).toString('hex'),
-        API_KEY_PEPPER: randomBytes(32).toString('hex'),
-        ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+        ...deploymentEnv('load'),
         APP_ROLE: 'api',
         ...limits,
       });

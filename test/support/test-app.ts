@@ -46,6 +46,25 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   };
 }
 
+/**
+ * describe() for suites that run several app instances or processes on one database: an embedded
+ * (in-process) database cannot be shared, so they run on the real PostgreSQL server only.
+ */
+export const describeOnSharedServices = process.env.TEST_DATABASE_URL ? describe : describe.skip;
+
+/**
+ * What every instance of one deployment shares, fresh for each test deployment: the secrets (a token
+ * or key issued by one instance works on all) and the Redis key prefix (queues, limits).
+ */
+export function deploymentEnv(name: string): Record<string, string> {
+  return {
+    REDIS_PREFIX: `atrium-${name}-${randomBytes(4).toString('hex')}`,
+    JWT_SECRET: randomBytes(32).toString('hex'),
+    API_KEY_PEPPER: randomBytes(32).toString('hex'),
+    ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+  };
+}
+
 export interface TestApp {
   app: NestExpressApplication;
   config: AppConfig;
