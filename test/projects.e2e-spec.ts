@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
@@ -127,6 +128,30 @@ describe('projects, members and project session tokens', () => {
     await app.http.get('/api/projects?cursor=garbage').set(bearer(user.token)).expect(400);
     await app.http.get('/api/projects?limit=0').set(bearer(user.token)).expect(400);
     await app.http.get('/api/projects?limit=201').set(bearer(user.token)).expect(400);
+  });
+
+  it('pages through projects created in the same millisecond without skipping one (ties by id)', async () => {
+    const user = await makeUser(app);
+    const ids = [await makeProject(user, 'Tie A'), await makeProject(user, 'Tie B'), await makeProject(user, 'Tie C')];
+    // Microseconds apart, as concurrent inserts on PostgreSQL get from now(): the cursor carries milliseconds.
+    const db = app.app.get(DataSource);
+    for (const [i, id] of ids.entries()) {
+      await db.query(`UPDATE projects SET created_at = $1 WHERE id = $2`, [`2026-01-01T07:00:00.12345${i + 1}Z`, id]);
+    }
+    const all = await app.http.get('/api/projects?limit=200').set(bearer(user.token)).expect(200);
+    const expected = all.body.data.items.map((p: { id: string }) => p.id);
+    expect([...expected].sort()).toEqual([...ids].sort());
+    const paged: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { data: { items: { id: string }[]; nextCursor: string | null } } } = await app.http
+        .get(`/api/projects?limit=1${cursor ? `&cursor=${cursor}` : ''}`)
+        .set(bearer(user.token))
+        .expect(200);
+      paged.push(...page.body.data.items.map((p) => p.id));
+      cursor = page.body.data.nextCursor;
+    } while (cursor && paged.length < 10);
+    expect(paged).toEqual(expected);
   });
 
   describe('session tokens', () => {

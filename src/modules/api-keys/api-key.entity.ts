@@ -41,6 +41,7 @@ export class ApiKey {
   @Column('bigint')
   callCount: string;
 
-  @CreateDateColumn({ type: 'timestamptz' })
+  // Milliseconds, the precision of the list cursor (see migration ListTimestampsMilliseconds).
+  @CreateDateColumn({ type: 'timestamptz', precision: 3 })
   createdAt: Date;
 }

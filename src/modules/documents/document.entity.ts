@@ -58,7 +58,8 @@ export class Document {
   @Column({ type: 'timestamptz', nullable: true })
   indexedAt: Date | null;
 
-  @CreateDateColumn({ type: 'timestamptz' })
+  // Milliseconds, the precision of the list cursor (see migration ListTimestampsMilliseconds).
+  @CreateDateColumn({ type: 'timestamptz', precision: 3 })
   createdAt: Date;
 
   @UpdateDateColumn({ type: 'timestamptz' })

@@ -36,7 +36,8 @@ export class GithubRepository {
   @Column('uuid', { nullable: true })
   createdBy: string | null;
 
-  @CreateDateColumn({ type: 'timestamptz' })
+  // Milliseconds, the precision of the list cursor (see migration ListTimestampsMilliseconds).
+  @CreateDateColumn({ type: 'timestamptz', precision: 3 })
   createdAt: Date;
 
   @UpdateDateColumn({ type: 'timestamptz' })

@@ -15,7 +15,8 @@ export class Project {
   @Column('uuid')
   ownerId: string;
 
-  @CreateDateColumn({ type: 'timestamptz' })
+  // Milliseconds, the precision of the list cursor (see migration ListTimestampsMilliseconds).
+  @CreateDateColumn({ type: 'timestamptz', precision: 3 })
   createdAt: Date;
 
   @UpdateDateColumn({ type: 'timestamptz' })
