@@ -292,8 +292,20 @@ function renderKeys(keys) {
   $('keys-table').hidden = keys.length === 0;
 }
 
+/** Every key of the account: the list is paged ({items, nextCursor}), so follow the cursor to the end. */
+async function fetchAllKeys() {
+  const keys = [];
+  let cursor = null;
+  do {
+    const page = await api('GET', `/api/api-keys?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    keys.push(...page.items);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return keys;
+}
+
 async function loadKeys() {
-  const keys = await guarded(() => api('GET', '/api/api-keys'));
+  const keys = await guarded(fetchAllKeys);
   if (keys) renderKeys(keys);
   return keys;
 }

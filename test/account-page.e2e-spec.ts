@@ -207,7 +207,7 @@ describe('account page (public/) in a real browser', () => {
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
 
     // An expired access token: the server answers 401 in its envelope.
-    await page.route('**/api/api-keys', (route) =>
+    await page.route(/\/api\/api-keys(\?.*)?$/, (route) =>
       route.fulfill({
         status: 401,
         contentType: 'application/json',
@@ -218,7 +218,7 @@ describe('account page (public/) in a real browser', () => {
     await page.locator('#login-error', { hasText: 'session has expired' }).waitFor();
     expect(await page.locator('#keys-view').isHidden()).toBe(true);
     expect(await page.evaluate<string | undefined>('document.activeElement?.id')).toBe('login-email');
-    await page.unroute('**/api/api-keys');
+    await page.unroute(/\/api\/api-keys(\?.*)?$/);
     await expectNoSecretsInUrlOrStorage();
   });
 

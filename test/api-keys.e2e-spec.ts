@@ -51,8 +51,9 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
     expect(days).toBeLessThan(30.1);
 
     const list = await app.http.get('/api/api-keys').set(bearer(user.token)).expect(200);
-    expect(list.body.data).toHaveLength(1);
-    expect(list.body.data[0]).toMatchObject({ id: created.id, status: 'active', daysUntilExpiry: 30, callCount: 0, lastUsedAt: null, prefix: created.prefix });
+    expect(list.body.data.items).toHaveLength(1);
+    expect(list.body.data.nextCursor).toBeNull();
+    expect(list.body.data.items[0]).toMatchObject({ id: created.id, status: 'active', daysUntilExpiry: 30, callCount: 0, lastUsedAt: null, prefix: created.prefix });
     expect(JSON.stringify(list.body)).not.toContain(created.key);
     const one = await app.http.get(`/api/api-keys/${created.id}`).set(bearer(user.token)).expect(200);
     expect(JSON.stringify(one.body)).not.toContain(created.key);
@@ -69,7 +70,7 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
     const user = await makeUser(app);
     const key = await makeApiKey(app, user, { expiresIn: 'never' });
     const list = await app.http.get('/api/api-keys').set(bearer(user.token)).expect(200);
-    expect(list.body.data[0]).toMatchObject({ expiresAt: null, daysUntilExpiry: null });
+    expect(list.body.data.items[0]).toMatchObject({ expiresAt: null, daysUntilExpiry: null });
     const res = await callTool(key.key).expect(200);
     expect(res.headers['x-api-key-expires-at']).toBeUndefined();
     const expiring = await makeApiKey(app, user, { expiresIn: '1y' });
@@ -99,8 +100,30 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
     await app.http.delete(`/api/api-keys/${key.id}`).set(bearer(bob.token)).expect(404);
     await app.http.get('/api/api-keys/not-a-uuid').set(bearer(bob.token)).expect(404);
     const bobsList = await app.http.get('/api/api-keys').set(bearer(bob.token)).expect(200);
-    expect(bobsList.body.data).toEqual([]);
+    expect(bobsList.body.data).toEqual({ items: [], nextCursor: null });
     await callTool(key.key).expect(200); // still alive
+  });
+
+  it('pages the key list newest first ({items, nextCursor}) and refuses bad paging input with 400', async () => {
+    const user = await makeUser(app);
+    const made: string[] = [];
+    for (let i = 0; i < 5; i += 1) made.push((await makeApiKey(app, user, { name: `key ${i}` })).id);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { data: { items: { id: string }[]; nextCursor: string | null } } } = await app.http
+        .get(`/api/api-keys?limit=2${cursor ? `&cursor=${cursor}` : ''}`)
+        .set(bearer(user.token))
+        .expect(200);
+      expect(page.body.data.items.length).toBeLessThanOrEqual(2);
+      seen.push(...page.body.data.items.map((k) => k.id));
+      cursor = page.body.data.nextCursor;
+    } while (cursor && seen.length < 10);
+    expect(seen).toEqual([...made].reverse());
+    for (const bad of ['limit=0', 'limit=201', 'limit=abc', 'cursor=garbage']) {
+      const res = await app.http.get(`/api/api-keys?${bad}`).set(bearer(user.token)).expect(400);
+      expect(res.body.error.code).toBe('VALIDATION_FAILED');
+    }
   });
 
   it('needs a user token: an API key on /api/api-keys is 401 naming the expected credential', async () => {
@@ -133,7 +156,7 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
     const tools = await app.http.get('/api/v1/public/mcp/tools').set(bearer(key.key)).expect(401);
     expect(tools.body.error.code).toBe('revoked_api_key');
     const list = await app.http.get('/api/api-keys').set(bearer(user.token)).expect(200);
-    expect(list.body.data[0].status).toBe('revoked');
+    expect(list.body.data.items[0].status).toBe('revoked');
     await app.http.delete(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200); // idempotent
   });
 
@@ -147,7 +170,7 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
     expect(res.headers['www-authenticate']).toBe('Bearer');
     expect(res.headers['x-api-key-expires-at']).toBeDefined();
     const list = await app.http.get('/api/api-keys').set(bearer(user.token)).expect(200);
-    expect(list.body.data[0]).toMatchObject({ status: 'expired', daysUntilExpiry: 0 });
+    expect(list.body.data.items[0]).toMatchObject({ status: 'expired', daysUntilExpiry: 0 });
   });
 
   it('counts 200 concurrent calls exactly and logs the last 50 calls without argument values', async () => {

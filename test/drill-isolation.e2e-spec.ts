@@ -510,7 +510,7 @@ describe(`isolation drill (seed ${seed})`, () => {
       }
       case 'keys': {
         const want = keys.filter((k) => a && k.userId === a.userId).map((k) => k.id);
-        return probe(req('GET', '/api/api-keys'), userOnly(ok((body) => sameIds(body.data, want, 'GET /api/api-keys'))));
+        return probe(req('GET', '/api/api-keys?limit=200'), userOnly(ok((body) => sameIds(body.data.items, want, 'GET /api/api-keys'))));
       }
       case 'key': {
         const k = rng.chance(0.1) ? null : rng.pick(keys);

@@ -1,8 +1,9 @@
-import { Body, Controller, Delete, Get, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import type { Principal } from '../auth/principal.js';
 import { AppException } from '../../common/errors/app.exception.js';
+import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { ApiKeysService } from './api-keys.service.js';
 import { CreateApiKeyDto } from './dto/create-api-key.dto.js';
@@ -21,9 +22,9 @@ export class ApiKeysController {
   }
 
   @Get()
-  @ApiOperation({ summary: "The caller's API keys" })
-  list(@CurrentPrincipal() principal: Principal) {
-    return this.apiKeys.list(userOnly(principal));
+  @ApiOperation({ summary: "The caller's API keys, newest first: {items, nextCursor}" })
+  list(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto) {
+    return this.apiKeys.list(userOnly(principal), query);
   }
 
   @Get(':id')
