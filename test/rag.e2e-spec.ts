@@ -114,9 +114,10 @@ describe('RAG (e2e)', () => {
   });
 
   it('runs ingest and reindex jobs through their states; reindex is one at a time; cancel works', async () => {
-    // Everything is indexed already: an ingest has nothing to do and finishes at once.
+    // Everything is indexed already: an ingest has nothing to do; it is queued like any job and succeeds.
     const empty = (await app.http.post('/api/rag/ingest').set(bearer(owner.token)).send({ projectId }).expect(202)).body.data;
-    expect(empty).toMatchObject({ status: 'succeeded', documentCount: 0 });
+    expect(empty).toMatchObject({ status: 'queued', documentCount: 0 });
+    expect(await waitJob(owner, empty.jobId)).toMatchObject({ status: 'succeeded', progress: { total: 0, done: 0, failed: 0 } });
 
     const reindex = (await app.http.post('/api/rag/reindex').set(bearer(owner.token)).send({ projectId }).expect(202)).body.data;
     expect(reindex.status).toBe('queued');

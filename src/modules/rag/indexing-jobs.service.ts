@@ -141,9 +141,9 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     let row: IndexingJobRow;
     try {
       [row] = await this.dataSource.query(
-        `INSERT INTO indexing_jobs (id, project_id, created_by, kind, status, document_ids, total, trace_id, finished_at)
-         VALUES ($1, $2, $3, $4, $5, $6::uuid[], $7, $8, CASE WHEN $7 = 0 THEN now() END) RETURNING *`,
-        [id, projectId, createdBy, kind, ids.length === 0 ? 'succeeded' : 'queued', ids, ids.length, traceId ?? null],
+        `INSERT INTO indexing_jobs (id, project_id, created_by, kind, status, document_ids, total, trace_id)
+         VALUES ($1, $2, $3, $4, 'queued', $5::uuid[], $6, $7) RETURNING *`,
+        [id, projectId, createdBy, kind, ids, ids.length, traceId ?? null],
       );
     } catch (error) {
       if (isUniqueViolation(error)) {
@@ -151,7 +151,9 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
       }
       throw error;
     }
-    if (ids.length > 0) await this.enqueue(id);
+    // Even a job with nothing to do goes through the queue: every job starts `queued` (API.md), and the
+    // worker finishes an empty one at once.
+    await this.enqueue(id);
     return row;
   }
 
