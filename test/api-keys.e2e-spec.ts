@@ -147,12 +147,13 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
 
   it('revokes: the next request answers 401 revoked_api_key, and the list says revoked', async () => {
     const user = await makeUser(app);
-    const key = await makeApiKey(app, user);
+    const key = await makeApiKey(app, user, { expiresIn: '90d' });
     await callTool(key.key).expect(200);
     await app.http.delete(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
     const res = await callTool(key.key).expect(401);
     expect(res.body.error.code).toBe('revoked_api_key');
     expect(res.headers['www-authenticate']).toBe('Bearer');
+    expect(res.headers['x-api-key-expires-at']).toBe(key.expiresAt); // every answer to a key with an expiry
     const tools = await app.http.get('/api/v1/public/mcp/tools').set(bearer(key.key)).expect(401);
     expect(tools.body.error.code).toBe('revoked_api_key');
     const list = await app.http.get('/api/api-keys').set(bearer(user.token)).expect(200);

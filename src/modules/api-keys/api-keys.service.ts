@@ -148,12 +148,14 @@ export class ApiKeysService {
     );
     const row = rows[0];
     if (!row || !sameHash(row.key_hash, hash)) throw new AppException(ErrorCode.InvalidApiKey, 'The API key is not valid');
-    if (row.revoked_at) throw new AppException(ErrorCode.RevokedApiKey, 'The API key has been revoked; create a new one on the account page');
     const expiresAt = row.expires_at ? new Date(row.expires_at) : null;
+    // Every Area A answer to a key with an expiry carries it, refusals included.
+    const expiryHeader = expiresAt ? { 'X-Api-Key-Expires-At': expiresAt.toISOString() } : undefined;
+    if (row.revoked_at) {
+      throw new AppException(ErrorCode.RevokedApiKey, 'The API key has been revoked; create a new one on the account page', {}, expiryHeader);
+    }
     if (expiresAt && expiresAt.getTime() <= Date.now()) {
-      throw new AppException(ErrorCode.ExpiredApiKey, `The API key expired at ${expiresAt.toISOString()}; create a new one on the account page`, {}, {
-        'X-Api-Key-Expires-At': expiresAt.toISOString(),
-      });
+      throw new AppException(ErrorCode.ExpiredApiKey, `The API key expired at ${expiresAt.toISOString()}; create a new one on the account page`, {}, expiryHeader);
     }
     await this.callCounter.count(row.id);
     return {
