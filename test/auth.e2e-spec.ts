@@ -112,6 +112,8 @@ describe('auth (register, login, me)', () => {
     const limited = await app.http.post('/api/auth/login').send({ email: user.email, password: user.password }).expect(429);
     expect(limited.body.error.code).toBe('RATE_LIMITED');
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    // Area B details are camelCase, like every Area B body.
+    expect(limited.body.error.details).toEqual({ retryAfterSeconds: Number(limited.headers['retry-after']) });
     // Another email from the same IP is unaffected.
     const other = await makeUser(app);
     expect(other.token).toBeTruthy();

@@ -141,6 +141,17 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
       expect(slow.body.error.message).toMatch(/did not answer within 1000 ms/);
     });
 
+    it("answers 429 RATE_LIMITED with Retry-After when GitHub rate-limits the check (Area B details in camelCase)", async () => {
+      github.addRepo('acme', 'throttled');
+      github.grant('ghp_throttled', ['acme/throttled']);
+      github.failNext(FakeGithubServer.secondaryRateLimit(90, 429));
+      const res = await register({ owner: 'acme', name: 'throttled', token: 'ghp_throttled' }, 429);
+      expect(res.body.error).toMatchObject({ code: 'RATE_LIMITED', details: { upstream: 'github', upstreamStatus: 429 } });
+      expect(res.headers['retry-after']).toBe('90');
+      // Nothing was registered; once GitHub answers, the same registration works.
+      await register({ owner: 'acme', name: 'throttled', token: 'ghp_throttled' });
+    });
+
     it('validates the body', async () => {
       for (const body of [{ name: 'x' }, { owner: 'acme' }, { owner: 'ac me', name: 'x' }, { owner: 'acme', name: 'a/b' }, { owner: 'acme', name: 'x', token: '' }, { owner: 'acme', name: 'x', extra: 1 }]) {
         const res = await register(body, 400);

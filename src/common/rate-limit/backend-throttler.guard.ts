@@ -2,8 +2,7 @@ import { ExecutionContext, Injectable } from '@nestjs/common';
 import { ThrottlerGuard } from '@nestjs/throttler';
 import type { Request } from 'express';
 import { apiAreaOf } from '../http/api-area.js';
-import { AppException } from '../errors/app.exception.js';
-import { ErrorCode } from '../errors/error-code.js';
+import { rateLimited } from './rate-limiter.service.js';
 
 type ThrottlerLimitDetail = Parameters<ThrottlerGuard['throwThrottlingException']>[1];
 
@@ -25,9 +24,6 @@ export class BackendThrottlerGuard extends ThrottlerGuard {
   }
 
   protected override async throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
-    const retryAfter = Math.max(1, detail.timeToBlockExpire || detail.timeToExpire);
-    throw new AppException(ErrorCode.RateLimited, 'Request limit exceeded; retry later', [{ retryAfterSeconds: retryAfter }], {
-      'Retry-After': String(retryAfter),
-    });
+    throw rateLimited('backend', 'Request limit exceeded; retry later', Math.max(1, detail.timeToBlockExpire || detail.timeToExpire));
   }
 }

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ThrottlerStorage } from '@nestjs/throttler';
 import { AppException } from '../errors/app.exception.js';
 import { ErrorCode } from '../errors/error-code.js';
+import type { ApiArea } from '../http/api-area.js';
 
 export interface RateLimitOutcome {
   allowed: boolean;
@@ -26,14 +27,16 @@ export class RateLimiterService {
     };
   }
 
-  /** Throws 429 (with Retry-After) when over the limit. */
-  async enforce(bucket: string, key: string, limit: number, windowMs: number, message: string): Promise<RateLimitOutcome> {
+  /** Throws 429 (with Retry-After) when over the limit; the details in the casing of the area that answers. */
+  async enforce(area: ApiArea, bucket: string, key: string, limit: number, windowMs: number, message: string): Promise<RateLimitOutcome> {
     const outcome = await this.consume(bucket, key, limit, windowMs);
-    if (!outcome.allowed) {
-      throw new AppException(ErrorCode.RateLimited, message, { retry_after_seconds: outcome.retryAfterSeconds }, {
-        'Retry-After': String(outcome.retryAfterSeconds),
-      });
-    }
+    if (!outcome.allowed) throw rateLimited(area, message, outcome.retryAfterSeconds);
     return outcome;
   }
+}
+
+/** 429 with Retry-After. Area A details are snake_case (`retry_after_seconds`), Area B camelCase. */
+export function rateLimited(area: ApiArea, message: string, retryAfterSeconds: number): AppException {
+  const details = area === 'tool-api' ? { retry_after_seconds: retryAfterSeconds } : { retryAfterSeconds };
+  return new AppException(ErrorCode.RateLimited, message, details, { 'Retry-After': String(retryAfterSeconds) });
 }

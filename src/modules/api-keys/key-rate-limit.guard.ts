@@ -21,6 +21,6 @@ export class KeyRateLimitGuard implements CanActivate {
 
   /** Counts one call; throws 429 rate_limited (details.retry_after_seconds, Retry-After) when over the limit. */
   async enforce(keyId: string): Promise<void> {
-    await this.limiter.enforce('api-key', keyId, this.config.limits.keyCallsPerMinute, 60_000, 'This API key has exceeded its call limit; retry after the time in Retry-After');
+    await this.limiter.enforce('tool-api', 'api-key', keyId, this.config.limits.keyCallsPerMinute, 60_000, 'This API key has exceeded its call limit; retry after the time in Retry-After');
   }
 }

@@ -38,6 +38,7 @@ export class AuthService {
 
   async login(input: LoginDto, ip: string): Promise<{ accessToken: string; tokenType: 'Bearer'; expiresIn: number; user: UserView }> {
     await this.rateLimiter.enforce(
+      'backend',
       'login',
       `${ip}|${input.email}`,
       this.config.limits.loginAttemptsPer15Min,

@@ -171,7 +171,7 @@ export class GithubReposService {
       return new AppException(
         ErrorCode.RateLimited,
         `GitHub rate limited the check of ${repository}; retry in ${failure.retryAfterSeconds} s`,
-        { upstream: 'github', upstream_status: failure.status },
+        { upstream: 'github', upstreamStatus: failure.status },
         { 'Retry-After': String(failure.retryAfterSeconds) },
       );
     }
