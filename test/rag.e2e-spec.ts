@@ -149,6 +149,24 @@ describe('RAG (e2e)', () => {
     await app.http.post('/api/rag/reindex').set(bearer(stranger.token)).send({ projectId }).expect(404);
   });
 
+  it('honours Idempotency-Key on ingest and reindex: a repeat answers the first job, other arguments are a 409', async () => {
+    const dataSource = app.app.get(DataSource);
+    const jobsBefore = Number((await dataSource.query(`SELECT count(*) AS n FROM indexing_jobs WHERE project_id = $1`, [projectId]))[0].n);
+    for (const kind of ['ingest', 'reindex'] as const) {
+      const key = `rag-${kind}-${randomUUID()}`;
+      const first = await app.http.post(`/api/rag/${kind}`).set(bearer(owner.token)).set('Idempotency-Key', key).send({ projectId }).expect(202);
+      const repeat = await app.http.post(`/api/rag/${kind}`).set(bearer(owner.token)).set('Idempotency-Key', key).send({ projectId }).expect(202);
+      expect(repeat.body.data).toEqual(first.body.data);
+      const other = await app.http.post(`/api/rag/${kind}`).set(bearer(owner.token)).set('Idempotency-Key', key).send({ projectId: randomUUID() }).expect(409);
+      expect(other.body.error.code).toBe('CONFLICT');
+      // Another user's identical key is their own: it does not replay the owner's job.
+      await app.http.post(`/api/rag/${kind}`).set(bearer(stranger.token)).set('Idempotency-Key', key).send({ projectId }).expect(404);
+      await waitJob(owner, first.body.data.jobId);
+    }
+    const jobsAfter = Number((await dataSource.query(`SELECT count(*) AS n FROM indexing_jobs WHERE project_id = $1`, [projectId]))[0].n);
+    expect(jobsAfter - jobsBefore).toBe(2);
+  });
+
   it('picks up a job whose worker died mid-run and finishes it from where it stopped', async () => {
     const doc = await upload(owner, 'resume.txt', 'Resumable narwhal inventory.', true);
     await waitIndexed(owner, doc.id);
