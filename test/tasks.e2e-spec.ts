@@ -91,6 +91,18 @@ describe('task tools: visibility and edit rules through the gateway', () => {
       expect((await result(keys.carol, 'task_stats')).total).toBe(0);
     });
 
+    it('task_stats: overdue is before today, due_next_7_days is today and the 6 days after, open tasks only (UTC)', async () => {
+      const dave = await makeUser(app);
+      const key = await makeKey(dave);
+      const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+      for (const [offset, status] of [[-1, 'todo'], [0, 'todo'], [6, 'in_progress'], [7, 'todo'], [0, 'done'], [-3, 'cancelled']] as const) {
+        await result(key, 'create_task', { title: `due ${offset} ${status}`, due_date: day(offset), status });
+      }
+      await result(key, 'create_task', { title: 'no due date' });
+      const stats = await result(key, 'task_stats');
+      expect(stats).toMatchObject({ total: 7, overdue: 1, due_next_7_days: 2 });
+    });
+
     it('update_task: creator and assignee may update; others get not_found and change nothing', async () => {
       await call(keys.carol, 'update_task', { task_id: alicePrivate.id, title: 'hacked' }).expect(404);
       await call(keys.bob, 'update_task', { task_id: alicePrivate.id, title: 'hacked' }).expect(404);

@@ -139,7 +139,8 @@ export class TasksService {
       `WITH today AS (SELECT (now() AT TIME ZONE 'UTC')::date AS d)
        SELECT t.status, t.priority, count(*) AS n,
               count(*) FILTER (WHERE t.due_date < today.d AND t.status NOT IN ('done', 'cancelled')) AS overdue,
-              count(*) FILTER (WHERE t.due_date >= today.d AND t.due_date <= today.d + 7 AND t.status NOT IN ('done', 'cancelled')) AS due_soon
+              -- The next 7 days are today and the 6 after it.
+              count(*) FILTER (WHERE t.due_date >= today.d AND t.due_date < today.d + 7 AND t.status NOT IN ('done', 'cancelled')) AS due_soon
        FROM tasks t, today WHERE ${VISIBLE} ${projectSql}
        GROUP BY t.status, t.priority`,
       params,

@@ -83,7 +83,7 @@ export class TasksToolProvider {
   @Tool({
     name: 'task_stats',
     title: 'Task statistics',
-    description: 'Counts over your tasks: total, by status, by priority, overdue and due in the next 7 days (open tasks, UTC dates).',
+    description: 'Counts over your tasks: total, by status, by priority, overdue (due before today) and due in the next 7 days (today and the 6 days after), open tasks only, UTC dates.',
     scope: 'tasks:read',
     annotations: READ,
     output: TASK_STATS_JSON_SCHEMA,
