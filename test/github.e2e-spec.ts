@@ -307,6 +307,8 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
       expect(comment.body.result).toEqual({ id: expect.any(Number), url: expect.stringMatching(/^https:\/\/github.com\/acme\/widgets\/issues\/8#issuecomment-\d+$/) });
       const missing = await call(readWriteKey, 'create_issue_comment', { repo: 'acme/widgets', issue_number: 8 }).expect(400);
       expect(missing.body.error).toMatchObject({ code: 'missing_argument', details: { argument: 'body' } });
+      const blank = await call(readWriteKey, 'create_issue', { repo: 'acme/widgets', title: '   ' }).expect(400);
+      expect(blank.body.error).toMatchObject({ code: 'invalid_argument', details: { argument: 'title' } });
     });
 
     it('create_issue with an Idempotency-Key creates one issue for a repeated call', async () => {

@@ -240,7 +240,8 @@ function checkText(argument: string, value: unknown, min: number, max: number): 
   }
   const trimmed = argument === 'body' ? value : value.trim();
   if (trimmed.length < min || trimmed.length > max) {
-    if (min > 0 && trimmed.length === 0) throw new AppException(ErrorCode.MissingArgument, `${argument} must not be empty`, { argument });
+    // Present but blank is a bad value (invalid_argument); an absent required argument never gets here.
+    if (min > 0 && trimmed.length === 0) throw new AppException(ErrorCode.InvalidArgument, `${argument} must not be empty`, { argument });
     throw new AppException(ErrorCode.InvalidArgument, `${argument} must be ${min} to ${max} characters`, { argument });
   }
   return trimmed;
