@@ -65,8 +65,13 @@ describe('Area B per-caller rate limit (RATE_LIMIT_USER_PER_MIN)', () => {
     const me = await app.http.get('/api/auth/me').set(bearer(other.token)).expect(200);
     expect(me.body.data.id).toBe(other.id);
 
-    // The limited user is still limited (the unlimited calls above did not reset anything).
+    // The limited user is still limited (the unlimited calls above did not reset anything), on every
+    // Area B route: the budget is the caller's, not one per route.
     await app.http.get('/api/auth/me').set(bearer(limited.token)).expect(429);
+    for (const path of ['/api/projects', '/api/api-keys', '/api/agent/history']) {
+      const res = await app.http.get(path).set(bearer(limited.token)).expect(429);
+      expect(res.body.error.code).toBe('RATE_LIMITED');
+    }
   });
 });
 

@@ -18,6 +18,14 @@ export class BackendThrottlerGuard extends ThrottlerGuard {
     return apiAreaOf(request) === 'tool-api' || request.path === '/api/health' || request.path === '/api/ready';
   }
 
+  /**
+   * One budget per caller across every Area B route. The throttler's own key also names the controller
+   * and handler, which gave each caller the whole limit on every route separately.
+   */
+  protected override generateKey(_context: ExecutionContext, tracker: string, throttlerName: string): string {
+    return `${throttlerName}:${tracker}`;
+  }
+
   protected override async getTracker(req: Record<string, any>): Promise<string> {
     const principal = req.user as { trackerId?: string } | undefined;
     return principal?.trackerId ?? `ip:${req.ip}`;
