@@ -219,6 +219,22 @@ describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency,
       expect(other.body.result.id).not.toBe(first.body.result.id);
     });
 
+    it('keeps each API key its own key space: a pinned key never replays what another key of the same user made', async () => {
+      const user = await makeUser(app);
+      const projectId = (await app.http.post('/api/projects').set(bearer(user.token)).send({ name: 'Pinned' }).expect(201)).body.data.id;
+      const open = (await makeKey(user, ['tasks:read', 'tasks:write'])).key;
+      const pinned = (await makeKey(user, ['tasks:read', 'tasks:write'], { projectIds: [projectId] })).key;
+      const headers = { 'Idempotency-Key': 'same-key-two-api-keys' };
+      const first = await call(open, 'create_task', { title: 'Made by the open key' }, headers).expect(200);
+      const second = await call(pinned, 'create_task', { title: 'Made by the open key' }, headers).expect(200);
+      expect(second.headers['idempotent-replayed']).toBeUndefined();
+      expect(second.body.result.id).not.toBe(first.body.result.id);
+      // And the first key still replays its own.
+      const replay = await call(open, 'create_task', { title: 'Made by the open key' }, headers).expect(200);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.body.result.id).toBe(first.body.result.id);
+    });
+
     it('lets concurrent repeats create one task', async () => {
       const user = await makeUser(app);
       const key = (await makeKey(user, ['tasks:read', 'tasks:write'])).key;

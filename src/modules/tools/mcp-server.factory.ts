@@ -12,7 +12,7 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { KeyCaller } from '../api-keys/owner.interceptor.js';
 import type { RegisteredTool } from './tool-definition.js';
 import type { JsonSchema } from './tool-parameters.js';
-import { ToolsService, type ToolCallOutcome } from './tools.service.js';
+import { toolCallIdempotencyScope, ToolsService, type ToolCallOutcome } from './tools.service.js';
 
 /** What one HTTP request brings to the MCP server built for it. */
 export interface McpRequestContext {
@@ -81,7 +81,7 @@ export class McpServerFactory {
       let outcome: ToolCallOutcome;
       if (context.idempotencyKey !== undefined && !prepared.tool.definition.annotations.readOnlyHint) {
         const run = await this.idempotency.run(
-          { ownerId: caller.actor.userId, scope: 'tool-api:call', key: context.idempotencyKey, request: { name, arguments: prepared.args } },
+          { ownerId: caller.actor.userId, scope: toolCallIdempotencyScope(caller.keyId), key: context.idempotencyKey, request: { name, arguments: prepared.args } },
           () => this.tools.invoke(prepared, caller.actor),
         );
         outcome = run.value;

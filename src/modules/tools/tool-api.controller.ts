@@ -7,7 +7,7 @@ import { KeyRateLimitGuard } from '../api-keys/key-rate-limit.guard.js';
 import { Caller, OwnerInterceptor, type KeyCaller } from '../api-keys/owner.interceptor.js';
 import { AnyKeyScope, RequiresToolScope, ScopeGuard } from './scope.guard.js';
 import { parseToolCallBody } from './tool-call-body.js';
-import { ToolsService, type ToolCallOutcome } from './tools.service.js';
+import { toolCallIdempotencyScope, ToolsService, type ToolCallOutcome } from './tools.service.js';
 
 /**
  * Area A: the JSON door to the tool registry. Guards run in order: key (401) → per-key limit (429) →
@@ -48,7 +48,7 @@ export class ToolApiController {
     let outcome: ToolCallOutcome;
     if (idempotencyKey !== undefined && !prepared.tool.definition.annotations.readOnlyHint) {
       const { value, replayed } = await this.idempotency.run(
-        { ownerId: caller.actor.userId, scope: 'tool-api:call', key: idempotencyKey, request: { name, arguments: prepared.args } },
+        { ownerId: caller.actor.userId, scope: toolCallIdempotencyScope(caller.keyId), key: idempotencyKey, request: { name, arguments: prepared.args } },
         () => this.tools.invoke(prepared, caller.actor),
       );
       outcome = value;
