@@ -120,7 +120,9 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
       cursor = page.body.data.nextCursor;
     } while (cursor && seen.length < 10);
     expect(seen).toEqual([...made].reverse());
-    for (const bad of ['limit=0', 'limit=201', 'limit=abc', 'cursor=garbage']) {
+    // A hand-made cursor whose values PostgreSQL would refuse to cast is a 400 too, not a 500.
+    const handMade = Buffer.from(JSON.stringify({ createdAt: '2026-01-01T00:00:00.000Z', id: 'x' })).toString('base64url');
+    for (const bad of ['limit=0', 'limit=201', 'limit=abc', 'cursor=garbage', `cursor=${handMade}`]) {
       const res = await app.http.get(`/api/api-keys?${bad}`).set(bearer(user.token)).expect(400);
       expect(res.body.error.code).toBe('VALIDATION_FAILED');
     }

@@ -1,4 +1,5 @@
 import { AppException } from '../errors/app.exception.js';
+import { isUuid } from '../validation/uuid.js';
 
 export interface Page<T> {
   items: T[];
@@ -19,7 +20,9 @@ export function decodeCursor(cursor: string | undefined): CursorPosition | undef
   if (cursor === undefined || cursor === '') return undefined;
   try {
     const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorPosition>;
-    if (typeof parsed.createdAt === 'string' && typeof parsed.id === 'string' && !Number.isNaN(Date.parse(parsed.createdAt))) {
+    // Exactly what encodeCursor writes: anything else (a hand-made cursor) must be a 400 here, never a
+    // value PostgreSQL refuses to cast (a 500).
+    if (typeof parsed?.createdAt === 'string' && typeof parsed.id === 'string' && isUuid(parsed.id) && isCursorTimestamp(parsed.createdAt)) {
       return { createdAt: parsed.createdAt, id: parsed.id };
     }
   } catch {
@@ -28,6 +31,11 @@ export function decodeCursor(cursor: string | undefined): CursorPosition | undef
   throw AppException.validation('cursor is not valid; pass back nextCursor from the previous page unchanged', [
     { field: 'cursor', message: 'invalid cursor' },
   ]);
+}
+
+/** An ISO-8601 UTC timestamp as Date#toISOString writes it, for a year PostgreSQL and Date both hold. */
+function isCursorTimestamp(value: string): boolean {
+  return /^(?!0000)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value) && new Date(value).toISOString() === value;
 }
 
 /** Callers fetch `limit + 1` rows; the extra row only tells whether there is a next page. */
