@@ -126,6 +126,23 @@ describe('document tools through the Area A gateway', () => {
     await result(pinned, 'delete_document', { document_id: inProject.id });
   });
 
+  it('concurrent update and deletes of one document: exactly one delete succeeds, the rest are not_found, never a 500', async () => {
+    for (let round = 0; round < 5; round += 1) {
+      const doc = await result(keys.alice, 'create_document', { title: `Contended ${round}`, content: 'v1' });
+      const answers = await Promise.all([
+        call(keys.alice, 'update_document', { document_id: doc.id, title: 'renamed', content: 'v2' }),
+        call(keys.alice, 'delete_document', { document_id: doc.id }),
+        app.http.delete(`/api/documents/${doc.id}`).set(bearer(alice.token)),
+        call(keys.alice, 'update_document', { document_id: doc.id, is_public: true }),
+        call(keys.alice, 'delete_document', { document_id: doc.id }),
+      ]);
+      const statuses = answers.map((r) => r.status);
+      expect(statuses.filter((s) => s !== 200 && s !== 404)).toEqual([]);
+      expect([statuses[1], statuses[2], statuses[4]].filter((s) => s === 200)).toHaveLength(1);
+      await call(keys.alice, 'get_document', { document_id: doc.id }).expect(404);
+    }
+  });
+
   it('marks a list longer than its limit as truncated', async () => {
     for (let i = 0; i < 3; i += 1) await result(keys.bob, 'create_document', { title: `Bulk ${i}`, content: `bulk ${i}` });
     const res = await call(keys.bob, 'list_documents', { query: 'Bulk', limit: 2 }).expect(200);

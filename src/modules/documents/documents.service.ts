@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { InjectRepository } from '@nestjs/typeorm';
 import { createHash, randomUUID } from 'node:crypto';
-import { DataSource, Repository, type SelectQueryBuilder } from 'typeorm';
+import { Repository, type SelectQueryBuilder } from 'typeorm';
 import type { Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
@@ -56,7 +56,6 @@ export interface ListVisibleInput {
 export class DocumentsService {
   constructor(
     @InjectRepository(Document) private readonly documents: Repository<Document>,
-    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly projects: ProjectsService,
     private readonly extractor: DocumentTextExtractor,
     private readonly events: DocumentEvents,
@@ -210,10 +209,14 @@ export class DocumentsService {
         } satisfies Partial<Document>);
       }
     }
+    // A delete that won a race with this update leaves nothing to change or return: not_found, as a
+    // request arriving a moment later would get.
     if (Object.keys(changes).length > 0) {
-      await this.documents.update({ id: documentId }, { ...changes, updatedAt: new Date() });
+      const result = await this.documents.update({ id: documentId }, { ...changes, updatedAt: new Date() });
+      if (result.affected === 0) throw AppException.notFound('Document');
     }
-    const saved = await this.documents.findOneByOrFail({ id: documentId });
+    const saved = await this.documents.findOneBy({ id: documentId });
+    if (!saved) throw AppException.notFound('Document');
     if (contentChanged) await this.emit('content-changed', saved);
     return saved;
   }
@@ -222,11 +225,11 @@ export class DocumentsService {
   async delete(actor: Actor, documentId: string): Promise<{ id: string; deleted: true }> {
     const document = await this.findVisible(actor, documentId);
     await this.assertMayChange(actor, document);
-    await this.dataSource.transaction(async (manager) => {
-      // The RAG module's document_chunks.document_id references documents(id) ON DELETE CASCADE, so the
-      // document's chunks leave the search index in this same statement and transaction.
-      await manager.getRepository(Document).delete({ id: documentId });
-    });
+    // The RAG module's document_chunks.document_id references documents(id) ON DELETE CASCADE, so the
+    // document's chunks leave the search index in this same statement. Of two concurrent deletes only
+    // the one that removed the row answers 200; the other gets not_found, as it would a moment later.
+    const result = await this.documents.delete({ id: documentId });
+    if (result.affected === 0) throw AppException.notFound('Document');
     await this.emit('deleted', document);
     return { id: documentId, deleted: true };
   }
