@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { IndexingJobsService } from '../src/modules/rag/indexing-jobs.service.js';
-import { bearer, makeUser, type TestUser } from './support/factories.js';
+import { bearer, makeApiKey, makeUser, toolResult, type TestUser } from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 /** Upload → indexed → found; visibility in SQL; delete; ingest/reindex state machine with cancel. */
@@ -95,6 +95,26 @@ describe('RAG (e2e)', () => {
     }
     await search(stranger, 'zanzibar pineapple protocol').expect(404);
     await search(member, 'zanzibar', { documentIds: [secret.id] }).expect(200).expect((res) => expect(res.body.data.results).toEqual([]));
+  });
+
+  it("never serves a document's old text once its content changed: not while it is re-indexed, not after", async () => {
+    const { key } = await makeApiKey(app, owner, { scopes: ['docs:read', 'docs:write'] });
+    const doc = await toolResult(app, key, 'create_document', { title: 'Launch notes', content: 'The launch passphrase is zebracorn quasar.', project_id: projectId });
+    await waitIndexed(owner, doc.id);
+    expect((await search(owner, 'zebracorn quasar').expect(200)).body.data.results.map((hit: { documentId: string }) => hit.documentId)).toContain(doc.id);
+
+    await toolResult(app, key, 'update_document', { document_id: doc.id, content: 'Nothing sensitive here any more, only llamas.' });
+    // The moment the update is answered, the old chunks are gone (the re-index may not have run yet).
+    const [{ stale }] = await app.app
+      .get(DataSource)
+      .query(`SELECT count(*)::int AS stale FROM document_chunks c JOIN documents d ON d.id = c.document_id WHERE d.id = $1 AND c.content_sha256 <> d.sha256`, [doc.id]);
+    expect(stale).toBe(0);
+    expect((await search(owner, 'zebracorn quasar').expect(200)).body.data.results.map((hit: { documentId: string }) => hit.documentId)).not.toContain(doc.id);
+    await waitIndexed(owner, doc.id);
+    expect((await search(owner, 'llamas sensitive').expect(200)).body.data.results[0].documentId).toBe(doc.id);
+    // Keyword mode: the offline embedder's vectors make every document some distance from any query.
+    const oldWords = (await search(owner, 'zebracorn quasar', { mode: 'keyword' }).expect(200)).body.data.results;
+    expect(oldWords.map((hit: { documentId: string }) => hit.documentId)).not.toContain(doc.id);
   });
 
   it('validates the search request', async () => {

@@ -38,6 +38,15 @@ export class ChunkWriterService {
     return row && row.n > 0 && row.current ? row.n : null;
   }
 
+  /**
+   * Takes the chunks of a document's earlier content out of the search index (their postings and the
+   * BM25 statistics follow by cascade and triggers). Called the moment content changes, so search never
+   * serves text the document no longer has, not while it is re-indexed and not if that fails.
+   */
+  async dropOutdated(documentId: string, currentSha256: string): Promise<void> {
+    await this.dataSource.query(`DELETE FROM document_chunks WHERE document_id = $1 AND content_sha256 <> $2`, [documentId, currentSha256]);
+  }
+
   async write(document: IndexableDocument, force = false): Promise<WriteOutcome> {
     if (!force) {
       const existing = await this.isCurrent(document.id, document.sha256);
