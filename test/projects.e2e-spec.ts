@@ -113,6 +113,20 @@ describe('projects, members and project session tokens', () => {
     expect(demoteCreator.body.error.code).toBe('STATE_CONFLICT');
   });
 
+  it('two co-owners demoting each other at the same moment: one wins, the other is refused (as one after the other)', async () => {
+    for (let round = 0; round < 5; round += 1) {
+      const b = await makeUser(app);
+      const c = await makeUser(app);
+      const id = await makeProject(owner, `Coup ${round}`);
+      await addMember(id, b, 'owner');
+      await addMember(id, c, 'owner');
+      const [bDemotesC, cDemotesB] = await Promise.all([addMember(id, c, 'viewer', b), addMember(id, b, 'viewer', c)]);
+      expect([bDemotesC.status, cDemotesB.status].sort()).toEqual([201, 403]);
+      const roleOf = async (user: TestUser) => (await app.http.get(`/api/projects/${id}`).set(bearer(user.token)).expect(200)).body.data.role;
+      expect([await roleOf(b), await roleOf(c)].sort()).toEqual(['owner', 'viewer']);
+    }
+  });
+
   it('paginates the caller’s projects newest first with an opaque cursor', async () => {
     const user = await makeUser(app);
     const ids: string[] = [];

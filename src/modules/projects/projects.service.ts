@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import { DataSource, Repository } from 'typeorm';
+import { DataSource, EntityManager, Repository } from 'typeorm';
 import { isProjectAllowed, type Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
@@ -67,8 +67,8 @@ export class ProjectsService {
    * The actor's effective role in the project (capped by a project token's role), or
    * not_found (not a member, pinned elsewhere, no such project) / forbidden (role below `minimumRole`).
    */
-  async requireRole(actor: Actor, projectId: string, minimumRole: ProjectRole): Promise<ProjectRole> {
-    const role = await this.roleOf(actor, projectId);
+  async requireRole(actor: Actor, projectId: string, minimumRole: ProjectRole, manager?: EntityManager): Promise<ProjectRole> {
+    const role = await this.roleOf(actor, projectId, manager);
     if (role === null) throw AppException.notFound('Project');
     if (!roleAtLeast(role, minimumRole)) {
       throw AppException.forbidden(`This needs the ${minimumRole} role in the project; you are ${role === 'viewer' ? 'a viewer' : `an ${role}`}`);
@@ -76,10 +76,14 @@ export class ProjectsService {
     return role;
   }
 
-  /** The actor's effective role, or null when the project does not exist for the actor. Never throws for access. */
-  async roleOf(actor: Actor, projectId: string): Promise<ProjectRole | null> {
+  /**
+   * The actor's effective role, or null when the project does not exist for the actor. Never throws for
+   * access. `manager`: read inside that transaction (after its locks).
+   */
+  async roleOf(actor: Actor, projectId: string, manager?: EntityManager): Promise<ProjectRole | null> {
     if (!isUuid(projectId) || !isProjectAllowed(actor, projectId)) return null;
-    const member = await this.members.findOneBy({ projectId, userId: actor.userId });
+    const members = manager ? manager.getRepository(ProjectMember) : this.members;
+    const member = await members.findOneBy({ projectId, userId: actor.userId });
     return member ? cappedRole(member.role, actor.projectRoleCap) : null;
   }
 
@@ -145,11 +149,18 @@ export class ProjectsService {
     if (project.ownerId === input.userId && input.role !== 'owner') {
       throw new AppException(ErrorCode.StateConflict, "The project's creator keeps the owner role");
     }
-    await this.dataSource.query(
-      `INSERT INTO project_members (project_id, user_id, role) VALUES ($1, $2, $3)
-       ON CONFLICT (project_id, user_id) DO UPDATE SET role = EXCLUDED.role, updated_at = now()`,
-      [projectId, input.userId, input.role],
-    );
+    await this.dataSource.transaction(async (manager) => {
+      // Membership changes of one project take turns (the project row is their lock), and the caller's
+      // owner role is checked again after the lock: two owners demoting each other at the same moment
+      // cannot both succeed, as they could not one after the other.
+      await manager.query(`SELECT 1 FROM projects WHERE id = $1 FOR UPDATE`, [projectId]);
+      await this.requireRole(actor, projectId, 'owner', manager);
+      await manager.query(
+        `INSERT INTO project_members (project_id, user_id, role) VALUES ($1, $2, $3)
+         ON CONFLICT (project_id, user_id) DO UPDATE SET role = EXCLUDED.role, updated_at = now()`,
+        [projectId, input.userId, input.role],
+      );
+    });
     const member = await this.members.findOneByOrFail({ projectId, userId: input.userId });
     return {
       projectId,
