@@ -117,6 +117,20 @@ describe('RAG (e2e)', () => {
     expect(oldWords.map((hit: { documentId: string }) => hit.documentId)).not.toContain(doc.id);
   });
 
+  it('re-indexes a renamed document: the new title is found, the old one no longer', async () => {
+    const { key } = await makeApiKey(app, owner, { scopes: ['docs:read', 'docs:write'] });
+    const doc = await toolResult(app, key, 'create_document', { title: 'Xylophonequartz handbook', content: 'Chapter one is about tuning.', project_id: projectId });
+    await waitIndexed(owner, doc.id);
+    const keywordHits = async (query: string) =>
+      (await search(owner, query, { mode: 'keyword' }).expect(200)).body.data.results.map((hit: { documentId: string }) => hit.documentId) as string[];
+    expect(await keywordHits('xylophonequartz')).toContain(doc.id);
+    await toolResult(app, key, 'update_document', { document_id: doc.id, title: 'Marzipanvolcano guide' });
+    expect(await keywordHits('xylophonequartz')).not.toContain(doc.id);
+    await waitFor(async () => ((await keywordHits('marzipanvolcano')).includes(doc.id) ? true : undefined));
+    expect(await keywordHits('xylophonequartz')).not.toContain(doc.id);
+    await waitIndexed(owner, doc.id); // and it ends indexed
+  });
+
   it('validates the search request', async () => {
     await search(owner, '').expect(400);
     await search(owner, 'x', { topK: 51 }).expect(400);

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 
-export type DocumentEventType = 'created' | 'content-changed' | 'deleted';
+/** `retitled`: only the title changed (it is part of every chunk's indexed text, so the index is outdated too). */
+export type DocumentEventType = 'created' | 'content-changed' | 'retitled' | 'deleted';
 
 export interface DocumentEvent {
   type: DocumentEventType;

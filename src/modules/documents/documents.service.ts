@@ -218,6 +218,7 @@ export class DocumentsService {
     const saved = await this.documents.findOneBy({ id: documentId });
     if (!saved) throw AppException.notFound('Document');
     if (contentChanged) await this.emit('content-changed', saved);
+    else if (changes.title !== undefined && changes.title !== document.title) await this.emit('retitled', saved);
     return saved;
   }
 

@@ -39,12 +39,14 @@ export class ChunkWriterService {
   }
 
   /**
-   * Takes the chunks of a document's earlier content out of the search index (their postings and the
-   * BM25 statistics follow by cascade and triggers). Called the moment content changes, so search never
-   * serves text the document no longer has, not while it is re-indexed and not if that fails.
+   * Takes a document's outdated chunks out of the search index (their postings and the BM25 statistics
+   * follow by cascade and triggers): those of earlier content, or all of them when `currentSha256` is
+   * null (the title, part of every chunk's indexed text, changed). Called the moment the document
+   * changes, so search never serves what the document no longer says, not while it is re-indexed and
+   * not if that fails.
    */
-  async dropOutdated(documentId: string, currentSha256: string): Promise<void> {
-    await this.dataSource.query(`DELETE FROM document_chunks WHERE document_id = $1 AND content_sha256 <> $2`, [documentId, currentSha256]);
+  async dropOutdated(documentId: string, currentSha256: string | null): Promise<void> {
+    await this.dataSource.query(`DELETE FROM document_chunks WHERE document_id = $1 AND ($2::text IS NULL OR content_sha256 <> $2)`, [documentId, currentSha256]);
   }
 
   async write(document: IndexableDocument, force = false): Promise<WriteOutcome> {

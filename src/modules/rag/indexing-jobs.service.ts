@@ -169,6 +169,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
   private async onDocumentEvent(event: DocumentEvent): Promise<void> {
     if (event.type === 'deleted') return; // chunks leave with the document (ON DELETE CASCADE)
     if (event.type === 'content-changed') await this.chunks.dropOutdated(event.documentId, event.sha256);
+    if (event.type === 'retitled') await this.chunks.dropOutdated(event.documentId, null);
     await this.insert('ingest', event.projectId, event.authorId, [event.documentId], event.traceId);
   }
 
