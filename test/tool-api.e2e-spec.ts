@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { IdempotencyService } from '../src/common/idempotency/idempotency.service.js';
 import { bearer, callTool, makeApiKey, makeUser, type ApiKeyOptions, type TestUser } from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
@@ -244,6 +245,45 @@ describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency,
       expect(new Set(results.map((r) => r.body.result.id)).size).toBe(1);
       expect((await call(key, 'list_tasks').expect(200)).body.result).toHaveLength(1);
     });
+
+    it('keeps a result 24 h; a claim left by a process that died is taken over once its lease lapses', async () => {
+      const user = await makeUser(app);
+      const { id: keyId, key } = await makeKey(user, ['tasks:read', 'tasks:write']);
+      await call(key, 'create_task', { title: 'Kept a day' }, { 'Idempotency-Key': 'kept-a-day' }).expect(200);
+      const [kept] = await db.query(`SELECT state, extract(epoch FROM expires_at - now()) / 3600 AS hours FROM idempotency_records WHERE owner_id = $1 AND key = 'kept-a-day'`, [user.id]);
+      expect(kept.state).toBe('completed');
+      expect(Number(kept.hours)).toBeGreaterThan(23.9);
+
+      // While a request runs, its claim is short (a lease), so a process that dies leaves it for minutes, not a day.
+      let leaseMinutes = Number.NaN;
+      await app.app.get(IdempotencyService).run({ ownerId: user.id, scope: 'test:lease', key: 'running', request: { n: 1 } }, async () => {
+        const [claim] = await db.query(`SELECT state, extract(epoch FROM expires_at - now()) / 60 AS minutes FROM idempotency_records WHERE owner_id = $1 AND scope = 'test:lease'`, [user.id]);
+        expect(claim.state).toBe('pending');
+        leaseMinutes = Number(claim.minutes);
+      });
+      expect(leaseMinutes).toBeGreaterThan(1);
+      expect(leaseMinutes).toBeLessThanOrEqual(10);
+
+      // What a process killed mid-request leaves behind: a claim still pending, with the request's own hash.
+      // (Made here from a finished call's record, as if its process had died before storing the answer.)
+      await call(key, 'create_task', { title: 'Orphaned' }, { 'Idempotency-Key': 'orphaned' }).expect(200);
+      const orphan = (expiresSql: string) =>
+        db.query(`UPDATE idempotency_records SET state = 'pending', response = NULL, expires_at = ${expiresSql} WHERE owner_id = $1 AND scope = $2 AND key = 'orphaned'`, [
+          user.id,
+          `tool-api:call:${keyId}`,
+        ]);
+      // Within the claim's lease a retry is told the request is still in progress…
+      await orphan(`now() + interval '5 minutes'`);
+      const waiting = await call(key, 'create_task', { title: 'Orphaned' }, { 'Idempotency-Key': 'orphaned' }).expect(409);
+      expect(waiting.body.error).toMatchObject({ code: 'idempotency_conflict', details: { in_progress: true } });
+      // …and once the lease has lapsed, the retry runs the request, and its answer is what replays from then on.
+      await orphan(`now() - interval '1 second'`);
+      const taken = await call(key, 'create_task', { title: 'Orphaned' }, { 'Idempotency-Key': 'orphaned' }).expect(200);
+      expect(taken.headers['idempotent-replayed']).toBeUndefined();
+      const replay = await call(key, 'create_task', { title: 'Orphaned' }, { 'Idempotency-Key': 'orphaned' }).expect(200);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.body.result.id).toBe(taken.body.result.id);
+    }, 30_000);
 
     it('does not store a failed call, so a corrected retry with the same key works', async () => {
       const user = await makeUser(app);

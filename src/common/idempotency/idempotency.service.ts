@@ -25,6 +25,13 @@ export interface IdempotentOutcome<T> {
 }
 
 const TTL_HOURS = 24;
+/**
+ * How long a claim on a key lasts while its request runs. A process that dies mid-request leaves its
+ * record `pending`; after this lease a retry takes the key over and runs the request, instead of being
+ * told "in progress" for the whole 24 h. Far longer than any request here takes (uploads, GitHub calls
+ * with their timeouts and retries), so a live request is never run a second time.
+ */
+const PENDING_LEASE_MINUTES = 10;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 const WAIT_FOR_IN_FLIGHT_MS = 5000;
 
@@ -32,7 +39,8 @@ const WAIT_FOR_IN_FLIGHT_MS = 5000;
  * Idempotency-Key support for any write route (Area A write tools; Area B execute/ingest/upload).
  * A record per (owner, scope, key) holds a hash of the request and, once done, the response. A repeat
  * with the same request within 24 h gets the stored response; other arguments get 409
- * idempotency_conflict. A failed first attempt leaves no record, so the client may retry.
+ * idempotency_conflict. A failed first attempt leaves no record, so the client may retry; one whose
+ * process died leaves a claim that lapses after PENDING_LEASE_MINUTES.
  */
 @Injectable()
 export class IdempotencyService {
@@ -52,7 +60,7 @@ export class IdempotencyService {
     for (;;) {
       const claimed: unknown[] = await this.dataSource.query(
         `INSERT INTO idempotency_records (owner_id, scope, key, request_hash, state, response, created_at, expires_at)
-         VALUES ($1, $2, $3, $4, 'pending', NULL, now(), now() + interval '${TTL_HOURS} hours')
+         VALUES ($1, $2, $3, $4, 'pending', NULL, now(), now() + interval '${PENDING_LEASE_MINUTES} minutes')
          ON CONFLICT (owner_id, scope, key) DO UPDATE
            SET request_hash = EXCLUDED.request_hash, state = 'pending', response = NULL, created_at = now(), expires_at = EXCLUDED.expires_at
            WHERE idempotency_records.expires_at <= now()
@@ -93,7 +101,8 @@ export class IdempotencyService {
       throw error;
     }
     await this.dataSource.query(
-      `UPDATE idempotency_records SET state = 'completed', response = $5::jsonb WHERE owner_id = $1 AND scope = $2 AND key = $3 AND request_hash = $4`,
+      `UPDATE idempotency_records SET state = 'completed', response = $5::jsonb, expires_at = now() + interval '${TTL_HOURS} hours'
+       WHERE owner_id = $1 AND scope = $2 AND key = $3 AND request_hash = $4`,
       [input.ownerId, input.scope, input.key, requestHash, JSON.stringify({ value: value ?? null })],
     );
     if (Math.random() < 0.01) void this.purgeExpired().catch(() => undefined);
