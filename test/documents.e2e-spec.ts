@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Actor } from '../src/common/auth/actor.js';
 import { DocumentEvents, type DocumentEvent } from '../src/modules/documents/document-events.js';
+import { DocumentIndexStateService } from '../src/modules/documents/document-index-state.service.js';
 import { DocumentsService } from '../src/modules/documents/documents.service.js';
 import { makeCorruptPdf, makeDocx, makePdf } from './fixtures/document-samples.js';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
@@ -286,6 +287,27 @@ describe('documents (upload, list, get, delete, visibility)', () => {
   });
 
   describe('service methods for the document tools', () => {
+    it('the indexer cannot move a document by a job that read older content (every mark checks the sha256)', async () => {
+      const service = app.app.get(DocumentsService);
+      const state = app.app.get(DocumentIndexStateService);
+      const doc = await service.createFromText(actorOf(owner), { title: 'Moving target', content: 'first version' });
+      const oldSha = doc.sha256;
+      const updated = await service.update(actorOf(owner), doc.id, { content: 'second version' });
+      // The worker indexes the second version.
+      let indexed = await service.findVisible(actorOf(owner), doc.id);
+      for (let i = 0; i < 150 && indexed.status !== 'indexed'; i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        indexed = await service.findVisible(actorOf(owner), doc.id);
+      }
+      expect(indexed).toMatchObject({ status: 'indexed', sha256: updated.sha256 });
+      // A late job that still holds the first version changes nothing about the indexed second one.
+      await state.markProcessing(doc.id, oldSha);
+      expect(await state.markFailed(doc.id, oldSha, 'late failure')).toBe(false);
+      expect(await state.markIndexed(doc.id, oldSha, 999)).toBe(false);
+      const after = await service.findVisible(actorOf(owner), doc.id);
+      expect(after).toMatchObject({ status: 'indexed', sha256: updated.sha256, chunkCount: indexed.chunkCount, error: null });
+    });
+
     it('create, list, get, update and delete text documents under the same rules', async () => {
       const service = app.app.get(DocumentsService);
       const project = await makeProject(owner);

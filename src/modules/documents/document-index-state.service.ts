@@ -16,8 +16,8 @@ export interface DocumentForIndexing {
 
 /**
  * The indexer's side of a document (system calls, no actor: the RAG worker decides what to index from a
- * job a permitted caller created). State moves uploaded → processing → indexed | failed; `markIndexed`
- * and `markFailed` take the sha256 the job read, so a result for content that changed meanwhile is dropped.
+ * job a permitted caller created). State moves uploaded → processing → indexed | failed; every mark takes
+ * the sha256 the job read, so a job for content that changed meanwhile changes nothing.
  */
 @Injectable()
 export class DocumentIndexStateService {
@@ -47,8 +47,9 @@ export class DocumentIndexStateService {
     return rows.map((row) => row.id);
   }
 
-  async markProcessing(documentId: string): Promise<void> {
-    await this.documents.update({ id: documentId }, { status: 'processing', error: null });
+  /** Like markIndexed, only for the content read: a job holding older content must not send a newer, indexed one back. */
+  async markProcessing(documentId: string, sha256: string): Promise<void> {
+    await this.documents.update({ id: documentId, sha256 }, { status: 'processing', error: null });
   }
 
   /** Returns false when the content changed since `sha256` was read (the result is stale and not recorded). */

@@ -87,7 +87,7 @@ export class IndexingJobRunner {
       if (document.status !== 'indexed') await this.indexState.markIndexed(documentId, document.sha256, existing);
       return null;
     }
-    await this.indexState.markProcessing(documentId);
+    await this.indexState.markProcessing(documentId, document.sha256);
     try {
       const outcome = await this.chunks.write({ id: document.id, title: document.title, sha256: document.sha256, text: document.text }, force);
       if (outcome.status !== 'stale') await this.indexState.markIndexed(documentId, document.sha256, outcome.chunkCount);
