@@ -109,10 +109,12 @@ describe('RAG (e2e)', () => {
       .get(DataSource)
       .query(`SELECT count(*)::int AS stale FROM document_chunks c JOIN documents d ON d.id = c.document_id WHERE d.id = $1 AND c.content_sha256 <> d.sha256`, [doc.id]);
     expect(stale).toBe(0);
-    expect((await search(owner, 'zebracorn quasar').expect(200)).body.data.results.map((hit: { documentId: string }) => hit.documentId)).not.toContain(doc.id);
+    // Keyword mode: the offline embedder's vectors put every indexed document some distance from any query,
+    // so hybrid may list the re-indexed document for any words.
+    const rightAfter = (await search(owner, 'zebracorn quasar', { mode: 'keyword' }).expect(200)).body.data.results;
+    expect(rightAfter.map((hit: { documentId: string }) => hit.documentId)).not.toContain(doc.id);
     await waitIndexed(owner, doc.id);
     expect((await search(owner, 'llamas sensitive').expect(200)).body.data.results[0].documentId).toBe(doc.id);
-    // Keyword mode: the offline embedder's vectors make every document some distance from any query.
     const oldWords = (await search(owner, 'zebracorn quasar', { mode: 'keyword' }).expect(200)).body.data.results;
     expect(oldWords.map((hit: { documentId: string }) => hit.documentId)).not.toContain(doc.id);
   });
