@@ -165,7 +165,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     );
   }
 
-  /** Content appeared or changed: index that one document in the background (changed content leaves the index first). */
+  /** A document appeared or changed: index it in the background; what is outdated leaves the index first. */
   private async onDocumentEvent(event: DocumentEvent): Promise<void> {
     if (event.type === 'deleted') return; // chunks leave with the document (ON DELETE CASCADE)
     if (event.type === 'content-changed') await this.chunks.dropOutdated(event.documentId, event.sha256);
