@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { IndexingJobRunner } from '../src/modules/rag/indexing-job.runner.js';
 import { IndexingJobsService } from '../src/modules/rag/indexing-jobs.service.js';
 import { bearer, makeApiKey, makeUser, toolResult, type TestUser } from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -218,6 +219,36 @@ describe('RAG (e2e)', () => {
     const finished = await waitJob(owner, jobId);
     expect(finished).toMatchObject({ status: 'succeeded', progress: { total: 2, done: 2, failed: 0 } });
     expect((await search(owner, 'narwhal inventory').expect(200)).body.data.results[0].documentId).toBe(doc.id);
+  });
+
+  it('a worker that lost its job to another claim stops counting; the holder finishes it: every document counted once', async () => {
+    const doc = await upload(owner, 'takeover.txt', 'Slow walrus takeover.', true);
+    await waitIndexed(owner, doc.id);
+    const dataSource = app.app.get(DataSource);
+    const runner = app.app.get(IndexingJobRunner);
+    const jobId = randomUUID();
+    const total = 300;
+    await dataSource.query(
+      `INSERT INTO indexing_jobs (id, project_id, created_by, kind, status, document_ids, total) VALUES ($1, $2, $3, 'ingest', 'queued', $4::uuid[], $5)`,
+      [jobId, projectId, owner.id, Array.from({ length: total }, () => doc.id), total],
+    );
+    const slow = runner.run(jobId);
+    for (let i = 0; i < 200; i += 1) {
+      const [row] = await dataSource.query(`SELECT status, done FROM indexing_jobs WHERE id = $1`, [jobId]);
+      if (row.status === 'running' && row.done > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    // Another worker claims the job (as it does once the first one's heartbeat looks stale): the claim count moves on.
+    await dataSource.query(`UPDATE indexing_jobs SET attempts = attempts + 1, heartbeat_at = now() WHERE id = $1`, [jobId]);
+    expect(await slow).toBe('finished');
+    const [left] = await dataSource.query(`SELECT status, done FROM indexing_jobs WHERE id = $1`, [jobId]);
+    expect(left.status).toBe('running'); // the slow worker neither finished the job nor counted on after losing it
+    expect(left.done).toBeLessThan(total);
+    // The worker holding the job (here: a new run once the heartbeat is stale) resumes where the count stands.
+    await dataSource.query(`UPDATE indexing_jobs SET heartbeat_at = now() - interval '1 hour' WHERE id = $1`, [jobId]);
+    expect(await runner.run(jobId)).toBe('finished');
+    const [row] = await dataSource.query(`SELECT status, done, failed FROM indexing_jobs WHERE id = $1`, [jobId]);
+    expect(row).toMatchObject({ status: 'succeeded', done: total, failed: 0 });
   });
 
   it('ingest with documentIds re-uses the content hash: no duplicate work', async () => {

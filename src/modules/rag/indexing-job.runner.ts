@@ -10,10 +10,12 @@ import type { IndexingJobRow } from './indexing-jobs.service.js';
 
 /**
  * Runs one indexing job. Claiming is an atomic UPDATE (queued, or running with a dead worker's stale
- * heartbeat → running), so a duplicate queue entry never runs a job twice at once. Progress is stored
- * after every document and a resumed job continues at `done + failed`; ChunkWriterService skips
- * documents already indexed at their content, so a retried job does no work twice. Cancellation is read
- * between documents.
+ * heartbeat → running), so a duplicate queue entry never runs a job twice at once. Each claim bumps
+ * `attempts`, and every later write of this run names that attempt: a worker that was only slow (its
+ * heartbeat went stale and another took the job over) finds its claim gone at its next write and stops,
+ * instead of counting documents a second time. Progress is stored after every document and a resumed
+ * job continues at `done + failed`; ChunkWriterService skips documents already indexed at their content,
+ * so a retried job does no work twice. Cancellation is read between documents.
  */
 @Injectable()
 export class IndexingJobRunner {
@@ -34,8 +36,11 @@ export class IndexingJobRunner {
       [jobId, this.config.indexing.staleAfterMs / 1000],
     ));
     if (!job) return 'not-claimed';
+    const claim = job.attempts;
     const heartbeat = setInterval(() => {
-      this.dataSource.query(`UPDATE indexing_jobs SET heartbeat_at = now() WHERE id = $1 AND status = 'running'`, [jobId]).catch(() => undefined);
+      this.dataSource
+        .query(`UPDATE indexing_jobs SET heartbeat_at = now() WHERE id = $1 AND status = 'running' AND attempts = $2`, [jobId, claim])
+        .catch(() => undefined);
     }, Math.min(10_000, Math.floor(this.config.indexing.staleAfterMs / 3)));
     try {
       for (let position = job.done + job.failed; position < job.document_ids.length; position += 1) {
@@ -43,23 +48,29 @@ export class IndexingJobRunner {
         if (status !== 'running') return 'finished'; // cancelled
         const documentId = job.document_ids[position];
         const error = await this.indexDocument(documentId, job.kind === 'reindex');
-        await this.dataSource.query(
-          error === null
-            ? `UPDATE indexing_jobs SET done = done + 1, heartbeat_at = now() WHERE id = $1`
-            : `UPDATE indexing_jobs SET failed = failed + 1, heartbeat_at = now(), errors = errors || jsonb_build_array(jsonb_build_object('documentId', $2::text, 'message', $3::text)) WHERE id = $1`,
-          error === null ? [jobId] : [jobId, documentId, error],
+        const counted = returningRows(
+          await this.dataSource.query(
+            error === null
+              ? `UPDATE indexing_jobs SET done = done + 1, heartbeat_at = now() WHERE id = $1 AND status = 'running' AND attempts = $2 RETURNING id`
+              : `UPDATE indexing_jobs SET failed = failed + 1, heartbeat_at = now(), errors = errors || jsonb_build_array(jsonb_build_object('documentId', $3::text, 'message', $4::text))
+                 WHERE id = $1 AND status = 'running' AND attempts = $2 RETURNING id`,
+            error === null ? [jobId, claim] : [jobId, claim, documentId, error],
+          ),
         );
+        if (counted.length === 0) return 'finished'; // cancelled, or taken over by another worker: no longer ours
       }
       await this.dataSource.query(
         `UPDATE indexing_jobs SET status = CASE WHEN failed > 0 AND done = 0 THEN 'failed' ELSE 'succeeded' END,
                 finished_at = now(), error = CASE WHEN failed > 0 AND done = 0 THEN 'every document failed to index' END
-         WHERE id = $1 AND status = 'running'`,
-        [jobId],
+         WHERE id = $1 AND status = 'running' AND attempts = $2`,
+        [jobId, claim],
       );
       return 'finished';
     } catch (error) {
       // Let the queue's retry claim the job at once instead of waiting for the heartbeat to go stale.
-      await this.dataSource.query(`UPDATE indexing_jobs SET heartbeat_at = NULL WHERE id = $1 AND status = 'running'`, [jobId]).catch(() => undefined);
+      await this.dataSource
+        .query(`UPDATE indexing_jobs SET heartbeat_at = NULL WHERE id = $1 AND status = 'running' AND attempts = $2`, [jobId, claim])
+        .catch(() => undefined);
       throw error;
     } finally {
       clearInterval(heartbeat);

@@ -45,6 +45,8 @@ export interface IndexingJobRow {
   done: number;
   failed: number;
   errors: { documentId: string; message: string }[];
+  /** Claims so far; each run writes only while its own claim is the latest (see IndexingJobRunner). */
+  attempts: number;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
