@@ -1,3 +1,4 @@
+import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { AppException } from '../errors/app.exception.js';
 import { isUuid } from '../validation/uuid.js';
 
@@ -46,6 +47,25 @@ export function toPage<T extends { createdAt: Date; id: string }, R>(rows: T[], 
     items: pageRows.map(render),
     nextCursor: hasMore ? encodeCursor(pageRows[pageRows.length - 1]) : null,
   };
+}
+
+/**
+ * One page of an entity query in the list order (newest first, ties by id), `limit + 1` rows fetched to
+ * tell whether another page follows. The query builder brings its own filters; its alias names the table.
+ */
+export async function pageOf<T extends ObjectLiteral & { createdAt: Date; id: string }, R>(
+  qb: SelectQueryBuilder<T>,
+  query: { limit: number; cursor?: string },
+  render: (row: T) => R,
+): Promise<Page<R>> {
+  const cursor = cursorCondition(qb.alias, decodeCursor(query.cursor));
+  const rows = await qb
+    .andWhere(cursor.sql, cursor.params)
+    .orderBy(`${qb.alias}.createdAt`, 'DESC')
+    .addOrderBy(`${qb.alias}.id`, 'DESC')
+    .limit(query.limit + 1)
+    .getMany();
+  return toPage(rows, query.limit, render);
 }
 
 /**

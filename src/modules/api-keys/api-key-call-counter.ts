@@ -58,7 +58,7 @@ export class ApiKeyCallCounter {
   }
 
   private async write(counts: Map<string, number>): Promise<void> {
-    const ids = [...counts.keys()].sort();
+    const ids = [...counts.keys()];
     await this.dataSource.query(
       `WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)),
        calls AS (SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS c(id, n)),

@@ -3,7 +3,7 @@ import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, Repository } from 'typeorm';
 import { AppException } from '../../common/errors/app.exception.js';
-import { cursorCondition, decodeCursor, toPage, type Page } from '../../common/pagination/cursor-page.js';
+import { pageOf, type Page } from '../../common/pagination/cursor-page.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
@@ -99,17 +99,8 @@ export class ApiKeysService {
   /** The caller's keys, newest first, a page at a time. */
   async list(userId: string, query: { limit: number; cursor?: string }): Promise<Page<ApiKeyView>> {
     await this.usage.flush();
-    const cursor = cursorCondition('k', decodeCursor(query.cursor));
-    const rows = await this.keys
-      .createQueryBuilder('k')
-      .where('k.user_id = :userId', { userId })
-      .andWhere(cursor.sql, cursor.params)
-      .orderBy('k.created_at', 'DESC')
-      .addOrderBy('k.id', 'DESC')
-      .limit(query.limit + 1)
-      .getMany();
     const now = new Date();
-    return toPage(rows, query.limit, (row) => this.view(row, now));
+    return pageOf(this.keys.createQueryBuilder('k').where('k.user_id = :userId', { userId }), query, (row) => this.view(row, now));
   }
 
   async get(userId: string, id: string): Promise<ApiKeyView & { recentUsage: ApiKeyUsageView[] }> {

@@ -5,7 +5,7 @@ import { Repository, type SelectQueryBuilder } from 'typeorm';
 import type { Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
-import { cursorCondition, decodeCursor, toPage, type Page } from '../../common/pagination/cursor-page.js';
+import { pageOf, type Page } from '../../common/pagination/cursor-page.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
 import { isUniqueViolation } from '../../database/pg-errors.js';
 import { ProjectsService } from '../projects/projects.service.js';
@@ -115,11 +115,9 @@ export class DocumentsService {
   /** Area B list: one project's documents the actor may see, newest first. */
   async list(actor: Actor, query: { projectId: string; status?: DocumentStatus; limit: number; cursor?: string }): Promise<Page<DocumentView>> {
     await this.projects.requireRole(actor, query.projectId, 'viewer');
-    const cursor = cursorCondition('d', decodeCursor(query.cursor));
-    const qb = this.visible(actor).andWhere('d.project_id = :projectId', { projectId: query.projectId }).andWhere(cursor.sql, cursor.params);
+    const qb = this.visible(actor).andWhere('d.project_id = :projectId', { projectId: query.projectId });
     if (query.status) qb.andWhere('d.status = :status', { status: query.status });
-    const rows = await qb.orderBy('d.createdAt', 'DESC').addOrderBy('d.id', 'DESC').limit(query.limit + 1).getMany();
-    return toPage(rows, query.limit, toDocumentView);
+    return pageOf(qb, query, toDocumentView);
   }
 
   /** Tool list: every document the actor may see, optionally of one project and by title. */

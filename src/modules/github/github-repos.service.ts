@@ -5,7 +5,7 @@ import { Repository } from 'typeorm';
 import { type Actor, isRepoAllowed } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
-import { cursorCondition, decodeCursor, type Page, toPage } from '../../common/pagination/cursor-page.js';
+import { pageOf, type Page } from '../../common/pagination/cursor-page.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { isUniqueViolation } from '../../database/pg-errors.js';
@@ -95,16 +95,7 @@ export class GithubReposService {
   }
 
   async list(query: { limit: number; cursor?: string }): Promise<Page<RegisteredRepoView>> {
-    const cursor = cursorCondition('r', decodeCursor(query.cursor));
-    const rows = await this.repos
-      .createQueryBuilder('r')
-      .addSelect('r.tokenCiphertext')
-      .where(cursor.sql, cursor.params)
-      .orderBy('r.created_at', 'DESC')
-      .addOrderBy('r.id', 'DESC')
-      .limit(query.limit + 1)
-      .getMany();
-    return toPage(rows, query.limit, (row) => toRegisteredRepoView(row, row.tokenCiphertext !== null));
+    return pageOf(this.repos.createQueryBuilder('r').addSelect('r.tokenCiphertext'), query, (row) => toRegisteredRepoView(row, row.tokenCiphertext !== null));
   }
 
   async remove(id: string): Promise<{ id: string; deleted: true }> {
