@@ -5,14 +5,14 @@ import { AppException } from '../../common/errors/app.exception.js';
 import { renderError } from '../../common/errors/error-body.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { toAppException } from '../../common/errors/to-app-exception.js';
-import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { KeyCaller } from '../api-keys/owner.interceptor.js';
 import type { RegisteredTool } from './tool-definition.js';
 import type { JsonSchema } from './tool-parameters.js';
-import { toolCallIdempotencyScope, ToolsService, type ToolCallOutcome } from './tools.service.js';
+import { KeyToolCalls } from './key-tool-calls.service.js';
+import { ToolsService, type ToolCallOutcome } from './tools.service.js';
 
 /** What one HTTP request brings to the MCP server built for it. */
 export interface McpRequestContext {
@@ -52,7 +52,7 @@ export class McpServerFactory {
 
   constructor(
     private readonly tools: ToolsService,
-    private readonly idempotency: IdempotencyService,
+    private readonly keyCalls: KeyToolCalls,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -78,16 +78,7 @@ export class McpServerFactory {
       if (context.rateLimited) throw context.rateLimited;
       const { caller } = context;
       const prepared = this.tools.prepare(name, args, caller.scopes);
-      let outcome: ToolCallOutcome;
-      if (context.idempotencyKey !== undefined && !prepared.tool.definition.annotations.readOnlyHint) {
-        const run = await this.idempotency.run(
-          { ownerId: caller.actor.userId, scope: toolCallIdempotencyScope(caller.keyId), key: context.idempotencyKey, request: { name, arguments: prepared.args } },
-          () => this.tools.invoke(prepared, caller.actor),
-        );
-        outcome = run.value;
-      } else {
-        outcome = await this.tools.invoke(prepared, caller.actor);
-      }
+      const outcome = await this.keyCalls.invoke(prepared, caller, context.idempotencyKey);
       context.onToolCall?.(name, 200);
       return successResult(outcome);
     } catch (error) {

@@ -1,13 +1,13 @@
 import { Body, Controller, Get, Headers, HttpCode, Post, Res, UseGuards, UseInterceptors } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
 import { ApiKeyAuthGuard } from '../api-keys/api-key-auth.guard.js';
 import { KeyRateLimitGuard } from '../api-keys/key-rate-limit.guard.js';
 import { Caller, OwnerInterceptor, type KeyCaller } from '../api-keys/owner.interceptor.js';
 import { AnyKeyScope, RequiresToolScope, ScopeGuard } from './scope.guard.js';
 import { parseToolCallBody } from './tool-call-body.js';
-import { toolCallIdempotencyScope, ToolsService, type ToolCallOutcome } from './tools.service.js';
+import { KeyToolCalls } from './key-tool-calls.service.js';
+import { ToolsService } from './tools.service.js';
 
 /**
  * Area A: the JSON door to the tool registry. Guards run in order: key (401) → per-key limit (429) →
@@ -22,7 +22,7 @@ import { toolCallIdempotencyScope, ToolsService, type ToolCallOutcome } from './
 export class ToolApiController {
   constructor(
     private readonly tools: ToolsService,
-    private readonly idempotency: IdempotencyService,
+    private readonly keyCalls: KeyToolCalls,
   ) {}
 
   @Get('tools')
@@ -45,17 +45,8 @@ export class ToolApiController {
   ): Promise<{ result: unknown }> {
     const { name, arguments: args } = parseToolCallBody(body);
     const prepared = this.tools.prepare(name, args, caller.scopes);
-    let outcome: ToolCallOutcome;
-    if (idempotencyKey !== undefined && !prepared.tool.definition.annotations.readOnlyHint) {
-      const { value, replayed } = await this.idempotency.run(
-        { ownerId: caller.actor.userId, scope: toolCallIdempotencyScope(caller.keyId), key: idempotencyKey, request: { name, arguments: prepared.args } },
-        () => this.tools.invoke(prepared, caller.actor),
-      );
-      outcome = value;
-      if (replayed) response.setHeader('Idempotent-Replayed', 'true');
-    } else {
-      outcome = await this.tools.invoke(prepared, caller.actor);
-    }
+    const outcome = await this.keyCalls.invoke(prepared, caller, idempotencyKey);
+    if (outcome.replayed) response.setHeader('Idempotent-Replayed', 'true');
     if (outcome.truncated) response.setHeader('X-Truncated', 'true');
     return { result: outcome.result };
   }

@@ -38,15 +38,6 @@ export interface ToolCallOutcome {
 }
 
 /**
- * Where a tool call's Idempotency-Key lives: per API key, shared by both doors (JSON and MCP). Per key, not
- * per user: a replay answers the first call's result as it is, so a key pinned to one project must never
- * replay what another key of the same user was allowed to create or read.
- */
-export function toolCallIdempotencyScope(keyId: string): string {
-  return `tool-api:call:${keyId}`;
-}
-
-/**
  * Validates arguments and dispatches to the registered handler. Every door (Area A JSON, MCP, the
  * agent loop) goes through here, so scope checks and validation cannot be skipped.
  */
