@@ -39,7 +39,9 @@ export async function createWorkerContext({ config, databaseUrl, logger }: Creat
 }
 
 function configureHttp(app: NestExpressApplication, config: AppConfig): void {
-  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+  // X-Forwarded-For only from the proxies an operator named (TRUST_PROXY); by default nobody can pick the
+  // address that per-IP limits (login, anonymous routes) count.
+  app.set('trust proxy', config.trustProxy);
   app.set('x-powered-by', false);
   // The request id is fixed before anything can fail, so even a body-parse error carries it.
   app.use(requestContextMiddleware);

@@ -276,4 +276,14 @@ describe('MCP allowed origins and the per-key limit', () => {
     // The JSON door shares the same budget.
     await app.http.get(`${MCP_PATH}/tools`).set(bearer(key)).expect(429);
   });
+
+  it('a JSON-RPC batch is refused (400, -32600) before anything runs, so a batch cannot multiply the limit', async () => {
+    const key = await newKey();
+    const batch = Array.from({ length: 50 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'list_tasks', arguments: {} } }));
+    const res = await post(key, batch).expect(400);
+    expect(res.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringContaining('batch') } });
+    // Nothing of the batch ran or counted: the key still has its 3 calls (one message each), then 429.
+    for (let i = 0; i < 3; i += 1) await post(key, { jsonrpc: '2.0', id: i, method: 'ping' }).expect(200);
+    await post(key, { jsonrpc: '2.0', id: 3, method: 'ping' }).expect(429);
+  });
 });

@@ -157,7 +157,7 @@ describe('task tools: visibility and edit rules through the gateway', () => {
   });
 
   describe('project pins and project_id', () => {
-    it('a pinned key sees tasks of its projects and tasks without a project, nothing else', async () => {
+    it('a pinned key sees tasks of its projects only: a personal task (no project) is outside every pin', async () => {
       const user = await makeUser(app);
       const p1 = randomUUID();
       const p2 = randomUUID();
@@ -167,15 +167,23 @@ describe('task tools: visibility and edit rules through the gateway', () => {
       await db.query(`INSERT INTO tasks (id, title, creator_id, project_id) VALUES ($1, 'in p1', $3, $4), ($2, 'in p2', $3, $5)`, [t1, t2, user.id, p1, p2]);
       const pinned = await makeKey(user, { projectIds: [p1] });
       const visible: Task[] = await result(pinned, 'list_tasks');
-      expect(visible.map((t) => t.id).sort()).toEqual([free.id, t1].sort());
-      await call(pinned, 'get_task', { task_id: t2 }).expect(404);
-      await call(pinned, 'update_task', { task_id: t2, title: 'x' }).expect(404);
-      await call(pinned, 'delete_task', { task_id: t2 }).expect(404);
+      expect(visible.map((t) => t.id)).toEqual([t1]);
+      for (const id of [t2, free.id]) {
+        await call(pinned, 'get_task', { task_id: id }).expect(404);
+        await call(pinned, 'update_task', { task_id: id, title: 'x' }).expect(404);
+        await call(pinned, 'delete_task', { task_id: id }).expect(404);
+      }
       expect((await call(pinned, 'list_tasks', { project_id: p2 }).expect(404)).body.error.code).toBe('not_found');
       await call(pinned, 'task_stats', { project_id: p2 }).expect(404);
       expect((await result(pinned, 'task_stats', { project_id: p1 })).total).toBe(1);
-      expect((await result(pinned, 'search_tasks', { query: 'p2' }))).toEqual([]);
+      expect((await result(pinned, 'task_stats')).total).toBe(1);
+      expect(await result(pinned, 'search_tasks', { query: 'p2' })).toEqual([]);
+      expect(await result(pinned, 'search_tasks', { query: 'project' })).toEqual([]);
       await call(pinned, 'create_task', { title: 'x', project_id: p2 }).expect(404);
+      // Creating a personal task is outside the pin too: the caller must name one of its projects.
+      const personal = await call(pinned, 'create_task', { title: 'x' }).expect(400);
+      expect(personal.body.error).toMatchObject({ code: 'invalid_argument', details: { argument: 'project_id' } });
+      expect((await db.query(`SELECT title FROM tasks WHERE id = $1`, [free.id]))[0].title).toBe('no project');
       const unpinned = await makeKey(user);
       expect((await result(unpinned, 'list_tasks')).length).toBe(3);
       expect((await result(unpinned, 'list_tasks', { project_id: p2 })).map((t: Task) => t.id)).toEqual([t2]);

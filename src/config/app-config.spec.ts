@@ -19,6 +19,21 @@ describe('loadConfig', () => {
     expect(config.redis.url).toBeUndefined();
     expect(config.limits).toMatchObject({ keyCallsPerMinute: 300, areaBCallsPerMinute: 600, jsonBodyBytes: 1024 * 1024, uploadMaxBytes: 20 * 1024 * 1024 });
     expect(config.mcp.allowedOrigins).toEqual([]);
+    expect(config.trustProxy).toBe(false);
+  });
+
+  it('reads TRUST_PROXY in Express syntax and refuses what would trust everybody or nobody meant', () => {
+    expect(loadConfig({ DATA_DIR: dataDir, TRUST_PROXY: 'loopback, 10.0.0.0/8, fd00::/8, 192.168.1.7' }).trustProxy).toEqual([
+      'loopback',
+      '10.0.0.0/8',
+      'fd00::/8',
+      '192.168.1.7',
+    ]);
+    expect(loadConfig({ DATA_DIR: dataDir, TRUST_PROXY: '1' }).trustProxy).toBe(1);
+    expect(loadConfig({ DATA_DIR: dataDir, TRUST_PROXY: 'false' }).trustProxy).toBe(false);
+    for (const bad of ['true', 'proxy.internal', '10.0.0.0/40', '10.0.0.0/8/1']) {
+      expect(() => loadConfig({ DATA_DIR: dataDir, TRUST_PROXY: bad })).toThrow(ConfigError);
+    }
   });
 
   it('generates secrets once under DATA_DIR (0600) and reuses them on the next start', () => {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import { ConfigError } from './config-error.js';
 import { DEFAULT_HYBRID_VECTOR_WEIGHT } from '../modules/rag/rag.constants.js';
@@ -55,6 +56,12 @@ export interface AppConfig {
     loginAttemptsPer15Min: number;
   };
   mcp: { allowedOrigins: string[] };
+  /**
+   * Express `trust proxy`: which peers may set the client address through X-Forwarded-For. false = none
+   * (per-IP limits use the socket address); a hop count; or addresses, CIDR ranges and the names
+   * loopback / linklocal / uniquelocal.
+   */
+  trustProxy: false | number | string[];
   /** RAG: which embeddings backend (one vector space at a time; changing it triggers a reindex) and chunking. */
   embeddings: {
     provider: 'offline' | 'openai';
@@ -159,6 +166,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       loginAttemptsPer15Min: read.int('RATE_LIMIT_LOGIN_PER_15_MIN', 10, 1, 100_000),
     },
     mcp: { allowedOrigins: read.list('MCP_ALLOWED_ORIGINS') },
+    trustProxy: readTrustProxy(read),
     embeddings: readEmbeddingsConfig(read),
     llm: readLlmConfig(read),
     ragSearch: {
@@ -178,6 +186,27 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 120_000),
     secrets: resolveSecrets(read, nodeEnv, dataDir),
   };
+}
+
+/** TRUST_PROXY in Express syntax, checked here so a typo stops start-up instead of trusting the wrong peers. */
+function readTrustProxy(read: EnvReader): AppConfig['trustProxy'] {
+  const value = read.raw('TRUST_PROXY');
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') {
+    throw new ConfigError('TRUST_PROXY', '"true" would let every client choose its own address; name the proxies (addresses, CIDR ranges, loopback, linklocal, uniquelocal) or a hop count');
+  }
+  if (/^\d+$/.test(value)) return read.int('TRUST_PROXY', 0, 0, 10);
+  const entries = read.list('TRUST_PROXY');
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split('/');
+    const family = isIP(address);
+    const namedRange = ['loopback', 'linklocal', 'uniquelocal'].includes(entry);
+    const validBits = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 6 ? 128 : 32));
+    if (!namedRange && (family === 0 || !validBits || extra !== undefined)) {
+      throw new ConfigError('TRUST_PROXY', `"${entry}" is not an IP address, a CIDR range, loopback, linklocal or uniquelocal`);
+    }
+  }
+  return entries;
 }
 
 function readEmbeddingsConfig(read: EnvReader): AppConfig['embeddings'] {

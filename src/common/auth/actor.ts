@@ -13,11 +13,3 @@ export interface Actor {
   /** Set when acting through a project session token: caps the caller's role in that project. */
   projectRoleCap?: 'editor' | 'viewer';
 }
-
-export function isProjectAllowed(actor: Actor, projectId: string): boolean {
-  return actor.projectIds === null || actor.projectIds.includes(projectId);
-}
-
-export function isRepoAllowed(actor: Actor, fullName: string): boolean {
-  return actor.repos === null || actor.repos.some((repo) => repo.toLowerCase() === fullName.toLowerCase());
-}

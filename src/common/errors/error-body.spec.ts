@@ -27,6 +27,16 @@ describe('error mapping', () => {
     expect(rendered.body).toEqual({ success: false, data: null, error: { code: 'AUTH_REQUIRED', message: 'log in', details: [] }, traceId: 't-2' });
   });
 
+  it('lists Area B validation details as [{field, message}] whatever shape the shared rule gave them', () => {
+    const fromArgument = renderError(new AppException(ErrorCode.InvalidArgument, 'title must be 1..300 characters', { argument: 'title' }), 'backend', 't');
+    expect(fromArgument.body.error).toEqual({ code: 'VALIDATION_FAILED', message: 'title must be 1..300 characters', details: [{ field: 'title', message: 'title must be 1..300 characters' }] });
+    const fromHeader = renderError(new AppException(ErrorCode.InvalidRequest, 'bad key', { header: 'Idempotency-Key' }), 'backend', 't');
+    expect((fromHeader.body.error as { details: unknown }).details).toEqual([{ field: 'Idempotency-Key', message: 'bad key' }]);
+    // Documented object details of other codes stay as API.md shows them.
+    const conflict = renderError(new AppException(ErrorCode.Conflict, 'dup', { existingId: 'x' }), 'backend', 't');
+    expect((conflict.body.error as { details: unknown }).details).toEqual({ existingId: 'x' });
+  });
+
   it('normalises framework and middleware errors, and leaves unknown errors to the 500 path', () => {
     expect(toAppException(new BadRequestException(['name must be a string']))).toMatchObject({ code: ErrorCode.ValidationFailed, details: [{ message: 'name must be a string' }] });
     expect(toAppException(new NotFoundException('Cannot GET /api/nope'))?.code).toBe(ErrorCode.NotFound);

@@ -29,8 +29,23 @@ export function renderError(exception: AppException, area: ApiArea, traceId: str
     body: {
       success: false,
       data: null,
-      error: { code: mapping.backendCode, message: exception.message, details: exception.details ?? [] },
+      error: { code: mapping.backendCode, message: exception.message, details: backendDetails(mapping.backendCode, exception) },
       traceId,
     },
   };
+}
+
+/**
+ * Area B details: a VALIDATION_FAILED answer always lists what was wrong as `[{field, message}]` (API.md's
+ * envelope), also when the error came from a shared rule that names its argument the Area A way
+ * (`{argument}`, `{header}`). Other codes keep the shape API.md documents for them (`{existingId}`,
+ * `{retryAfterSeconds}`, `{status}`).
+ */
+function backendDetails(backendCode: string, exception: AppException): unknown {
+  const details = exception.details;
+  if (details === undefined || details === null) return [];
+  if (backendCode !== 'VALIDATION_FAILED' || Array.isArray(details) || typeof details !== 'object') return details;
+  const named = details as Record<string, unknown>;
+  const field = named.field ?? named.argument ?? named.header ?? named.parameter;
+  return [{ ...(typeof field === 'string' ? { field } : {}), message: exception.message }];
 }

@@ -5,7 +5,8 @@ import type { Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
-import { isProjectAllowed, type Actor } from '../../common/auth/actor.js';
+import { actorSqlValues, insidePinsSql, isProjectAllowed } from '../../common/access/access-rules.js';
+import { type Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { decodeCursor, encodeCursor, type Page } from '../../common/pagination/cursor-page.js';
@@ -134,12 +135,8 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
 
   async history(actor: Actor, query: { projectId?: string; status?: AgentRunStatus; limit: number; cursor?: string }): Promise<Page<AgentRunSummary>> {
     const cursor = decodeCursor(query.cursor);
-    const params: unknown[] = [actor.userId];
-    const where = ['user_id = $1'];
-    if (actor.projectIds !== null) {
-      params.push([...actor.projectIds]);
-      where.push(`project_id = ANY($${params.length}::uuid[])`);
-    }
+    const params: unknown[] = actorSqlValues(actor);
+    const where = ['user_id = $1', insidePinsSql('project_id', '$2')];
     if (query.projectId) {
       params.push(query.projectId);
       where.push(`project_id = $${params.length}`);

@@ -7,6 +7,7 @@ import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { ApiKeysService } from './api-keys.service.js';
 import { CreateApiKeyDto } from './dto/create-api-key.dto.js';
+import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 
 /** The account page's key management; user access token only (the global guard enforces it). */
 @ApiTags('api-keys')
@@ -15,6 +16,7 @@ import { CreateApiKeyDto } from './dto/create-api-key.dto.js';
 export class ApiKeysController {
   constructor(private readonly apiKeys: ApiKeysService) {}
 
+  @CarriesSecret()
   @Post()
   @ApiOperation({ summary: 'Create a personal API key; the plaintext key is in this response only' })
   create(@CurrentPrincipal() principal: Principal, @Body() body: CreateApiKeyDto) {

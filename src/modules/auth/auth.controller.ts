@@ -6,6 +6,7 @@ import { RegisterDto } from './dto/register.dto.js';
 import { CurrentPrincipal } from './guards/current-principal.decorator.js';
 import { Public } from './guards/public.decorator.js';
 import type { Principal } from './principal.js';
+import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 
 @ApiTags('auth')
 @Controller('api/auth')
@@ -20,6 +21,7 @@ export class AuthController {
   }
 
   @Public()
+  @CarriesSecret()
   @Post('login')
   @HttpCode(200)
   @ApiOperation({ summary: 'Exchange email + password for a short-lived access token' })

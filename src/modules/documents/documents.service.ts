@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { createHash, randomUUID } from 'node:crypto';
 import { Repository, type SelectQueryBuilder } from 'typeorm';
+import { actorSqlValues, mayCreateWithoutProject, visibleDocumentSql } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
@@ -153,7 +154,7 @@ export class DocumentsService {
   async createFromText(actor: Actor, input: CreateTextInput): Promise<Document> {
     const projectId = input.projectId || null;
     if (projectId) await this.projects.requireRole(actor, projectId, 'editor');
-    else if (actor.projectIds !== null) {
+    else if (!mayCreateWithoutProject(actor)) {
       throw new AppException(ErrorCode.InvalidArgument, 'This credential is limited to certain projects; name one of them as project_id', {
         argument: 'project_id',
       });
@@ -243,23 +244,10 @@ export class DocumentsService {
     return document;
   }
 
-  /**
-   * The visibility rule, once. Pinned actors (API keys, project tokens) see only documents of their
-   * projects; documents without a project do not exist for them.
-   */
+  /** Documents the actor may see (the access rules): pinned actors only inside their projects. */
   private visible(actor: Actor): SelectQueryBuilder<Document> {
-    const qb = this.documents
-      .createQueryBuilder('d')
-      .where(
-        `(d.author_id = :actorId OR (d.is_public AND (d.project_id IS NULL OR EXISTS (
-           SELECT 1 FROM project_members vm WHERE vm.project_id = d.project_id AND vm.user_id = :actorId))))`,
-        { actorId: actor.userId },
-      );
-    if (actor.projectIds !== null) {
-      if (actor.projectIds.length === 0) qb.andWhere('1=0');
-      else qb.andWhere('d.project_id IN (:...pinnedProjectIds)', { pinnedProjectIds: [...actor.projectIds] });
-    }
-    return qb;
+    const [actorId, pins] = actorSqlValues(actor);
+    return this.documents.createQueryBuilder('d').where(visibleDocumentSql('d', { user: ':actorId', pins: ':pins' }), { actorId, pins });
   }
 
   private async assertMayChange(actor: Actor, document: Document): Promise<void> {

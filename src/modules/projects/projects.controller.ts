@@ -1,5 +1,6 @@
 import { Body, Controller, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { actorFromPrincipal } from '../auth/actor-from-principal.js';
 import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
@@ -51,6 +52,7 @@ export class ProjectsController {
   }
 
   @Post(':id/session-tokens')
+  @CarriesSecret()
   @ApiOperation({ summary: 'Mint a project session token (atp_…), shown once (owner or editor)' })
   mintSessionToken(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Body() body: CreateSessionTokenDto) {
     return this.projects.mintSessionToken(actorFromPrincipal(principal, id), id, body);

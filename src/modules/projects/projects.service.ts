@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager, Repository } from 'typeorm';
-import { isProjectAllowed, type Actor } from '../../common/auth/actor.js';
+import { actorSqlValues, insidePinsSql, isProjectAllowed, visibleDocumentSql } from '../../common/access/access-rules.js';
+import { type Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { cursorCondition, decodeCursor, toPage, type Page } from '../../common/pagination/cursor-page.js';
@@ -98,18 +99,13 @@ export class ProjectsService {
 
   async list(actor: Actor, query: { limit: number; cursor?: string }): Promise<Page<ProjectView>> {
     const cursor = cursorCondition('p', decodeCursor(query.cursor));
-    const params: Record<string, unknown> = { userId: actor.userId, ...cursor.params };
-    let pinSql = '1=1';
-    if (actor.projectIds !== null) {
-      pinSql = actor.projectIds.length > 0 ? 'p.id IN (:...pinned)' : '1=0';
-      params.pinned = [...actor.projectIds];
-    }
+    const [userId, pins] = actorSqlValues(actor);
     const [sql, values] = this.dataSource.driver.escapeQueryWithParameters(
       `${this.selectProjects()}
-       WHERE ${pinSql} AND ${cursor.sql}
+       WHERE ${insidePinsSql('p.id', ':pins')} AND ${cursor.sql}
        ORDER BY p.created_at DESC, p.id DESC
        LIMIT ${query.limit + 1}`,
-      params,
+      { userId, pins, ...cursor.params },
     );
     const rows = (await this.dataSource.query(sql, values)) as ProjectRow[];
     return toPage(
@@ -121,7 +117,8 @@ export class ProjectsService {
 
   async get(actor: Actor, projectId: string): Promise<ProjectView> {
     if ((await this.roleOf(actor, projectId)) === null) throw AppException.notFound('Project');
-    const [sql, values] = this.dataSource.driver.escapeQueryWithParameters(`${this.selectProjects()} WHERE p.id = :projectId`, { userId: actor.userId, projectId });
+    const [userId, pins] = actorSqlValues(actor);
+    const [sql, values] = this.dataSource.driver.escapeQueryWithParameters(`${this.selectProjects()} WHERE p.id = :projectId`, { userId, pins, projectId });
     const rows = (await this.dataSource.query(sql, values)) as ProjectRow[];
     if (rows.length === 0) throw AppException.notFound('Project');
     return this.toView(rows[0], actor);
@@ -183,11 +180,11 @@ export class ProjectsService {
     });
   }
 
-  /** Counts only documents the caller may see: a private document of another member stays invisible. */
+  /** Counts only documents the caller may see (the access rules): a private document of another member stays invisible. */
   private selectProjects(): string {
     return `SELECT p.id, p.name, p.description, p.owner_id, p.created_at, p.updated_at, m.role,
               (SELECT count(*) FROM project_members pm WHERE pm.project_id = p.id) AS member_count,
-              (SELECT count(*) FROM documents d WHERE d.project_id = p.id AND (d.author_id = :userId OR d.is_public)) AS document_count
+              (SELECT count(*) FROM documents d WHERE d.project_id = p.id AND ${visibleDocumentSql('d', { user: ':userId', pins: ':pins' })}) AS document_count
             FROM projects p
             JOIN project_members m ON m.project_id = p.id AND m.user_id = :userId`;
   }

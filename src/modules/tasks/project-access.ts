@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { isProjectAllowed, type Actor } from '../../common/auth/actor.js';
+import { isProjectAllowed } from '../../common/access/access-rules.js';
+import { type Actor } from '../../common/auth/actor.js';
 import { ProjectsService } from '../projects/projects.service.js';
 
 /**

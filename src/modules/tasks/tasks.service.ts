@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { isProjectAllowed, type Actor } from '../../common/auth/actor.js';
+import { actorSqlValues, isProjectAllowed, mayCreateWithoutProject, visibleTaskSql } from '../../common/access/access-rules.js';
+import { type Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { returningRows } from '../../database/returning-rows.js';
@@ -39,11 +40,10 @@ type TaskRow = Omit<TaskView, 'created_at' | 'updated_at'> & { created_at: Date;
 const COLUMNS = `t.id, t.title, t.description, t.status, t.priority, t.due_date::text AS due_date, t.assignee_id, t.creator_id, t.project_id, t.created_at, t.updated_at`;
 
 /**
- * Visibility as SQL: the owner created it or is its assignee, and a pinned key sees tasks of its
- * projects only (tasks without a project stay visible). $1 = owner id, $2 = pinned project ids or NULL.
+ * Visibility as SQL (the access rules): $1 = the actor's user id, $2 = its pinned project ids or NULL.
  * Every query below starts from this; none can return a row it would exclude.
  */
-const VISIBLE = `(t.creator_id = $1 OR t.assignee_id = $1) AND (t.project_id IS NULL OR $2::uuid[] IS NULL OR t.project_id = ANY($2::uuid[]))`;
+const VISIBLE = visibleTaskSql('t', { user: '$1', pins: '$2' });
 
 function toView(row: TaskRow): TaskView {
   return {
@@ -71,7 +71,7 @@ export class TasksService {
   ) {}
 
   private scope(actor: Actor): unknown[] {
-    return [actor.userId, actor.projectIds === null ? null : [...actor.projectIds]];
+    return actorSqlValues(actor);
   }
 
   /** A project filter outside the key's pins names a project that does not exist for this caller. */
@@ -164,6 +164,11 @@ export class TasksService {
   }
 
   async create(actor: Actor, input: CreateTaskInput): Promise<TaskView> {
+    if (!input.projectId && !mayCreateWithoutProject(actor)) {
+      throw new AppException(ErrorCode.InvalidArgument, 'This credential is limited to certain projects; name one of them as project_id', {
+        argument: 'project_id',
+      });
+    }
     if (input.projectId && !(await this.projectAccess.isMember(actor, input.projectId))) throw AppException.notFound('Project');
     if (input.assigneeId) await this.assertUserExists(input.assigneeId);
     const rows: TaskRow[] = await this.dataSource.query(

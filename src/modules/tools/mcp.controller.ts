@@ -16,7 +16,8 @@ import { AnyKeyScope, ScopeGuard } from './scope.guard.js';
 /**
  * Area A, second door: MCP Streamable HTTP (stateless, JSON responses) on the same registry. Each POST
  * gets its own Server + transport, so concurrent requests share nothing but ToolsService. Guards run
- * Origin (403) → key (401) → any-scope; the per-key limit counts every POST like the JSON door, and is
+ * Origin (403) → key (401) → any-scope; the per-key limit counts every POST (one message: batches are
+ * refused) like the JSON door, and is
  * answered in-band for tools/call (an `isError` result with rate_limited) and as HTTP 429 otherwise.
  * Transport-level errors are JSON-RPC error objects (see renderJsonRpcError).
  */
@@ -95,12 +96,15 @@ interface BodyInfo {
  * error). Invalid JSON never gets here: the body parser fails first and renders -32700.
  */
 function inspectBody(body: unknown): BodyInfo {
-  const messages = Array.isArray(body) ? body : [body];
-  if (messages.length === 0 || messages.some((message) => !JSONRPCMessageSchema.safeParse(message).success)) {
+  // Batches are not part of the MCP revisions spoken here, and one POST must be one message so that the
+  // per-key limit counts work, not envelopes (API.md, "Rate limits count work").
+  if (Array.isArray(body)) {
+    throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches (arrays) are not supported; send one message per POST');
+  }
+  if (!JSONRPCMessageSchema.safeParse(body).success) {
     throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: the body is not a JSON-RPC 2.0 message');
   }
-  if (messages.length !== 1) return { isSingleToolCall: false };
-  const message = messages[0] as { method?: unknown; params?: { name?: unknown } };
+  const message = body as { method?: unknown; params?: { name?: unknown } };
   if (typeof message.method !== 'string') return { isSingleToolCall: false };
   if (message.method === 'tools/call' && typeof message.params?.name === 'string') {
     return { label: message.params.name.slice(0, 100), isSingleToolCall: true };

@@ -71,6 +71,13 @@ describe('tool argument validation', () => {
     expect(isCalendarDate('2028-02-29')).toBe(true);
     expect(isCalendarDate('2027-02-29')).toBe(false);
     expect(isCalendarDate('2026-04-31')).toBe(false);
+    // Every year 0001-9999 (Date.UTC alone maps 0-99 to the 1900s); year 0000 is no calendar year.
+    expect(isCalendarDate('0001-01-01')).toBe(true);
+    expect(isCalendarDate('0099-12-31')).toBe(true);
+    expect(isCalendarDate('0004-02-29')).toBe(true);
+    expect(isCalendarDate('0100-02-29')).toBe(false);
+    expect(isCalendarDate('9999-12-31')).toBe(true);
+    expect(isCalendarDate('0000-01-01')).toBe(false);
     expect(validateArguments(PARAMS, { task_id: ID, due: '2028-02-29', since: '' })).toMatchObject({ due: '2028-02-29', since: '' });
     expect(validateArguments(PARAMS, { task_id: ID, due: null }).due).toBeNull();
   });

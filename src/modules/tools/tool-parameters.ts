@@ -72,7 +72,10 @@ export function isCalendarDate(value: string): boolean {
   const match = DATE.exec(value);
   if (!match) return false;
   const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
-  const date = new Date(Date.UTC(year, month - 1, day));
+  if (year < 1) return false;
+  // Not Date.UTC(year, …): it maps years 0-99 to 1900-1999, which refused 0001-0099 (API.md: years 0001-9999).
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
   return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
 }
 

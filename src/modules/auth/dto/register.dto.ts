@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsEmail, IsString, Length, MaxLength } from 'class-validator';
+import { IsEmail, IsString, Length, Matches, MaxLength } from 'class-validator';
 
 export class RegisterDto {
   @ApiProperty({ example: 'ada@example.com' })
@@ -12,6 +12,7 @@ export class RegisterDto {
   @ApiProperty({ minLength: 10, maxLength: 200 })
   @IsString()
   @Length(10, 200, { message: 'password must be 10 to 200 characters' })
+  @Matches(/\S/, { message: 'password must contain at least one character that is not whitespace' })
   password: string;
 
   @ApiProperty({ minLength: 1, maxLength: 100 })
