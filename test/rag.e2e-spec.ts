@@ -189,13 +189,16 @@ describe('RAG (e2e)', () => {
   it('honours Idempotency-Key on ingest and reindex: a repeat answers the first job, other arguments are a 409', async () => {
     const dataSource = app.app.get(DataSource);
     const jobsBefore = Number((await dataSource.query(`SELECT count(*) AS n FROM indexing_jobs WHERE project_id = $1`, [projectId]))[0].n);
+    const otherProject = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'other' }).expect(201)).body.data.id as string;
     for (const kind of ['ingest', 'reindex'] as const) {
       const key = `rag-${kind}-${randomUUID()}`;
       const first = await app.http.post(`/api/rag/${kind}`).set(bearer(owner.token)).set('Idempotency-Key', key).send({ projectId }).expect(202);
       const repeat = await app.http.post(`/api/rag/${kind}`).set(bearer(owner.token)).set('Idempotency-Key', key).send({ projectId }).expect(202);
       expect(repeat.body.data).toEqual(first.body.data);
-      const other = await app.http.post(`/api/rag/${kind}`).set(bearer(owner.token)).set('Idempotency-Key', key).send({ projectId: randomUUID() }).expect(409);
+      const other = await app.http.post(`/api/rag/${kind}`).set(bearer(owner.token)).set('Idempotency-Key', key).send({ projectId: otherProject }).expect(409);
       expect(other.body.error.code).toBe('CONFLICT');
+      // Checks come before the key: a project the caller cannot see is 404 with or without it.
+      await app.http.post(`/api/rag/${kind}`).set(bearer(owner.token)).set('Idempotency-Key', key).send({ projectId: randomUUID() }).expect(404);
       // Another user's identical key is their own: it does not replay the owner's job.
       await app.http.post(`/api/rag/${kind}`).set(bearer(stranger.token)).set('Idempotency-Key', key).send({ projectId }).expect(404);
       await waitJob(owner, first.body.data.jobId);

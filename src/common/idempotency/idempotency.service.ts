@@ -24,6 +24,19 @@ export interface IdempotentOutcome<T> {
   replayed: boolean;
 }
 
+/**
+ * A write request with an optional Idempotency-Key, whose checks run before any replay (API.md:
+ * "Authorization before replay"): a caller who may not make the request gets the same 401/403/404 with or
+ * without the key, never the stored answer of somebody who could.
+ */
+export interface AuthorizedRequest<P, T> extends Omit<IdempotencyRequest, 'key'> {
+  /** The Idempotency-Key header; undefined = no idempotency, the request just runs. */
+  key: string | undefined;
+  /** Every check the request needs (role, visibility of what it names); its result is what `work` acts on. */
+  authorize: () => Promise<P>;
+  work: (authorized: P) => Promise<T>;
+}
+
 const TTL_HOURS = 24;
 /**
  * How long a claim on a key lasts while its request runs. A process that dies mid-request leaves its
@@ -51,6 +64,13 @@ export class IdempotencyService {
     if (!KEY_PATTERN.test(key)) {
       throw new AppException(ErrorCode.InvalidRequest, 'Idempotency-Key must be 1..255 visible ASCII characters', { header: 'Idempotency-Key' });
     }
+  }
+
+  /** The one way a route runs an idempotent write: checks first, then the key's replay or the work. */
+  async runAuthorized<P, T>(input: AuthorizedRequest<P, T>): Promise<IdempotentOutcome<T>> {
+    const authorized = await input.authorize();
+    if (input.key === undefined) return { value: await input.work(authorized), replayed: false };
+    return this.run({ ownerId: input.ownerId, scope: input.scope, key: input.key, request: input.request }, () => input.work(authorized));
   }
 
   async run<T>(input: IdempotencyRequest, work: () => Promise<T>): Promise<IdempotentOutcome<T>> {

@@ -33,6 +33,13 @@ export interface ExecuteInput {
 /** How long POST cancel waits for a running run to stop before answering. */
 const CANCEL_WAIT_MS = 1_500;
 
+/** An authorised run request: the input, the tool allowlist and the scopes its role grants. */
+export interface AgentRunPlan {
+  input: ExecuteInput;
+  allowlist: string[] | null;
+  scopes: string[];
+}
+
 /**
  * Agent runs as users see them: create (row + queue entry), status, cancel, history. Only the caller's own
  * runs exist for the caller (anything else is 404). A recovery sweep re-enqueues runs whose worker died.
@@ -64,7 +71,8 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
    * A viewer (or a viewer session token) gets read tools only; an editor or owner gets every tool. The run's
    * actor is the caller pinned to the project, so tools see exactly what the caller could see by hand there.
    */
-  async create(actor: Actor, input: ExecuteInput): Promise<{ jobId: string; status: 'queued' }> {
+  /** The checks before a run is queued (any member; known tool names), and what it will be allowed to do. */
+  async plan(actor: Actor, input: ExecuteInput): Promise<AgentRunPlan> {
     const role = await this.projects.requireRole(actor, input.projectId, 'viewer');
     let allowlist: string[] | null = null;
     if (input.tools) {
@@ -76,7 +84,11 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
         ]);
       }
     }
-    const scopes = role === 'viewer' ? [...READ_SCOPES] : [...API_KEY_SCOPES];
+    return { input, allowlist, scopes: role === 'viewer' ? [...READ_SCOPES] : [...API_KEY_SCOPES] };
+  }
+
+  async start(actor: Actor, plan: AgentRunPlan): Promise<{ jobId: string; status: 'queued' }> {
+    const { input, allowlist, scopes } = plan;
     const runActor = { userId: actor.userId, projectIds: [input.projectId], repos: actor.repos, ...(actor.projectRoleCap ? { projectRoleCap: actor.projectRoleCap } : {}) };
     const id = randomUUID();
     await this.dataSource.query(

@@ -4,7 +4,7 @@ import { IdempotencyService } from '../../common/idempotency/idempotency.service
 import { actorFromPrincipal } from '../auth/actor-from-principal.js';
 import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
-import type { Principal } from '../auth/principal.js';
+import { idempotencyKeySpace, type Principal } from '../auth/principal.js';
 import { AgentRunsService } from './agent-runs.service.js';
 import { AgentHistoryQueryDto } from './dto/agent-history-query.dto.js';
 import { ExecuteAgentDto } from './dto/execute-agent.dto.js';
@@ -26,9 +26,14 @@ export class AgentController {
   async execute(@CurrentPrincipal() principal: Principal, @Body() body: ExecuteAgentDto, @Headers('idempotency-key') idempotencyKey: string | undefined) {
     const actor = actorFromPrincipal(principal, body.projectId);
     const input = { projectId: body.projectId, input: body.input, tools: body.tools, maxSteps: body.maxSteps };
-    if (idempotencyKey === undefined) return this.runs.create(actor, input);
-    const request = { ...input, tools: body.tools ?? null, maxSteps: body.maxSteps ?? 8, via: principal.kind === 'project-token' ? principal.tokenId : 'user' };
-    const outcome = await this.idempotency.run({ ownerId: actor.userId, scope: 'agent:execute', key: idempotencyKey, request }, () => this.runs.create(actor, input));
+    const outcome = await this.idempotency.runAuthorized({
+      ownerId: actor.userId,
+      scope: idempotencyKeySpace(principal, 'agent:execute'),
+      key: idempotencyKey,
+      request: { ...input, tools: body.tools ?? null, maxSteps: body.maxSteps ?? 8 },
+      authorize: () => this.runs.plan(actor, input),
+      work: (plan) => this.runs.start(actor, plan),
+    });
     return outcome.value;
   }
 

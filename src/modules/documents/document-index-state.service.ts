@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { In, Not, Repository } from 'typeorm';
+import { Repository } from 'typeorm';
 import { Document } from './document.entity.js';
 
 export interface DocumentForIndexing {
@@ -38,15 +38,6 @@ export class DocumentIndexStateService {
   }
 
   /** Documents of a project with text that is not indexed at its current content. */
-  async idsNeedingIndex(projectId: string): Promise<string[]> {
-    const rows = await this.documents.find({
-      where: { projectId, status: Not(In(['indexed', 'failed'])) },
-      select: { id: true },
-      order: { createdAt: 'ASC', id: 'ASC' },
-    });
-    return rows.map((row) => row.id);
-  }
-
   /** Like markIndexed, only for the content read: a job holding older content must not send a newer, indexed one back. */
   async markProcessing(documentId: string, sha256: string): Promise<void> {
     await this.documents.update({ id: documentId, sha256 }, { status: 'processing', error: null });

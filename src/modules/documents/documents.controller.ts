@@ -7,7 +7,7 @@ import { AppException } from '../../common/errors/app.exception.js';
 import { actorFromPrincipal } from '../auth/actor-from-principal.js';
 import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
-import type { Principal } from '../auth/principal.js';
+import { idempotencyKeySpace, type Principal } from '../auth/principal.js';
 import { DocumentsService } from './documents.service.js';
 import { ListDocumentsDto } from './dto/list-documents.dto.js';
 import { UploadDocumentDto } from './dto/upload-document.dto.js';
@@ -55,22 +55,26 @@ export class DocumentsController {
   ) {
     const actor = actorFromPrincipal(principal, body.projectId);
     if (!file) throw AppException.validation('A file is required in the multipart field "file"', [{ field: 'file', message: 'required' }]);
-    const work = () =>
-      this.documents.upload(actor, {
+    const outcome = await this.idempotency.runAuthorized({
+      ownerId: actor.userId,
+      scope: idempotencyKeySpace(principal, 'documents:upload'),
+      key: idempotencyKey,
+      request: {
         projectId: body.projectId,
-        title: body.title,
-        isPublic: body.isPublic,
-        file: { originalName: file.originalname, mimeType: file.mimetype, bytes: file.buffer },
-      });
-    if (idempotencyKey === undefined) return work();
-    const request = {
-      projectId: body.projectId,
-      title: body.title ?? null,
-      isPublic: body.isPublic ?? null,
-      fileName: file.originalname,
-      sha256: createHash('sha256').update(file.buffer).digest('hex'),
-    };
-    const outcome = await this.idempotency.run({ ownerId: actor.userId, scope: 'documents:upload', key: idempotencyKey, request }, work);
+        title: body.title ?? null,
+        isPublic: body.isPublic ?? null,
+        fileName: file.originalname,
+        sha256: createHash('sha256').update(file.buffer).digest('hex'),
+      },
+      authorize: () => this.documents.authorizeUpload(actor, body.projectId),
+      work: () =>
+        this.documents.upload(actor, {
+          projectId: body.projectId,
+          title: body.title,
+          isPublic: body.isPublic,
+          file: { originalName: file.originalname, mimeType: file.mimetype, bytes: file.buffer },
+        }),
+    });
     return outcome.value;
   }
 

@@ -62,8 +62,13 @@ export class DocumentsService {
     private readonly events: DocumentEvents,
   ) {}
 
+  /** Who may upload into a project: its editors and owners (a viewer token or a stranger may not). */
+  async authorizeUpload(actor: Actor, projectId: string): Promise<void> {
+    await this.projects.requireRole(actor, projectId, 'editor');
+  }
+
   async upload(actor: Actor, input: UploadInput): Promise<DocumentView> {
-    await this.projects.requireRole(actor, input.projectId, 'editor');
+    await this.authorizeUpload(actor, input.projectId);
     const bytes = input.file.bytes;
     if (bytes.length === 0) throw AppException.validation('The uploaded file is empty', [{ field: 'file', message: 'empty file' }]);
     const type = detectDocumentType(input.file.originalName, input.file.mimeType, bytes);
@@ -131,6 +136,18 @@ export class DocumentsService {
     if (input.query) qb.andWhere(`d.title ILIKE :title ESCAPE '\\'`, { title: `%${escapeLike(input.query)}%` });
     const rows = await qb.orderBy('d.createdAt', 'DESC').addOrderBy('d.id', 'DESC').limit(input.limit + 1).getMany();
     return { items: rows.slice(0, input.limit), truncated: rows.length > input.limit };
+  }
+
+  /**
+   * Ids of one project's documents the actor may see, oldest first: those among `ids`, or those not indexed at
+   * their current content (`needingIndex`), or all. What an ingest or reindex may touch.
+   */
+  async visibleIdsInProject(actor: Actor, projectId: string, filter: { ids?: string[]; needingIndex?: boolean }): Promise<string[]> {
+    const qb = this.visible(actor).select('d.id', 'id').andWhere('d.project_id = :projectId', { projectId });
+    if (filter.ids) qb.andWhere('d.id = ANY(:ids::uuid[])', { ids: filter.ids });
+    if (filter.needingIndex) qb.andWhere(`d.status NOT IN ('indexed', 'failed')`);
+    const rows: { id: string }[] = await qb.orderBy('d.createdAt', 'ASC').addOrderBy('d.id', 'ASC').getRawMany();
+    return rows.map((row) => row.id);
   }
 
   async get(actor: Actor, documentId: string): Promise<DocumentView> {

@@ -11,13 +11,20 @@ import { isUniqueViolation } from '../../database/pg-errors.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { DocumentEvents, type DocumentEvent } from '../documents/document-events.js';
-import { DocumentIndexStateService } from '../documents/document-index-state.service.js';
+import { DocumentsService } from '../documents/documents.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ChunkWriterService } from './chunk-writer.service.js';
 import { RAG_INDEXING_QUEUE } from './rag.constants.js';
 import { returningRows } from '../../database/returning-rows.js';
 import { startRecoverySweep } from '../../queue/recovery-sweep.js';
 import { isUuid } from '../../common/validation/uuid.js';
+
+/** An authorised indexing request: which documents a job will index. */
+export interface IndexingPlan {
+  kind: IndexingJobKind;
+  projectId: string;
+  ids: string[];
+}
 
 export type IndexingJobKind = 'ingest' | 'reindex';
 export type IndexingJobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
@@ -69,7 +76,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     @InjectQueue(RAG_INDEXING_QUEUE) private readonly queue: Queue,
     private readonly projects: ProjectsService,
     private readonly events: DocumentEvents,
-    private readonly indexState: DocumentIndexStateService,
+    private readonly documents: DocumentsService,
     private readonly chunks: ChunkWriterService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
@@ -90,24 +97,33 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     this.stopSweep?.();
   }
 
-  async create(actor: Actor, kind: IndexingJobKind, projectId: string, documentIds?: string[], traceId?: string): Promise<IndexingJobView & { documentCount: number }> {
+  /**
+   * What an ingest or reindex would index, after the caller's checks: the editor role in the project, and
+   * only documents the caller may see there (API.md: any other id is 404 with the offending ids, whether it
+   * exists or not). Without ids: ingest = visible documents not indexed at their current content; reindex =
+   * every visible document. Another member's private document is never touched nor counted.
+   */
+  async plan(actor: Actor, kind: IndexingJobKind, projectId: string, documentIds?: string[]): Promise<IndexingPlan> {
     await this.projects.requireRole(actor, projectId, 'editor');
-    let ids: string[];
     if (documentIds && documentIds.length > 0) {
       const unique = [...new Set(documentIds)];
-      const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM documents WHERE project_id = $1 AND id = ANY($2::uuid[])`, [projectId, unique]);
-      const found = new Set(rows.map((row) => row.id));
+      const found = new Set(await this.documents.visibleIdsInProject(actor, projectId, { ids: unique }));
       const missing = unique.filter((id) => !found.has(id));
-      if (missing.length > 0) throw new AppException(ErrorCode.NotFound, 'Some documents are not in this project', { documentIds: missing });
-      ids = unique;
-    } else if (kind === 'ingest') {
-      ids = await this.indexState.idsNeedingIndex(projectId);
-    } else {
-      const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM documents WHERE project_id = $1 ORDER BY created_at, id`, [projectId]);
-      ids = rows.map((row) => row.id);
+      if (missing.length > 0) {
+        throw new AppException(
+          ErrorCode.NotFound,
+          `No document you may see in this project has ${missing.length > 1 ? 'these ids' : 'this id'}: ${missing.slice(0, 20).join(', ')}`,
+          missing.map((id) => ({ field: 'documentIds', value: id, message: 'not found' })),
+        );
+      }
+      return { kind, projectId, ids: unique };
     }
-    const row = await this.insert(kind, projectId, actor.userId, ids, traceId);
-    return { ...toView(row), documentCount: ids.length };
+    return { kind, projectId, ids: await this.documents.visibleIdsInProject(actor, projectId, { needingIndex: kind === 'ingest' }) };
+  }
+
+  async start(actor: Actor, plan: IndexingPlan, traceId?: string): Promise<IndexingJobView & { documentCount: number }> {
+    const row = await this.insert(plan.kind, plan.projectId, actor.userId, plan.ids, traceId);
+    return { ...toView(row), documentCount: plan.ids.length };
   }
 
   async get(actor: Actor, jobId: string): Promise<IndexingJobView> {

@@ -5,7 +5,7 @@ import { RequestContext } from '../../common/request-context/request-context.js'
 import { actorFromPrincipal } from '../auth/actor-from-principal.js';
 import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
-import type { Principal } from '../auth/principal.js';
+import { idempotencyKeySpace, type Principal } from '../auth/principal.js';
 import { IndexingRequestDto } from './dto/indexing-request.dto.js';
 import { SearchDto } from './dto/search.dto.js';
 import { IndexingJobsService, type IndexingJobKind } from './indexing-jobs.service.js';
@@ -66,12 +66,17 @@ export class RagController {
 
   private async start(kind: IndexingJobKind, principal: Principal, body: IndexingRequestDto, key: string | undefined) {
     const actor = actorFromPrincipal(principal, body.projectId);
-    const work = async () => {
-      const job = await this.jobs.create(actor, kind, body.projectId, body.documentIds, RequestContext.requestId());
-      return { jobId: job.jobId, status: job.status, kind, documentCount: job.documentCount };
-    };
-    if (key === undefined) return work();
-    const request = { projectId: body.projectId, documentIds: body.documentIds ?? null };
-    return (await this.idempotency.run({ ownerId: actor.userId, scope: `rag:${kind}`, key, request }, work)).value;
+    const outcome = await this.idempotency.runAuthorized({
+      ownerId: actor.userId,
+      scope: idempotencyKeySpace(principal, `rag:${kind}`),
+      key,
+      request: { projectId: body.projectId, documentIds: body.documentIds ?? null },
+      authorize: () => this.jobs.plan(actor, kind, body.projectId, body.documentIds),
+      work: async (plan) => {
+        const job = await this.jobs.start(actor, plan, RequestContext.requestId());
+        return { jobId: job.jobId, status: job.status, kind, documentCount: job.documentCount };
+      },
+    });
+    return outcome.value;
   }
 }
