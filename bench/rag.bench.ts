@@ -143,7 +143,7 @@ async function main(): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 500));
       progress = await countChunks();
     }
-    await dataSource.query(`ANALYZE document_chunks; ANALYZE rag_postings; ANALYZE rag_lexicon; ANALYZE documents`);
+    await dataSource.query(`ANALYZE document_chunks; ANALYZE rag_postings; ANALYZE rag_scope_lexicon; ANALYZE rag_scope_stats; ANALYZE documents`);
     const documentCount = progress.total;
 
     await measureSearch(project.id, actor, documentCount, progress.chunks, ingest, bulk);

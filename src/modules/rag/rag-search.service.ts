@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nest
 import { InjectDataSource } from '@nestjs/typeorm';
 import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
+import { visibleDocumentSql } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import type { AppConfig } from '../../config/app-config.js';
@@ -106,16 +107,38 @@ function detailOf(row: DetailRow): ChunkDetail | undefined {
 
 // ---- SQL pieces the ranking and loading statements share ------------------------------------------------
 
-/** The corpus figures BM25 needs: the chunk count `n` and the mean chunk length `avgdl`. */
-const CORPUS_STATS_SQL = `SELECT greatest(chunk_count, 1)::float8 AS n, greatest(total_tokens::float8 / greatest(chunk_count, 1), 1) AS avgdl
-              FROM rag_corpus_stats WHERE id = 1`;
+/**
+ * The statistic scopes the caller may see (see migration 1764015000000): its own private documents (of every
+ * project, or of its pinned ones), public documents of projects it is a member of (inside its pins), public
+ * documents without a project (unpinned callers only). The same rule as visibleDocumentSql, cut along scopes;
+ * $1 = user id, $3 = pinned project ids or NULL (the visibility parameters). A public document of a project its
+ * author has left stays visible to the author but outside these scopes: its words only ever count for members.
+ */
+const VIEWER_SCOPES_WHERE = `(
+        s.scope = ANY(ARRAY(SELECT 'p:' || m.project_id::text FROM project_members m
+                            WHERE m.user_id = $1::uuid AND ($3::uuid[] IS NULL OR m.project_id = ANY($3::uuid[])))
+                      || ARRAY(SELECT 'u:' || $1::text || ':' || p::text FROM unnest($3::uuid[]) p)
+                      || CASE WHEN $3::uuid[] IS NULL THEN ARRAY['p:'] ELSE ARRAY[]::text[] END)
+        OR ($3::uuid[] IS NULL AND s.scope >= 'u:' || $1::text || ':' AND s.scope < 'u:' || $1::text || ';'))`;
 
-/** The body of a CTE `q`: the query's terms known to the index, each with its IDF and the corpus avgdl. */
-function queryTermsSql(textParam: string): string {
-  return `SELECT l.lexeme, ln(1 + (st.n - l.df + 0.5) / (l.df + 0.5)) AS idf, st.avgdl
-              FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('${TEXT_SEARCH_CONFIG}', ${textParam}::text))) u
-              JOIN rag_lexicon l ON l.lexeme = u.lexeme AND l.df > 0
-              CROSS JOIN (${CORPUS_STATS_SQL}) st`;
+/**
+ * CTEs `st` (the caller's chunk count `n` and mean chunk length `avgdl`) and `q` (the query's terms found in the
+ * caller's documents, each with its document frequency `df` there and its IDF). Every BM25 figure comes from the
+ * documents the caller may see, so nobody else's private document moves a score (API.md: statistics per viewer).
+ */
+function viewerTermsCtes(textParam: string): string {
+  return `st AS MATERIALIZED (
+              SELECT greatest(coalesce(sum(s.chunk_count), 0), 1)::float8 AS n,
+                     greatest(coalesce(sum(s.total_tokens), 0)::float8 / greatest(coalesce(sum(s.chunk_count), 0), 1), 1) AS avgdl,
+                     coalesce(array_agg(s.scope) FILTER (WHERE s.chunk_count > 0), '{}') AS scopes
+              FROM rag_scope_stats s WHERE ${VIEWER_SCOPES_WHERE}),
+            q AS MATERIALIZED (
+              SELECT t.lexeme, t.df, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf, st.avgdl
+              FROM st CROSS JOIN LATERAL (
+                SELECT l.lexeme, sum(l.df)::float8 AS df
+                FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('${TEXT_SEARCH_CONFIG}', ${textParam}::text))) u
+                JOIN rag_scope_lexicon l ON l.lexeme = u.lexeme AND l.scope = ANY(st.scopes)
+                GROUP BY l.lexeme HAVING sum(l.df) > 0) t)`;
 }
 
 /**
@@ -126,7 +149,7 @@ function onlyLexemesSql(tsv: string, lexemes: string): string {
   return `ts_filter(setweight(setweight(${tsv}, 'D'), 'A', ${lexemes}), '{a}')`;
 }
 
-/** Exact BM25 of chunk `c` for the terms of CTE `q` (queryTermsSql), read from the tsvector expression `tsv`. */
+/** Exact BM25 of chunk `c` for the terms of CTE `q` (viewerTermsCtes), read from the tsvector expression `tsv`. */
 function chunkBm25Sql(tsv: string, k1Param: string, bParam: string): string {
   return `(SELECT coalesce(sum(q.idf * t.tf * (${k1Param}::float8 + 1) / (t.tf + ${k1Param}::float8 * (1 - ${bParam}::float8 + ${bParam}::float8 * c.token_count / q.avgdl))), 0)::float8
                  FROM (SELECT u.lexeme, ${TSV_TF_SQL} AS tf FROM unnest(${tsv}) u) t JOIN q ON q.lexeme = t.lexeme)`;
@@ -144,9 +167,9 @@ export interface SearchResult {
 }
 
 /**
- * Search over document chunks, with the document visibility rule applied in SQL so a chunk of a
- * document the caller may not see never leaves the database: visible = authored by the caller, or public
- * and (the caller is a member of its project, or it has no project); pinned actors see only their projects.
+ * Search over document chunks, with the access rule (visibleDocumentSql) applied in SQL so a chunk of a
+ * document the caller may not see never leaves the database, and BM25 statistics counted over the caller's
+ * visible documents only (viewerTermsCtes), so no score depends on a document the caller cannot see.
  *
  * - keyword: BM25 (k1 1.2, b 0.75) over the `rag_postings` inverted index with English stemming, reading at
  *   most KEYWORD_POSTINGS_PER_TERM postings per term in impact order (see keywordCandidates). Measured
@@ -300,12 +323,10 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
     return [actor.userId, input.projectId, actor.projectIds === null ? null : [...actor.projectIds], input.documentIds?.length ? input.documentIds : null];
   }
 
-  /** The visibility rule on documents `d`; parameters $1..$4 are those of visibilityParams. */
+  /** The access rule on documents `d` plus the search's own filters; parameters $1..$4 are those of visibilityParams. */
   private static readonly VISIBLE = `
-      (d.author_id = $1::uuid OR (d.is_public AND (d.project_id IS NULL OR EXISTS (
-            SELECT 1 FROM project_members m WHERE m.project_id = d.project_id AND m.user_id = $1::uuid))))
+      ${visibleDocumentSql('d', { user: '$1', pins: '$3' })}
       AND ($2::uuid IS NULL OR d.project_id = $2::uuid)
-      AND ($3::uuid[] IS NULL OR d.project_id = ANY($3::uuid[]))
       AND ($4::uuid[] IS NULL OR d.id = ANY($4::uuid[]))`;
 
   private static readonly VISIBLE_DOCUMENTS = `SELECT d.id FROM documents d WHERE ${RagSearchService.VISIBLE}`;
@@ -336,18 +357,14 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
     const bm25 = (idf: string, tf: string, dl: string) =>
       `${idf} * ${tf} * ($7::float8 + 1) / (${tf} + $7::float8 * (1 - $8::float8 + $8::float8 * ${dl} / st.avgdl))`;
     const rows = (await run(
-      `WITH st AS MATERIALIZED (${CORPUS_STATS_SQL}),
-            -- cut: the term has more postings (visible or not) than are read, so its list may be incomplete.
-            q AS MATERIALIZED (
-              SELECT l.lexeme, ln(1 + (st.n - l.df + 0.5) / (l.df + 0.5)) AS idf, l.df > $9 AS cut
-              FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('${TEXT_SEARCH_CONFIG}', $5::text))) u
-              JOIN rag_lexicon l ON l.lexeme = u.lexeme AND l.df > 0 CROSS JOIN st),
+      `WITH ${viewerTermsCtes('$5')},
+            -- cut: the term is in more of the caller's chunks than are read, so its list may be incomplete.
             vis AS MATERIALIZED (${RagSearchService.VISIBLE_DOCUMENTS}),
             -- "IN (...) IS TRUE" keeps the check a hashed filter on the ordered index scan (a semi-join would
             -- lose the order and read every posting of the term).
             -- Each read posting's BM25 contribution, computed once.
             post AS (
-              SELECT t.chunk_id, q.cut, ${bm25('q.idf', 't.tf', 't.dl')} AS s
+              SELECT t.chunk_id, q.df > $9 AS cut, ${bm25('q.idf', 't.tf', 't.dl')} AS s
               FROM q CROSS JOIN st CROSS JOIN LATERAL (
                 SELECT p.chunk_id, p.tf::float8 AS tf, p.dl::float8 AS dl
                 FROM rag_postings p
@@ -360,7 +377,7 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
               GROUP BY chunk_id
               ORDER BY approx DESC, chunk_id
               LIMIT $6),
-            cut AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM q WHERE cut),
+            cut AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM q WHERE q.df > $9),
        -- The cut terms' exact tf in a winner, from its tsvector reduced to those terms.
        scored AS MATERIALIZED (
          SELECT best.chunk_id AS id,
@@ -370,7 +387,7 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
                    CROSS JOIN LATERAL (
                      SELECT u.lexeme, ${TSV_TF_SQL} AS tf
                      FROM unnest(${onlyLexemesSql('c.tsv', 'cut.lexemes')}) u) t
-                   JOIN q ON q.lexeme = t.lexeme AND q.cut
+                   JOIN q ON q.lexeme = t.lexeme AND q.df > $9
                    WHERE c.id = best.chunk_id AND cut.lexemes IS NOT NULL), 0))::float8 AS score
          FROM best)
        -- The best $12 also come loaded, with their cosine when there is a query vector ($10).
@@ -407,7 +424,7 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
                 AND ${RagSearchService.VISIBLE}
               ORDER BY c.embedding::vector(${dims}) <=> $5::vector(${dims})
               LIMIT $7),
-            q AS MATERIALIZED (${queryTermsSql('$8')}),
+            ${viewerTermsCtes('$8')},
             terms AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM q)
        SELECT r.id, r.distance, x.*
        FROM (SELECT v.*, row_number() OVER (ORDER BY distance, id) AS rank FROM v) r
@@ -492,7 +509,7 @@ export class RagSearchService implements OnModuleInit, OnModuleDestroy {
     dims: number,
   ): Promise<Map<string, LoadedChunk>> {
     const rows = (await run(
-      `WITH q AS MATERIALIZED (${queryTermsSql('$6')})
+      `WITH ${viewerTermsCtes('$6')}
        SELECT c.id, ${CHUNK_COLUMNS},
               CASE WHEN c.id = ANY($11::uuid[]) THEN ${cosineSql(dims, '$7', '$8')} END AS vector_score,
               CASE WHEN c.id = ANY($12::uuid[]) THEN ${chunkBm25Sql('c.tsv', '$9', '$10')} END AS keyword_score
