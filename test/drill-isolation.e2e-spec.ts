@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { call, drillSeed, envInt, excerpt, internalsIn, Prng, type RawRequest, type RawResponse } from './support/drill-helpers';
 import { makeUser, type TestUser } from './support/factories';
+import { FakeLlmServer } from './support/fake-llm-server';
 import { startTestApp, type TestApp } from './support/test-app';
 
 /**
@@ -62,6 +64,7 @@ const seconds = envInt('DRILL_SECONDS', process.env.DRILL_CALLS ? 3600 : process
 
 describe(`isolation drill (seed ${seed})`, () => {
   let t: TestApp;
+  let llm: FakeLlmServer;
   const rng = new Prng(seed);
   const users: TestUser[] = [];
   const projects = new Map<string, MProject>();
@@ -81,8 +84,8 @@ describe(`isolation drill (seed ${seed})`, () => {
     if (role === null) return null;
     return a.cap !== undefined && RANK[a.cap] < RANK[role] ? a.cap : role;
   };
-  const taskVisible = (a: Actor, task: MTask) =>
-    !task.deleted && (task.creator === a.userId || task.assignee === a.userId) && (task.project === null || a.pins === null || a.pins.includes(task.project));
+  // A personal task (no project) is outside every pin, like a document without a project.
+  const taskVisible = (a: Actor, task: MTask) => !task.deleted && (task.creator === a.userId || task.assignee === a.userId) && pinned(a, task.project);
   const docVisible = (a: Actor, doc: MDoc) =>
     !doc.deleted &&
     (doc.author === a.userId || (doc.isPublic && (doc.project === null || roleIn(a.userId, doc.project) !== null))) &&
@@ -131,7 +134,18 @@ describe(`isolation drill (seed ${seed})`, () => {
   beforeAll(async () => {
     // eslint-disable-next-line no-console
     console.log(`drill-isolation: DRILL_SEED=${seed} (calls ≤ ${maxCalls}, ≤ ${seconds}s)`);
-    t = await startTestApp({ env: { RATE_LIMIT_KEY_PER_MIN: '1000000', RATE_LIMIT_USER_PER_MIN: '1000000' } });
+    llm = await new FakeLlmServer().start();
+    t = await startTestApp({
+      env: {
+        RATE_LIMIT_KEY_PER_MIN: '1000000',
+        RATE_LIMIT_USER_PER_MIN: '1000000',
+        // Agent runs use a scripted OpenAI-compatible model that asks for what the run must not reach.
+        LLM_PROVIDER: 'openai',
+        LLM_BASE_URL: llm.baseUrl,
+        LLM_API_KEY: 'sk-drill',
+        LLM_MODEL: 'drill-model',
+      },
+    });
     for (let i = 0; i < 4; i++) users.push(await makeUser(t));
     const b = (u: TestUser, method: string, path: string, body?: unknown) => call(t.baseUrl, { method, path, token: u.token, body });
 
@@ -186,12 +200,14 @@ describe(`isolation drill (seed ${seed})`, () => {
         projectTokens.push({ userId: u.id, projectId: project.id, role: tokenRole, token: res.json.data.token });
       }
     }
-    // At least one token, so the project-token paths are always exercised.
-    if (projectTokens.length === 0) {
+    // A token of each role, so every project-token path is always exercised.
+    for (const role of ['editor', 'viewer'] as const) {
       const project = projects.get(projectIds[0])!;
-      const res = await b(users[0], 'POST', `/api/projects/${project.id}/session-tokens`, { name: 'drill', role: 'editor', expiresInMinutes: 120 });
-      projectTokens.push({ userId: users[0].id, projectId: project.id, role: 'editor', token: res.json.data.token });
+      const res = await b(users[0], 'POST', `/api/projects/${project.id}/session-tokens`, { name: 'drill', role, expiresInMinutes: 120 });
+      projectTokens.push({ userId: users[0].id, projectId: project.id, role, token: res.json.data.token });
     }
+    // And a key pinned to one project, so personal tasks and documents always meet a pinned caller.
+    await makeKey(users[0], [...SCOPES], [projectIds[0]]);
 
     // Tasks and documents through each user's seed key.
     for (const u of users) {
@@ -225,6 +241,7 @@ describe(`isolation drill (seed ${seed})`, () => {
 
   afterAll(async () => {
     await t?.close();
+    await llm?.stop();
   });
 
   // ---- probes ------------------------------------------------------------------------------------
@@ -281,7 +298,9 @@ describe(`isolation drill (seed ${seed})`, () => {
         const assignee = rng.chance(0.5) ? rng.pick(users).id : null;
         args = { title: `task ${m}`, description: `secret ${m}`, project_id: project, assignee_id: assignee };
         const allowed = project === null || effectiveRole({ userId: a.userId, pins: a.pins }, project) !== null;
-        expect = allowed
+        expect = project === null && a.pins !== null
+          ? fail(400, 'invalid_argument')
+          : allowed
           ? ok(
               (body) => (body.result.creator_id === a.userId ? null : 'create_task: wrong creator'),
               (body) => tasks.set(body.result.id, { id: body.result.id, marker: m, creator: a.userId, assignee, project, deleted: false }),
@@ -595,4 +614,78 @@ describe(`isolation drill (seed ${seed})`, () => {
     expect(problems).toEqual([]);
     expect(stats.calls).toBeGreaterThanOrEqual(200);
   }, (seconds + 120) * 1000);
+
+  /**
+   * Agent runs are pinned callers too: a run started in a project (by a user or a project token of either role)
+   * asks, through a scripted model, for the starter's personal tasks and documents and to change them. The
+   * run's answer must hold nothing the run's actor may not see, and nothing outside the project may change.
+   */
+  it('agent runs reach nothing outside their project, whoever started them', async () => {
+    const starters: { label: string; token: string; userId: string; projectId: string; cap?: 'editor' | 'viewer' }[] = projectTokens.map((pt) => ({
+      label: `project token (${pt.role})`,
+      token: pt.token,
+      userId: pt.userId,
+      projectId: pt.projectId,
+      cap: pt.role,
+    }));
+    for (const project of projects.values()) {
+      const owner = users.find((u) => u.id === project.ownerId)!;
+      starters.push({ label: 'user', token: owner.token, userId: owner.id, projectId: project.id });
+    }
+    const problems: string[] = [];
+    let runs = 0;
+    for (const starter of starters) {
+      const personalTask = [...tasks.values()].find((x) => !x.deleted && x.creator === starter.userId && x.project === null);
+      const otherTask = [...tasks.values()].find((x) => !x.deleted && x.creator === starter.userId && x.project !== null && x.project !== starter.projectId);
+      const personalDoc = [...docs.values()].find((d) => !d.deleted && d.author === starter.userId && d.project === null);
+      const searchedDoc = [...docs.values()].find((d) => !d.deleted && d.author === starter.userId && d.project !== starter.projectId && d !== personalDoc);
+      const calls = [
+        { name: 'list_tasks', arguments: { limit: 200 } },
+        { name: 'task_stats', arguments: {} },
+        { name: 'list_documents', arguments: { limit: 200 } },
+        ...(personalTask ? [{ name: 'get_task', arguments: { task_id: personalTask.id } }, { name: 'update_task', arguments: { task_id: personalTask.id, title: 'hijacked' } }, { name: 'delete_task', arguments: { task_id: personalTask.id } }] : []),
+        ...(otherTask ? [{ name: 'get_task', arguments: { task_id: otherTask.id } }] : []),
+        ...(personalDoc ? [{ name: 'get_document', arguments: { document_id: personalDoc.id } }, { name: 'delete_document', arguments: { document_id: personalDoc.id } }] : []),
+        ...(searchedDoc ? [{ name: 'search_documents', arguments: { query: `confidential ${searchedDoc.marker}`, limit: 50 } }] : []),
+        { name: 'create_task', arguments: { title: 'agent personal task' } },
+      ];
+      llm.play({ toolCalls: calls }, { content: 'Done.' });
+      const started = await call(t.baseUrl, { method: 'POST', path: '/api/agent/execute', token: starter.token, body: { projectId: starter.projectId, input: 'Collect everything.', maxSteps: 20 } });
+      if (started.status !== 202) {
+        problems.push(`${starter.label}: execute → ${started.status} ${excerpt(started.text)}`);
+        continue;
+      }
+      const jobId = started.json.data.jobId as string;
+      let status: RawResponse | undefined;
+      for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(100)) {
+        status = await call(t.baseUrl, { method: 'GET', path: `/api/agent/status/${jobId}`, token: starter.token });
+        if (['succeeded', 'failed', 'cancelled'].includes(status.json?.data?.status)) break;
+      }
+      runs += 1;
+      const runActor: Actor = { userId: starter.userId, pins: [starter.projectId], cap: starter.cap };
+      const sent = JSON.stringify(calls);
+      const leaked = forbiddenFor(runActor).filter((secret) => status!.text.includes(secret) && !sent.includes(secret));
+      if (!['succeeded', 'failed'].includes(status!.json?.data?.status)) problems.push(`${starter.label}: run ended ${status!.json?.data?.status}`);
+      if (leaked.length) problems.push(`${starter.label}: LEAK ${leaked.slice(0, 3).join(',')} in ${excerpt(status!.text, 400)}`);
+      // Nothing outside the project changed: the personal task and document are as they were, no personal task was made.
+      const seedKey = keys.find((k) => k.userId === starter.userId && k.pins === null && k.scopes.length === SCOPES.length && !k.spare && !k.revoked);
+      if (seedKey && personalTask) {
+        const task = await call(t.baseUrl, toolCall(seedKey.token, 'get_task', { task_id: personalTask.id }));
+        if (task.status !== 200 || task.json.result.title !== `task ${personalTask.marker}`) problems.push(`${starter.label}: personal task changed: ${excerpt(task.text)}`);
+      }
+      if (seedKey && personalDoc) {
+        const doc = await call(t.baseUrl, toolCall(seedKey.token, 'get_document', { document_id: personalDoc.id, include_content: false }));
+        if (doc.status !== 200) problems.push(`${starter.label}: personal document gone: ${excerpt(doc.text)}`);
+      }
+      if (seedKey) {
+        const made = await call(t.baseUrl, toolCall(seedKey.token, 'search_tasks', { query: 'agent personal task', limit: 100 }));
+        const personal = (made.json?.result ?? []).filter((x: { project_id: string | null }) => x.project_id === null);
+        if (personal.length) problems.push(`${starter.label}: the run created a personal task`);
+      }
+    }
+    // eslint-disable-next-line no-console
+    console.log(`drill-isolation agent runs: ${runs} runs (${projectTokens.length} by project tokens), problems=${problems.length}`);
+    expect(problems).toEqual([]);
+    expect(runs).toBeGreaterThanOrEqual(projectTokens.length);
+  }, 600_000);
 });
