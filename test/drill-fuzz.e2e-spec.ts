@@ -307,6 +307,20 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
         body: rng.chance(0.2) ? { jsonrpc: '2.0', id: nasty(), method: nasty(), params: nasty() } : { jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: tool, arguments: fuzzArgs(tool) } },
       });
     }
+    // JSON-RPC batches of every shape: always 400 / -32600 with nothing run (one POST is one message).
+    const tasksBefore = (await call(t.baseUrl, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name: 'task_stats', arguments: {} } })).json.result.total;
+    for (let i = 0; i < 30; i++) {
+      const size = rng.pick([1, 2, 5, 100, 1000]);
+      const batch = Array.from({ length: size }, (_, j) =>
+        rng.chance(0.7) ? { jsonrpc: '2.0', id: j, method: 'tools/call', params: { name: 'create_task', arguments: { title: `batch ${j}` } } } : rng.chance(0.5) ? nasty() : { jsonrpc: '2.0', method: 'notifications/initialized' },
+      );
+      const req: RawRequest = { method: 'POST', path: '/api/v1/public/mcp', token: key, headers: { accept: 'application/json, text/event-stream' }, body: batch };
+      const res = await call(t.baseUrl, req);
+      verify(`mcp batch of ${size}`, req, res);
+      if (res.status !== 400 || res.json?.error?.code !== -32600) problems.push(`mcp batch of ${size} → ${res.status} ${excerpt(res.text, 200)}`);
+    }
+    const tasksAfter = (await call(t.baseUrl, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name: 'task_stats', arguments: {} } })).json.result.total;
+    if (tasksAfter !== tasksBefore) problems.push(`mcp batches created ${tasksAfter - tasksBefore} tasks`);
     // eslint-disable-next-line no-console
     console.log(`drill-fuzz seed=${seed}: cases so far ${stats.cases}, statuses ${JSON.stringify(Object.fromEntries([...stats.by].sort()))}`);
     expect(problems).toEqual([]);
@@ -371,6 +385,13 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     }
     for (const requestId of ['x'.repeat(500), '<script>', '../..', '']) {
       await send('x-request-id', { method: 'GET', path: '/api/auth/me', token: user.token, headers: { 'x-request-id': requestId, traceparent: 'garbage' } });
+    }
+    // X-Forwarded-For is untrusted by default (TRUST_PROXY unset): junk in it is ignored, never a 500.
+    const forwarded = ['203.0.113.9', '1.1.1.1, 2.2.2.2, 3.3.3.3', 'unknown', '::1', '[::1]:80', 'x'.repeat(8000), '999.999.999.999', ',,,', '127.0.0.1, <script>', Array.from({ length: 500 }, (_, i) => `10.0.${i % 250}.1`).join(',')];
+    for (const xff of forwarded) {
+      await send(`xff login ${xff.slice(0, 20)}`, { method: 'POST', path: '/api/auth/login', headers: { 'x-forwarded-for': xff }, body: { email: user.email, password: 'wrong-password' } });
+      await send(`xff register ${xff.slice(0, 20)}`, { method: 'POST', path: '/api/auth/register', headers: { 'x-forwarded-for': xff }, body: { email: nasty(), password: nasty(), name: nasty() } });
+      await send(`xff area A ${xff.slice(0, 20)}`, { method: 'GET', path: '/api/v1/public/mcp/tools', token: key, headers: { 'x-forwarded-for': xff, 'x-forwarded-proto': 'gopher', 'x-forwarded-host': xff.slice(0, 100) } });
     }
     // eslint-disable-next-line no-console
     console.log(`drill-fuzz seed=${seed}: fuzz cases=${stats.cases}, problems=${problems.length}, statuses ${JSON.stringify(Object.fromEntries([...stats.by].sort()))}`);
