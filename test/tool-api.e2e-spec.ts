@@ -226,12 +226,14 @@ describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency,
       const open = (await makeKey(user, ['tasks:read', 'tasks:write'])).key;
       const pinned = (await makeKey(user, ['tasks:read', 'tasks:write'], { projectIds: [projectId] })).key;
       const headers = { 'Idempotency-Key': 'same-key-two-api-keys' };
-      const first = await call(open, 'create_task', { title: 'Made by the open key' }, headers).expect(200);
-      const second = await call(pinned, 'create_task', { title: 'Made by the open key' }, headers).expect(200);
+      // The same arguments through both keys (a pinned key must name one of its projects).
+      const args = { title: 'Made by the open key', project_id: projectId };
+      const first = await call(open, 'create_task', args, headers).expect(200);
+      const second = await call(pinned, 'create_task', args, headers).expect(200);
       expect(second.headers['idempotent-replayed']).toBeUndefined();
       expect(second.body.result.id).not.toBe(first.body.result.id);
       // And the first key still replays its own.
-      const replay = await call(open, 'create_task', { title: 'Made by the open key' }, headers).expect(200);
+      const replay = await call(open, 'create_task', args, headers).expect(200);
       expect(replay.headers['idempotent-replayed']).toBe('true');
       expect(replay.body.result.id).toBe(first.body.result.id);
     });
