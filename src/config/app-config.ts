@@ -55,6 +55,14 @@ export interface AppConfig {
     loginAttemptsPer15Min: number;
   };
   mcp: { allowedOrigins: string[] };
+  /** Where clients reach this server (the OAuth issuer and the base of every OAuth/MCP URL it announces); no trailing slash. */
+  publicUrl: string;
+  /** Atrium as the OAuth 2.1 authorization server of its MCP endpoint. */
+  oauth: {
+    accessTokenTtlSeconds: number;
+    /** Fetch client ID metadata documents from private/loopback addresses too (development only: SSRF guard off). */
+    allowPrivateClientMetadata: boolean;
+  };
   /** RAG: which embeddings backend (one vector space at a time; changing it triggers a reindex) and chunking. */
   embeddings: {
     provider: 'offline' | 'openai';
@@ -159,6 +167,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       loginAttemptsPer15Min: read.int('RATE_LIMIT_LOGIN_PER_15_MIN', 10, 1, 100_000),
     },
     mcp: { allowedOrigins: read.list('MCP_ALLOWED_ORIGINS') },
+    publicUrl: readPublicUrl(read),
+    oauth: {
+      accessTokenTtlSeconds: read.int('OAUTH_ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 24 * 3600),
+      allowPrivateClientMetadata: read.oneOf('OAUTH_ALLOW_PRIVATE_CLIENT_METADATA', ['true', 'false'] as const, 'false') === 'true',
+    },
     embeddings: readEmbeddingsConfig(read),
     llm: readLlmConfig(read),
     ragSearch: {
@@ -178,6 +191,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 120_000),
     secrets: resolveSecrets(read, nodeEnv, dataDir),
   };
+}
+
+/** PUBLIC_URL without a trailing slash; an origin plus an optional path prefix, nothing else. */
+function readPublicUrl(read: EnvReader): string {
+  const given = read.url('PUBLIC_URL', ['http:', 'https:']);
+  if (given === undefined) return `http://localhost:${read.int('PORT', 3000, 0, 65535)}`;
+  const url = new URL(given);
+  if (url.search || url.hash || url.username || url.password) throw new ConfigError('PUBLIC_URL', 'must be an origin with an optional path, without query, fragment or credentials');
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
 function readEmbeddingsConfig(read: EnvReader): AppConfig['embeddings'] {
