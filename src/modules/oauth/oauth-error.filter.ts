@@ -1,8 +1,9 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
-import { OAuthError, ServerError, TooManyRequestsError, InvalidRequestError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { CustomOAuthError, OAuthError, ServerError, TooManyRequestsError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { Request, Response } from 'express';
 import { toAppException } from '../../common/errors/to-app-exception.js';
-import { ERROR_CODE_MAPPING, ErrorCode } from '../../common/errors/error-code.js';
+import { ERROR_CODE_MAPPING } from '../../common/errors/error-code.js';
+import { renderOAuthError } from '../../common/errors/oauth-error-body.js';
 
 /**
  * Errors of the OAuth endpoints (/oauth/*, /.well-known/*) as RFC 6749 §5.2 bodies
@@ -38,8 +39,11 @@ export class OAuthErrorFilter implements ExceptionFilter {
       return { status: 400, error: exception, headers: {} };
     }
     const app = toAppException(exception);
-    if (app?.code === ErrorCode.RateLimited) return { status: 429, error: new TooManyRequestsError(app.message), headers: app.headers };
-    if (app && ERROR_CODE_MAPPING[app.code].status < 500) return { status: ERROR_CODE_MAPPING[app.code].status === 413 ? 413 : 400, error: new InvalidRequestError(app.message), headers: {} };
+    if (app && ERROR_CODE_MAPPING[app.code].status < 500) {
+      const rendered = renderOAuthError(app);
+      const body = rendered.body as { error: string; error_description: string };
+      return { status: rendered.status, error: new CustomOAuthError(body.error, body.error_description), headers: app.headers };
+    }
     this.logger.error({ msg: 'OAuth endpoint failed', path: request.path }, exception instanceof Error ? exception : undefined);
     return { status: 500, error: new ServerError('Internal server error'), headers: {} };
   }
