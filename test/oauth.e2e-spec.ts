@@ -6,7 +6,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createServer, type Server } from 'node:http';
 import { bearer, makeApiKey, makeUser, type TestUser } from './support/factories.js';
 import { codeFor, consent, exchange, freePort, oauthTokens, pkcePair, REDIRECT_URI, registerPublicClient, tokenRequest } from './support/oauth-helpers.js';
-import { startTestApp, type TestApp } from './support/test-app.js';
+import { createTestDatabase, deploymentEnv, describeOnSharedServices, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 const EMBEDDED_SAFE_ENV: Record<string, string> = process.env.TEST_DATABASE_URL ? {} : { DATABASE_POOL_SIZE: '1' };
 const MCP_PATH = '/api/v1/public/mcp';
@@ -249,6 +249,8 @@ describe('OAuth 2.1 for MCP clients', () => {
     it.each([
       ['http on a public host', 'http://example.com/cb'],
       ['javascript:', 'javascript:alert(1)'],
+      ['data:', 'data:text/html,hi'],
+      ['file:', 'file:///etc/passwd'],
       ['a fragment', 'https://app.example.com/cb#x'],
       ['not a URL', 'nope'],
     ])('refuses a redirect URI that is %s with invalid_redirect_uri', async (_label, uri) => {
@@ -259,7 +261,7 @@ describe('OAuth 2.1 for MCP clients', () => {
     it('accepts https, loopback http and a private-use scheme; a confidential client gets its secret once', async () => {
       const res = await app.http
         .post('/oauth/register')
-        .send({ client_name: 'Native', redirect_uris: ['https://app.example.com/cb', 'http://[::1]/cb', 'com.example.app:/oauth'] })
+        .send({ client_name: 'Native', redirect_uris: ['https://app.example.com/cb', 'http://[::1]/cb', 'com.example.app:/oauth', 'cursor://anysphere.cursor-mcp/oauth/callback'] })
         .expect(201);
       expect(res.headers['cache-control']).toBe('no-store');
       expect(res.body).toMatchObject({ client_id: expect.stringMatching(/^atc_/), client_secret: expect.stringMatching(/^atcs_/), token_endpoint_auth_method: 'client_secret_basic' });
@@ -474,5 +476,43 @@ describe('OAuth 2.1 for MCP clients', () => {
     const list = await app.http.get('/api/oauth/grants').set(bearer(alice.token)).expect(200);
     const text = JSON.stringify(list.body);
     for (const secret of [code, res.body.access_token, res.body.refresh_token]) expect(text).not.toContain(secret);
+  });
+});
+
+describeOnSharedServices('OAuth across two instances of one deployment (real PostgreSQL only)', () => {
+  let first: TestApp;
+  let second: TestApp;
+  let database: TestDatabase;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const env = { ...deploymentEnv('oauth'), PUBLIC_URL: 'http://localhost:3999' };
+    first = await startTestApp({ database, env });
+    second = await startTestApp({ database, env });
+  }, 180_000);
+  afterAll(async () => {
+    await second?.close();
+    await first?.close();
+    await database?.drop();
+  });
+
+  it('a token issued by one instance works on the other; a disconnect on one stops it on the other at once; counts add up', async () => {
+    const user = await makeUser(first);
+    const tokens = await oauthTokens(first, user, ['tasks:read']);
+    await first.http.get(`${MCP_PATH}/tools`).set(bearer(tokens.access_token)).expect(200);
+    await second.http.get(`${MCP_PATH}/tools`).set(bearer(tokens.access_token)).expect(200);
+    // A refresh on the second instance rotates what the first issued; reuse on the first is detected.
+    const rotated = await tokenRequest(second, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: tokens.clientId }).expect(200);
+    await tokenRequest(first, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: tokens.clientId }).expect(400);
+    await second.http.get(`${MCP_PATH}/tools`).set(bearer(rotated.body.access_token)).expect(401);
+
+    const again = await oauthTokens(first, user, ['tasks:read']);
+    await Promise.all([first, second].flatMap((instance) => Array.from({ length: 20 }, () => instance.http.get(`${MCP_PATH}/tools`).set(bearer(again.access_token)).expect(200))));
+    const grants = (await second.http.get('/api/oauth/grants').set(bearer(user.token)).expect(200)).body.data.items as { id: string; clientId: string; callCount: number }[];
+    const grant = grants.find((g) => g.clientId === again.clientId)!;
+    expect(grant.callCount).toBe(40);
+    await first.http.delete(`/api/oauth/grants/${grant.id}`).set(bearer(user.token)).expect(200);
+    const refused = await second.http.get(`${MCP_PATH}/tools`).set(bearer(again.access_token)).expect(401);
+    expect(refused.body.error.code).toBe('revoked_api_key');
   });
 });
