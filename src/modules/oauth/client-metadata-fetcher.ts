@@ -22,7 +22,11 @@ const FETCH_TIMEOUT_MS = 5_000;
 const CACHE_TTL_MS = 5 * 60_000;
 const CACHE_MAX_ENTRIES = 500;
 
-/** Addresses a server-side fetch must never reach: loopback, private, link-local, CGNAT, multicast, reserved. */
+/**
+ * Addresses a server-side fetch must never reach: loopback, private, link-local, CGNAT, multicast, reserved.
+ * No `::ffff:0:0/96` rule: BlockList matches IPv4 addresses against IPv4-mapped IPv6 rules, so that rule
+ * would block every IPv4 address; mapped addresses are unwrapped and judged as IPv4 instead.
+ */
 const NON_PUBLIC = new BlockList();
 for (const [network, prefix] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
@@ -30,7 +34,7 @@ for (const [network, prefix] of [
   ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) NON_PUBLIC.addSubnet(network, prefix, 'ipv4');
 for (const [network, prefix] of [
-  ['::', 128], ['::1', 128], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
+  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
 ] as const) NON_PUBLIC.addSubnet(network, prefix, 'ipv6');
 
 export function isPublicAddress(address: string): boolean {
