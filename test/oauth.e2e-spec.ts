@@ -114,6 +114,16 @@ describe('OAuth 2.1 for MCP clients', () => {
       });
     });
 
+    it('browser-based clients may read the metadata and call the token endpoint from any origin (CORS preflight)', async () => {
+      for (const path of ['/.well-known/oauth-protected-resource/api/v1/public/mcp', '/.well-known/oauth-authorization-server', '/oauth/register', '/oauth/token', '/oauth/revoke']) {
+        const res = await app.http.options(path).set('Origin', 'https://inspector.example.com').set('Access-Control-Request-Method', 'POST').expect(204);
+        expect(res.headers['access-control-allow-origin']).toBe('*');
+        expect(res.headers['access-control-allow-headers']).toContain('Authorization');
+      }
+      const metadata = await app.http.get('/.well-known/oauth-authorization-server').set('Origin', 'https://inspector.example.com').expect(200);
+      expect(metadata.headers['access-control-allow-origin']).toBe('*');
+    });
+
     it('every Area A 401 points at the metadata; invalid_token only when a credential was sent', async () => {
       const metadata = `resource_metadata="${app.baseUrl}/.well-known/oauth-protected-resource/api/v1/public/mcp"`;
       const none = await app.http.get(`${MCP_PATH}/tools`).expect(401);

@@ -1,4 +1,4 @@
-import { Controller, Get, HttpCode, Inject, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
+import { Controller, Get, Inject, Options, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { InvalidRequestError, OAuthError, UnsupportedGrantTypeError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthMetadata, OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
@@ -73,8 +73,22 @@ export class OAuthServerController {
     publicJson(response, metadata);
   }
 
+  /**
+   * CORS preflight for browser-based MCP clients (the metadata, registration, token and revocation
+   * endpoints take no cookies, so any origin may call them, as the SDK's own auth router allows).
+   */
+  @Options(['.well-known/oauth-protected-resource', '.well-known/oauth-protected-resource/api/v1/public/mcp', '.well-known/oauth-authorization-server', 'oauth/register', 'oauth/token', 'oauth/revoke'])
+  preflight(@Res() response: Response): void {
+    allowAnyOrigin(response);
+    response
+      .status(204)
+      .setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS')
+      .setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, MCP-Protocol-Version')
+      .setHeader('Access-Control-Max-Age', '600')
+      .end();
+  }
+
   @Post('oauth/register')
-  @HttpCode(201)
   async register(@Req() request: Request, @Res() response: Response): Promise<void> {
     const registered = await this.clients.register(request.body);
     response.status(201).setHeader('Cache-Control', 'no-store').setHeader('Pragma', 'no-cache');
