@@ -174,6 +174,17 @@ describe('OAuth 2.1 for MCP clients', () => {
       expect(created.isError).toBeFalsy();
       expect(created.structuredContent).toMatchObject({ title: 'via OAuth', creator_id: alice.id });
 
+      // The access token dies (RFC 7009 revocation); the SDK refreshes on the 401 with its refresh token
+      // (rotated: a new pair) and the next call goes through without the user.
+      const before = provider.stored!;
+      await app.http.post('/oauth/revoke').type('form').send({ token: before.access_token, client_id: provider.information!.client_id }).expect(200);
+      const refreshed = new Client({ name: 'sdk-oauth', version: '1.0.0' });
+      clients.push(refreshed);
+      await refreshed.connect(new StreamableHTTPClientTransport(url, { authProvider: provider }));
+      expect((await refreshed.listTools()).tools).toHaveLength(7);
+      expect(provider.stored?.access_token).not.toBe(before.access_token);
+      expect(provider.stored?.refresh_token).not.toBe(before.refresh_token);
+
       // The grant is a connected app on the account, counted like a key.
       const grants = await app.http.get('/api/oauth/grants').set(bearer(alice.token)).expect(200);
       expect(grants.body.data.items).toHaveLength(1);
