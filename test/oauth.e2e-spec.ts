@@ -228,6 +228,27 @@ describe('OAuth 2.1 for MCP clients', () => {
       expect(refreshOnA.body.error.message).toMatch(/refresh token/);
     });
 
+    it("each call lands in the grant's usage log with its tool and status, like a key's", async () => {
+      const tokens = await oauthTokens(app, alice, ['tasks:read']);
+      await app.http.post(`${MCP_PATH}/call`).set(bearer(tokens.access_token)).send({ name: 'list_tasks', arguments: {} }).expect(200);
+      await app.http.post(`${MCP_PATH}/call`).set(bearer(tokens.access_token)).send({ name: 'get_task', arguments: { task_id: '00000000-0000-4000-8000-000000000000' } }).expect(404);
+      const { Client: PgClient } = await import('pg');
+      const db = new PgClient({ connectionString: app.database.url });
+      await db.connect();
+      try {
+        let rows: { tool: string; status: number }[] = [];
+        // Written behind in 200 ms batches: poll rather than sleep.
+        for (let i = 0; i < 50 && rows.length < 2; i += 1) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          rows = (await db.query(`SELECT u.tool, u.status FROM oauth_grant_usage u JOIN oauth_grants g ON g.id = u.grant_id WHERE g.client_id = $1 ORDER BY u.id`, [tokens.clientId])).rows;
+        }
+        expect(rows).toHaveLength(2);
+        expect(rows).toEqual(expect.arrayContaining([{ tool: 'list_tasks', status: 200 }, { tool: 'get_task', status: 404 }]));
+      } finally {
+        await db.end();
+      }
+    });
+
     it('deleting the grant stops its access token at once; the refresh token is dead too', async () => {
       const tokens = await oauthTokens(app, alice, ['tasks:read']);
       await app.http.get(`${MCP_PATH}/tools`).set(bearer(tokens.access_token)).expect(200);
