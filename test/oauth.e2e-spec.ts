@@ -342,10 +342,11 @@ describe('OAuth 2.1 for MCP clients', () => {
       }
     });
 
-    it('a loopback redirect URI may use another port (RFC 8252)', async () => {
+    it('a loopback redirect URI may use another port (RFC 8252); the resource may end in a slash', async () => {
       const clientId = await registerPublicClient(app);
       const { challenge } = pkcePair();
       await authorize({ response_type: 'code', client_id: clientId, redirect_uri: 'http://127.0.0.1:60123/callback', code_challenge: challenge, code_challenge_method: 'S256' }).expect(200);
+      await authorize({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256', resource: `${app.baseUrl}${MCP_PATH}/` }).expect(200);
     });
 
     it('missing or plain PKCE, a bad scope or a foreign resource go back to the registered redirect URI as RFC errors', async () => {

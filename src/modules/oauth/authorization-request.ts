@@ -58,7 +58,7 @@ export function checkAuthorizationParams(client: OAuthClient, redirectUri: strin
   if (params.code_challenge_method !== 'S256') fail(new InvalidRequestError('code_challenge_method must be S256 (plain and no PKCE are not supported)'));
   if (!PKCE_VALUE.test(params.code_challenge as string)) fail(new InvalidRequestError('code_challenge is not a valid S256 challenge'));
   if (state !== undefined && state.length > 1000) fail(new InvalidRequestError('state is too long'));
-  if (params.resource !== undefined && params.resource !== mcpResource) {
+  if (params.resource !== undefined && !isMcpResource(params.resource, mcpResource)) {
     fail(new InvalidTargetError(`resource must be the MCP endpoint ${mcpResource}`));
   }
   let scopes: string[] = [...API_KEY_SCOPES];
@@ -77,4 +77,9 @@ export function redirectWith(redirectUri: string, params: Record<string, string 
   const url = new URL(redirectUri);
   for (const [name, value] of Object.entries(params)) if (value !== undefined) url.searchParams.set(name, value);
   return url.toString();
+}
+
+/** RFC 8707 resource check: the MCP endpoint's URI, with or without a trailing slash (as a user may type it). */
+export function isMcpResource(value: unknown, mcpResource: string): boolean {
+  return typeof value === 'string' && (value === mcpResource || value === `${mcpResource}/`);
 }

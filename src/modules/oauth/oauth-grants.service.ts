@@ -14,7 +14,7 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { sameHash } from '../api-keys/api-key-format.js';
 import type { ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
 import { expiryDate, type ApiKeyExpiry } from '../api-keys/api-key-scopes.js';
-import type { AuthorizationRequest } from './authorization-request.js';
+import { isMcpResource, type AuthorizationRequest } from './authorization-request.js';
 import { OAuthGrant } from './oauth-grant.entity.js';
 import type { OAuthClient } from './oauth-clients.service.js';
 import { generateOAuthSecret, hashOAuthSecret, isWellFormedOAuthSecret, PKCE_VALUE, pkceS256Matches } from './oauth-secret-format.js';
@@ -132,7 +132,7 @@ export class OAuthGrantsService {
       throw new InvalidGrantError('redirect_uri does not match the authorization request');
     }
     if (!PKCE_VALUE.test(verifier) || !pkceS256Matches(verifier, row.code_challenge)) throw new InvalidGrantError('code_verifier does not match the code_challenge');
-    if (resource !== undefined && resource !== row.resource) throw new InvalidTargetError('resource does not match the authorization request');
+    if (resource !== undefined && !isMcpResource(resource, row.resource)) throw new InvalidTargetError('resource does not match the authorization request');
     const grantExpiresAt = row.grant_expires_at ? new Date(row.grant_expires_at) : null;
     return this.dataSource.transaction(async (manager) => {
       const grantId = randomUUID();
@@ -169,7 +169,7 @@ export class OAuthGrantsService {
       }
       const grant = await this.activeGrant(manager, spent[0].grant_id);
       if (!grant || grant.client_id !== client.clientId) throw new InvalidGrantError('the refresh token is not valid (revoked, expired or issued to another client)');
-      if (resource !== undefined && resource !== this.mcpResource()) throw new InvalidTargetError('resource must be the MCP endpoint');
+      if (resource !== undefined && !isMcpResource(resource, this.mcpResource())) throw new InvalidTargetError('resource must be the MCP endpoint');
       if (typeof scope === 'string' && scope !== '' && !scope.split(' ').filter(Boolean).every((s) => grant.scopes.includes(s))) {
         throw new InvalidScopeError('a refresh may not ask for scopes the user did not grant');
       }
