@@ -138,6 +138,7 @@ function endSession(message) {
   clearSecretsFromPage();
   $('keys-body').replaceChildren();
   $('usage-body').replaceChildren();
+  $('apps-body').replaceChildren();
   $('create-panel').hidden = true;
   $('usage-panel').hidden = true;
   const dialog = $('confirm-dialog');
@@ -153,6 +154,7 @@ async function showKeysView() {
   $('keys-view').hidden = false;
   $('keys-title').focus();
   await loadKeys();
+  await loadConnectedApps();
 }
 
 // ---- login / logout --------------------------------------------------------------------------------
@@ -638,6 +640,54 @@ function onAskDelete(keyId, trigger) {
   $('confirm-cancel').focus();
 }
 
+// ---- connected apps (OAuth grants) -----------------------------------------------------------------
+
+function renderConnectedApps(apps) {
+  const body = $('apps-body');
+  body.replaceChildren();
+  for (const app of apps) {
+    const tr = document.createElement('tr');
+    tr.dataset.grantId = app.id;
+    const th = document.createElement('th');
+    th.scope = 'row';
+    th.textContent = app.clientName;
+    tr.append(th);
+    const pins = [];
+    if (app.projectIds && app.projectIds.length) pins.push(`${app.projectIds.length} project${app.projectIds.length === 1 ? '' : 's'}`);
+    if (app.repos && app.repos.length) pins.push(app.repos.join(', '));
+    cell(tr, app.scopes.join(', ') + (pins.length ? ` (limited to ${pins.join('; ')})` : ''));
+    cell(tr, timeEl(app.createdAt, ''));
+    cell(tr, timeEl(app.expiresAt, 'Never'));
+    cell(tr, timeEl(app.lastUsedAt, 'Never'));
+    cell(tr, String(app.callCount));
+    const revoke = document.createElement('button');
+    revoke.type = 'button';
+    revoke.className = 'danger small';
+    revoke.dataset.grantId = app.id;
+    revoke.textContent = 'Disconnect';
+    revoke.setAttribute('aria-label', `Disconnect ${app.clientName}`);
+    cell(tr, revoke);
+    body.append(tr);
+  }
+  $('apps-empty').hidden = apps.length > 0;
+  $('apps-table').hidden = apps.length === 0;
+}
+
+async function loadConnectedApps() {
+  const apps = await guarded(() => listAll('/api/oauth/grants'));
+  if (apps) renderConnectedApps(apps);
+}
+
+async function onDisconnect(button) {
+  const name = button.closest('tr').querySelector('th').textContent;
+  if (!window.confirm(`Disconnect "${name}"? It stops working at once and must be connected again to be used.`)) return;
+  const done = await guarded(() => api('DELETE', `/api/oauth/grants/${encodeURIComponent(button.dataset.grantId)}`));
+  if (!done) return;
+  await loadConnectedApps();
+  $('apps-title').focus();
+  announce(`"${name}" disconnected.`);
+}
+
 // ---- wiring ----------------------------------------------------------------------------------------
 
 function init() {
@@ -655,6 +705,10 @@ function init() {
   $('scope-groups').addEventListener('change', updateWriteWarning);
   $('created-done').addEventListener('click', onCreatedDone);
   $('usage-close').addEventListener('click', onCloseUsage);
+  $('apps-body').addEventListener('click', (event) => {
+    const button = event.target instanceof Element ? event.target.closest('button[data-grant-id]') : null;
+    if (button) void onDisconnect(button);
+  });
   $('keys-body').addEventListener('click', (event) => {
     const button = event.target instanceof Element ? event.target.closest('button[data-action]') : null;
     if (!button) return;

@@ -140,7 +140,7 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
   it('rejects a user access token on Area A with 401 invalid_api_key naming the API key', async () => {
     const user = await makeUser(app);
     const res = await callTool(user.token).expect(401);
-    expect(res.headers['www-authenticate']).toBe('Bearer');
+    expect(res.headers['www-authenticate']).toMatch(/^Bearer error="invalid_token", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/);
     expect(res.body.error.code).toBe('invalid_api_key');
     expect(res.body.error.message).toMatch(/personal API key \(atr_/);
     const project = await callTool(`atp_${'a'.repeat(40)}`).expect(401);
@@ -154,7 +154,7 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
     await app.http.delete(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
     const res = await callTool(key.key).expect(401);
     expect(res.body.error.code).toBe('revoked_api_key');
-    expect(res.headers['www-authenticate']).toBe('Bearer');
+    expect(res.headers['www-authenticate']).toMatch(/^Bearer error="invalid_token", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/);
     expect(res.headers['x-api-key-expires-at']).toBe(key.expiresAt); // every answer to a key with an expiry
     const tools = await app.http.get('/api/v1/public/mcp/tools').set(bearer(key.key)).expect(401);
     expect(tools.body.error.code).toBe('revoked_api_key');
@@ -170,7 +170,7 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
     await db.query(`UPDATE api_keys SET expires_at = now() - interval '1 minute' WHERE id = $1`, [key.id]);
     const res = await callTool(key.key).expect(401);
     expect(res.body.error.code).toBe('expired_api_key');
-    expect(res.headers['www-authenticate']).toBe('Bearer');
+    expect(res.headers['www-authenticate']).toMatch(/^Bearer error="invalid_token", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/);
     expect(res.headers['x-api-key-expires-at']).toBeDefined();
     const list = await app.http.get('/api/api-keys').set(bearer(user.token)).expect(200);
     expect(list.body.data.items[0]).toMatchObject({ status: 'expired', daysUntilExpiry: 0 });

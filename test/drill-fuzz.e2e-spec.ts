@@ -398,6 +398,54 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     expect(problems).toEqual([]);
   }, 300_000);
 
+  it('OAuth endpoints: junk forms, JSON and queries answer RFC errors, never a 5xx or a redirect to an unregistered URI', async () => {
+    const OAUTH_ERRORS = ['invalid_request', 'invalid_client', 'invalid_grant', 'unsupported_grant_type', 'invalid_scope', 'invalid_target', 'invalid_redirect_uri', 'invalid_client_metadata', 'too_many_requests'];
+    const registered = 'http://127.0.0.1:4999/cb';
+    const client = await call(t.baseUrl, { method: 'POST', path: '/oauth/register', body: { redirect_uris: [registered], token_endpoint_auth_method: 'none' } });
+    expect(client.status).toBe(201);
+    const clientId = client.json.client_id as string;
+    const junk = () => {
+      const value = rng.chance(0.5) ? nasty() : plausible(rng.pick(['uuid', 'str', 'int']));
+      return typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value);
+    };
+    const oauthProblems: string[] = [];
+    const check = (what: string, res: RawResponse, redirectAllowed = false) => {
+      stats.cases += 1;
+      stats.by.set(res.status, (stats.by.get(res.status) ?? 0) + 1);
+      const leaked = internalsIn(res.text);
+      if (leaked) oauthProblems.push(`${what}: internals "${leaked}"`);
+      if (res.status >= 500) oauthProblems.push(`${what}: ${res.status} ${excerpt(res.text, 200)}`);
+      const location = res.headers.get('location');
+      if (location !== null && !(redirectAllowed && location.startsWith(`${registered}?`))) oauthProblems.push(`${what}: redirect to ${location}`);
+      if (res.status >= 400 && res.json !== undefined && !OAUTH_ERRORS.includes(res.json.error)) oauthProblems.push(`${what}: error ${JSON.stringify(res.json.error)}`);
+    };
+    const fields = ['grant_type', 'code', 'code_verifier', 'redirect_uri', 'client_id', 'client_secret', 'refresh_token', 'resource', 'scope', 'token'];
+    for (let i = 0; i < Math.max(100, Math.floor(randomCases / 5)); i++) {
+      const form = new URLSearchParams();
+      for (const field of rng.subset(fields, 0.5)) form.append(field, field === 'client_id' && rng.chance(0.5) ? clientId : field === 'grant_type' && rng.chance(0.6) ? rng.pick(['authorization_code', 'refresh_token']) : junk());
+      if (rng.chance(0.1)) form.append('grant_type', 'authorization_code');
+      const path = rng.pick(['/oauth/token', '/oauth/revoke']);
+      const headers: Record<string, string> = rng.chance(0.2) ? { authorization: `Basic ${Buffer.from(`${junk()}:${junk()}`).toString('base64')}` } : {};
+      check(`form ${path}`, await call(t.baseUrl, { method: 'POST', path, rawBody: form.toString(), contentType: rng.chance(0.9) ? 'application/x-www-form-urlencoded' : rng.pick(['application/json', 'text/plain']), headers }));
+      check('register', await call(t.baseUrl, { method: 'POST', path: '/oauth/register', body: rng.chance(0.5) ? { redirect_uris: [junk()], client_name: junk(), token_endpoint_auth_method: junk() } : rng.pick([null, [], 'x', { redirect_uris: 'x' }, { redirect_uris: [registered], grant_types: [junk()] }]) }));
+      const query = new URLSearchParams({ client_id: rng.chance(0.7) ? clientId : junk(), redirect_uri: rng.chance(0.6) ? registered : junk() });
+      for (const field of rng.subset(['response_type', 'code_challenge', 'code_challenge_method', 'scope', 'state', 'resource'], 0.5)) query.set(field, junk());
+      const authorize = await fetch(`${t.baseUrl}/oauth/authorize?${query}`, { redirect: 'manual' });
+      const text = await authorize.text();
+      // A redirect may only go to the client's one registered URI (also chosen when redirect_uri is empty).
+      check('authorize', { status: authorize.status, headers: authorize.headers, text, json: undefined }, query.get('client_id') === clientId);
+      const consent = await call(t.baseUrl, { method: 'POST', path: '/api/oauth/authorize', token: user.token, body: { clientId: rng.chance(0.6) ? clientId : nasty(), redirectUri: rng.chance(0.6) ? registered : nasty(), codeChallenge: nasty(), codeChallengeMethod: rng.pick(['S256', 'plain', nasty()]), approve: rng.pick([true, false, nasty()]), scopes: rng.pick([undefined, [nasty()], nasty()]) } });
+      if (consent.status >= 500 || (consent.status >= 400 && consent.json?.error?.code !== 'VALIDATION_FAILED')) oauthProblems.push(`consent: ${consent.status} ${excerpt(consent.text, 200)}`);
+    }
+    for (const path of ['/api/oauth/grants/not-a-uuid', `/api/oauth/grants/${randomUUID()}`]) {
+      const res = await call(t.baseUrl, { method: 'DELETE', path, token: user.token });
+      if (res.status !== 404) oauthProblems.push(`DELETE ${path}: ${res.status}`);
+    }
+    // eslint-disable-next-line no-console
+    console.log(`drill-fuzz seed=${seed}: oauth problems=${oauthProblems.length}`);
+    expect(oauthProblems.slice(0, 40)).toEqual([]);
+  }, 300_000);
+
   it('the service is still healthy and the seeded objects are intact after the fuzzing', async () => {
     const health = await call(t.baseUrl, { method: 'GET', path: '/api/health' });
     expect(health.status).toBe(200);

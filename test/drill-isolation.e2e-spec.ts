@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { call, drillSeed, envInt, excerpt, internalsIn, Prng, type RawRequest, type RawResponse } from './support/drill-helpers';
 import { makeUser, type TestUser } from './support/factories';
 import { FakeLlmServer } from './support/fake-llm-server';
@@ -8,8 +8,9 @@ import { startTestApp, type TestApp } from './support/test-app';
 /**
  * Isolation drill (OWASP API1/API5: broken object- and function-level authorization).
  *
- * Seeds users, projects with members, API keys with random scopes and project pins, project session
- * tokens, tasks and documents; then fires random calls at every Area A tool and the Area B routes with
+ * Seeds users, projects with members, API keys with random scopes and project pins, OAuth grants
+ * (access tokens, which must act exactly like keys with the scopes and pins chosen at consent), project
+ * session tokens, tasks and documents; then fires random calls at every Area A tool and the Area B routes with
  * every kind of credential. Each answer is checked against a model kept in this file, built only from
  * what the test created (it never asks the services): the status must be one the model allows, a list
  * must hold exactly what the caller may see, and no body may carry an id or marker of something the
@@ -24,7 +25,7 @@ type Scope = (typeof SCOPES)[number];
 interface MProject { id: string; name: string; ownerId: string; members: Map<string, Role> }
 interface MTask { id: string; marker: string; creator: string; assignee: string | null; project: string | null; deleted: boolean }
 interface MDoc { id: string; marker: string; author: string; project: string | null; isPublic: boolean; deleted: boolean }
-interface MKey { id: string; userId: string; scopes: Scope[]; pins: string[] | null; token: string; marker: string; revoked: boolean; spare: boolean }
+interface MKey { id: string; userId: string; scopes: Scope[]; pins: string[] | null; token: string; marker: string; revoked: boolean; spare: boolean; oauth?: boolean }
 interface MProjectToken { userId: string; projectId: string; role: 'editor' | 'viewer'; token: string }
 /** Who acts, as the services see it. */
 interface Actor { userId: string; pins: string[] | null; cap?: 'editor' | 'viewer' }
@@ -73,6 +74,8 @@ describe(`isolation drill (seed ${seed})`, () => {
   const keys: MKey[] = [];
   const projectTokens: MProjectToken[] = [];
   const marker = (kind: string) => `zq${kind}${rng.hex(12)}`;
+  /** The personal API keys (the /api/api-keys routes know nothing of OAuth grants). */
+  const apiKeys = () => keys.filter((k) => !k.oauth);
 
   // ---- the model -------------------------------------------------------------------------------
   const roleIn = (userId: string, projectId: string): Role | null => projects.get(projectId)?.members.get(userId) ?? null;
@@ -187,6 +190,27 @@ describe(`isolation drill (seed ${seed})`, () => {
         await makeKey(u, scopes, pins && pins.length > 0 ? pins : null);
       }
       await makeKey(u, [...SCOPES], null, true);
+      // An OAuth access token with random scopes and pins, by the real flow (register, consent, exchange).
+      let oauthScopes = rng.subset(SCOPES, 0.5) as Scope[];
+      if (oauthScopes.length === 0) oauthScopes = [rng.pick(SCOPES)];
+      const oauthPins = rng.chance(0.5) ? rng.subset(projectIds, 0.5) : [];
+      const redirectUri = 'http://127.0.0.1:4999/cb';
+      const client = await call(t.baseUrl, { method: 'POST', path: '/oauth/register', body: { redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' } });
+      expect(client.status).toBe(201);
+      const verifier = randomBytes(32).toString('base64url');
+      const consent = await b(u, 'POST', '/api/oauth/authorize', {
+        clientId: client.json.client_id, redirectUri, codeChallenge: createHash('sha256').update(verifier).digest('base64url'), codeChallengeMethod: 'S256',
+        scope: SCOPES.join(' '), approve: true, scopes: oauthScopes, ...(oauthPins.length ? { projectIds: oauthPins } : {}),
+      });
+      expect(consent.status).toBe(200);
+      const code = new URL(consent.json.data.redirectTo).searchParams.get('code')!;
+      const issued = await call(t.baseUrl, {
+        method: 'POST', path: '/oauth/token', contentType: 'application/x-www-form-urlencoded',
+        rawBody: new URLSearchParams({ grant_type: 'authorization_code', code, code_verifier: verifier, client_id: client.json.client_id, redirect_uri: redirectUri }).toString(),
+      });
+      expect(issued.status).toBe(200);
+      const grant = (await b(u, 'GET', '/api/oauth/grants?limit=1')).json.data.items[0];
+      keys.push({ id: grant.id, userId: u.id, scopes: oauthScopes, pins: oauthPins.length ? oauthPins : null, token: issued.json.access_token, marker: grant.clientName, revoked: false, spare: false, oauth: true });
     }
 
     // Project tokens: for members with editor+ in a project, sometimes.
@@ -397,7 +421,7 @@ describe(`isolation drill (seed ${seed})`, () => {
         expect = fail(404, 'not_found');
       }
     }
-    return { label: `A ${tool} key(${k.scopes.join('+')}${k.pins ? ` pins:${k.pins.length}` : ''})`, request: toolCall(k.token, tool, args), expect: scoped(expect), viewer: a };
+    return { label: `A ${tool} ${k.oauth ? 'oauth' : 'key'}(${k.scopes.join('+')}${k.pins ? ` pins:${k.pins.length}` : ''})`, request: toolCall(k.token, tool, args), expect: scoped(expect), viewer: a };
   }
 
   function areaAProbe(): Probe {
@@ -528,17 +552,17 @@ describe(`isolation drill (seed ${seed})`, () => {
         return probe(request, role === null ? fail(404, 'NOT_FOUND') : role === 'viewer' ? fail(403, 'FORBIDDEN') : { statuses: [201], apply: add });
       }
       case 'keys': {
-        const want = keys.filter((k) => a && k.userId === a.userId).map((k) => k.id);
+        const want = apiKeys().filter((k) => a && k.userId === a.userId).map((k) => k.id);
         return probe(req('GET', '/api/api-keys?limit=200'), userOnly(ok((body) => sameIds(body.data.items, want, 'GET /api/api-keys'))));
       }
       case 'key': {
-        const k = rng.chance(0.1) ? null : rng.pick(keys);
+        const k = rng.chance(0.1) ? null : rng.pick(apiKeys());
         const id = k?.id ?? randomUUID();
         return probe(req('GET', `/api/api-keys/${id}`), userOnly(k && a && k.userId === a.userId ? ok((body) => (body.data.id === id ? null : 'key: wrong id')) : fail(404, 'NOT_FOUND')));
       }
       default: {
         // Revoke: other users' keys (must be 404, and must not revoke), or one's own spare key.
-        const k = rng.pick(keys);
+        const k = rng.pick(apiKeys());
         const mineAndSpare = a && k.userId === a.userId;
         if (mineAndSpare && !k.spare) return areaBProbe();
         return probe(

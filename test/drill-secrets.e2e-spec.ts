@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
 import { Client } from 'pg';
 import { call, type RawRequest, type RawResponse } from './support/drill-helpers';
@@ -7,8 +7,9 @@ import { startTestApp, type TestApp } from './support/test-app';
 
 /**
  * Secrets drill (OWASP API2 broken authentication / API3 excessive data exposure): after a run that
- * creates a user with a password, API keys, a project session token and a registered GitHub repository
- * with its token, and then uses all of them (successes and failures), none of those plaintexts may
+ * creates a user with a password, API keys, a project session token, a registered GitHub repository
+ * with its token and an OAuth client (client secret, authorization code, access and refresh tokens,
+ * rotated once), and then uses all of them (successes and failures), none of those plaintexts may
  * appear in the debug logs, in any response body (except the one-time creation answers), anywhere in
  * the database (every text/varchar/bytea/json/array column of every table, all schemas), or, with
  * TEST_REDIS_URL, anywhere in Redis (every key's name and value: rate limits, idempotency, BullMQ jobs).
@@ -107,6 +108,45 @@ describe('secrets drill', () => {
     await b('key detail', 'GET', `/api/api-keys/${keyRes.json.data.id}`);
     await b('revoke', 'DELETE', `/api/api-keys/${key2Res.json.data.id}`);
     await tool('revoked', key2, 'list_tasks', {});
+
+    // OAuth: a confidential client, a code, tokens, a rotation, a reuse, a revocation.
+    const form = (what: string, path: string, fields: Record<string, string>, headers: Record<string, string> = {}, creation = false) =>
+      scanned(what, { method: 'POST', path, rawBody: new URLSearchParams(fields).toString(), contentType: 'application/x-www-form-urlencoded', headers }, { creation });
+    const redirectUri = 'https://client.example.com/callback';
+    const client = await scanned('oauth register', { method: 'POST', path: '/oauth/register', body: { client_name: 'Drill', redirect_uris: [redirectUri] } }, { creation: true });
+    expect(client.status).toBe(201);
+    const clientId = client.json.client_id as string;
+    secrets.oauthClientSecret = client.json.client_secret as string;
+    const basic = { authorization: `Basic ${Buffer.from(`${clientId}:${secrets.oauthClientSecret}`).toString('base64')}` };
+    const verifier = randomBytes(32).toString('base64url');
+    const challenge = createHash('sha256').update(verifier).digest('base64url');
+    const authorize = { clientId, redirectUri, codeChallenge: challenge, codeChallengeMethod: 'S256', scope: 'tasks:read tasks:write', state: 'drill' };
+    await scanned('oauth authorize page', { method: 'GET', path: `/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, code_challenge: challenge, code_challenge_method: 'S256' })}` });
+    const consent = await b('oauth consent', 'POST', '/api/oauth/authorize', { ...authorize, approve: true }, true);
+    expect(consent.status).toBe(200);
+    secrets.oauthCode = new URL(consent.json.data.redirectTo as string).searchParams.get('code')!;
+    await form('oauth token wrong verifier', '/oauth/token', { grant_type: 'authorization_code', code: secrets.oauthCode, code_verifier: randomBytes(32).toString('base64url'), redirect_uri: redirectUri }, basic);
+    const consent2 = await b('oauth consent 2', 'POST', '/api/oauth/authorize', { ...authorize, approve: true }, true);
+    secrets.oauthCode2 = new URL(consent2.json.data.redirectTo as string).searchParams.get('code')!;
+    const tokens = await form('oauth token', '/oauth/token', { grant_type: 'authorization_code', code: secrets.oauthCode2, code_verifier: verifier, redirect_uri: redirectUri }, basic, true);
+    expect(tokens.status).toBe(200);
+    secrets.oauthAccessToken = tokens.json.access_token as string;
+    secrets.oauthRefreshToken = tokens.json.refresh_token as string;
+    await form('oauth token wrong secret', '/oauth/token', { grant_type: 'refresh_token', refresh_token: secrets.oauthRefreshToken, client_id: clientId, client_secret: `${secrets.oauthClientSecret.slice(0, -1)}x` });
+    expect((await tool('oauth create_task', secrets.oauthAccessToken, 'create_task', { title: 'via oauth', project_id: project })).status).toBe(200);
+    await scanned('oauth mcp tools/list', { method: 'POST', path: '/api/v1/public/mcp', token: secrets.oauthAccessToken, headers: { accept: 'application/json, text/event-stream' }, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+    await scanned('oauth token on Area B', { method: 'GET', path: '/api/auth/me', token: secrets.oauthAccessToken });
+    await scanned('oauth refresh on Area A', { method: 'GET', path: '/api/v1/public/mcp/tools', token: secrets.oauthRefreshToken });
+    await scanned('oauth typo token', { method: 'GET', path: '/api/v1/public/mcp/tools', token: `${secrets.oauthAccessToken.slice(0, -1)}x` });
+    const rotated = await form('oauth refresh', '/oauth/token', { grant_type: 'refresh_token', refresh_token: secrets.oauthRefreshToken }, basic, true);
+    expect(rotated.status).toBe(200);
+    secrets.oauthAccessToken2 = rotated.json.access_token as string;
+    secrets.oauthRefreshToken2 = rotated.json.refresh_token as string;
+    await tool('oauth rotated', secrets.oauthAccessToken2, 'list_tasks', {});
+    await form('oauth refresh reuse', '/oauth/token', { grant_type: 'refresh_token', refresh_token: secrets.oauthRefreshToken }, basic);
+    await tool('oauth after reuse', secrets.oauthAccessToken2, 'list_tasks', {});
+    await form('oauth revoke', '/oauth/revoke', { token: secrets.oauthRefreshToken2 }, basic);
+    await b('oauth grants', 'GET', '/api/oauth/grants');
     await b('project', 'GET', `/api/projects/${project}`);
     await b('openapi', 'GET', '/api/docs/openapi.json');
     await scanned('health', { method: 'GET', path: '/api/health' });

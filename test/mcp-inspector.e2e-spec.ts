@@ -79,4 +79,21 @@ describe('MCP endpoint with the MCP Inspector CLI', () => {
     );
     expect(failure).toMatchObject({ error: { code: 'auth_required' } });
   }, 120_000);
+
+  it('--protocol-era modern speaks revision 2026-07-28 (server/discover) and lists and calls the same tools', async () => {
+    const common = ['--transport', 'http', '--protocol-era', 'modern', '--header', `Authorization: Bearer ${key}`, '--stored-auth-only', '--format', 'json'];
+    const { stdout } = await inspector([...common, '--method', 'tools/list']);
+    const listed = (JSON.parse(stdout) as { result: { tools: { name: string }[] } }).result;
+    const jsonDoor = await app.http.get('/api/v1/public/mcp/tools').set(bearer(key)).expect(200);
+    expect(listed.tools.map((t) => t.name)).toEqual(jsonDoor.body.tools.map((t: { name: string }) => t.name));
+    const called = await inspector([...common, '--method', 'tools/call', '--tool-name', 'create_task', '--tool-args-json', JSON.stringify({ title: 'modern era' })]);
+    const result = (JSON.parse(called.stdout) as { result: { structuredContent: Record<string, unknown>; isError?: boolean } }).result;
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toMatchObject({ title: 'modern era', creator_id: user.id });
+  }, 120_000);
+
+  it('--protocol-era legacy still negotiates a 2025 revision', async () => {
+    const { stdout } = await inspector(['--transport', 'http', '--protocol-era', 'legacy', '--method', 'tools/list', '--header', `Authorization: Bearer ${key}`, '--stored-auth-only', '--format', 'json']);
+    expect((JSON.parse(stdout) as { result: { tools: unknown[] } }).result.tools.length).toBeGreaterThan(0);
+  }, 120_000);
 });

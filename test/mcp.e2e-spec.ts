@@ -218,12 +218,12 @@ describe('MCP Streamable HTTP at /api/v1/public/mcp', () => {
       expect(res.body).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: -32000, data: { error: { code: 'forbidden' } } } });
     });
 
-    it('a bad or missing key is HTTP 401 with WWW-Authenticate: Bearer and the Area A code', async () => {
+    it('a bad or missing key is HTTP 401 with WWW-Authenticate: Bearer (resource_metadata, invalid_token when sent) and the Area A code', async () => {
       const wrong = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, 'atr_wrongwrongwrongwrongwrongwrongwr000000').expect(401);
-      expect(wrong.headers['www-authenticate']).toBe('Bearer');
+      expect(wrong.headers['www-authenticate']).toMatch(/^Bearer error="invalid_token", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/);
       expect(wrong.body).toMatchObject({ jsonrpc: '2.0', id: 1, error: { data: { error: { code: 'invalid_api_key' } } } });
       const none = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, undefined).expect(401);
-      expect(none.headers['www-authenticate']).toBe('Bearer');
+      expect(none.headers['www-authenticate']).toMatch(/^Bearer resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/);
       expect(none.body.error.data.error.code).toBe('missing_api_key');
     });
 

@@ -1,4 +1,5 @@
 import { bearer, makeApiKey, makeUser } from './support/factories.js';
+import { oauthTokens } from './support/oauth-helpers.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 describe('Area A per-key rate limit', () => {
@@ -27,5 +28,19 @@ describe('Area A per-key rate limit', () => {
     await call(await makeKey()).expect(200);
     // A bad key is rejected before it can spend anyone's budget.
     await app.http.post('/api/v1/public/mcp/call').send({ name: 'list_tasks' }).expect(401);
+  });
+
+  it('an OAuth grant has a budget of its own, shared by every access token of that grant', async () => {
+    const user = await makeUser(app);
+    const tokens = await oauthTokens(app, user, ['tasks:read']);
+    const call = (token: string) => app.http.post('/api/v1/public/mcp/call').set(bearer(token)).send({ name: 'list_tasks' });
+    for (let i = 0; i < 3; i += 1) await call(tokens.access_token).expect(200);
+    const limited = await call(tokens.access_token).expect(429);
+    expect(limited.body.error.code).toBe('rate_limited');
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // A refreshed token is the same grant: still limited. Another grant of the same user is not.
+    const rotated = await app.http.post('/oauth/token').type('form').send({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: tokens.clientId }).expect(200);
+    await call(rotated.body.access_token).expect(429);
+    await call((await oauthTokens(app, user, ['tasks:read'])).access_token).expect(200);
   });
 });

@@ -117,11 +117,11 @@ describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency,
     it('401 missing_api_key / invalid_api_key (bad checksum, unknown key, wrong scheme), all with WWW-Authenticate', async () => {
       const missing = await app.http.post('/api/v1/public/mcp/call').send({ name: 'list_tasks' });
       expectError(missing, 401, 'missing_api_key');
-      expect(missing.headers['www-authenticate']).toBe('Bearer');
+      expect(missing.headers['www-authenticate']).toMatch(/^Bearer resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/);
       const typo = rw.slice(0, 10) + (rw[10] === 'a' ? 'b' : 'a') + rw.slice(11);
       const badChecksum = await call(typo, 'list_tasks');
       expectError(badChecksum, 401, 'invalid_api_key');
-      expect(badChecksum.headers['www-authenticate']).toBe('Bearer');
+      expect(badChecksum.headers['www-authenticate']).toMatch(/^Bearer error="invalid_token", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/);
       // Well-formed (valid checksum) but never issued.
       const { generateApiKey } = await import('../src/modules/api-keys/api-key-format.js');
       expectError(await call(generateApiKey().key, 'list_tasks'), 401, 'invalid_api_key');
@@ -134,12 +134,12 @@ describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency,
       await db.query(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [expiring.id]);
       const expired = await call(expiring.key, 'list_tasks');
       expectError(expired, 401, 'expired_api_key');
-      expect(expired.headers['www-authenticate']).toBe('Bearer');
+      expect(expired.headers['www-authenticate']).toMatch(/^Bearer error="invalid_token", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/);
       const doomed = await makeKey(alice, ['tasks:read']);
       await app.http.delete(`/api/api-keys/${doomed.id}`).set(bearer(alice.token)).expect(200);
       const revoked = await call(doomed.key, 'list_tasks');
       expectError(revoked, 401, 'revoked_api_key');
-      expect(revoked.headers['www-authenticate']).toBe('Bearer');
+      expect(revoked.headers['www-authenticate']).toMatch(/^Bearer error="invalid_token", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/);
     });
 
     it('403 insufficient_scope names the required scope', async () => {

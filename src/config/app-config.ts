@@ -62,6 +62,14 @@ export interface AppConfig {
    * loopback / linklocal / uniquelocal.
    */
   trustProxy: false | number | string[];
+  /** Where clients reach this server (the OAuth issuer and the base of every OAuth/MCP URL it announces); no trailing slash. */
+  publicUrl: string;
+  /** Atrium as the OAuth 2.1 authorization server of its MCP endpoint. */
+  oauth: {
+    accessTokenTtlSeconds: number;
+    /** Fetch client ID metadata documents from private/loopback addresses too (development only: SSRF guard off). */
+    allowPrivateClientMetadata: boolean;
+  };
   /** RAG: which embeddings backend (one vector space at a time; changing it triggers a reindex) and chunking. */
   embeddings: {
     provider: 'offline' | 'openai';
@@ -167,6 +175,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     mcp: { allowedOrigins: read.list('MCP_ALLOWED_ORIGINS') },
     trustProxy: readTrustProxy(read),
+    publicUrl: readPublicUrl(read),
+    oauth: {
+      accessTokenTtlSeconds: read.int('OAUTH_ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 24 * 3600),
+      allowPrivateClientMetadata: read.oneOf('OAUTH_ALLOW_PRIVATE_CLIENT_METADATA', ['true', 'false'] as const, 'false') === 'true',
+    },
     embeddings: readEmbeddingsConfig(read),
     llm: readLlmConfig(read),
     ragSearch: {
@@ -207,6 +220,15 @@ function readTrustProxy(read: EnvReader): AppConfig['trustProxy'] {
     }
   }
   return entries;
+}
+
+/** PUBLIC_URL without a trailing slash; an origin plus an optional path prefix, nothing else. */
+function readPublicUrl(read: EnvReader): string {
+  const given = read.url('PUBLIC_URL', ['http:', 'https:']);
+  if (given === undefined) return `http://localhost:${read.int('PORT', 3000, 0, 65535)}`;
+  const url = new URL(given);
+  if (url.search || url.hash || url.username || url.password) throw new ConfigError('PUBLIC_URL', 'must be an origin with an optional path, without query, fragment or credentials');
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
 function readEmbeddingsConfig(read: EnvReader): AppConfig['embeddings'] {

@@ -78,6 +78,8 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   /** Reuse a database (e.g. to prove data survives a restart). */
   database?: TestDatabase;
+  /** Listen on this loopback port (e.g. one PUBLIC_URL names) instead of a random one. */
+  port?: number;
 }
 
 /** Boots the real app over HTTP on a random loopback port against real PostgreSQL (+ Redis when TEST_REDIS_URL is set). */
@@ -94,7 +96,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   };
   const config = loadConfig(env);
   const app = await createHttpApp({ config, databaseUrl: database.url, logger: new JsonLogger(config.logLevel) });
-  await app.listen(0, '127.0.0.1');
+  await app.listen(options.port ?? 0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   const baseUrl = `http://127.0.0.1:${address.port}`;
   return {

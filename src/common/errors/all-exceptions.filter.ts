@@ -1,10 +1,11 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { apiAreaOf, isMcpEndpoint } from '../http/api-area.js';
+import { apiAreaOf, isMcpEndpoint, isOAuthEndpoint } from '../http/api-area.js';
 import { RequestContext } from '../request-context/request-context.js';
 import { AppException } from './app.exception.js';
 import { renderError } from './error-body.js';
 import { renderJsonRpcError } from './json-rpc-error-body.js';
+import { renderOAuthError } from './oauth-error-body.js';
 import { ErrorCode } from './error-code.js';
 import { toAppException } from './to-app-exception.js';
 
@@ -30,7 +31,11 @@ export function sendError(exception: unknown, req: Request, res: Response, logge
     logger.warn({ msg: appException.message, code: appException.code, path: req.path });
   }
   const traceId = RequestContext.requestId() ?? String(res.getHeader('X-Request-Id') ?? '');
-  const rendered = isMcpEndpoint(req) ? renderJsonRpcError(exception, appException, req.body, traceId) : renderError(appException, apiAreaOf(req), traceId);
+  const rendered = isMcpEndpoint(req)
+    ? renderJsonRpcError(exception, appException, req.body, traceId)
+    : isOAuthEndpoint(req)
+      ? renderOAuthError(appException)
+      : renderError(appException, apiAreaOf(req), traceId);
   if (res.headersSent) {
     res.end();
     return;

@@ -21,3 +21,9 @@ export function apiAreaOf(request: Pick<Request, 'path'>): ApiArea {
   const path = request.path ?? '';
   return path.startsWith(TOOL_API_PREFIX) || path === TOOL_API_PREFIX.slice(0, -1) ? 'tool-api' : 'backend';
 }
+
+/** Atrium's OAuth authorization server (and its metadata): errors there are RFC 6749 bodies. */
+export function isOAuthEndpoint(request: Pick<Request, 'path'>): boolean {
+  const path = request.path ?? '';
+  return path.startsWith('/oauth/') || path.startsWith('/.well-known/oauth-');
+}

@@ -1,9 +1,12 @@
-import { ExecutionContext, Injectable } from '@nestjs/common';
+import { ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { AuthGuard } from '@nestjs/passport';
 import type { Request, Response } from 'express';
 import { performance } from 'node:perf_hooks';
 import { AppException } from '../../common/errors/app.exception.js';
-import { ErrorCode } from '../../common/errors/error-code.js';
+import { ERROR_CODE_MAPPING, ErrorCode } from '../../common/errors/error-code.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/app-config.token.js';
+import { bearerToken } from '../auth/guards/backend-auth.guard.js';
 import type { ApiKeyPrincipal } from './api-key.principal.js';
 import { API_KEY_STRATEGY } from './api-key.strategy.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
@@ -22,25 +25,49 @@ export function setUsageStatus(request: Request, status: number): void {
   (request as UsageRequest)[USAGE_STATUS] = status;
 }
 
+/** RFC 9728 §5.1: where an MCP client finds how to get a token for Area A. */
+export function protectedResourceMetadataUrl(config: AppConfig): string {
+  return `${config.publicUrl}/.well-known/oauth-protected-resource/api/v1/public/mcp`;
+}
+
+/** The `WWW-Authenticate` of an Area A 401 (RFC 6750 §3): `invalid_token` only when a credential was sent. */
+export function bearerChallenge(config: AppConfig, credentialSent: boolean): string {
+  return `Bearer ${credentialSent ? 'error="invalid_token", ' : ''}resource_metadata="${protectedResourceMetadataUrl(config)}"`;
+}
+
 /**
- * Authenticates Area A with a personal API key. From here on every answer, errors included, carries
- * X-Api-Key-Expires-At (keys with an expiry) and lands in the key's usage log with its final status.
+ * Authenticates Area A with a personal API key or an OAuth access token. From here on every answer,
+ * errors included, carries X-Api-Key-Expires-At (keys with an expiry) and lands in the credential's
+ * usage log with its final status. Every 401 names the protected-resource metadata, so OAuth clients
+ * know where to sign in and key users see the key error (not an OAuth prompt: `invalid_token`).
  */
 @Injectable()
 export class ApiKeyAuthGuard extends AuthGuard(API_KEY_STRATEGY) {
-  constructor(private readonly usage: ApiKeyUsageRecorder) {
+  constructor(
+    private readonly usage: ApiKeyUsageRecorder,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {
     super();
   }
 
   override async canActivate(context: ExecutionContext): Promise<boolean> {
     const started = performance.now();
-    await super.canActivate(context);
+    try {
+      await super.canActivate(context);
+    } catch (error) {
+      if (error instanceof AppException && ERROR_CODE_MAPPING[error.code].status === 401) {
+        const sent = bearerToken(context.switchToHttp().getRequest<Request>()) !== undefined;
+        throw new AppException(error.code, error.message, error.details, { ...error.headers, 'WWW-Authenticate': bearerChallenge(this.config, sent) });
+      }
+      throw error;
+    }
     const request = context.switchToHttp().getRequest<UsageRequest>();
     const response = context.switchToHttp().getResponse<Response>();
     const principal = request.user!;
     if (principal.expiresAt) response.setHeader('X-Api-Key-Expires-At', principal.expiresAt.toISOString());
     response.once('finish', () => {
       this.usage.record({
+        credential: principal.credential,
         keyId: principal.keyId,
         at: new Date(),
         tool: request[USAGE_TOOL] ?? null,

@@ -1,16 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import type { ToolCredentialKind } from './api-key.principal.js';
+
+/** Where each credential kind keeps its count (both tables have call_count and last_used_at). */
+const COUNTED_TABLE: Record<ToolCredentialKind, 'api_keys' | 'oauth_grants'> = { 'api-key': 'api_keys', 'oauth-grant': 'oauth_grants' };
 
 interface Batch {
-  /** key id → calls to add */
-  counts: Map<string, number>;
+  /** credential kind → (id → calls to add) */
+  counts: Map<ToolCredentialKind, Map<string, number>>;
   done: Promise<void>;
   settle: (error?: unknown) => void;
 }
 
 /**
- * Exact per-key call counts, committed before the call is answered, written by group commit: while one
+ * Exact per-credential call counts (API keys and OAuth grants alike), committed before the call is answered, written by group commit: while one
  * UPDATE is in flight, the calls that arrive wait together and are written by the next single UPDATE
  * (one row per key, `call_count + n`). An idle server writes one call per statement, as a plain UPDATE
  * would; under load many calls share one (about 14 in bench:gateway). Why: one UPDATE per call made
@@ -32,10 +36,12 @@ export class ApiKeyCallCounter {
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  /** Adds one call to the key's count; resolves once that is committed, rejects if it could not be. */
-  count(keyId: string): Promise<void> {
+  /** Adds one call to the credential's count; resolves once that is committed, rejects if it could not be. */
+  count(kind: ToolCredentialKind, id: string): Promise<void> {
     const batch = (this.pending ??= newBatch());
-    batch.counts.set(keyId, (batch.counts.get(keyId) ?? 0) + 1);
+    let counts = batch.counts.get(kind);
+    if (!counts) batch.counts.set(kind, (counts = new Map()));
+    counts.set(id, (counts.get(id) ?? 0) + 1);
     if (!this.writing) void this.writeNext();
     return batch.done;
   }
@@ -48,7 +54,7 @@ export class ApiKeyCallCounter {
       const batch = this.pending;
       this.pending = null;
       try {
-        await this.write(batch.counts);
+        for (const [kind, counts] of batch.counts) await this.write(COUNTED_TABLE[kind], counts);
         batch.settle();
       } catch (error) {
         batch.settle(error);
@@ -57,15 +63,15 @@ export class ApiKeyCallCounter {
     this.writing = false;
   }
 
-  private async write(counts: Map<string, number>): Promise<void> {
+  private async write(table: 'api_keys' | 'oauth_grants', counts: Map<string, number>): Promise<void> {
     const ids = [...counts.keys()];
     await this.dataSource.query(
       `WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)),
        calls AS (SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS c(id, n)),
        locked AS (
-         SELECT k.id FROM api_keys k, async_commit
+         SELECT k.id FROM ${table} k, async_commit
          WHERE k.id IN (SELECT id FROM calls) ORDER BY k.id FOR NO KEY UPDATE OF k)
-       UPDATE api_keys k SET call_count = k.call_count + calls.n, last_used_at = now()
+       UPDATE ${table} k SET call_count = k.call_count + calls.n, last_used_at = now()
        FROM calls, locked WHERE k.id = calls.id AND locked.id = calls.id`,
       [ids, ids.map((id) => counts.get(id))],
     );

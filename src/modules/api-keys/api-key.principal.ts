@@ -1,6 +1,14 @@
-/** A caller of Area A, resolved from a valid personal API key (request.user on Area A routes). */
+/**
+ * Which credential an Area A caller presented. Both act the same way (owner bounds, scopes, pins, per-
+ * credential rate limit, usage log and call count); they differ only in where they are stored.
+ */
+export type ToolCredentialKind = 'api-key' | 'oauth-grant';
+
+/** A caller of Area A, resolved from a valid personal API key or OAuth access token (request.user on Area A routes). */
 export interface ApiKeyPrincipal {
   kind: 'api-key';
+  credential: ToolCredentialKind;
+  /** The API key's id, or the OAuth grant's id for an access token: what limits, usage and idempotency are kept per. */
   keyId: string;
   userId: string;
   scopes: readonly string[];

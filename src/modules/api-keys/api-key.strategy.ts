@@ -5,29 +5,54 @@ import { Strategy } from 'passport-custom';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { bearerToken } from '../auth/guards/backend-auth.guard.js';
+import { OAuthGrantsService } from '../oauth/oauth-grants.service.js';
+import { OAUTH_SECRET_PREFIX } from '../oauth/oauth-secret-format.js';
 import { API_KEY_PREFIX } from './api-key-format.js';
 import type { ApiKeyPrincipal } from './api-key.principal.js';
+import { ApiKeyCallCounter } from './api-key-call-counter.js';
 import { ApiKeysService } from './api-keys.service.js';
 
 export const API_KEY_STRATEGY = 'api-key';
 
-/** `Authorization: Bearer atr_…` → the key's principal; any other credential is a 401 naming the one expected. */
+/**
+ * `Authorization: Bearer atr_…` (personal API key) or `Bearer ato_…` (OAuth access token) → the caller's
+ * principal, the same shape for both; any other credential is a 401 naming the ones expected.
+ */
 @Injectable()
 export class ApiKeyStrategy extends PassportStrategy(Strategy, API_KEY_STRATEGY) {
-  constructor(private readonly apiKeys: ApiKeysService) {
+  constructor(
+    private readonly apiKeys: ApiKeysService,
+    private readonly oauthGrants: OAuthGrantsService,
+    private readonly callCounter: ApiKeyCallCounter,
+  ) {
     super();
   }
 
   async validate(request: Request): Promise<ApiKeyPrincipal> {
     const token = bearerToken(request);
     if (!token) {
-      throw new AppException(ErrorCode.MissingApiKey, 'This route needs a personal API key: Authorization: Bearer atr_… (create one with POST /api/api-keys)');
+      throw new AppException(
+        ErrorCode.MissingApiKey,
+        'This route needs a personal API key (Authorization: Bearer atr_…, create one with POST /api/api-keys) or an OAuth access token (see /.well-known/oauth-protected-resource)',
+      );
+    }
+    if (token.startsWith(OAUTH_SECRET_PREFIX.accessToken)) {
+      const principal = await this.oauthGrants.authenticateAccessToken(token);
+      // Counted (committed) before the call is answered, exactly like a key's call.
+      await this.callCounter.count(principal.credential, principal.keyId);
+      return principal;
     }
     if (!token.startsWith(API_KEY_PREFIX)) {
-      const kind = token.startsWith('atp_') ? 'a project session token' : token.split('.').length === 3 ? 'a user access token' : 'an unrecognised credential';
+      const kind = token.startsWith('atp_')
+        ? 'a project session token'
+        : token.startsWith(OAUTH_SECRET_PREFIX.refreshToken)
+          ? 'an OAuth refresh token (exchange it at /oauth/token)'
+          : token.split('.').length === 3
+            ? 'a user access token'
+            : 'an unrecognised credential';
       throw new AppException(
         ErrorCode.InvalidApiKey,
-        `This route expects a personal API key (atr_…), got ${kind}; user and project tokens work only on the backend routes under /api`,
+        `This route expects a personal API key (atr_…) or an OAuth access token (ato_…), got ${kind}; user and project tokens work only on the backend routes under /api`,
       );
     }
     return this.apiKeys.authenticate(token);

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { OAuthModule } from '../oauth/oauth.module.js';
 import { ApiKeyAuthGuard } from './api-key-auth.guard.js';
 import { ApiKeyCallCounter } from './api-key-call-counter.js';
 import { ApiKey } from './api-key.entity.js';
@@ -12,7 +13,7 @@ import { KeyRateLimitGuard } from './key-rate-limit.guard.js';
 import { OwnerInterceptor } from './owner.interceptor.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([ApiKey]), PassportModule],
+  imports: [TypeOrmModule.forFeature([ApiKey]), PassportModule, OAuthModule],
   controllers: [ApiKeysController],
   providers: [ApiKeysService, ApiKeyCallCounter, ApiKeyUsageRecorder, ApiKeyStrategy, ApiKeyAuthGuard, KeyRateLimitGuard, OwnerInterceptor],
   exports: [ApiKeysService, ApiKeyUsageRecorder, ApiKeyAuthGuard, KeyRateLimitGuard, OwnerInterceptor],

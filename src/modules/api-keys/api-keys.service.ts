@@ -148,9 +148,10 @@ export class ApiKeysService {
     if (expiresAt && expiresAt.getTime() <= Date.now()) {
       throw new AppException(ErrorCode.ExpiredApiKey, `The API key expired at ${expiresAt.toISOString()}; create a new one on the account page`, {}, expiryHeader);
     }
-    await this.callCounter.count(row.id);
+    await this.callCounter.count('api-key', row.id);
     return {
       kind: 'api-key',
+      credential: 'api-key',
       keyId: row.id,
       userId: row.user_id,
       scopes: row.scopes,

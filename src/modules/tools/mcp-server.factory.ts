@@ -1,5 +1,6 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { createMcpHandler, Server as ModernServer, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { CallToolRequestSchema, ErrorCode as JsonRpcErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { renderError } from '../../common/errors/error-body.js';
@@ -39,36 +40,77 @@ const TOOL_ERROR_SCHEMA: JsonSchema = {
   required: ['error'],
 };
 
+const SERVER_INFO = { name: 'atrium', title: 'Atrium' } as const;
+const INSTRUCTIONS = 'Atrium tasks, documents and GitHub tools. Each tool acts for the owner of the API key or OAuth grant, within its scopes.';
+/** Where the per-request context rides through the modern handler (its authInfo pass-through). */
+const ATRIUM_CONTEXT = 'atrium:mcp-context';
+
 /**
- * Builds one low-level MCP `Server` per HTTP request (stateless Streamable HTTP), bound to the key's
- * caller. The low-level Server is used because tool schemas come from the one parameter definition
+ * Builds one low-level MCP server per HTTP request, bound to the caller, for both protocol eras:
+ * 2025-era requests (2025-03-26, 2025-06-18, 2025-11-25) get a v1 SDK `Server` on the stateless
+ * Streamable HTTP transport; 2026-07-28 requests (sessionless, `server/discover`, version in each
+ * request's `_meta`) go through the v2 SDK's `createMcpHandler`, whose factory builds a v2 `Server`.
+ * Both register the same two handlers below, so the registry, order, schemas and results cannot drift
+ * apart. The low-level servers are used because tool schemas come from the one parameter definition
  * (`ToolsService.schemaView`), not from a second zod definition. Nothing about a tool is decided here:
  * scope checks, validation and dispatch are `ToolsService`'s, exactly as for the JSON door.
  */
 @Injectable()
-export class McpServerFactory {
+export class McpServerFactory implements OnApplicationShutdown {
   private readonly logger = new Logger('Mcp');
   private readonly listing = new Map<string, Tool>();
+  /** The 2026-07-28 entry: strict (2025 traffic never reaches it), JSON answers, one per process. */
+  readonly modern: McpHttpHandler;
 
   constructor(
     private readonly tools: ToolsService,
     private readonly keyCalls: KeyToolCalls,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.modern = createMcpHandler(
+      (ctx) => this.createModern((ctx.authInfo?.extra as Record<string, McpRequestContext> | undefined)?.[ATRIUM_CONTEXT]),
+      { legacy: 'reject', responseMode: 'json', onerror: (error) => this.logger.debug({ msg: 'MCP request refused', error: error.message }) },
+    );
+  }
 
+  async onApplicationShutdown(): Promise<void> {
+    await this.modern.close();
+  }
+
+  /** A 2025-era server (v1 SDK) for one request. */
   create(context: McpRequestContext): Server {
     const server = new Server(
-      { name: 'atrium', title: 'Atrium', version: this.config.version },
-      {
-        capabilities: { tools: { listChanged: false } },
-        instructions: 'Atrium tasks, documents and GitHub tools. Each tool acts for the owner of the API key, within its scopes.',
-      },
+      { ...SERVER_INFO, version: this.config.version },
+      { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS },
     );
-    server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: this.tools.toolsFor(context.caller.scopes).map((tool) => this.mcpTool(tool)),
-    }));
+    server.setRequestHandler(ListToolsRequestSchema, () => this.listTools(context));
     server.setRequestHandler(CallToolRequestSchema, (request) => this.callTool(request.params.name, request.params.arguments, context));
     return server;
+  }
+
+  /** Serves one 2026-07-28 request for this caller through the v2 SDK entry. */
+  serveModern(request: Request, body: unknown, context: McpRequestContext): Promise<Response> {
+    return this.modern.fetch(request, {
+      parsedBody: body,
+      authInfo: { token: '', clientId: context.caller.keyId, scopes: [...context.caller.scopes], extra: { [ATRIUM_CONTEXT]: context } },
+    });
+  }
+
+  /** A 2026-07-28 server (v2 SDK) for one request: the same two handlers. */
+  private createModern(context: McpRequestContext | undefined): ModernServer {
+    // Only serveModern calls the entry, always with a context: fail closed if that ever changes.
+    if (!context) throw new Error('MCP modern request without a caller');
+    const server = new ModernServer(
+      { ...SERVER_INFO, version: this.config.version },
+      { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS },
+    );
+    server.setRequestHandler('tools/list', () => this.listTools(context) as never);
+    server.setRequestHandler('tools/call', (request) => this.callTool(request.params.name, request.params.arguments, context) as never);
+    return server;
+  }
+
+  private listTools(context: McpRequestContext): { tools: Tool[] } {
+    return { tools: this.tools.toolsFor(context.caller.scopes).map((tool) => this.mcpTool(tool)) };
   }
 
   private async callTool(name: string, args: Record<string, unknown> | undefined, context: McpRequestContext): Promise<CallToolResult> {

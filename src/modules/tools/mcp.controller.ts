@@ -2,6 +2,7 @@ import { Controller, Delete, Get, Headers, Post, Req, Res, UseGuards, UseInterce
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
+import { isLegacyRequest } from '@modelcontextprotocol/server';
 import type { Request, Response } from 'express';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
@@ -53,15 +54,25 @@ export class McpController {
       rateLimited = error;
     }
 
-    const server = this.servers.create({
+    const context = {
       caller,
       rateLimited,
       idempotencyKey,
-      onToolCall: (tool, status) => {
+      onToolCall: (tool: string, status: number) => {
         setUsageTool(request, tool);
         setUsageStatus(request, status);
       },
-    });
+    };
+    // Revision 2026-07-28 (a per-request `_meta` envelope claim) goes to the v2 SDK entry, as that SDK
+    // classifies it; everything else is 2025-era traffic for the v1 transport below.
+    if (body !== undefined) {
+      const webRequest = toWebRequest(request, body);
+      if (!(await isLegacyRequest(webRequest, body))) {
+        await sendWebResponse(response, await this.servers.serveModern(webRequest, body, context));
+        return;
+      }
+    }
+    const server = this.servers.create(context);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     response.on('close', () => {
       void transport.close();
@@ -110,6 +121,24 @@ function inspectBody(body: unknown): BodyInfo {
     return { label: message.params.name.slice(0, 100), isSingleToolCall: true };
   }
   return { label: message.method.slice(0, 100), isSingleToolCall: false };
+}
+
+/** The parsed Express request as a web Request (the v2 SDK's face); the body is the parsed JSON again. */
+function toWebRequest(request: Request, body: unknown): globalThis.Request {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (name === 'content-length') continue;
+    if (typeof value === 'string') headers[name] = value;
+    else if (Array.isArray(value)) headers[name] = value.join(', ');
+  }
+  const url = new URL(request.originalUrl, `${request.protocol}://${request.headers.host ?? 'localhost'}`);
+  return new globalThis.Request(url, { method: 'POST', headers, body: JSON.stringify(body) });
+}
+
+async function sendWebResponse(response: Response, answer: globalThis.Response): Promise<void> {
+  response.status(answer.status);
+  answer.headers.forEach((value, name) => response.setHeader(name, value));
+  response.end(Buffer.from(await answer.arrayBuffer()));
 }
 
 function methodNotAllowed(response: Response): void {

@@ -1,9 +1,11 @@
-import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
-import { setUsageTool } from '../api-keys/api-key-auth.guard.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/app-config.token.js';
+import { protectedResourceMetadataUrl, setUsageTool } from '../api-keys/api-key-auth.guard.js';
 import type { ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
 import { parseToolCallBody } from './tool-call-body.js';
 import { ToolsService } from './tools.service.js';
@@ -18,13 +20,15 @@ export const AnyKeyScope = (usageLabel: string) => SetMetadata(SCOPE_RULE, { kin
 
 /**
  * Deny by default: an Area A route without a scope rule answers 403. For tool calls the body is read
- * here (400 invalid_request, 404 unknown_tool, 403 insufficient_scope, in that order).
+ * here (400 invalid_request, 404 unknown_tool, 403 insufficient_scope, in that order). A 403
+ * insufficient_scope carries the RFC 6750 challenge naming the scope, so an OAuth client can step up.
  */
 @Injectable()
 export class ScopeGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly tools: ToolsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   canActivate(context: ExecutionContext): boolean {
@@ -38,7 +42,14 @@ export class ScopeGuard implements CanActivate {
     if (rule?.kind === 'tool-in-body') {
       const body = parseToolCallBody(request.body);
       setUsageTool(request, body.name);
-      this.tools.assertScope(this.tools.require(body.name), scopes);
+      const tool = this.tools.require(body.name);
+      try {
+        this.tools.assertScope(tool, scopes);
+      } catch (error) {
+        if (!(error instanceof AppException)) throw error;
+        const challenge = `Bearer error="insufficient_scope", scope="${tool.definition.scope}", resource_metadata="${protectedResourceMetadataUrl(this.config)}"`;
+        throw new AppException(error.code, error.message, error.details, { ...error.headers, 'WWW-Authenticate': challenge });
+      }
       return true;
     }
     throw new AppException(ErrorCode.InsufficientScope, 'This key may not use this route', { required_scope: null });

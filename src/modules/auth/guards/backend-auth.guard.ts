@@ -42,6 +42,12 @@ export class BackendAuthGuard extends AuthGuard(['jwt', 'project-token']) {
         'API keys (atr_…) work only on the tool API under /api/v1/public/mcp; this route expects a user access token from POST /api/auth/login',
       );
     }
+    if (token.startsWith('ato_') || token.startsWith('atf_')) {
+      throw new AppException(
+        ErrorCode.AuthInvalid,
+        'OAuth tokens (ato_…/atf_…) work only on the MCP endpoint under /api/v1/public/mcp; this route expects a user access token from POST /api/auth/login',
+      );
+    }
     if (token.startsWith('atp_')) {
       const allowed = this.reflector.getAllAndOverride<boolean>(ALLOW_PROJECT_TOKEN, [context.getHandler(), context.getClass()]);
       if (!allowed) {

@@ -1,0 +1,20 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMaxSize, IsArray, IsOptional, IsString, IsUUID, Matches } from 'class-validator';
+
+/** Pins of an Area A credential (an API key, or an OAuth grant chosen on the consent page). */
+export class CredentialPinsDto {
+  @ApiPropertyOptional({ type: [String], description: 'Pin the credential to these projects' })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(100)
+  @IsUUID('all', { each: true })
+  projectIds?: string[];
+
+  @ApiPropertyOptional({ type: [String], description: 'Pin the credential to these registered repositories (owner/name)' })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(100)
+  @IsString({ each: true })
+  @Matches(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/, { each: true, message: 'each value in repos must be "owner/name"' })
+  repos?: string[];
+}

@@ -1,0 +1,89 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import type { Response } from 'express';
+import { AppException } from '../../common/errors/app.exception.js';
+import { ErrorCode } from '../../common/errors/error-code.js';
+import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
+import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
+import type { Principal } from '../auth/principal.js';
+import { checkAuthorizationParams, checkRedirectUri, redirectWith, UntrustedRedirectError } from './authorization-request.js';
+import { AuthorizeConsentDto } from './dto/authorize-consent.dto.js';
+import { OAuthClientsService, UnknownClientError } from './oauth-clients.service.js';
+import { OAuthGrantsService } from './oauth-grants.service.js';
+
+/** Area B, user access token only: the consent page's answer and the account page's "connected apps". */
+@ApiTags('oauth')
+@ApiBearerAuth()
+@Controller('api/oauth')
+export class OAuthAccountController {
+  constructor(
+    private readonly clients: OAuthClientsService,
+    private readonly grants: OAuthGrantsService,
+  ) {}
+
+  @Post('authorize')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Approve or deny an authorization request; answers where to send the browser ({redirectTo})' })
+  async authorize(@CurrentPrincipal() principal: Principal, @Body() body: AuthorizeConsentDto, @Res({ passthrough: true }) response: Response): Promise<{ redirectTo: string }> {
+    const userId = userOnly(principal);
+    // The answer carries a one-time code.
+    response.setHeader('Cache-Control', 'no-store');
+    let request;
+    try {
+      const client = await this.clients.resolve(body.clientId);
+      const redirectUri = checkRedirectUri(client, body.redirectUri);
+      request = checkAuthorizationParams(
+        client,
+        redirectUri,
+        { response_type: 'code', code_challenge: body.codeChallenge, code_challenge_method: body.codeChallengeMethod, scope: body.scope, state: body.state, resource: body.resource },
+        this.grants.mcpResource(),
+      );
+    } catch (error) {
+      if (error instanceof UnknownClientError || error instanceof UntrustedRedirectError || error instanceof OAuthError) {
+        throw AppException.validation(`The authorization request is not valid: ${error.message}`, [{ field: fieldOf(error), message: error.message }]);
+      }
+      throw error;
+    }
+    if (!body.approve) return { redirectTo: redirectWith(request.redirectUri, { error: 'access_denied', error_description: 'The user denied access', state: request.state }) };
+    const scopes = body.scopes ? [...new Set(body.scopes)] : request.scopes;
+    const notRequested = scopes.filter((scope) => !request.scopes.includes(scope));
+    if (notRequested.length > 0) {
+      throw AppException.validation(`scopes may only narrow what the app asked for (${request.scopes.join(' ')})`, [{ field: 'scopes', message: `not requested: ${notRequested.join(', ')}` }]);
+    }
+    const code = await this.grants.issueCode(userId, request, {
+      scopes,
+      projectIds: body.projectIds ? [...new Set(body.projectIds.map((id) => id.toLowerCase()))] : null,
+      repos: body.repos ? [...new Set(body.repos)] : null,
+      expiresIn: body.expiresIn ?? '90d',
+    });
+    return { redirectTo: redirectWith(request.redirectUri, { code, state: request.state }) };
+  }
+
+  @Get('grants')
+  @ApiOperation({ summary: "The caller's connected apps (OAuth grants), newest first: {items, nextCursor}" })
+  list(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto) {
+    return this.grants.list(userOnly(principal), query);
+  }
+
+  @Delete('grants/:id')
+  @ApiOperation({ summary: "Disconnect an app: every token of the grant stops working at once, on every instance" })
+  revoke(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
+    return this.grants.revoke(userOnly(principal), id);
+  }
+}
+
+function fieldOf(error: Error): string {
+  if (error instanceof UnknownClientError) return 'clientId';
+  if (error instanceof UntrustedRedirectError) return 'redirectUri';
+  const code = (error as OAuthError).errorCode;
+  return code === 'invalid_scope' ? 'scope' : code === 'invalid_target' ? 'resource' : 'codeChallenge';
+}
+
+/** Apps are connected to the account: a project session token may never authorise or list them. */
+function userOnly(principal: Principal): string {
+  if (principal.kind !== 'user') {
+    throw new AppException(ErrorCode.AuthInvalid, 'Connected apps are managed with a user access token from POST /api/auth/login');
+  }
+  return principal.userId;
+}

@@ -1,0 +1,210 @@
+import { Controller, Get, Inject, Options, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import { InvalidRequestError, OAuthError, UnsupportedGrantTypeError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import type { OAuthMetadata, OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { Request, Response } from 'express';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/app-config.token.js';
+import { API_KEY_SCOPES } from '../api-keys/api-key-scopes.js';
+import { Public } from '../auth/guards/public.decorator.js';
+import { checkAuthorizationParams, checkRedirectUri, redirectWith, UntrustedRedirectError, type AuthorizationParams } from './authorization-request.js';
+import { OAuthClientsService, UnknownClientError } from './oauth-clients.service.js';
+import { OAuthErrorFilter } from './oauth-error.filter.js';
+import { formBody } from './form-body.middleware.js';
+import { OAuthGrantsService } from './oauth-grants.service.js';
+
+/** The consent page template (public/consent.html); its placeholder receives the checked request as JSON. */
+const CONSENT_TEMPLATE_PATH = join(__dirname, '..', '..', '..', 'public', 'consent.html');
+const REQUEST_PLACEHOLDER = '{{AUTHORIZATION_REQUEST}}';
+
+/**
+ * Atrium as the OAuth 2.1 authorization server of its MCP endpoint (MCP authorization 2025-11-25):
+ * RFC 9728 / RFC 8414 metadata, RFC 7591 registration, the authorization endpoint (which serves the
+ * consent page), the token endpoint (authorization_code with PKCE S256, refresh_token with rotation) and
+ * RFC 7009 revocation. Hand-written Nest routes rather than the SDK's Express `mcpAuthRouter`; see the
+ * module README for why. Errors are RFC 6749 bodies (OAuthErrorFilter).
+ */
+@ApiExcludeController()
+@Public()
+@UseFilters(OAuthErrorFilter)
+@Controller()
+export class OAuthServerController {
+  private consentTemplate: string | undefined;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly clients: OAuthClientsService,
+    private readonly grants: OAuthGrantsService,
+  ) {}
+
+  @Get(['.well-known/oauth-protected-resource', '.well-known/oauth-protected-resource/api/v1/public/mcp'])
+  protectedResource(@Res() response: Response): void {
+    const metadata: OAuthProtectedResourceMetadata = {
+      resource: this.grants.mcpResource(),
+      authorization_servers: [this.config.publicUrl],
+      scopes_supported: [...API_KEY_SCOPES],
+      bearer_methods_supported: ['header'],
+      resource_name: 'Atrium MCP',
+      resource_documentation: `${this.config.publicUrl}/api/docs`,
+    };
+    publicJson(response, metadata);
+  }
+
+  @Get('.well-known/oauth-authorization-server')
+  authorizationServer(@Res() response: Response): void {
+    const base = this.config.publicUrl;
+    const metadata: OAuthMetadata & { client_id_metadata_document_supported: boolean } = {
+      issuer: base,
+      authorization_endpoint: `${base}/oauth/authorize`,
+      token_endpoint: `${base}/oauth/token`,
+      registration_endpoint: `${base}/oauth/register`,
+      revocation_endpoint: `${base}/oauth/revoke`,
+      response_types_supported: ['code'],
+      response_modes_supported: ['query'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      code_challenge_methods_supported: ['S256'],
+      token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
+      revocation_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
+      scopes_supported: [...API_KEY_SCOPES],
+      client_id_metadata_document_supported: true,
+    };
+    publicJson(response, metadata);
+  }
+
+  /**
+   * CORS preflight for browser-based MCP clients (the metadata, registration, token and revocation
+   * endpoints take no cookies, so any origin may call them, as the SDK's own auth router allows).
+   */
+  @Options(['.well-known/oauth-protected-resource', '.well-known/oauth-protected-resource/api/v1/public/mcp', '.well-known/oauth-authorization-server', 'oauth/register', 'oauth/token', 'oauth/revoke'])
+  preflight(@Res() response: Response): void {
+    allowAnyOrigin(response);
+    response
+      .status(204)
+      .setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS')
+      .setHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, MCP-Protocol-Version')
+      .setHeader('Access-Control-Max-Age', '600')
+      .end();
+  }
+
+  @Post('oauth/register')
+  async register(@Req() request: Request, @Res() response: Response): Promise<void> {
+    const registered = await this.clients.register(request.body);
+    response.status(201).setHeader('Cache-Control', 'no-store').setHeader('Pragma', 'no-cache');
+    allowAnyOrigin(response);
+    response.json(registered);
+  }
+
+  /**
+   * Step 1 failures (unknown client, redirect URI not registered) are an HTML error page, never a
+   * redirect. Step 2 failures go back to the now trusted redirect URI as RFC 6749 errors. A valid
+   * request gets the consent page.
+   */
+  @Get('oauth/authorize')
+  async authorize(@Query() query: Record<string, unknown>, @Res() response: Response): Promise<void> {
+    response.setHeader('Cache-Control', 'no-store');
+    const params = singleValued(query) as AuthorizationParams;
+    let redirectUri: string;
+    let client;
+    try {
+      client = await this.clients.resolve(params.client_id);
+      redirectUri = checkRedirectUri(client, params.redirect_uri);
+    } catch (error) {
+      if (error instanceof UnknownClientError || error instanceof UntrustedRedirectError) {
+        errorPage(response, error instanceof UnknownClientError ? `This app is not known to Atrium: ${error.message}.` : `This app asked to return to an address it did not register (${error.message}).`);
+        return;
+      }
+      throw error;
+    }
+    try {
+      const checked = checkAuthorizationParams(client, redirectUri, params, this.grants.mcpResource());
+      const request = {
+        clientId: client.clientId,
+        clientName: client.clientName,
+        redirectUri,
+        redirectHost: hostOf(redirectUri),
+        codeChallenge: checked.codeChallenge,
+        codeChallengeMethod: 'S256',
+        scopes: checked.scopes,
+        state: checked.state ?? null,
+        resource: checked.resource,
+      };
+      response.status(200).type('html').send(this.consentPage().replace(REQUEST_PLACEHOLDER, scriptSafeJson(request)));
+    } catch (error) {
+      if (!(error instanceof OAuthError)) throw error;
+      const state = (error as OAuthError & { state?: string }).state;
+      response.redirect(302, redirectWith(redirectUri, { error: error.errorCode, error_description: error.message, state }));
+    }
+  }
+
+  @Post('oauth/token')
+  async token(@Req() request: Request, @Res() response: Response): Promise<void> {
+    const body = formBody(request);
+    const client = await this.clients.authenticate(request, body);
+    let tokens;
+    if (body.grant_type === 'authorization_code') tokens = await this.grants.exchangeCode(client, body);
+    else if (body.grant_type === 'refresh_token') tokens = await this.grants.refresh(client, body);
+    else if (body.grant_type === undefined) throw new InvalidRequestError('grant_type is required');
+    else throw new UnsupportedGrantTypeError('grant_type must be authorization_code or refresh_token');
+    response.status(200).setHeader('Cache-Control', 'no-store').setHeader('Pragma', 'no-cache');
+    allowAnyOrigin(response);
+    response.json(tokens);
+  }
+
+  @Post('oauth/revoke')
+  async revoke(@Req() request: Request, @Res() response: Response): Promise<void> {
+    const body = formBody(request);
+    const client = await this.clients.authenticate(request, body);
+    await this.grants.revokeToken(client, body.token);
+    response.status(200).setHeader('Cache-Control', 'no-store');
+    allowAnyOrigin(response);
+    response.json({});
+  }
+
+  private consentPage(): string {
+    this.consentTemplate ??= readFileSync(CONSENT_TEMPLATE_PATH, 'utf8');
+    return this.consentTemplate;
+  }
+}
+
+/** Metadata is public and read by browser-based MCP clients from other origins. */
+function publicJson(response: Response, body: unknown): void {
+  allowAnyOrigin(response);
+  response.status(200).setHeader('Cache-Control', 'public, max-age=300').json(body);
+}
+
+function allowAnyOrigin(response: Response): void {
+  response.setHeader('Access-Control-Allow-Origin', '*');
+}
+
+/** A repeated query parameter is malformed (RFC 6749 §3.1); such a value is dropped so the checks refuse it. */
+function singleValued(query: Record<string, unknown>): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(query)) out[name] = typeof value === 'string' ? value : undefined;
+  return out;
+}
+
+function hostOf(uri: string): string {
+  const url = new URL(uri);
+  return url.host || `${url.protocol}${url.pathname}`;
+}
+
+/** JSON inside a <script type="application/json">: no `<`, so nothing can close the element. */
+function scriptSafeJson(value: unknown): string {
+  return JSON.stringify(value).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026');
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+}
+
+function errorPage(response: Response, message: string): void {
+  response
+    .status(400)
+    .type('html')
+    .send(
+      `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Cannot connect this app</title><link rel="stylesheet" href="/styles.css"></head>` +
+        `<body><main id="main"><h1>Cannot connect this app</h1><p>${escapeHtml(message)}</p><p>Nothing was shared. Go back to the app and try connecting again, or ask its maker.</p></main></body></html>`,
+    );
+}
