@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
-import { startTestApp, type TestApp } from './support/test-app.js';
+import { startBuiltServer, type BuiltServer } from './support/app-process.js';
 
 /**
  * The account page (public/) in a real headless Chromium: the system browser from Debian's `chromium`
@@ -21,11 +21,9 @@ const CHROMIUM_ARGS = [
 ];
 const SCREENSHOT = resolve(__dirname, '..', 'test-output', 'account-page-keys.png');
 
-// The embedded engine needs one pooled connection (see test/api-keys.e2e-spec.ts).
-const EMBEDDED_SAFE_ENV: Record<string, string> = process.env.TEST_DATABASE_URL ? {} : { DATABASE_POOL_SIZE: '1' };
 
-describe('account page (public/) in a real browser', () => {
-  let app: TestApp;
+describe('account page (dist/public of the built server) in a real browser', () => {
+  let app: BuiltServer;
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
@@ -41,7 +39,8 @@ describe('account page (public/) in a real browser', () => {
     if (!existsSync(CHROMIUM)) {
       throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium) to run the account page e2e`);
     }
-    app = await startTestApp({ env: EMBEDDED_SAFE_ENV });
+    // What `npm start` serves: dist/public of the build, on the services CI gives it or the embedded default.
+    app = await startBuiltServer(process.env.TEST_DATABASE_URL ? 'services' : 'embedded');
     admin = await makeUser(app); // the first account is the admin; the main flow runs as an ordinary member
     expect(admin.role).toBe('admin');
     user = await makeUser(app);
@@ -63,7 +62,7 @@ describe('account page (public/) in a real browser', () => {
 
   afterAll(async () => {
     await browser?.close();
-    await app?.close();
+    if (app) expect(await app.stop()).toBe(0);
   });
 
   afterEach(() => {
