@@ -3,6 +3,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
+import { isProcessAlive } from '../../src/database/data-dir-lock.js';
 import { createTestDatabase, deploymentEnv, type TestDatabase } from './test-app.js';
 
 const ROOT = join(__dirname, '..', '..');
@@ -26,15 +27,6 @@ function distIsFresh(): boolean {
   return BUILD_INPUTS.every((input) => newestMtimeMs(join(ROOT, input)) <= built);
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** Takes the build lock, waiting for another test process's build; a lock left by a dead process is taken over. */
 function withBuildLock(fn: () => void): void {
   const deadline = Date.now() + 10 * 60_000;
@@ -47,7 +39,7 @@ function withBuildLock(fn: () => void): void {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const holder = Number(readFileSync(BUILD_LOCK, 'utf8').trim());
-      if (!holder || !pidAlive(holder)) {
+      if (!holder || !isProcessAlive(holder)) {
         unlinkSync(BUILD_LOCK);
         continue;
       }
@@ -86,13 +78,13 @@ export interface AppProcess {
 
 /**
  * Starts `node dist/src/main.js` with the given environment and waits for its "listening" log line
- * ("worker started" for APP_ROLE=worker, which serves no HTTP: its baseUrl is empty).
+ * ("worker started" for APP_ROLE=worker: its baseUrl is the probe port, /api/health and /api/ready only).
  */
 export async function startAppProcess(env: Record<string, string>, timeoutMs = 90_000): Promise<AppProcess> {
   const readyMsg = env.APP_ROLE === 'worker' ? 'worker started' : 'listening';
   const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js')], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', HOST: '127.0.0.1', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', WORKER_HTTP_PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
