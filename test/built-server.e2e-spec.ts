@@ -3,6 +3,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startBuiltServer, type BuiltServer } from './support/app-process.js';
 
 const run = promisify(execFile);
@@ -29,6 +31,45 @@ async function http(baseUrl: string, method: string, path: string, options: { to
     // not JSON: the page and its assets
   }
   return { status: res.status, headers: res.headers, body };
+}
+
+interface McpConnection {
+  from: string;
+  url: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * The README's "MCP clients" snippets, with its placeholders (localhost:3000, atrium.example.com, the
+ * example key, ${ATRIUM_API_KEY} which Claude Code expands) replaced by this server and a real key:
+ * each becomes the url + headers that client would connect with.
+ */
+function readmeMcpConnections(base: string, key: string): McpConnection[] {
+  const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## MCP clients'), readme.indexOf('With curl:', readme.indexOf('## MCP clients')));
+  const fill = (text: string) =>
+    text.replaceAll('http://localhost:3000', base).replaceAll('https://atrium.example.com', base).replaceAll('atr_your_key_here', key).replaceAll('${ATRIUM_API_KEY}', key);
+  const connections: McpConnection[] = [];
+  for (const [, lang, body] of section.matchAll(/```(\w+)\n([\s\S]*?)```/g)) {
+    const text = fill(body);
+    if (lang === 'json') {
+      const config = JSON.parse(text) as { servers?: Record<string, any>; mcpServers?: Record<string, any> };
+      const entry = (config.servers ?? config.mcpServers)!.atrium;
+      // VS Code and Claude Code name the transport; Cursor infers it from `url`.
+      if (config.servers || entry.type !== undefined) expect(entry.type).toBe('http');
+      connections.push({ from: config.servers ? 'VS Code' : entry.type ? 'Claude Code .mcp.json' : 'Cursor', url: entry.url, headers: entry.headers });
+      continue;
+    }
+    const claude = /claude mcp add --transport http atrium (\S+) --header "([^:]+): ([^"]+)"/.exec(text);
+    if (claude) connections.push({ from: 'claude mcp add', url: claude[1], headers: { [claude[2]]: claude[3] } });
+    const openai = /-d '([\s\S]*)'/.exec(text);
+    if (openai) {
+      const tool = (JSON.parse(openai[1]) as { tools: { type: string; server_url: string; headers: Record<string, string> }[] }).tools[0];
+      expect(tool.type).toBe('mcp');
+      connections.push({ from: 'OpenAI Responses mcp tool', url: tool.server_url, headers: tool.headers });
+    }
+  }
+  return connections;
 }
 
 /**
@@ -75,6 +116,9 @@ describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name 
     const styles = await http(base, 'GET', '/styles.css');
     expect(styles.status).toBe(200);
     expect(styles.headers.get('content-type')).toMatch(/^text\/css/);
+    const snippets = await http(base, 'GET', '/mcp-snippets.js'); // imported by app.js
+    expect(snippets.status).toBe(200);
+    expect(snippets.body).toContain('export function mcpClientSnippets');
     expect((await http(base, 'GET', '/nothing-here.css')).status).toBe(404);
   });
 
@@ -103,6 +147,25 @@ describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name 
     expect(called.result.isError).toBeFalsy();
     expect(called.result.structuredContent.title).toBe('from the built server');
   }, 120_000);
+
+  it('connects with every MCP client snippet of the README (url and headers as each client sends them)', async () => {
+    const connections = readmeMcpConnections(base, key);
+    expect(connections.map((c) => c.from)).toEqual(['VS Code', 'claude mcp add', 'Claude Code .mcp.json', 'Cursor', 'OpenAI Responses mcp tool']);
+    for (const connection of connections) {
+      expect(connection.url).toBe(`${base}/api/v1/public/mcp`);
+      const client = new McpClient({ name: connection.from, version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(connection.url), { requestInit: { headers: connection.headers } }));
+      try {
+        expect((await client.listTools()).tools.map((t) => t.name)).toContain('list_tasks');
+      } finally {
+        await client.close();
+      }
+    }
+  }, 60_000);
+
+  it('tells the account page whether sign-up is open', async () => {
+    expect((await http(base, 'GET', '/api/auth/signup')).body.data).toEqual({ open: true });
+  });
 
   it('indexes an uploaded document in the background and finds it by search', async () => {
     const project = await http(base, 'POST', '/api/projects', { token, json: { name: 'Built project' } });
