@@ -1,17 +1,31 @@
 # Atrium image for docker-compose and scale-out. Node 24 comes from the base image here.
+# Checked without a Docker engine by scripts/check-dockerfile.ts (run by .ci/run): rules read from this
+# file, and its RUN steps executed in a clean copy of the repository.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# Not `npm ci`: the registry lacks some per-platform optional binaries, so they are absent from the
+# lock file and `npm ci` refuses the whole install; `npm install` installs exactly the locked versions.
+RUN npm install --no-audit --no-fund
 COPY . .
-RUN npx nest build && npm prune --omit=dev
+# The data directory is created here and copied with its owner below: the runtime stage runs no RUN.
+RUN npx nest build && npm prune --omit=dev --no-audit --no-fund && mkdir -p /app/data
 
 FROM node:24-bookworm-slim
-ENV NODE_ENV=production
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000 \
+    WORKER_HTTP_PORT=3001 \
+    DATA_DIR=/app/data
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/package.json ./package.json
+# The embedded default (no DATABASE_URL) and the generated secrets live here: writable by the app user.
+COPY --from=build --chown=node:node /app/data ./data
 USER node
-EXPOSE 3000
+VOLUME ["/app/data"]
+EXPOSE 3000 3001
+# Liveness of either role: the API on PORT, a worker (APP_ROLE=worker) on WORKER_HTTP_PORT.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 CMD ["node", "dist/src/healthcheck.js"]
 CMD ["node", "dist/src/main.js"]

@@ -4,6 +4,8 @@
 // written to localStorage, sessionStorage, cookies or the URL, so a reload signs the user out. A newly
 // created API key is held only in the "new key" panel until the user dismisses it.
 
+import { mcpClientSnippets } from './mcp-snippets.js';
+
 const SCOPE_GROUPS = [
   {
     label: 'Tasks',
@@ -159,6 +161,8 @@ async function showKeysView() {
 
 // ---- login / logout --------------------------------------------------------------------------------
 
+const LOGIN_INCOMPLETE = 'Enter your email and password.';
+
 async function onLogin(event) {
   event.preventDefault();
   const email = $('login-email').value.trim();
@@ -166,7 +170,7 @@ async function onLogin(event) {
   const errorEl = $('login-error');
   errorEl.textContent = '';
   if (!email || !password) {
-    errorEl.textContent = 'Enter your email and password.';
+    errorEl.textContent = LOGIN_INCOMPLETE;
     (email ? $('login-password') : $('login-email')).focus();
     return;
   }
@@ -184,6 +188,69 @@ async function onLogin(event) {
   } finally {
     submit.disabled = false;
   }
+}
+
+// ---- sign-up (only when the installation allows it: GET /api/auth/signup) ------------------------------
+
+function signupProblem() {
+  if (!$('signup-name').value.trim()) return { text: 'Enter your name.', field: 'signup-name' };
+  if (!/^[^@\s]+@[^@\s]+$/.test($('signup-email').value.trim())) return { text: 'Enter a valid email address.', field: 'signup-email' };
+  if ($('signup-password').value.length < 10) return { text: 'Choose a password of at least 10 characters.', field: 'signup-password' };
+  return null;
+}
+
+async function onSignup(event) {
+  event.preventDefault();
+  const errorEl = $('signup-error');
+  errorEl.textContent = '';
+  const problem = signupProblem();
+  if (problem) {
+    errorEl.textContent = problem.text;
+    $(problem.field).focus();
+    return;
+  }
+  const email = $('signup-email').value.trim();
+  const password = $('signup-password').value;
+  const submit = $('signup-submit');
+  submit.disabled = true;
+  try {
+    await api('POST', '/api/auth/register', { name: $('signup-name').value.trim(), email, password });
+    const data = await api('POST', '/api/auth/login', { email, password });
+    session = { token: data.accessToken, user: data.user };
+    $('signup-form').reset();
+    await showKeysView();
+    announce(`Account created. You are logged in as ${data.user.email}.`);
+  } catch (err) {
+    errorEl.textContent = describeError(err);
+    $('signup-email').focus();
+  } finally {
+    submit.disabled = false;
+  }
+}
+
+async function showSignupIfOpen() {
+  try {
+    const res = await fetch('/api/auth/signup', { headers: { Accept: 'application/json' }, credentials: 'omit', cache: 'no-store' });
+    const payload = await res.json();
+    $('signup-section').hidden = !(res.ok && payload.data && payload.data.open === true);
+  } catch {
+    $('signup-section').hidden = true; // an older server, or offline: signing in still works
+  }
+}
+
+/**
+ * A form's error message goes away as soon as what it says is fixed, not on the next submit: `problem`
+ * re-checks the form on every edit and returns the message the form would show now (or ''). A shown
+ * message that is no longer the current problem is cleared (the next problem waits for the next
+ * submit); a server message is cleared by any edit.
+ */
+function clearErrorWhenFixed(formId, errorId, problem) {
+  const recheck = () => {
+    const shown = $(errorId).textContent;
+    if (shown && problem() !== shown) $(errorId).textContent = '';
+  };
+  $(formId).addEventListener('input', recheck);
+  $(formId).addEventListener('change', recheck);
 }
 
 function onLogout() {
@@ -207,9 +274,11 @@ function timeEl(iso, fallback) {
   return t;
 }
 
-function cell(row, content, className) {
+/** `label` names the column on narrow screens, where each row is shown as a card (styles.css). */
+function cell(row, content, className, label) {
   const td = document.createElement('td');
   if (className) td.className = className;
+  if (label) td.dataset.label = label;
   if (content instanceof Node) td.append(content);
   else td.textContent = content;
   row.append(td);
@@ -232,6 +301,8 @@ function renderKeys(keys) {
     const tr = document.createElement('tr');
     tr.dataset.keyId = key.id;
     tr.dataset.status = key.status;
+    // Revoked keys stay listed (their history is useful) but collapse behind the toggle.
+    if (key.status === 'revoked') tr.hidden = !showRevoked;
     const th = document.createElement('th');
     th.scope = 'row';
     th.className = 'key-name';
@@ -239,7 +310,7 @@ function renderKeys(keys) {
     tr.append(th);
     const prefix = document.createElement('code');
     prefix.textContent = `atr_${key.prefix}…`;
-    cell(tr, prefix, 'key-prefix');
+    cell(tr, prefix, 'key-prefix', 'Prefix');
     const scopes = document.createElement('ul');
     scopes.className = 'scope-list';
     for (const s of key.scopes) {
@@ -251,21 +322,21 @@ function renderKeys(keys) {
     const pins = [];
     if (key.projectIds && key.projectIds.length) pins.push(`${key.projectIds.length} project${key.projectIds.length === 1 ? '' : 's'}`);
     if (key.repos && key.repos.length) pins.push(key.repos.join(', '));
-    const scopesCell = cell(tr, scopes, 'key-scopes');
+    const scopesCell = cell(tr, scopes, 'key-scopes', 'Scopes');
     if (pins.length) {
       const p = document.createElement('p');
       p.className = 'pins-note';
       p.textContent = `Limited to ${pins.join('; ')}`;
       scopesCell.append(p);
     }
-    cell(tr, timeEl(key.createdAt, ''), 'key-created');
-    cell(tr, expiryText(key), 'key-expires');
-    cell(tr, timeEl(key.lastUsedAt, 'Never'), 'key-last-used');
-    cell(tr, String(key.callCount), 'key-calls');
+    cell(tr, timeEl(key.createdAt, ''), 'key-created', 'Created');
+    cell(tr, expiryText(key), 'key-expires', 'Expires');
+    cell(tr, timeEl(key.lastUsedAt, 'Never'), 'key-last-used', 'Last used');
+    cell(tr, String(key.callCount), 'key-calls', 'Calls');
     const badge = document.createElement('span');
     badge.className = `badge badge-${key.status}`;
     badge.textContent = key.status;
-    cell(tr, badge, 'key-status');
+    cell(tr, badge, 'key-status', 'Status');
 
     const actions = document.createElement('div');
     actions.className = 'row-actions';
@@ -292,6 +363,24 @@ function renderKeys(keys) {
   }
   $('keys-empty').hidden = keys.length > 0;
   $('keys-table').hidden = keys.length === 0;
+  updateRevokedToggle();
+}
+
+/** Whether revoked keys are listed; off by default so the list shows the keys that still work. */
+let showRevoked = false;
+
+function updateRevokedToggle() {
+  const revoked = [...keysById.values()].filter((k) => k.status === 'revoked').length;
+  const toggle = $('toggle-revoked');
+  toggle.hidden = revoked === 0;
+  toggle.setAttribute('aria-expanded', String(showRevoked));
+  toggle.textContent = `${showRevoked ? 'Hide' : 'Show'} revoked keys (${revoked})`;
+}
+
+function onToggleRevoked() {
+  showRevoked = !showRevoked;
+  for (const tr of document.querySelectorAll('#keys-body tr[data-status="revoked"]')) tr.hidden = !showRevoked;
+  updateRevokedToggle();
 }
 
 /** Every key of the account: the list is paged ({items, nextCursor}), so follow the cursor to the end. */
@@ -458,20 +547,23 @@ function checkedValues(selector) {
   return [...document.querySelectorAll(selector)].filter((i) => i.checked).map((i) => i.value);
 }
 
+/** What the create form lacks before it can be sent, or ''. */
+function createProblem() {
+  if (!$('key-name').value.trim()) return 'Give the key a name.';
+  if (checkedValues('#scope-groups input[name="scopes"]').length === 0) return 'Check at least one scope.';
+  return '';
+}
+
 async function onCreate(event) {
   event.preventDefault();
   const errorEl = $('create-error');
   errorEl.textContent = '';
   const name = $('key-name').value.trim();
   const scopes = checkedValues('#scope-groups input[name="scopes"]');
-  if (!name) {
-    errorEl.textContent = 'Give the key a name.';
-    $('key-name').focus();
-    return;
-  }
-  if (scopes.length === 0) {
-    errorEl.textContent = 'Check at least one scope.';
-    document.querySelector('#scope-groups input')?.focus();
+  const problem = createProblem();
+  if (problem) {
+    errorEl.textContent = problem;
+    (name ? document.querySelector('#scope-groups input') : $('key-name'))?.focus();
     return;
   }
   const body = { name, scopes, expiresIn: $('key-expiry').value };
@@ -504,8 +596,8 @@ function showCreatedKey(created) {
   const origin = window.location.origin;
   const mcpUrl = `${origin}/api/v1/public/mcp`;
   $('created-key').value = created.key;
-  const entry = { mcpServers: { atrium: { transport: 'http', url: mcpUrl, headers: { Authorization: `Bearer ${created.key}` } } } };
-  $('created-mcp').textContent = JSON.stringify(entry, null, 2);
+  showMcpSnippets(mcpClientSnippets(mcpUrl, created.key));
+  $('connector-url').textContent = mcpUrl;
   const lines = [
     '# The tools this key may call',
     `curl -s -H "Authorization: Bearer ${created.key}" \\`,
@@ -527,10 +619,25 @@ function showCreatedKey(created) {
   $('created-title').focus();
 }
 
+/** One client's snippet at a time; the choice is remembered only for this page view. */
+function showMcpSnippets(snippets) {
+  const select = $('mcp-client');
+  const chosen = select.value || snippets[0].id;
+  select.replaceChildren(...snippets.map((s) => new Option(s.label, s.id, false, s.id === chosen)));
+  const render = () => {
+    const snippet = snippets.find((s) => s.id === select.value) ?? snippets[0];
+    $('created-mcp').textContent = snippet.text;
+    $('mcp-where').textContent = snippet.where;
+  };
+  select.onchange = render;
+  render();
+}
+
 /** Drops the one-time plaintext from the DOM. */
 function clearSecretsFromPage() {
   $('created-key').value = '';
   $('created-mcp').textContent = '';
+  $('mcp-client').replaceChildren();
   $('created-curl').textContent = '';
   $('created-panel').hidden = true;
 }
@@ -693,6 +800,11 @@ async function onDisconnect(button) {
 function init() {
   buildScopeCheckboxes();
   $('login-form').addEventListener('submit', onLogin);
+  $('signup-form').addEventListener('submit', onSignup);
+  $('toggle-revoked').addEventListener('click', onToggleRevoked);
+  clearErrorWhenFixed('login-form', 'login-error', () => (!$('login-email').value.trim() || !$('login-password').value ? LOGIN_INCOMPLETE : ''));
+  clearErrorWhenFixed('signup-form', 'signup-error', () => signupProblem()?.text ?? '');
+  clearErrorWhenFixed('create-form', 'create-error', createProblem);
   $('logout').addEventListener('click', onLogout);
   $('nav-keys').addEventListener('click', () => {
     $('keys-title').focus();
@@ -725,6 +837,7 @@ function init() {
     else if (!$('create-panel').hidden) onCancelCreate();
   });
   showLogin('');
+  void showSignupIfOpen();
 }
 
 init();

@@ -7,10 +7,12 @@ import helmet from 'helmet';
 import { join } from 'node:path';
 import { AppModule } from './app.module.js';
 import { sendError } from './common/errors/all-exceptions.filter.js';
+import { accessLogMiddleware } from './common/logging/access-log.middleware.js';
 import { JsonLogger } from './common/logging/json-logger.js';
 import { requestContextMiddleware } from './common/request-context/request-context.middleware.js';
 import { jsonBodyGuard } from './common/http/json-body-guard.js';
 import type { AppConfig } from './config/app-config.js';
+import { ShutdownState } from './modules/health/shutdown-state.js';
 
 export interface CreateAppOptions {
   config: AppConfig;
@@ -20,12 +22,13 @@ export interface CreateAppOptions {
 
 /** Builds the HTTP application exactly as production runs it; tests call this too. */
 export async function createHttpApp({ config, databaseUrl, logger }: CreateAppOptions): Promise<NestExpressApplication> {
+  const jsonLogger = logger ?? new JsonLogger(config.logLevel);
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, databaseUrl }), {
-    logger: logger ?? new JsonLogger(config.logLevel),
+    logger: jsonLogger,
     bodyParser: false,
     abortOnError: false,
   });
-  configureHttp(app, config);
+  configureHttp(app, config, jsonLogger);
   await app.init();
   return app;
 }
@@ -38,13 +41,20 @@ export async function createWorkerContext({ config, databaseUrl, logger }: Creat
   });
 }
 
-function configureHttp(app: NestExpressApplication, config: AppConfig): void {
+function configureHttp(app: NestExpressApplication, config: AppConfig, logger: JsonLogger): void {
   // X-Forwarded-For only from the proxies an operator named (TRUST_PROXY); by default nobody can pick the
   // address that per-IP limits (login, anonymous routes) count.
   app.set('trust proxy', config.trustProxy);
   app.set('x-powered-by', false);
   // The request id is fixed before anything can fail, so even a body-parse error carries it.
   app.use(requestContextMiddleware);
+  app.use(accessLogMiddleware(logger));
+  // While draining, answers ask keep-alive clients to reconnect, which reaches a process that stays.
+  const shutdown = app.get(ShutdownState);
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (shutdown.draining) res.setHeader('Connection', 'close');
+    next();
+  });
   app.use(
     helmet({
       // The account page and the API docs load only same-origin scripts and styles.
@@ -69,9 +79,9 @@ function configureHttp(app: NestExpressApplication, config: AppConfig): void {
   SwaggerModule.setup('api/docs', app as unknown as INestApplication, document, { jsonDocumentUrl: 'api/docs/openapi.json' });
 
   // Errors thrown by Express middleware (body parser, multer) never reach Nest's filter.
-  const logger = new Logger('Errors');
+  const errorLogger = new Logger('Errors');
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
-    sendError(error, req, res, logger);
+    sendError(error, req, res, errorLogger);
   });
 }

@@ -1,15 +1,20 @@
 import 'reflect-metadata';
-import type { INestApplicationContext } from '@nestjs/common';
+import { Logger, type INestApplicationContext } from '@nestjs/common';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createHttpApp, createWorkerContext } from './app.factory.js';
 import { JsonLogger } from './common/logging/json-logger.js';
 import { loadConfig, type AppConfig } from './config/app-config.js';
 import { ConfigError } from './config/config-error.js';
+import { DataDirLockedError } from './database/data-dir-lock.js';
 import { EmbeddedPostgres } from './database/embedded-postgres.js';
 import { ShutdownState } from './modules/health/shutdown-state.js';
+import { WorkerProbeServer } from './modules/health/worker-probe.server.js';
 
 /**
  * Entry point. APP_ROLE=all (default) serves HTTP and runs workers; api serves HTTP only; worker
- * runs queue processors only. Without DATABASE_URL the embedded PostgreSQL starts in this process.
+ * runs queue processors only (plus its probes on WORKER_HTTP_PORT). Without DATABASE_URL the embedded
+ * PostgreSQL starts in this process.
  */
 export async function start(overrides: Partial<Pick<AppConfig, 'role'>> = {}): Promise<void> {
   let config: AppConfig;
@@ -23,15 +28,32 @@ export async function start(overrides: Partial<Pick<AppConfig, 'role'>> = {}): P
     throw error;
   }
   const logger = new JsonLogger(config.logLevel);
-  const embedded = config.database.url ? undefined : await EmbeddedPostgres.start(config.dataDir);
+  // Every Logger, also those created before Nest starts (the embedded engine's), writes JSON lines.
+  Logger.overrideLogger(logger);
+  let embedded: EmbeddedPostgres | undefined;
+  if (!config.database.url) {
+    try {
+      embedded = await EmbeddedPostgres.start(config.dataDir);
+    } catch (error) {
+      if (error instanceof DataDirLockedError) {
+        logger.error({ msg: error.message, dataDir: config.dataDir }, 'Main');
+        process.exit(75); // EX_TEMPFAIL: retry once the other process is gone
+      }
+      throw error;
+    }
+  }
   const databaseUrl = config.database.url ?? embedded!.url;
 
   let app: INestApplicationContext;
+  let httpApp: NestExpressApplication | undefined;
+  let probe: WorkerProbeServer | undefined;
   if (config.role === 'worker') {
     app = await createWorkerContext({ config, databaseUrl, logger });
-    logger.log({ msg: 'worker started', role: config.role }, 'Main');
+    probe = new WorkerProbeServer(app);
+    const port = await probe.listen(config.workerHttpPort, config.host);
+    logger.log({ msg: 'worker started', role: config.role, port }, 'Main');
   } else {
-    const httpApp = await createHttpApp({ config, databaseUrl, logger });
+    httpApp = await createHttpApp({ config, databaseUrl, logger });
     await httpApp.listen(config.port, config.host);
     const address = httpApp.getHttpServer().address();
     logger.log({ msg: 'listening', role: config.role, port: typeof address === 'object' ? address?.port : config.port, embeddedDatabase: !!embedded }, 'Main');
@@ -42,16 +64,21 @@ export async function start(overrides: Partial<Pick<AppConfig, 'role'>> = {}): P
   const shutdown = async (signal: string): Promise<void> => {
     if (stopping) return;
     stopping = true;
-    logger.log({ msg: 'shutting down', signal }, 'Main');
+    // Readiness fails first; the load balancer (Kubernetes endpoints, compose health) stops sending
+    // new requests within its probe period while this process still answers them.
+    app.get(ShutdownState).startDraining();
+    const drainMs = httpApp ? config.shutdownDrainDelayMs : 0;
+    logger.log({ msg: 'shutting down', signal, drainMs }, 'Main');
+    await sleep(drainMs);
     const forceExit = setTimeout(() => {
       logger.error({ msg: 'shutdown timed out; exiting' }, 'Main');
       process.exit(1);
     }, config.shutdownTimeoutMs);
     forceExit.unref();
     try {
-      app.get(ShutdownState).startDraining();
-      // Closes the HTTP server (in-flight requests finish), workers, queues and pools.
+      // Closes the listener (in-flight requests finish), then workers, queues and pools.
       await app.close();
+      await probe?.close();
       await embedded?.stop();
       logger.log({ msg: 'stopped cleanly' }, 'Main');
       process.exit(0);

@@ -1,8 +1,10 @@
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
-import { startTestApp, type TestApp } from './support/test-app.js';
+import { startBuiltServer, type BuiltServer } from './support/app-process.js';
 
 /**
  * The account page (public/) in a real headless Chromium: the system browser from Debian's `chromium`
@@ -19,13 +21,23 @@ const CHROMIUM_ARGS = [
   '--no-first-run',
   '--disable-quic',
 ];
-const SCREENSHOT = resolve(__dirname, '..', 'test-output', 'account-page-keys.png');
+const OUTPUT = resolve(__dirname, '..', 'test-output');
+const SCREENSHOT = join(OUTPUT, 'account-page-keys.png');
 
-// The embedded engine needs one pooled connection (see test/api-keys.e2e-spec.ts).
-const EMBEDDED_SAFE_ENV: Record<string, string> = process.env.TEST_DATABASE_URL ? {} : { DATABASE_POOL_SIZE: '1' };
+/** Connects the way an MCP client configured with this url and these headers does, and lists the tools. */
+async function toolsSeenBy(url: string, headers: Record<string, string>): Promise<string[]> {
+  const client = new McpClient({ name: 'snippet-check', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  try {
+    return (await client.listTools()).tools.map((t) => t.name);
+  } finally {
+    await client.close();
+  }
+}
 
-describe('account page (public/) in a real browser', () => {
-  let app: TestApp;
+
+describe('account page (dist/public of the built server) in a real browser', () => {
+  let app: BuiltServer;
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
@@ -41,7 +53,8 @@ describe('account page (public/) in a real browser', () => {
     if (!existsSync(CHROMIUM)) {
       throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium) to run the account page e2e`);
     }
-    app = await startTestApp({ env: EMBEDDED_SAFE_ENV });
+    // What `npm start` serves: dist/public of the build, on the services CI gives it or the embedded default.
+    app = await startBuiltServer(process.env.TEST_DATABASE_URL ? 'services' : 'embedded');
     admin = await makeUser(app); // the first account is the admin; the main flow runs as an ordinary member
     expect(admin.role).toBe('admin');
     user = await makeUser(app);
@@ -63,7 +76,7 @@ describe('account page (public/) in a real browser', () => {
 
   afterAll(async () => {
     await browser?.close();
-    await app?.close();
+    if (app) expect(await app.stop()).toBe(0);
   });
 
   afterEach(() => {
@@ -81,10 +94,36 @@ describe('account page (public/) in a real browser', () => {
     expect(stored).toBe('{"local":{},"session":{}}');
   }
 
+  it('signs a new user up (AUTH_SIGNUP is open), with errors that clear once fixed', async () => {
+    await page.getByRole('heading', { name: 'New here? Create an account' }).waitFor();
+    const email = `signup-${Date.now()}@example.com`;
+    await page.locator('#signup-name').fill('New Person');
+    await page.locator('#signup-email').fill(email);
+    await page.locator('#signup-password').fill('short');
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.locator('#signup-error', { hasText: 'at least 10 characters' }).waitFor();
+    await page.locator('#signup-password').fill('a-long-enough-password');
+    expect(await page.locator('#signup-error').textContent()).toBe('');
+    // The server's answer for a taken email is shown as it comes.
+    await page.locator('#signup-email').fill(user.email);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.locator('#signup-error:not(:empty)').waitFor();
+    expect(await page.locator('#signup-error').textContent()).toMatch(/already/i);
+    await page.locator('#signup-email').fill(email);
+    expect(await page.locator('#signup-error').textContent()).toBe('');
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+    expect(await page.locator('#whoami').textContent()).toContain(email);
+    secrets.push('a-long-enough-password');
+    await expectNoSecretsInUrlOrStorage();
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to Atrium' }).waitFor();
+  });
+
   it('shows the login form and the error message from the envelope for a wrong password', async () => {
     await expect(page.getByRole('heading', { name: 'Sign in to Atrium' }).isVisible()).resolves.toBe(true);
-    await page.getByLabel('Email').fill(user.email);
-    await page.getByLabel('Password').fill('not-the-password-at-all');
+    await page.locator('#login-email').fill(user.email);
+    await page.locator('#login-password').fill('not-the-password-at-all');
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.locator('#login-error', { hasText: 'Email or password is incorrect' }).waitFor();
     expect(await page.locator('#keys-view').isHidden()).toBe(true);
@@ -93,7 +132,12 @@ describe('account page (public/) in a real browser', () => {
   });
 
   it('logs in, creates a key, shows it once, counts its calls, lists recent calls and deletes it', async () => {
-    await page.getByLabel('Password').fill(user.password);
+    // The message goes away once the input is edited into a complete form.
+    await page.locator('#login-password').fill('');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.locator('#login-error', { hasText: 'Enter your email and password.' }).waitFor();
+    await page.locator('#login-password').fill(user.password);
+    expect(await page.locator('#login-error').textContent()).toBe('');
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
     await page.locator('#keys-empty', { hasText: 'no API keys yet' }).waitFor();
@@ -103,10 +147,17 @@ describe('account page (public/) in a real browser', () => {
     await page.getByRole('button', { name: 'Create a key' }).click();
     await page.getByRole('heading', { name: 'Create a key' }).waitFor();
     expect(await page.locator('#key-expiry').inputValue()).toBe('90d'); // preselected
+    // Client-side checks, each cleared as soon as it is fixed.
+    await page.getByRole('button', { name: 'Create key', exact: true }).click();
+    await page.locator('#create-error', { hasText: 'Give the key a name.' }).waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('browser key');
+    expect(await page.locator('#create-error').textContent()).toBe('');
+    await page.getByRole('button', { name: 'Create key', exact: true }).click();
+    await page.locator('#create-error', { hasText: 'Check at least one scope.' }).waitFor();
+    await page.getByRole('checkbox', { name: 'Read tasks:read' }).check();
+    expect(await page.locator('#create-error').textContent()).toBe('');
     expect(await page.locator('#scope-groups').textContent()).toContain('List, statistics and search of tasks');
     expect(await page.locator('#scopes-hint').textContent()).toContain(':write');
-    await page.getByLabel('Name', { exact: true }).fill('browser key');
-    await page.getByRole('checkbox', { name: 'Read tasks:read' }).check();
     await page.getByRole('checkbox', { name: 'Read docs:read' }).check();
     await page.getByLabel('Expires').selectOption('30d');
     // Projects come from GET /api/projects; a member types repositories instead of picking them.
@@ -119,10 +170,23 @@ describe('account page (public/) in a real browser', () => {
     expect(key).toMatch(/^atr_[0-9A-Za-z]{38}$/);
     secrets.push(key, user.token);
     expect(await page.locator('#created-panel').textContent()).toContain('cannot be shown again');
-    const mcpEntry = JSON.parse((await page.locator('#created-mcp').textContent()) ?? '');
-    expect(mcpEntry).toEqual({
-      mcpServers: { atrium: { transport: 'http', url: `${app.baseUrl}/api/v1/public/mcp`, headers: { Authorization: `Bearer ${key}` } } },
+    // Every client's snippet, in that client's own format, connects with the MCP SDK client.
+    const mcpUrl = `${app.baseUrl}/api/v1/public/mcp`;
+    const auth = { Authorization: `Bearer ${key}` };
+    const snippet = async (client: string) => {
+      await page.getByLabel('Client', { exact: true }).selectOption({ label: client });
+      return (await page.locator('#created-mcp').textContent()) ?? '';
+    };
+    expect(JSON.parse(await snippet('VS Code'))).toEqual({ servers: { atrium: { type: 'http', url: mcpUrl, headers: auth } } });
+    expect(JSON.parse(await snippet('Cursor'))).toEqual({ mcpServers: { atrium: { url: mcpUrl, headers: auth } } });
+    expect(JSON.parse(await snippet('Claude Code (.mcp.json)'))).toEqual({
+      mcpServers: { atrium: { type: 'http', url: mcpUrl, headers: { Authorization: 'Bearer ${ATRIUM_API_KEY}' } } },
     });
+    expect(await snippet('Claude Code (command)')).toBe(`claude mcp add --transport http atrium ${mcpUrl} --header "Authorization: Bearer ${key}"`);
+    const openai = JSON.parse(await snippet('OpenAI Responses API'));
+    expect(openai).toMatchObject({ type: 'mcp', server_label: 'atrium', server_url: mcpUrl, headers: auth });
+    expect(await page.locator('#connector-url').textContent()).toBe(mcpUrl);
+    expect(await toolsSeenBy(openai.server_url, openai.headers)).toEqual(expect.arrayContaining(['list_tasks', 'list_documents']));
     const curl = (await page.locator('#created-curl').textContent()) ?? '';
     expect(curl).toContain(`-H "Authorization: Bearer ${key}"`);
     expect(curl).toContain(`${app.baseUrl}/api/v1/public/mcp/tools`);
@@ -153,9 +217,26 @@ describe('account page (public/) in a real browser', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(await row.locator('.key-last-used').textContent()).not.toBe('Never');
-    mkdirSync(join(SCREENSHOT, '..'), { recursive: true });
+    mkdirSync(OUTPUT, { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     console.log(`account page screenshot: ${SCREENSHOT}`);
+
+    // A phone (375 px): nothing wider than the screen, and the row's Delete button on screen.
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.screenshot({ path: join(OUTPUT, 'account-page-1280.png'), fullPage: true });
+    await page.setViewportSize({ width: 375, height: 800 });
+    const tooWide = await page.evaluate<string[]>(
+      `[...document.querySelectorAll('body *')].filter((e) => e.getClientRects().length && e.getBoundingClientRect().right > 375).map((e) => e.tagName + '#' + e.id + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))`,
+    );
+    expect(tooWide).toEqual([]);
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+    const deleteBox = await row.getByRole('button', { name: 'Delete browser key' }).boundingBox();
+    expect(deleteBox).not.toBeNull();
+    expect(deleteBox!.x).toBeGreaterThanOrEqual(0);
+    expect(deleteBox!.x + deleteBox!.width).toBeLessThanOrEqual(375);
+    await page.screenshot({ path: join(OUTPUT, 'account-page-375.png'), fullPage: true });
+    console.log(`account page screenshots at 1280 and 375 px: ${OUTPUT}`);
+    await page.setViewportSize({ width: 1360, height: 900 });
 
     // Recent calls of the key.
     await row.getByRole('button', { name: 'Recent calls of browser key' }).click();
@@ -177,8 +258,15 @@ describe('account page (public/) in a real browser', () => {
     await row.getByRole('button', { name: 'Delete browser key' }).click();
     await dialog.getByRole('button', { name: 'Delete key' }).click();
     await page.locator('#status', { hasText: 'deleted' }).waitFor();
+    // Revoked keys collapse behind a toggle.
+    await row.waitFor({ state: 'hidden' });
+    const toggle = page.getByRole('button', { name: 'Show revoked keys (1)' });
+    expect(await toggle.getAttribute('aria-expanded')).toBe('false');
+    await toggle.click();
     await row.locator('.key-status', { hasText: 'revoked' }).waitFor();
     expect(await row.getByRole('button', { name: 'Delete browser key' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Hide revoked keys (1)' }).click();
+    await row.waitFor({ state: 'hidden' });
 
     const refused = await app.http.get('/api/v1/public/mcp/tools').set(bearer(key)).expect(401);
     expect(refused.body.error.code).toBe('revoked_api_key');
@@ -201,8 +289,8 @@ describe('account page (public/) in a real browser', () => {
     await page.getByRole('heading', { name: 'Sign in to Atrium' }).waitFor();
     expect(await page.locator('#keys-view').isHidden()).toBe(true);
 
-    await page.getByLabel('Email').fill(user.email);
-    await page.getByLabel('Password').fill(user.password);
+    await page.locator('#login-email').fill(user.email);
+    await page.locator('#login-password').fill(user.password);
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
 
@@ -223,8 +311,8 @@ describe('account page (public/) in a real browser', () => {
   });
 
   it('offers an admin the registered repositories (GET /api/admin/github/repos) instead of a free-text field', async () => {
-    await page.getByLabel('Email').fill(admin.email);
-    await page.getByLabel('Password').fill(admin.password);
+    await page.locator('#login-email').fill(admin.email);
+    await page.locator('#login-password').fill(admin.password);
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
     const repoList = page.waitForResponse((res) => res.url().includes('/api/admin/github/repos'));

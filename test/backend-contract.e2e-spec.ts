@@ -137,6 +137,8 @@ describe('sign-up, the ADMIN_EMAIL account and password storage across restarts 
     // An email that is taken gets the same refusal, not a 409 that would tell whether it exists.
     const taken = await t.http.post('/api/auth/register').send(first).expect(403);
     expect(taken.body.error.code).toBe('FORBIDDEN');
+    // The account page asks before showing its sign-up form.
+    expect((await t.http.get('/api/auth/signup').expect(200)).body.data).toEqual({ open: false });
 
     // The named user is now an admin, with ADMIN_PASSWORD (the old password no longer works).
     await login(t, member.email, member.password).expect(401);
@@ -279,11 +281,10 @@ class RawConnection {
 /**
  * Readiness during shutdown. The draining flag is set by the process's SIGTERM handler (src/main.ts), not
  * by a Nest hook, so an in-process app.close() never sets it: this runs `node dist/src/main.js` for real.
- * The server stops accepting connections partway through shutdown, so a fresh connection after SIGTERM
- * may be refused or answered depending on timing. A load balancer's keep-alive connection is what still
- * reaches the app: a request already in flight on it keeps the server open, and the requests pipelined
- * behind it are answered after the draining flag is set (we send them only once the process has logged
- * "shutting down", which it does in the same synchronous step as setting the flag).
+ * After SIGTERM the listener stays open for SHUTDOWN_DRAIN_DELAY_MS (here the 5 s default) while readiness
+ * answers 503, so new connections are still served; requests that arrive while draining are answered
+ * with `Connection: close`, so a keep-alive client (a load balancer) reconnects instead of reusing a
+ * connection that the close will cut.
  */
 describe('readiness while shutting down (real process, SIGTERM)', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'atrium-drain-'));
@@ -332,13 +333,20 @@ describe('readiness while shutting down (real process, SIGTERM)', () => {
         if (proc.child.exitCode !== null) throw new Error(`exited before draining:\n${proc.output()}`);
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      connection.write(`${body.slice(10)}GET /api/ready HTTP/1.1\r\nHost: atrium\r\n\r\nGET /api/health HTTP/1.1\r\nHost: atrium\r\n\r\n`);
-      const [, inFlight, ready, health] = await connection.responses(4);
+      connection.write(body.slice(10));
+      const [, inFlight] = await connection.responses(2);
       connection.end();
 
       // The request in flight when the signal came is still served.
       expect(inFlight.status).toBe(200);
       expect(inFlight.body.data.user.email).toBe(credentials.email);
+      // New connections during the drain delay are still answered.
+      const [ready, health] = await Promise.all(
+        ['/api/ready', '/api/health'].map(async (path) => {
+          const res = await fetch(`${proc.baseUrl}${path}`);
+          return { status: res.status, headers: { 'x-request-id': res.headers.get('x-request-id') }, body: (await res.json()) as any };
+        }),
+      );
       // Readiness fails so the load balancer stops sending traffic; liveness still answers.
       expect(ready.status).toBe(503);
       expect(ready.body).toMatchObject({ success: false, data: null, error: { code: 'DEPENDENCY_UNAVAILABLE' } });

@@ -61,6 +61,34 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
     }
   }
 
+  /**
+   * Waits for `done` as long as the work moves: fails only when `progress` (a fingerprint of the work's
+   * state) has not changed for `stallMs`, so the bound does not depend on how fast the machine is. A
+   * stuck job still fails the drill; the stall window is longer than the slowest legitimate pause in a
+   * takeover (BullMQ's lock of a killed worker, 30 s, then its stalled-job check, up to 30 s more).
+   * `capMs` only stops a run that never ends.
+   */
+  async function waitWhileProgressing<T>(
+    label: string,
+    probe: () => Promise<{ done: T | undefined; progress: string }>,
+    { stallMs = 90_000, capMs = 480_000 } = {},
+  ): Promise<T> {
+    const started = Date.now();
+    let lastProgress = '';
+    let lastChange = Date.now();
+    for (;;) {
+      const { done, progress } = await probe();
+      if (done) return done;
+      if (progress !== lastProgress) {
+        lastProgress = progress;
+        lastChange = Date.now();
+      }
+      if (Date.now() - lastChange > stallMs) throw new Error(`${label}: no progress for ${stallMs} ms (stuck at ${progress})`);
+      if (Date.now() - started > capMs) throw new Error(`${label}: still moving but not reached within ${capMs} ms (at ${progress})`);
+      await sleep(250);
+    }
+  }
+
   beforeAll(async () => {
     buildOnce();
     database = await createTestDatabase();
@@ -140,16 +168,21 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
     return res.json.data.jobId;
   }
 
-  async function jobsOf(projectId: string): Promise<{ id: string; status: string; attempts: number }[]> {
-    return (await db.query(`SELECT id, status, attempts FROM indexing_jobs WHERE project_id = $1`, [projectId])).rows;
+  async function jobsOf(projectId: string): Promise<{ id: string; status: string; attempts: number; done: number }[]> {
+    return (await db.query(`SELECT id, status, attempts, done FROM indexing_jobs WHERE project_id = $1`, [projectId])).rows;
   }
 
   /** After recovery: every job final, each document stored once (no duplicate chunks), the run and its tool call once. */
   async function verify(label: string, projectId: string, documentIds: string[], runId: string, title: string, embeddedBefore: number): Promise<void> {
-    const jobs = await waitFor(`${label}: every ingest job final`, async () => {
+    // Issue 16: the jobs were not stuck, only slow. Each one embeds in batches behind a 400 ms fake
+    // provider and a worker runs one job at a time, so the time after the kill is the remaining jobs'
+    // work, which grows with the machine's load (the timeline figure below shows it); a fixed 45 s failed
+    // on a busy box. Progress = each job's status, attempts and documents done.
+    const jobs = await waitWhileProgressing(`${label}: every ingest job final`, async () => {
       const rows = await jobsOf(projectId);
-      return rows.length === documentIds.length && rows.every((r) => FINAL.includes(r.status)) ? rows : undefined;
-    }, 45_000);
+      const done = rows.length === documentIds.length && rows.every((r) => FINAL.includes(r.status)) ? rows : undefined;
+      return { done, progress: rows.map((r) => `${r.status}/${r.attempts}/${r.done}`).sort().join(',') };
+    });
     const run = await waitFor(`${label}: agent run final`, async () => {
       const r = (await b('GET', `/api/agent/status/${runId}`)).json.data;
       return FINAL.includes(r.status) ? r : undefined;
@@ -167,6 +200,13 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
     const tasks = (await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = $1`, [title])).rows[0].n as number;
     figures[`${label}: ingest jobs lost / not succeeded`] = `${notSucceeded} of ${jobs.length} (attempts: ${jobs.map((j) => j.attempts).join(',')})`;
     figures[`${label}: duplicate stored chunks`] = duplicates;
+    // Where the time went: a stuck job shows as one long run or a long gap before its last attempt.
+    const timeline = (await db.query(
+      `SELECT attempts, round(extract(epoch FROM (started_at - created_at)))::int AS waited_s, round(extract(epoch FROM (finished_at - started_at)) * 10)::float / 10 AS ran_s
+         FROM indexing_jobs WHERE project_id = $1 ORDER BY finished_at`,
+      [projectId],
+    )).rows as { attempts: number; waited_s: number; ran_s: number }[];
+    figures[`${label}: jobs (attempts:waited s→ran s, by finish)`] = timeline.map((t) => `${t.attempts}:${t.waited_s}→${t.ran_s}`).join(' ');
     figures[`${label}: chunks re-embedded after the kill`] = `${reEmbedded} of ${chunkTexts.length}`;
     figures[`${label}: agent run`] = `${run.status}, tool calls ${JSON.stringify(run.steps.filter((s: any) => s.type === 'tool_call').map((s: any) => s.status))}, tasks created ${tasks}`;
     expect(notSucceeded).toBe(0);
@@ -202,7 +242,7 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
 
   it('(a) a worker killed mid-ingest and mid-run: the second worker finishes everything once', async () => {
     await scenario('second-worker', 'second-worker');
-  }, 90_000);
+  }, 600_000); // progress-bounded inside (waitWhileProgressing); this only stops a run that never ends
 
   it('(b) a worker killed mid-ingest and mid-run: its restart finishes everything once', async () => {
     await scenario('restart', 'restart');

@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildOnce, startAppProcess } from './support/app-process.js';
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 async function post(baseUrl: string, path: string, body: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(`${baseUrl}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
   return { status: res.status, body: await res.json() };
@@ -69,6 +71,58 @@ describe('process lifecycle on the embedded default', () => {
       expect(await second.exited).toBe(0);
     }
   }, 240_000);
+
+  it('drains on SIGTERM: /api/ready answers 503 while every call in flight or arriving is still answered, then exits 0', async () => {
+    const drainDir = mkdtempSync(join(tmpdir(), 'atrium-drain-'));
+    const app = await startAppProcess({ DATA_DIR: drainDir, LOG_LEVEL: 'info', SHUTDOWN_DRAIN_DELAY_MS: '8000', RATE_LIMIT_LOGIN_PER_15_MIN: '1000' });
+    try {
+      const credentials = { email: 'drain@example.com', password: 'drain-password-1', name: 'Drain' };
+      expect((await post(app.baseUrl, '/api/auth/register', credentials)).status).toBe(201);
+      const token = (await post(app.baseUrl, '/api/auth/login', { email: credentials.email, password: credentials.password })).body.data.accessToken as string;
+
+      // Readiness, polled until the listener is gone: what a Kubernetes readiness probe sees.
+      const readiness: (number | 'refused')[] = [];
+      const probing = (async () => {
+        for (;;) {
+          const status = await fetch(`${app.baseUrl}/api/ready`).then((res) => res.status, () => 'refused' as const);
+          readiness.push(status);
+          if (status === 'refused') return;
+          await sleep(100);
+        }
+      })();
+
+      // 20 logins (slow: password hashing) in flight at SIGTERM, then calls for the next 2 s (traffic the
+      // load balancer still sends until readiness fails): all sent well inside the 8 s drain delay, so the
+      // margin does not depend on the machine's speed.
+      const failure = (error: Error & { cause?: { code?: string } }) => `${error.message} (${error.cause?.code ?? 'no code'})`;
+      const login = () => post(app.baseUrl, '/api/auth/login', { email: credentials.email, password: credentials.password }).then((res) => res.status, failure);
+      const me = () => fetch(`${app.baseUrl}/api/auth/me`, { headers: { Authorization: `Bearer ${token}` } }).then((res) => res.status, failure);
+      const calls: Promise<number | string>[] = Array.from({ length: 20 }, login);
+      await sleep(20);
+      app.child.kill('SIGTERM');
+      const signalled = Date.now();
+      for (let i = 0; Date.now() - signalled < 2000; i += 1) {
+        calls.push(i % 2 === 0 ? me() : login());
+        await sleep(50);
+      }
+      const answers = await Promise.all(calls);
+      expect(answers.length).toBeGreaterThan(20);
+      expect(answers).toEqual(answers.map(() => expect.any(Number)));
+      expect(answers.filter((status) => status !== 200)).toEqual([]);
+
+      expect(await app.exited).toBe(0);
+      await probing;
+      // Ready before SIGTERM, then 503 (while still answering), then the listener closed.
+      const firstDraining = readiness.indexOf(503);
+      expect(firstDraining).toBeGreaterThan(-1);
+      expect(readiness.slice(firstDraining, -1).every((status) => status === 503)).toBe(true);
+      expect(readiness[readiness.length - 1]).toBe('refused');
+      expect(app.output()).toContain('"msg":"stopped cleanly"');
+    } finally {
+      if (app.child.exitCode === null) app.child.kill('SIGKILL');
+      rmSync(drainDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('refuses to start with a bad variable, naming it in one line', async () => {
     await expect(startAppProcess({ ...env, PORT: 'eighty' }, 30_000)).rejects.toThrow(/Invalid configuration: PORT must be an integer/);

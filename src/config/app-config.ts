@@ -122,6 +122,10 @@ export interface AppConfig {
     recoveryIntervalMs: number;
   };
   shutdownTimeoutMs: number;
+  /** On SIGTERM, how long /api/ready answers 503 while requests are still served, before the listener closes. */
+  shutdownDrainDelayMs: number;
+  /** APP_ROLE=worker: the port of its /api/health and /api/ready probes. */
+  workerHttpPort: number;
   secrets: AppSecrets;
 }
 
@@ -197,6 +201,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       recoveryIntervalMs: read.int('AGENT_RECOVERY_INTERVAL_MS', 15_000, 100, 3_600_000),
     },
     shutdownTimeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 120_000),
+    shutdownDrainDelayMs: read.int('SHUTDOWN_DRAIN_DELAY_MS', 5_000, 0, 120_000),
+    workerHttpPort: read.int('WORKER_HTTP_PORT', 3001, 0, 65535),
     secrets: resolveSecrets(read, nodeEnv, dataDir),
   };
 }

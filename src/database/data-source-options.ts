@@ -1,6 +1,7 @@
 import type { DataSourceOptions } from 'typeorm';
 import { ALL_MIGRATIONS } from '../../migrations/index.js';
 import { SnakeNamingStrategy } from './snake-naming.strategy.js';
+import { TypeOrmJsonLogger } from './typeorm-json-logger.js';
 
 /**
  * The one definition of how Atrium talks to PostgreSQL, used by the app, the migration CLI,
@@ -16,6 +17,7 @@ export function buildDataSourceOptions(url: string, poolSize: number): DataSourc
     migrationsTransactionMode: 'each',
     synchronize: false,
     logging: false,
+    logger: new TypeOrmJsonLogger(),
     extra: {
       max: poolSize,
       // Fail fast when PostgreSQL is unreachable instead of hanging a request.

@@ -1,20 +1,33 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { buildDataSourceOptions } from './data-source-options.js';
+import { runMigrationsUnderLock } from './migrations-runner.js';
 
 @Module({})
 export class DatabaseModule {
-  /** Migrations run before the app serves; `migrationsRun` keeps that in TypeORM's own start-up. */
+  /** Migrations run before the app serves, under an advisory lock (several processes may start at once). */
   static forRoot(databaseUrl: string, poolSize: number): DynamicModule {
     return {
       module: DatabaseModule,
       imports: [
-        TypeOrmModule.forRoot({
-          ...buildDataSourceOptions(databaseUrl, poolSize),
-          migrationsRun: true,
-          autoLoadEntities: true,
-          retryAttempts: 3,
-          retryDelay: 1000,
+        TypeOrmModule.forRootAsync({
+          useFactory: () => ({
+            ...buildDataSourceOptions(databaseUrl, poolSize),
+            autoLoadEntities: true,
+            retryAttempts: 3,
+            retryDelay: 1000,
+          }),
+          dataSourceFactory: async (options) => {
+            const dataSource = await new DataSource(options!).initialize();
+            try {
+              await runMigrationsUnderLock(dataSource, databaseUrl);
+            } catch (error) {
+              await dataSource.destroy();
+              throw error;
+            }
+            return dataSource;
+          },
         }),
       ],
     };

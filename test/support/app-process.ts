@@ -1,19 +1,72 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, statSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import request from 'supertest';
+import { isProcessAlive } from '../../src/database/data-dir-lock.js';
+import { createTestDatabase, deploymentEnv, type TestDatabase } from './test-app.js';
 
 const ROOT = join(__dirname, '..', '..');
+/** What `nest build` compiles or copies: a newer file in any of these makes dist/ stale. */
+const BUILD_INPUTS = ['src', 'migrations', 'public', 'bench', 'scripts', 'nest-cli.json', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
+const BUILD_STAMP = join(ROOT, 'dist', '.build-stamp');
+const BUILD_LOCK = join(ROOT, '.test-build.lock');
+
+function newestMtimeMs(path: string): number {
+  if (!existsSync(path)) return 0;
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  let newest = stat.mtimeMs;
+  for (const entry of readdirSync(path)) newest = Math.max(newest, newestMtimeMs(join(path, entry)));
+  return newest;
+}
+
+function distIsFresh(): boolean {
+  if (!existsSync(BUILD_STAMP)) return false;
+  const built = statSync(BUILD_STAMP).mtimeMs;
+  return BUILD_INPUTS.every((input) => newestMtimeMs(join(ROOT, input)) <= built);
+}
+
+/** Takes the build lock, waiting for another test process's build; a lock left by a dead process is taken over. */
+function withBuildLock(fn: () => void): void {
+  const deadline = Date.now() + 10 * 60_000;
+  for (;;) {
+    try {
+      const fd = openSync(BUILD_LOCK, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const holder = Number(readFileSync(BUILD_LOCK, 'utf8').trim());
+      if (!holder || !isProcessAlive(holder)) {
+        unlinkSync(BUILD_LOCK);
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`${BUILD_LOCK} is held by pid ${holder} for more than 10 minutes`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    }
+  }
+  try {
+    fn();
+  } finally {
+    unlinkSync(BUILD_LOCK);
+  }
+}
 
 /**
- * Compiles the app once per test run, so process tests run exactly what `npm start` runs. Jest gives
- * each test file fresh modules, but --runInBand keeps one process: a marker named after its pid lets
- * the second process suite reuse the first one's build.
+ * Compiles the app exactly as `npm start` does (`nest build`), unless dist/ is already newer than every
+ * input, so the process tests of one run (and of the next run, if nothing changed) share one build.
+ * A lock file keeps two test processes from building into the same dist/ at once.
  */
 export function buildOnce(): void {
-  const marker = join(ROOT, 'dist', `.test-build-${process.pid}`);
-  if (existsSync(marker)) return;
-  execFileSync(process.execPath, [join(ROOT, 'node_modules', '@nestjs', 'cli', 'bin', 'nest.js'), 'build'], { cwd: ROOT, stdio: 'pipe' });
-  writeFileSync(marker, new Date().toISOString());
+  if (distIsFresh()) return;
+  withBuildLock(() => {
+    if (distIsFresh()) return; // built by the process we waited for
+    const started = Date.now();
+    execFileSync(process.execPath, [join(ROOT, 'node_modules', '@nestjs', 'cli', 'bin', 'nest.js'), 'build'], { cwd: ROOT, stdio: 'pipe' });
+    writeFileSync(BUILD_STAMP, `built in ${Date.now() - started} ms\n`);
+  });
 }
 
 export interface AppProcess {
@@ -25,13 +78,13 @@ export interface AppProcess {
 
 /**
  * Starts `node dist/src/main.js` with the given environment and waits for its "listening" log line
- * ("worker started" for APP_ROLE=worker, which serves no HTTP: its baseUrl is empty).
+ * ("worker started" for APP_ROLE=worker: its baseUrl is the probe port, /api/health and /api/ready only).
  */
 export async function startAppProcess(env: Record<string, string>, timeoutMs = 90_000): Promise<AppProcess> {
   const readyMsg = env.APP_ROLE === 'worker' ? 'worker started' : 'listening';
   const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js')], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', HOST: '127.0.0.1', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', WORKER_HTTP_PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -51,4 +104,42 @@ export async function startAppProcess(env: Record<string, string>, timeoutMs = 9
     void exited.then((code) => reject(new Error(`app exited with ${code} before listening:\n${output}`)));
   });
   return { child, baseUrl: port ? `http://127.0.0.1:${port}` : '', output: () => output, exited };
+}
+
+export interface BuiltServer {
+  process: AppProcess;
+  baseUrl: string;
+  /** supertest against the process, for the test factories (makeUser, makeApiKey). */
+  http: ReturnType<typeof request>;
+  /** SIGTERM, expects exit 0, drops the test database and the data directory. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Builds (once) and starts `node dist/src/main.js` as a user runs it: `services` on a fresh database of
+ * TEST_DATABASE_URL's server with TEST_REDIS_URL, `embedded` with neither (the zero-config default).
+ */
+export async function startBuiltServer(backing: 'embedded' | 'services', env: Record<string, string> = {}): Promise<BuiltServer> {
+  buildOnce();
+  const dataDir = mkdtempSync(join(tmpdir(), 'atrium-built-'));
+  const processEnv: Record<string, string> = { DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  let database: TestDatabase | undefined;
+  if (backing === 'services') {
+    database = await createTestDatabase();
+    Object.assign(processEnv, deploymentEnv('built'), { DATABASE_URL: database.url });
+    if (process.env.TEST_REDIS_URL) processEnv.REDIS_URL = process.env.TEST_REDIS_URL;
+  }
+  const proc = await startAppProcess({ ...processEnv, ...env });
+  return {
+    process: proc,
+    baseUrl: proc.baseUrl,
+    http: request(proc.baseUrl),
+    stop: async () => {
+      if (proc.child.exitCode === null) proc.child.kill('SIGTERM');
+      const code = await proc.exited;
+      await database?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+      return code;
+    },
+  };
 }

@@ -13,7 +13,7 @@ export interface TestUser {
 let counter = 0;
 
 /** Registers and logs in a fresh user through the public routes. */
-export async function makeUser(app: TestApp, overrides: Partial<{ email: string; password: string; name: string }> = {}): Promise<TestUser> {
+export async function makeUser(app: Pick<TestApp, 'http'>, overrides: Partial<{ email: string; password: string; name: string }> = {}): Promise<TestUser> {
   counter += 1;
   const email = overrides.email ?? `user${counter}-${randomBytes(3).toString('hex')}@example.com`;
   const password = overrides.password ?? `pw-${randomBytes(8).toString('hex')}`;
@@ -36,7 +36,7 @@ export interface ApiKeyOptions {
 }
 
 /** Issues a personal API key through POST /api/api-keys; returns its id and the one-time plaintext. */
-export async function makeApiKey(app: TestApp, user: TestUser, options: ApiKeyOptions): Promise<{ id: string; key: string }> {
+export async function makeApiKey(app: Pick<TestApp, 'http'>, user: TestUser, options: ApiKeyOptions): Promise<{ id: string; key: string }> {
   const { scopes, name = 'test key', expiresIn = 'never', ...pins } = options;
   const res = await app.http.post('/api/api-keys').set(bearer(user.token)).send({ name, scopes, expiresIn, ...pins }).expect(201);
   return { id: res.body.data.id as string, key: res.body.data.key as string };

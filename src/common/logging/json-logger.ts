@@ -1,18 +1,38 @@
 import type { LoggerService } from '@nestjs/common';
+import pino, { type Logger as PinoLogger } from 'pino';
 import type { LogLevel } from '../../config/app-config.js';
 import { RequestContext } from '../request-context/request-context.js';
 
-const SEVERITY: Record<LogLevel, number> = { error: 0, warn: 1, info: 2, debug: 3 };
+/**
+ * Nest's start-up chatter (module wiring, one line per mapped route) is for debugging, not for the
+ * operator's info stream.
+ */
+const DEBUG_CONTEXTS = new Set(['InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestFactory', 'NestApplication']);
+
+/** pino writing one JSON object per line to stdout, synchronously (nothing is lost on process.exit). */
+export function createPino(level: LogLevel): PinoLogger {
+  return pino({
+    level,
+    base: undefined,
+    messageKey: 'msg',
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+  });
+}
 
 /**
- * Structured logs: one JSON object per line on stdout, with the request id of the current request or
- * job. Callers must never pass secrets; error causes are logged as name + message + stack only.
+ * Structured logs for Nest and the app: every line is JSON (pino), with the request id of the current
+ * request or job. Callers must never pass secrets; error causes are logged as name + message + stack only.
  */
 export class JsonLogger implements LoggerService {
-  constructor(private level: LogLevel = 'info') {}
+  readonly pino: PinoLogger;
+
+  constructor(level: LogLevel = 'info') {
+    this.pino = createPino(level);
+  }
 
   setLevel(level: LogLevel): void {
-    this.level = level;
+    this.pino.level = level;
   }
 
   log(message: unknown, ...rest: unknown[]): void {
@@ -34,11 +54,12 @@ export class JsonLogger implements LoggerService {
     this.write('error', message, rest);
   }
 
-  private write(level: LogLevel, message: unknown, rest: unknown[]): void {
-    if (SEVERITY[level] > SEVERITY[this.level]) return;
+  private write(requested: LogLevel, message: unknown, rest: unknown[]): void {
     // Nest passes the context name as the last string argument.
     const context = typeof rest[rest.length - 1] === 'string' ? (rest.pop() as string) : undefined;
-    const entry: Record<string, unknown> = { time: new Date().toISOString(), level, context };
+    const level = requested === 'info' && context && DEBUG_CONTEXTS.has(context) ? 'debug' : requested;
+    if (!this.pino.isLevelEnabled(level)) return;
+    const entry: Record<string, unknown> = { context };
     const requestId = RequestContext.requestId();
     if (requestId) entry.requestId = requestId;
     if (message instanceof Error) {
@@ -54,7 +75,7 @@ export class JsonLogger implements LoggerService {
       else if (typeof extra === 'string' && level === 'error') entry.stack = extra;
       else if (typeof extra === 'object' && extra !== null) Object.assign(entry, extra);
     }
-    process.stdout.write(`${JSON.stringify(entry)}\n`);
+    this.pino[level](entry);
   }
 }
 

@@ -14,6 +14,13 @@ export class AuthController {
   constructor(private readonly auth: AuthService) {}
 
   @Public()
+  @Get('signup')
+  @ApiOperation({ summary: 'Whether anyone may create an account here (AUTH_SIGNUP); the account page shows its sign-up form only then' })
+  signup() {
+    return { open: this.auth.signupOpen() };
+  }
+
+  @Public()
   @Post('register')
   @ApiOperation({ summary: 'Create an account (the first account is an admin)' })
   register(@Body() body: RegisterDto) {

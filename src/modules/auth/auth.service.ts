@@ -29,6 +29,10 @@ export class AuthService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
+  signupOpen(): boolean {
+    return this.config.auth.signup === 'open';
+  }
+
   async register(input: RegisterDto): Promise<UserView> {
     if (this.config.auth.signup === 'closed') {
       throw new AppException(ErrorCode.Forbidden, 'Sign-up is closed on this installation; ask an administrator');

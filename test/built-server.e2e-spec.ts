@@ -1,0 +1,190 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startBuiltServer, type BuiltServer } from './support/app-process.js';
+
+const run = promisify(execFile);
+const INSPECTOR_DIR = join(__dirname, '..', 'node_modules', '@modelcontextprotocol', 'inspector');
+const INSPECTOR_BIN = join(INSPECTOR_DIR, (JSON.parse(readFileSync(join(INSPECTOR_DIR, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin['mcp-inspector']);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+async function http(baseUrl: string, method: string, path: string, options: { token?: string; json?: unknown; form?: FormData } = {}): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  if (options.token) headers.Authorization = `Bearer ${options.token}`;
+  if (options.json !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(`${baseUrl}${path}`, { method, headers, body: options.form ?? (options.json === undefined ? undefined : JSON.stringify(options.json)) });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON: the page and its assets
+  }
+  return { status: res.status, headers: res.headers, body };
+}
+
+interface McpConnection {
+  from: string;
+  url: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * The README's "MCP clients" snippets, with its placeholders (localhost:3000, atrium.example.com, the
+ * example key, ${ATRIUM_API_KEY} which Claude Code expands) replaced by this server and a real key:
+ * each becomes the url + headers that client would connect with.
+ */
+function readmeMcpConnections(base: string, key: string): McpConnection[] {
+  const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## MCP clients'), readme.indexOf('With curl:', readme.indexOf('## MCP clients')));
+  const fill = (text: string) =>
+    text.replaceAll('http://localhost:3000', base).replaceAll('https://atrium.example.com', base).replaceAll('atr_your_key_here', key).replaceAll('${ATRIUM_API_KEY}', key);
+  const connections: McpConnection[] = [];
+  for (const [, lang, body] of section.matchAll(/```(\w+)\n([\s\S]*?)```/g)) {
+    const text = fill(body);
+    if (lang === 'json') {
+      const config = JSON.parse(text) as { servers?: Record<string, any>; mcpServers?: Record<string, any> };
+      const entry = (config.servers ?? config.mcpServers)!.atrium;
+      // VS Code and Claude Code name the transport; Cursor infers it from `url`.
+      if (config.servers || entry.type !== undefined) expect(entry.type).toBe('http');
+      connections.push({ from: config.servers ? 'VS Code' : entry.type ? 'Claude Code .mcp.json' : 'Cursor', url: entry.url, headers: entry.headers });
+      continue;
+    }
+    const claude = /claude mcp add --transport http atrium (\S+) --header "([^:]+): ([^"]+)"/.exec(text);
+    if (claude) connections.push({ from: 'claude mcp add', url: claude[1], headers: { [claude[2]]: claude[3] } });
+    const openai = /-d '([\s\S]*)'/.exec(text);
+    if (openai) {
+      const tool = (JSON.parse(openai[1]) as { tools: { type: string; server_url: string; headers: Record<string, string> }[] }).tools[0];
+      expect(tool.type).toBe('mcp');
+      connections.push({ from: 'OpenAI Responses mcp tool', url: tool.server_url, headers: tool.headers });
+    }
+  }
+  return connections;
+}
+
+/**
+ * The shipped artifact, driven from outside: `nest build` as `npm start` runs it, then `node dist/src/main.js`
+ * with only environment variables, on the zero-config embedded default and (with TEST_DATABASE_URL) on
+ * PostgreSQL + Redis. Everything goes over HTTP, as a user's browser, MCP client or script would.
+ */
+const variants: { name: string; enabled: boolean }[] = [
+  { name: 'embedded default (no DATABASE_URL, no REDIS_URL)', enabled: true },
+  { name: 'PostgreSQL + Redis', enabled: !!process.env.TEST_DATABASE_URL },
+];
+
+describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name }) => {
+  const home = mkdtempSync(join(tmpdir(), 'atrium-built-home-'));
+  let server: BuiltServer;
+  let base = '';
+  let token = '';
+  let key = '';
+
+  beforeAll(async () => {
+    server = await startBuiltServer(name.startsWith('embedded') ? 'embedded' : 'services');
+    base = server.baseUrl;
+    const email = `built-${Date.now()}@example.com`;
+    expect((await http(base, 'POST', '/api/auth/register', { json: { email, password: 'built-password-1', name: 'Built' } })).status).toBe(201);
+    token = (await http(base, 'POST', '/api/auth/login', { json: { email, password: 'built-password-1' } })).body.data.accessToken;
+    const created = await http(base, 'POST', '/api/api-keys', { token, json: { name: 'built', scopes: ['tasks:read', 'tasks:write', 'docs:read'], expiresIn: 'never' } });
+    expect(created.status).toBe(201);
+    key = created.body.data.key;
+  }, 240_000);
+
+  afterAll(async () => {
+    rmSync(home, { recursive: true, force: true });
+    if (server) expect(await server.stop()).toBe(0);
+  }, 60_000);
+
+  it('serves the account page and its assets from dist/public', async () => {
+    const page = await http(base, 'GET', '/');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page.body).toContain('src="/app.js"');
+    const script = await http(base, 'GET', '/app.js');
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toMatch(/javascript/);
+    const styles = await http(base, 'GET', '/styles.css');
+    expect(styles.status).toBe(200);
+    expect(styles.headers.get('content-type')).toMatch(/^text\/css/);
+    const snippets = await http(base, 'GET', '/mcp-snippets.js'); // imported by app.js
+    expect(snippets.status).toBe(200);
+    expect(snippets.body).toContain('export function mcpClientSnippets');
+    expect((await http(base, 'GET', '/nothing-here.css')).status).toBe(404);
+  });
+
+  it('serves the OpenAPI document and the docs page', async () => {
+    const openapi = await http(base, 'GET', '/api/docs/openapi.json');
+    expect(openapi.status).toBe(200);
+    expect(openapi.body.openapi).toMatch(/^3\./);
+    expect(Object.keys(openapi.body.paths)).toEqual(expect.arrayContaining(['/api/health', '/api/v1/public/mcp', '/api/documents/upload']));
+    const docs = await http(base, 'GET', '/api/docs');
+    expect(docs.status).toBe(200);
+    expect(docs.body).toContain('swagger');
+  });
+
+  it('answers the MCP Inspector CLI on /api/v1/public/mcp with the key', async () => {
+    const inspector = (args: string[]) =>
+      run(process.execPath, [INSPECTOR_BIN, '--cli', `${base}/api/v1/public/mcp`, '--transport', 'http', '--header', `Authorization: Bearer ${key}`, '--stored-auth-only', '--format', 'json', ...args], {
+        env: { PATH: process.env.PATH ?? '', HOME: home, NO_COLOR: '1' },
+        timeout: 90_000,
+        maxBuffer: 10 * 1024 * 1024,
+      });
+    const listed = JSON.parse((await inspector(['--method', 'tools/list'])).stdout) as { result: { tools: { name: string }[] } };
+    expect(listed.result.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['list_tasks', 'create_task', 'search_documents']));
+    const called = JSON.parse(
+      (await inspector(['--method', 'tools/call', '--tool-name', 'create_task', '--tool-args-json', JSON.stringify({ title: 'from the built server' })])).stdout,
+    ) as { result: { structuredContent: { title: string }; isError?: boolean } };
+    expect(called.result.isError).toBeFalsy();
+    expect(called.result.structuredContent.title).toBe('from the built server');
+  }, 120_000);
+
+  it('connects with every MCP client snippet of the README (url and headers as each client sends them)', async () => {
+    const connections = readmeMcpConnections(base, key);
+    expect(connections.map((c) => c.from)).toEqual(['VS Code', 'claude mcp add', 'Claude Code .mcp.json', 'Cursor', 'OpenAI Responses mcp tool']);
+    for (const connection of connections) {
+      expect(connection.url).toBe(`${base}/api/v1/public/mcp`);
+      const client = new McpClient({ name: connection.from, version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(connection.url), { requestInit: { headers: connection.headers } }));
+      try {
+        expect((await client.listTools()).tools.map((t) => t.name)).toContain('list_tasks');
+      } finally {
+        await client.close();
+      }
+    }
+  }, 60_000);
+
+  it('tells the account page whether sign-up is open', async () => {
+    expect((await http(base, 'GET', '/api/auth/signup')).body.data).toEqual({ open: true });
+  });
+
+  it('indexes an uploaded document in the background and finds it by search', async () => {
+    const project = await http(base, 'POST', '/api/projects', { token, json: { name: 'Built project' } });
+    expect(project.status).toBe(201);
+    const form = new FormData();
+    form.append('file', new Blob(['The built server test checks that the lighthouse keeper logs every passing ship.\n'], { type: 'text/plain' }), 'note.txt');
+    form.append('projectId', project.body.data.id);
+    const uploaded = await http(base, 'POST', '/api/documents/upload', { token, form });
+    expect(uploaded.status).toBe(201);
+    const documentId = uploaded.body.data.id as string;
+    // Polled, not timed: on a busy machine indexing takes what it takes; the bound only stops a hang.
+    let status = '';
+    for (const started = Date.now(); Date.now() - started < 120_000; await sleep(250)) {
+      status = (await http(base, 'GET', `/api/documents/${documentId}`, { token })).body.data.status;
+      if (status === 'indexed' || status === 'failed') break;
+    }
+    expect(status).toBe('indexed');
+    const search = await http(base, 'POST', '/api/rag/search', { token, json: { query: 'lighthouse keeper', projectId: project.body.data.id } });
+    expect(search.status).toBe(200);
+    expect(search.body.data.results[0]).toMatchObject({ documentId });
+  }, 180_000);
+});
