@@ -94,8 +94,9 @@ describe('OAuth consent page and connected apps in a real browser', () => {
 
   it('the account page lists the connected app and disconnects it', async () => {
     await page.goto(`${app.baseUrl}/`);
-    await page.getByLabel('Email').fill(user.email);
-    await page.getByLabel('Password').fill(user.password);
+    // The account page also has a sign-up form with its own Email and Password fields.
+    await page.locator('#login-email').fill(user.email);
+    await page.locator('#login-password').fill(user.password);
     await page.getByRole('button', { name: 'Log in' }).click();
     const row = page.locator('#apps-body tr', { hasText: 'Test client' });
     await row.waitFor();

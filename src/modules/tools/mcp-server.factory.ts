@@ -69,7 +69,9 @@ export class McpServerFactory implements OnApplicationShutdown {
   ) {
     this.modern = createMcpHandler(
       (ctx) => this.createModern((ctx.authInfo?.extra as Record<string, McpRequestContext> | undefined)?.[ATRIUM_CONTEXT]),
-      { legacy: 'reject', responseMode: 'json', onerror: (error) => this.logger.debug({ msg: 'MCP request refused', error: error.message }) },
+      // 'auto' answers one JSON body, as no tool emits messages before its result; 'json' would say the same with a
+      // console.warn at every start, a line that is not JSON in the logs.
+      { legacy: 'reject', responseMode: 'auto', onerror: (error) => this.logger.debug({ msg: 'MCP request refused', error: error.message }) },
     );
   }
 
