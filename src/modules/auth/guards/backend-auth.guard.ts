@@ -61,7 +61,11 @@ export class BackendAuthGuard extends AuthGuard(['jwt', 'project-token']) {
   }
 
   override handleRequest<TUser>(error: unknown, user: TUser | false, _info?: unknown, context?: ExecutionContext): TUser {
-    if (error || !user) {
+    // A strategy that failed to look its credential up (the database is down) did not find the credential
+    // bad: the error goes to the filter (503 DEPENDENCY_UNAVAILABLE), not a 401 that would log the user out.
+    // A bad or expired token arrives as `info`, never as `error`.
+    if (error) throw error;
+    if (!user) {
       const token = context ? bearerToken(context.switchToHttp().getRequest<Request>()) : undefined;
       if (token?.startsWith('atp_')) {
         throw new AppException(ErrorCode.AuthInvalid, 'The project session token is invalid or has expired; ask a project owner or editor for a new one');
