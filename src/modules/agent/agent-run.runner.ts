@@ -278,9 +278,17 @@ class Fence {
     await this.write(`steps = jsonb_set(steps, ARRAY[$3::text], $4::jsonb)`, [String(step.index), JSON.stringify(step)]);
   }
 
+  /**
+   * The final write, and the one place the cancel rule lives: a pending cancel wins over whatever the run
+   * reached. The row lock orders it against AgentRunsService.cancel (which only flags unfinished runs), so a
+   * cancel either lands first (this write turns it into `cancelled`) or finds the run finished (409).
+   */
   async finish(status: 'succeeded' | 'failed' | 'cancelled', output: string | null, error: string | null): Promise<void> {
     await this.dataSource.query(
-      `UPDATE agent_runs SET status = $3, output = $4, error = $5, finished_at = now(), claim_token = NULL
+      `UPDATE agent_runs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE $3 END,
+              output = CASE WHEN cancel_requested THEN NULL ELSE $4 END,
+              error = CASE WHEN cancel_requested THEN NULL ELSE $5 END,
+              finished_at = now(), claim_token = NULL
        WHERE id = $1 AND claim_token = $2 AND status = 'running'`,
       [this.runId, this.token, status, output, error],
     );

@@ -109,7 +109,11 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     return toView(await this.findOwn(actor, jobId));
   }
 
-  /** A queued run is cancelled at once; a running one is asked to stop and stops within a second; a finished one is a 409. */
+  /**
+   * A queued run is cancelled at once; a running one is flagged, and its final write (Fence.finish) turns
+   * into `cancelled` whatever it reached, so a 202 here always ends `cancelled`. A run that finished first
+   * is a 409. The route waits briefly so the answer usually shows the final status.
+   */
   async cancel(actor: Actor, jobId: string): Promise<{ jobId: string; status: AgentRunStatus }> {
     const run = await this.findOwn(actor, jobId);
     const rows = returningRows<{ status: AgentRunStatus }>(
@@ -141,6 +145,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       ),
     );
     if (stopped) return { jobId, status: 'cancelled' };
+    // Still running on a live worker: the cancel is recorded and its final write will be `cancelled`.
     const [row]: { status: AgentRunStatus }[] = await this.dataSource.query(`SELECT status FROM agent_runs WHERE id = $1`, [jobId]);
     return { jobId, status: row.status };
   }
