@@ -112,6 +112,8 @@ export interface AppConfig {
     staleAfterMs: number;
     /** How often a worker looks for runs to recover (queued without a queue entry, or stale). */
     recoveryIntervalMs: number;
+    /** A run waiting for a human to approve a write longer than this fails (checked by the recovery sweep). */
+    approvalTimeoutMs: number;
   };
   shutdownTimeoutMs: number;
   secrets: AppSecrets;
@@ -182,6 +184,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       stepTimeoutMs: read.int('AGENT_STEP_TIMEOUT_MS', 30_000, 100, 600_000),
       staleAfterMs: read.int('AGENT_STALE_AFTER_MS', 30_000, 500, 3_600_000),
       recoveryIntervalMs: read.int('AGENT_RECOVERY_INTERVAL_MS', 15_000, 100, 3_600_000),
+      approvalTimeoutMs: read.int('AGENT_APPROVAL_TIMEOUT_MS', 86_400_000, 1_000, 30 * 86_400_000),
     },
     shutdownTimeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 120_000),
     secrets: resolveSecrets(read, nodeEnv, dataDir),

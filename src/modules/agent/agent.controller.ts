@@ -7,6 +7,7 @@ import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js'
 import { idempotencyKeySpace, type Principal } from '../auth/principal.js';
 import { AgentRunsService } from './agent-runs.service.js';
 import { AgentHistoryQueryDto } from './dto/agent-history-query.dto.js';
+import { ApproveStepDto } from './dto/approve-step.dto.js';
 import { ExecuteAgentDto } from './dto/execute-agent.dto.js';
 
 @ApiTags('agent')
@@ -25,12 +26,12 @@ export class AgentController {
   @ApiOperation({ summary: 'Start an agent run in a project (any member; viewers get read-only tools)' })
   async execute(@CurrentPrincipal() principal: Principal, @Body() body: ExecuteAgentDto, @Headers('idempotency-key') idempotencyKey: string | undefined) {
     const actor = actorFromPrincipal(principal, body.projectId);
-    const input = { projectId: body.projectId, input: body.input, tools: body.tools, maxSteps: body.maxSteps };
+    const input = { projectId: body.projectId, input: body.input, tools: body.tools, maxSteps: body.maxSteps, approval: body.approval };
     const outcome = await this.idempotency.runAuthorized({
       ownerId: actor.userId,
       scope: idempotencyKeySpace(principal, 'agent:execute'),
       key: idempotencyKey,
-      request: { ...input, tools: body.tools ?? null, maxSteps: body.maxSteps ?? 8 },
+      request: { ...input, tools: body.tools ?? null, maxSteps: body.maxSteps ?? 8, approval: body.approval ?? 'none' },
       authorize: () => this.runs.plan(actor, input),
       work: (plan) => this.runs.start(actor, plan),
     });
@@ -48,6 +49,13 @@ export class AgentController {
   @ApiOperation({ summary: 'Cancel a queued or running run; a finished one is a 409' })
   cancel(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
     return this.runs.cancel(actorFromPrincipal(principal), jobId);
+  }
+
+  @Post('approve/:jobId')
+  @HttpCode(202)
+  @ApiOperation({ summary: 'Approve (optionally with edited arguments) or reject the write call a run waits on; the run resumes' })
+  approve(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string, @Body() body: ApproveStepDto) {
+    return this.runs.approve(actorFromPrincipal(principal), jobId, body);
   }
 
   @Get('history')
