@@ -114,6 +114,8 @@ export interface AppConfig {
     recoveryIntervalMs: number;
     /** A run waiting for a human to approve a write longer than this fails (checked by the recovery sweep). */
     approvalTimeoutMs: number;
+    /** A comment line on an idle run stream this often, so proxies keep it open. */
+    streamHeartbeatMs: number;
   };
   shutdownTimeoutMs: number;
   secrets: AppSecrets;
@@ -185,6 +187,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       staleAfterMs: read.int('AGENT_STALE_AFTER_MS', 30_000, 500, 3_600_000),
       recoveryIntervalMs: read.int('AGENT_RECOVERY_INTERVAL_MS', 15_000, 100, 3_600_000),
       approvalTimeoutMs: read.int('AGENT_APPROVAL_TIMEOUT_MS', 86_400_000, 1_000, 30 * 86_400_000),
+      streamHeartbeatMs: read.int('AGENT_STREAM_HEARTBEAT_MS', 15_000, 100, 300_000),
     },
     shutdownTimeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 120_000),
     secrets: resolveSecrets(read, nodeEnv, dataDir),

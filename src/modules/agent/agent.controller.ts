@@ -1,10 +1,12 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import type { Response } from 'express';
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
 import { actorFromPrincipal } from '../auth/actor-from-principal.js';
 import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import { idempotencyKeySpace, type Principal } from '../auth/principal.js';
+import { AgentRunStreamService } from './agent-run-stream.service.js';
 import { AgentRunsService } from './agent-runs.service.js';
 import { AgentHistoryQueryDto } from './dto/agent-history-query.dto.js';
 import { ApproveStepDto } from './dto/approve-step.dto.js';
@@ -18,6 +20,7 @@ export class AgentController {
   constructor(
     private readonly runs: AgentRunsService,
     private readonly idempotency: IdempotencyService,
+    private readonly streams: AgentRunStreamService,
   ) {}
 
   @Post('execute')
@@ -42,6 +45,13 @@ export class AgentController {
   @ApiOperation({ summary: 'One of your runs, with its steps so far' })
   status(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
     return this.runs.get(actorFromPrincipal(principal), jobId);
+  }
+
+  @Get('stream/:jobId')
+  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this event id' })
+  @ApiOperation({ summary: 'Server-Sent Events of one of your runs: step, status, then done; a finished run replays and closes' })
+  async stream(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string, @Headers('last-event-id') lastEventId: string | undefined, @Res() response: Response): Promise<void> {
+    await this.streams.stream(actorFromPrincipal(principal), jobId, lastEventId, response);
   }
 
   @Post('cancel/:jobId')

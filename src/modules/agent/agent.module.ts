@@ -9,6 +9,8 @@ import { AGENT_RUNS_QUEUE } from './agent.constants.js';
 import { AgentController } from './agent.controller.js';
 import { AgentRunProcessor } from './agent-run.processor.js';
 import { AgentRunner } from './agent-run.runner.js';
+import { AgentRunEventsListener } from './agent-run-events.listener.js';
+import { AgentRunStreamService } from './agent-run-stream.service.js';
 import { AgentRunsService } from './agent-runs.service.js';
 import { LLM_CLIENT } from './llm/llm-client.js';
 import { OfflineRetrievalAgent } from './llm/offline-retrieval.agent.js';
@@ -29,6 +31,8 @@ export class AgentModule {
       },
       AgentRunsService,
       AgentRunner,
+      AgentRunEventsListener,
+      AgentRunStreamService,
     ];
     if (config.role !== 'api') providers.push(AgentRunProcessor);
     return {
