@@ -8,7 +8,7 @@ import { Client } from 'pg';
 import { buildOnce, startAppProcess, type AppProcess } from './support/app-process';
 import { call } from './support/drill-helpers';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
-import { FakeLlmServer } from './support/fake-llm-server.js';
+import { FakeLlmServer, fakeModelEnv } from './support/fake-llm-server.js';
 import { createTestDatabase, deploymentEnv, describeOnSharedServices, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 const FINAL = ['succeeded', 'failed', 'cancelled'];
@@ -49,15 +49,8 @@ describe('agent runs: approval before writes (fake model)', () => {
   beforeAll(async () => {
     llm = await new FakeLlmServer().start();
     app = await startTestApp({
-      env: {
-        DATABASE_POOL_SIZE: process.env.TEST_DATABASE_URL ? '10' : '1',
-        LLM_PROVIDER: 'openai',
-        LLM_BASE_URL: llm.baseUrl,
-        LLM_MODEL: 'fake-model-1',
-        // Long enough for every other test to decide in time on a busy box; the timeout test waits it out.
-        AGENT_APPROVAL_TIMEOUT_MS: '6000',
-        AGENT_RECOVERY_INTERVAL_MS: '500',
-      },
+      // Long enough for every other test to decide in time on a busy box; the timeout test waits it out.
+      env: fakeModelEnv(llm, { AGENT_APPROVAL_TIMEOUT_MS: '6000', AGENT_RECOVERY_INTERVAL_MS: '500' }),
     });
     db = app.app.get(DataSource);
     owner = await makeUser(app);

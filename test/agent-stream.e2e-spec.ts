@@ -1,5 +1,5 @@
 import { bearer, makeUser, type TestUser } from './support/factories.js';
-import { FakeLlmServer } from './support/fake-llm-server.js';
+import { FakeLlmServer, fakeModelEnv } from './support/fake-llm-server.js';
 import { readSse } from './support/sse-reader.js';
 import { createTestDatabase, deploymentEnv, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
@@ -34,14 +34,7 @@ describe('agent runs: live step streams (SSE)', () => {
     llm = await new FakeLlmServer().start();
     // One database kept across app restarts (on the embedded default too: the second app starts after the first stopped).
     database = await createTestDatabase();
-    env = {
-      ...deploymentEnv('stream'),
-      DATABASE_POOL_SIZE: process.env.TEST_DATABASE_URL ? '10' : '1',
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: llm.baseUrl,
-      LLM_MODEL: 'fake-model-1',
-      AGENT_STREAM_HEARTBEAT_MS: '300',
-    };
+    env = fakeModelEnv(llm, { ...deploymentEnv('stream'), AGENT_STREAM_HEARTBEAT_MS: '300' });
     app = await startTestApp({ env, database });
     owner = await makeUser(app);
     stranger = await makeUser(app);

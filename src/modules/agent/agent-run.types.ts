@@ -66,6 +66,8 @@ export interface AgentRunRow {
   approval: AgentRunApproval;
   awaiting_since: Date | null;
   paused_ms: number;
+  webhook_url: string | null;
+  webhook_secret: string | null;
   cancel_requested: boolean;
   claim_token: string | null;
   heartbeat_at: Date | null;

@@ -22,6 +22,8 @@ import { LLM_CLIENT, type LlmClient } from './llm/llm-client.js';
 import { returningRows } from '../../database/returning-rows.js';
 import { startRecoverySweep } from '../../queue/recovery-sweep.js';
 import { isUuid } from '../../common/validation/uuid.js';
+import { assertWebhookUrl } from './webhooks/webhook-address.js';
+import { AgentWebhooksService, type WebhookDeliveryView } from './webhooks/agent-webhooks.service.js';
 
 export interface ExecuteInput {
   projectId: string;
@@ -29,6 +31,7 @@ export interface ExecuteInput {
   tools?: string[];
   maxSteps?: number;
   approval?: AgentRunApproval;
+  webhookUrl?: string;
 }
 
 export interface ApprovalInput {
@@ -63,6 +66,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     private readonly tools: ToolsService,
     @Inject(LLM_CLIENT) private readonly llm: LlmClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly webhooks: AgentWebhooksService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -91,17 +95,23 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
         ]);
       }
     }
+    if (input.webhookUrl !== undefined) await assertWebhookUrl(input.webhookUrl, this.config.agent.webhookAllowPrivate);
     return { input, allowlist, scopes: role === 'viewer' ? [...READ_SCOPES] : [...API_KEY_SCOPES] };
   }
 
-  async start(actor: Actor, plan: AgentRunPlan): Promise<{ jobId: string; status: 'queued' }> {
+  /** Creates and enqueues the run; `webhookSecret` (with a webhookUrl) is the only time the secret is shown. */
+  async start(actor: Actor, plan: AgentRunPlan): Promise<{ jobId: string; status: 'queued'; webhookSecret?: string }> {
     const { input, allowlist, scopes } = plan;
     const runActor = { userId: actor.userId, projectIds: [input.projectId], repos: actor.repos, ...(actor.projectRoleCap ? { projectRoleCap: actor.projectRoleCap } : {}) };
     const id = randomUUID();
+    const webhookSecret = input.webhookUrl !== undefined ? this.webhooks.newSecret() : undefined;
     await this.dataSource.query(
-      `INSERT INTO agent_runs (id, user_id, project_id, status, input, provider, model, tools, scopes, actor, max_steps, trace_id, approval)
-       VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7::text[], $8::text[], $9::jsonb, $10, $11, $12)`,
-      [id, actor.userId, input.projectId, input.input, this.llm.provider, this.llm.model, allowlist, scopes, JSON.stringify(runActor), input.maxSteps ?? 8, RequestContext.requestId() ?? null, input.approval ?? 'none'],
+      `INSERT INTO agent_runs (id, user_id, project_id, status, input, provider, model, tools, scopes, actor, max_steps, trace_id, approval, webhook_url, webhook_secret)
+       VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7::text[], $8::text[], $9::jsonb, $10, $11, $12, $13, $14)`,
+      [
+        id, actor.userId, input.projectId, input.input, this.llm.provider, this.llm.model, allowlist, scopes, JSON.stringify(runActor), input.maxSteps ?? 8,
+        RequestContext.requestId() ?? null, input.approval ?? 'none', input.webhookUrl ?? null, webhookSecret ? this.webhooks.sealSecret(webhookSecret, id) : null,
+      ],
     );
     try {
       await this.enqueue(id);
@@ -109,11 +119,14 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       // The row stays queued; the recovery sweep enqueues it once the queue is back.
       this.logger.warn({ msg: 'could not enqueue agent run; the recovery sweep will', runId: id, error: String(error) });
     }
-    return { jobId: id, status: 'queued' };
+    return { jobId: id, status: 'queued', ...(webhookSecret ? { webhookSecret } : {}) };
   }
 
-  async get(actor: Actor, jobId: string): Promise<AgentRunView> {
-    return toView(await this.findOwn(actor, jobId));
+  /** The run as status shows it; with a webhook, its URL and delivery log (never the secret). */
+  async get(actor: Actor, jobId: string): Promise<AgentRunView & { webhook?: { url: string; deliveries: WebhookDeliveryView[] } }> {
+    const row = await this.findOwn(actor, jobId);
+    const view = toView(row);
+    return row.webhook_url ? { ...view, webhook: { url: row.webhook_url, deliveries: await this.webhooks.deliveries(row.id) } } : view;
   }
 
   /**

@@ -27,18 +27,31 @@ export class AgentController {
   @HttpCode(202)
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'A repeat with the same key and body within 24 h returns the first run' })
   @ApiOperation({ summary: 'Start an agent run in a project (any member; viewers get read-only tools)' })
-  async execute(@CurrentPrincipal() principal: Principal, @Body() body: ExecuteAgentDto, @Headers('idempotency-key') idempotencyKey: string | undefined) {
+  async execute(
+    @CurrentPrincipal() principal: Principal,
+    @Body() body: ExecuteAgentDto,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) response: Response,
+  ) {
     const actor = actorFromPrincipal(principal, body.projectId);
-    const input = { projectId: body.projectId, input: body.input, tools: body.tools, maxSteps: body.maxSteps, approval: body.approval };
+    const input = { projectId: body.projectId, input: body.input, tools: body.tools, maxSteps: body.maxSteps, approval: body.approval, webhookUrl: body.webhookUrl };
+    // The webhook secret is shown once: kept out of the idempotency record, so a replay answers without it.
+    let webhookSecret: string | undefined;
     const outcome = await this.idempotency.runAuthorized({
       ownerId: actor.userId,
       scope: idempotencyKeySpace(principal, 'agent:execute'),
       key: idempotencyKey,
-      request: { ...input, tools: body.tools ?? null, maxSteps: body.maxSteps ?? 8, approval: body.approval ?? 'none' },
+      request: { ...input, tools: body.tools ?? null, maxSteps: body.maxSteps ?? 8, approval: body.approval ?? 'none', webhookUrl: body.webhookUrl ?? null },
       authorize: () => this.runs.plan(actor, input),
-      work: (plan) => this.runs.start(actor, plan),
+      work: async (plan) => {
+        const { webhookSecret: secret, ...started } = await this.runs.start(actor, plan);
+        webhookSecret = secret;
+        return started;
+      },
     });
-    return outcome.value;
+    if (!webhookSecret) return outcome.value;
+    response.setHeader('Cache-Control', 'no-store');
+    return { ...outcome.value, webhookSecret };
   }
 
   @Get('status/:jobId')

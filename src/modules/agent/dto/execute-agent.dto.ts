@@ -31,4 +31,10 @@ export class ExecuteAgentDto {
   @IsOptional()
   @IsIn(AGENT_RUN_APPROVALS as AgentRunApproval[])
   approval?: AgentRunApproval;
+
+  @ApiPropertyOptional({ maxLength: 2000, description: 'https URL on a public address, POSTed (signed) on awaiting_approval and the final state; the answer then carries webhookSecret once' })
+  @IsOptional()
+  @IsString()
+  @Length(1, 2000)
+  webhookUrl?: string;
 }
