@@ -103,8 +103,14 @@ describe('agent runs: live step streams (SSE)', () => {
     expect(first.events.at(-2)).toMatchObject({ event: 'step', data: { index: 1, status: 'awaiting_approval', tool: 'create_task' } });
     const lastSeen = first.events.at(-1)!.id!;
 
-    // Restart: a new process on the same database serves the rest of the stream.
+    // Restart: an open stream does not hold the shutdown up (the server ends it), and a new process on the
+    // same database serves the rest of the stream.
+    const open = readSse(streamUrl(jobId), owner.token, { timeoutMs: 60_000 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
     await app.close();
+    const cut = await open;
+    expect(cut.closedByServer).toBe(true);
+    expect(cut.events.at(-1)!.id).toBe(lastSeen);
     app = await startTestApp({ env, database });
     const rest = readSse(streamUrl(jobId), owner.token, { lastEventId: lastSeen });
     await new Promise((resolve) => setTimeout(resolve, 300));

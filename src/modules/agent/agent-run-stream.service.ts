@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Response } from 'express';
 import { DataSource } from 'typeorm';
@@ -26,8 +26,10 @@ interface EventRow {
  * (the final status view, id = last seq + 1) and closes.
  */
 @Injectable()
-export class AgentRunStreamService {
+export class AgentRunStreamService implements OnModuleDestroy {
   private readonly logger = new Logger(AgentRunStreamService.name);
+  /** Open streams: ended on shutdown so the listener can close (clients resume elsewhere with Last-Event-ID). */
+  private readonly open = new Set<() => void>();
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -35,6 +37,10 @@ export class AgentRunStreamService {
     private readonly listener: AgentRunEventsListener,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
+
+  onModuleDestroy(): void {
+    for (const stop of this.open) stop();
+  }
 
   /** Checks visibility first (404 as status does), then streams until the run ends or the client leaves. */
   async stream(actor: Actor, jobId: string, lastEventId: string | undefined, response: Response): Promise<void> {
@@ -55,10 +61,12 @@ export class AgentRunStreamService {
     const unsubscribe = this.listener.subscribe(jobId, poke);
     const heartbeat = setInterval(() => response.write(': keep-alive\n\n'), this.config.agent.streamHeartbeatMs);
     const reread = setInterval(poke, REREAD_EVERY_MS);
-    response.on('close', () => {
+    const stop = () => {
       closed = true;
       poke();
-    });
+    };
+    this.open.add(stop);
+    response.on('close', stop);
     try {
       while (!closed) {
         // Subscribed before reading: a change committed meanwhile wakes the next wait at once.
@@ -90,6 +98,7 @@ export class AgentRunStreamService {
       clearInterval(heartbeat);
       clearInterval(reread);
       unsubscribe();
+      this.open.delete(stop);
       response.end();
     }
   }
