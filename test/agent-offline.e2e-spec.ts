@@ -1,3 +1,4 @@
+import { raceExecuteAndCancel } from './support/cancel-race.js';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
@@ -73,6 +74,14 @@ describe('agent runs: offline retrieval agent (no LLM configured)', () => {
     expect(result.output).toContain(`document ${publicDoc}`);
     expect(result.output).not.toContain('zebra-42');
   });
+
+  it('a cancel answered 202 always ends cancelled; a run that finished first answers 409 (raced 40 times)', async () => {
+    const tally = await raceExecuteAndCancel(app, owner, { projectId, input: 'rollback', tools: ['list_documents', 'get_document'] }, 40);
+    expect(tally.broken).toEqual([]);
+    expect(tally.wrongConflicts).toEqual([]);
+    expect(tally.accepted + tally.conflicts).toBe(40);
+    expect(tally.accepted).toBeGreaterThan(0);
+  }, 180_000);
 
   it('says honestly when nothing matched or nothing could be searched', async () => {
     const none = await run(owner, { projectId, input: 'quantum chromodynamics', tools: ['list_documents', 'get_document'] });

@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
+import { raceExecuteAndCancel } from './support/cancel-race.js';
 import { FakeLlmServer } from './support/fake-llm-server.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
@@ -175,6 +176,15 @@ describe('agent runs (openai provider, fake model)', () => {
     const again = await app.http.post(`/api/agent/cancel/${jobId}`).set(bearer(owner.token)).expect(409);
     expect(again.body.error.code).toBe('STATE_CONFLICT');
   });
+
+  it('a cancel answered 202 always ends cancelled; a run that finished first answers 409 (raced 40 times)', async () => {
+    llm.play(); // every model call answers a final message at once: the run races the cancel to its end
+    const tally = await raceExecuteAndCancel(app, owner, { projectId, input: 'quick one' }, 40);
+    expect(tally.broken).toEqual([]);
+    expect(tally.wrongConflicts).toEqual([]);
+    expect(tally.accepted + tally.conflicts).toBe(40);
+    expect(tally.accepted).toBeGreaterThan(0);
+  }, 180_000);
 
   it('retries 500 and 429 with backoff, then succeeds', async () => {
     llm.play({ status: 500 }, { status: 429, headers: { 'retry-after': '0' } }, { content: 'third time lucky' });

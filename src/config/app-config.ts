@@ -120,6 +120,15 @@ export interface AppConfig {
     staleAfterMs: number;
     /** How often a worker looks for runs to recover (queued without a queue entry, or stale). */
     recoveryIntervalMs: number;
+    /** A run waiting for a human to approve a write longer than this fails (checked by the recovery sweep). */
+    approvalTimeoutMs: number;
+    /** A comment line on an idle run stream this often, so proxies keep it open. */
+    streamHeartbeatMs: number;
+    /** Run webhooks: http and private/loopback addresses allowed (local development and tests only). */
+    webhookAllowPrivate: boolean;
+    /** First retry delay of a failed webhook delivery (doubling each time) and the number of attempts. */
+    webhookRetryBaseMs: number;
+    webhookMaxAttempts: number;
   };
   shutdownTimeoutMs: number;
   /** On SIGTERM, how long /api/ready answers 503 while requests are still served, before the listener closes. */
@@ -199,6 +208,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       stepTimeoutMs: read.int('AGENT_STEP_TIMEOUT_MS', 30_000, 100, 600_000),
       staleAfterMs: read.int('AGENT_STALE_AFTER_MS', 30_000, 500, 3_600_000),
       recoveryIntervalMs: read.int('AGENT_RECOVERY_INTERVAL_MS', 15_000, 100, 3_600_000),
+      approvalTimeoutMs: read.int('AGENT_APPROVAL_TIMEOUT_MS', 86_400_000, 1_000, 30 * 86_400_000),
+      streamHeartbeatMs: read.int('AGENT_STREAM_HEARTBEAT_MS', 15_000, 100, 300_000),
+      webhookAllowPrivate: read.raw('WEBHOOK_ALLOW_PRIVATE') === 'true',
+      // 5 s doubling over 14 attempts: the last one about 22 h after the first (API.md: up to 24 h).
+      webhookRetryBaseMs: read.int('WEBHOOK_RETRY_BASE_MS', 5_000, 10, 3_600_000),
+      webhookMaxAttempts: read.int('WEBHOOK_MAX_ATTEMPTS', 14, 1, 30),
     },
     shutdownTimeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 120_000),
     shutdownDrainDelayMs: read.int('SHUTDOWN_DRAIN_DELAY_MS', 5_000, 0, 120_000),

@@ -104,3 +104,14 @@ export class FakeLlmServer {
     res.writeHead(200, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify(body));
   }
 }
+
+/** The environment that points an app at a fake model server (the pool is larger on a real PostgreSQL). */
+export function fakeModelEnv(llm: FakeLlmServer, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_POOL_SIZE: process.env.TEST_DATABASE_URL ? '10' : '1',
+    LLM_PROVIDER: 'openai',
+    LLM_BASE_URL: llm.baseUrl,
+    LLM_MODEL: 'fake-model-1',
+    ...extra,
+  };
+}

@@ -89,7 +89,8 @@ export class AgentRunner implements OnModuleDestroy {
     if (row.attempts > MAX_RUN_ATTEMPTS) {
       return fence.finish('failed', null, `The run was interrupted ${row.attempts - 1} times (its worker stopped); not resumed again`);
     }
-    const deadline = new Date(row.started_at ?? Date.now()).getTime() + this.config.agent.runTimeoutMs;
+    // Time spent waiting for an approval is not the run's working time.
+    const deadline = new Date(row.started_at ?? Date.now()).getTime() + Number(row.paused_ms ?? 0) + this.config.agent.runTimeoutMs;
     if (Date.now() >= deadline) return fence.finish('failed', null, `The run timed out after ${this.config.agent.runTimeoutMs} ms (AGENT_RUN_TIMEOUT_MS)`);
 
     const actor: Actor = { ...row.actor };
@@ -106,6 +107,7 @@ export class AgentRunner implements OnModuleDestroy {
         return { name: view.name, description: view.description, parameters: view.inputSchema as Record<string, unknown> };
       });
     const offeredNames = new Set(offered.map((tool) => tool.name));
+    const needsApproval = (name: string) => row.approval === 'writes' && offeredNames.has(name) && this.tools.find(name)?.definition.annotations?.readOnlyHint !== true;
 
     const watcher = new Watcher(this.dataSource, row.id, token, controller);
     const runTimer = setTimeout(() => controller.abort(new Stop('run-timeout')), deadline - Date.now());
@@ -128,6 +130,7 @@ export class AgentRunner implements OnModuleDestroy {
         { role: 'user', content: row.input },
       ];
       for (const step of steps) {
+        if (step.status === 'approved') continue; // decided but not run yet: it runs below, then joins the conversation
         if (step.type === 'message') {
           messages.push({
             role: 'assistant',
@@ -139,7 +142,8 @@ export class AgentRunner implements OnModuleDestroy {
         }
       }
       const lastMessage = [...steps].reverse().find((step) => step.type === 'message');
-      const answered = new Set(steps.filter((step) => step.type === 'tool_call').map((step) => step.callId));
+      const answered = new Set(steps.filter((step) => step.type === 'tool_call' && step.status !== 'approved').map((step) => step.callId));
+      const approved = new Map(steps.filter((step) => step.status === 'approved').map((step) => [step.callId, step]));
       let pending: ModelToolCall[] = (lastMessage?.toolCalls ?? []).filter((call) => !answered.has(call.id));
       let turns = steps.filter((step) => step.type === 'message').length;
       let index = steps.length;
@@ -147,8 +151,14 @@ export class AgentRunner implements OnModuleDestroy {
       for (;;) {
         for (const call of pending) {
           stepLabel = `tool call ${call.name}`;
-          const step = await this.runTool(fence, index, call, offeredNames, actor, scopes);
-          index += 1;
+          const decided = approved.get(call.id);
+          if (!decided && needsApproval(call.name) && isJsonObject(call.arguments)) {
+            // Stop before the write: the row holds the question, no worker waits; approve/reject re-enqueues.
+            const waiting: StoredStep = { index, type: 'tool_call', status: 'awaiting_approval', tool: call.name, arguments: JSON.parse(call.arguments || '{}'), startedAt: new Date().toISOString(), finishedAt: null, callId: call.id };
+            return await fence.pause(waiting);
+          }
+          const step = await this.runTool(fence, decided?.index ?? index, call, offeredNames, actor, scopes, decided);
+          if (!decided) index += 1;
           messages.push({ role: 'tool', tool_call_id: call.id, content: step.modelContent ?? '' });
           if (controller.signal.aborted) throw controller.signal.reason;
         }
@@ -204,14 +214,18 @@ export class AgentRunner implements OnModuleDestroy {
   }
 
   /** One tool call: recorded as started, executed through ToolsService (caller's scopes, pinned actor), then recorded with its outcome. */
-  private async runTool(fence: Fence, index: number, call: ModelToolCall, offered: Set<string>, actor: Actor, scopes: readonly string[]): Promise<StoredStep> {
+  private async runTool(fence: Fence, index: number, call: ModelToolCall, offered: Set<string>, actor: Actor, scopes: readonly string[], approved?: StoredStep): Promise<StoredStep> {
     let args: unknown;
     let parseError: string | null = null;
-    try {
-      args = JSON.parse(call.arguments || '{}');
-      if (args === null || typeof args !== 'object' || Array.isArray(args)) parseError = 'arguments must be a JSON object';
-    } catch {
-      parseError = 'arguments are not valid JSON';
+    if (approved) {
+      args = approved.arguments; // the owner's (possibly edited) arguments, validated again by ToolsService.call
+    } else {
+      try {
+        args = JSON.parse(call.arguments || '{}');
+        if (args === null || typeof args !== 'object' || Array.isArray(args)) parseError = 'arguments must be a JSON object';
+      } catch {
+        parseError = 'arguments are not valid JSON';
+      }
     }
     const step: StoredStep = {
       index,
@@ -219,10 +233,13 @@ export class AgentRunner implements OnModuleDestroy {
       status: 'started',
       tool: call.name,
       arguments: parseError ? call.arguments : args,
-      startedAt: new Date().toISOString(),
+      startedAt: approved?.startedAt ?? new Date().toISOString(),
       finishedAt: null,
       callId: call.id,
+      ...(approved?.approval ? { approval: approved.approval } : {}),
     };
+    // An approved call already has its row in the step log: it is updated in place.
+    const record = (recorded: StoredStep) => (approved ? fence.replaceStep(recorded) : fence.appendStep(recorded));
     const settle = (status: 'ok' | 'error', modelContent: string, summary: string) => {
       step.status = status;
       step.finishedAt = new Date().toISOString();
@@ -233,15 +250,15 @@ export class AgentRunner implements OnModuleDestroy {
 
     if (!offered.has(call.name)) {
       refuse('tool_not_allowed', `The tool "${call.name}" is not available to this run (not in its allowlist or outside the caller's permissions); it was not executed`);
-      await fence.appendStep(step);
+      await record(step);
       return step;
     }
     if (parseError) {
       refuse('invalid_argument', parseError);
-      await fence.appendStep(step);
+      await record(step);
       return step;
     }
-    await fence.appendStep(step); // recorded before it runs: a retry never executes it twice
+    await record(step); // recorded before it runs: a retry never executes it twice
     try {
       const outcome = await withTimeout(this.tools.call(call.name, args as Record<string, unknown>, actor, scopes), this.config.agent.stepTimeoutMs);
       settle('ok', toModelContent(outcome.result, outcome.truncated), summarize(outcome.result, outcome.truncated));
@@ -278,12 +295,39 @@ class Fence {
     await this.write(`steps = jsonb_set(steps, ARRAY[$3::text], $4::jsonb)`, [String(step.index), JSON.stringify(step)]);
   }
 
+  /**
+   * The final write, and the one place the cancel rule lives: a pending cancel wins over whatever the run
+   * reached. The row lock orders it against AgentRunsService.cancel (which only flags unfinished runs), so a
+   * cancel either lands first (this write turns it into `cancelled`) or finds the run finished (409).
+   */
   async finish(status: 'succeeded' | 'failed' | 'cancelled', output: string | null, error: string | null): Promise<void> {
     await this.dataSource.query(
-      `UPDATE agent_runs SET status = $3, output = $4, error = $5, finished_at = now(), claim_token = NULL
+      `UPDATE agent_runs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE $3 END,
+              output = CASE WHEN cancel_requested THEN NULL ELSE $4 END,
+              error = CASE WHEN cancel_requested THEN NULL ELSE $5 END,
+              finished_at = now(), claim_token = NULL
        WHERE id = $1 AND claim_token = $2 AND status = 'running'`,
       [this.runId, this.token, status, output, error],
     );
+  }
+
+  /**
+   * Stops before a write call until its owner decides: records the waiting step and hands the run back (no
+   * claim, no heartbeat: nothing waits in a worker). `attempts` restarts, since pausing is not an interruption.
+   * A cancel that arrived meanwhile wins here too.
+   */
+  async pause(step: StoredStep): Promise<void> {
+    const rows = returningRows<{ id: string }>(
+      await this.dataSource.query(
+        `UPDATE agent_runs SET steps = steps || jsonb_build_array($3::jsonb),
+                status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'awaiting_approval' END,
+                finished_at = CASE WHEN cancel_requested THEN now() ELSE NULL END,
+                awaiting_since = now(), claim_token = NULL, heartbeat_at = NULL, attempts = 0
+         WHERE id = $1 AND claim_token = $2 AND status = 'running' RETURNING id`,
+        [this.runId, this.token, JSON.stringify(step)],
+      ),
+    );
+    if (rows.length === 0) throw new LostClaim('the run is no longer ours');
   }
 
   /** Graceful stop: leave the run `running` with no heartbeat, so the next worker takes it over at once. */
@@ -367,6 +411,15 @@ function abortable<T>(work: Promise<T>, run: AbortSignal, step: AbortSignal): Pr
       step.removeEventListener('abort', onStep);
     });
   });
+}
+
+function isJsonObject(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text || '{}');
+    return value !== null && typeof value === 'object' && !Array.isArray(value);
+  } catch {
+    return false;
+  }
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {

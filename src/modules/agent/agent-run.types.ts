@@ -1,5 +1,18 @@
-export type AgentRunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
-export const AGENT_RUN_STATUSES: readonly AgentRunStatus[] = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
+export type AgentRunStatus = 'queued' | 'running' | 'awaiting_approval' | 'succeeded' | 'failed' | 'cancelled';
+export const AGENT_RUN_STATUSES: readonly AgentRunStatus[] = ['queued', 'running', 'awaiting_approval', 'succeeded', 'failed', 'cancelled'];
+
+/** `writes`: the run stops before every write tool call (readOnlyHint false) until its owner decides. */
+export type AgentRunApproval = 'none' | 'writes';
+export const AGENT_RUN_APPROVALS: readonly AgentRunApproval[] = ['none', 'writes'];
+
+/** Who decided about a write call, and when (shown in the step log). */
+export interface StepDecision {
+  decision: 'approve' | 'reject';
+  decidedBy: string;
+  decidedAt: string;
+  /** The model's arguments, kept when the owner approved edited ones. */
+  originalArguments?: unknown;
+}
 export const FINAL_STATUSES: readonly AgentRunStatus[] = ['succeeded', 'failed', 'cancelled'];
 
 /** A tool call the model asked for, as the Chat Completions wire format carries it. */
@@ -17,8 +30,11 @@ export interface ModelToolCall {
 export interface StoredStep {
   index: number;
   type: 'tool_call' | 'message';
-  /** tool_call: started (recorded before executing), ok, error, unknown (worker died mid-call; never retried). */
-  status: 'started' | 'ok' | 'error' | 'unknown';
+  /**
+   * tool_call: started (recorded before executing), ok, error, unknown (worker died mid-call; never retried);
+   * with approval: awaiting_approval (stopped before a write), approved (decided, not yet run), rejected.
+   */
+  status: 'started' | 'ok' | 'error' | 'unknown' | 'awaiting_approval' | 'approved' | 'rejected';
   tool?: string;
   arguments?: unknown;
   resultSummary?: string;
@@ -29,6 +45,7 @@ export interface StoredStep {
   callId?: string;
   toolCalls?: ModelToolCall[];
   modelContent?: string;
+  approval?: StepDecision;
 }
 
 export interface AgentRunRow {
@@ -46,6 +63,11 @@ export interface AgentRunRow {
   scopes: string[];
   actor: { userId: string; projectIds: string[] | null; repos: string[] | null; projectRoleCap?: 'editor' | 'viewer' };
   max_steps: number;
+  approval: AgentRunApproval;
+  awaiting_since: Date | null;
+  paused_ms: number;
+  webhook_url: string | null;
+  webhook_secret: string | null;
   cancel_requested: boolean;
   claim_token: string | null;
   heartbeat_at: Date | null;
@@ -64,6 +86,7 @@ export interface AgentStepView {
   arguments?: unknown;
   resultSummary?: string;
   content?: string | null;
+  approval?: StepDecision;
   startedAt: string;
   finishedAt: string | null;
 }
@@ -76,6 +99,7 @@ export interface AgentRunView {
   model: string;
   tools: string[] | null;
   maxSteps: number;
+  approval: AgentRunApproval;
   input: string;
   output: string | null;
   steps: AgentStepView[];
@@ -97,6 +121,7 @@ export function toStepView(step: StoredStep): AgentStepView {
     view.tool = step.tool;
     view.arguments = step.arguments;
     if (step.resultSummary !== undefined) view.resultSummary = step.resultSummary;
+    if (step.approval) view.approval = step.approval;
   } else {
     view.content = step.content ?? null;
     if (step.resultSummary !== undefined) view.resultSummary = step.resultSummary;
@@ -113,6 +138,7 @@ export function toSummary(row: AgentRunRow): AgentRunSummary {
     model: row.model,
     tools: row.tools,
     maxSteps: row.max_steps,
+    approval: row.approval,
     input: row.input,
     output: row.output,
     error: row.error,

@@ -1,12 +1,15 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import type { Response } from 'express';
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
 import { actorFromPrincipal } from '../auth/actor-from-principal.js';
 import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import { idempotencyKeySpace, type Principal } from '../auth/principal.js';
+import { AgentRunStreamService } from './agent-run-stream.service.js';
 import { AgentRunsService } from './agent-runs.service.js';
 import { AgentHistoryQueryDto } from './dto/agent-history-query.dto.js';
+import { ApproveStepDto } from './dto/approve-step.dto.js';
 import { ExecuteAgentDto } from './dto/execute-agent.dto.js';
 
 @ApiTags('agent')
@@ -17,24 +20,38 @@ export class AgentController {
   constructor(
     private readonly runs: AgentRunsService,
     private readonly idempotency: IdempotencyService,
+    private readonly streams: AgentRunStreamService,
   ) {}
 
   @Post('execute')
   @HttpCode(202)
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'A repeat with the same key and body within 24 h returns the first run' })
   @ApiOperation({ summary: 'Start an agent run in a project (any member; viewers get read-only tools)' })
-  async execute(@CurrentPrincipal() principal: Principal, @Body() body: ExecuteAgentDto, @Headers('idempotency-key') idempotencyKey: string | undefined) {
+  async execute(
+    @CurrentPrincipal() principal: Principal,
+    @Body() body: ExecuteAgentDto,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) response: Response,
+  ) {
     const actor = actorFromPrincipal(principal, body.projectId);
-    const input = { projectId: body.projectId, input: body.input, tools: body.tools, maxSteps: body.maxSteps };
+    const input = { projectId: body.projectId, input: body.input, tools: body.tools, maxSteps: body.maxSteps, approval: body.approval, webhookUrl: body.webhookUrl };
+    // The webhook secret is shown once: kept out of the idempotency record, so a replay answers without it.
+    let webhookSecret: string | undefined;
     const outcome = await this.idempotency.runAuthorized({
       ownerId: actor.userId,
       scope: idempotencyKeySpace(principal, 'agent:execute'),
       key: idempotencyKey,
-      request: { ...input, tools: body.tools ?? null, maxSteps: body.maxSteps ?? 8 },
+      request: { ...input, tools: body.tools ?? null, maxSteps: body.maxSteps ?? 8, approval: body.approval ?? 'none', webhookUrl: body.webhookUrl ?? null },
       authorize: () => this.runs.plan(actor, input),
-      work: (plan) => this.runs.start(actor, plan),
+      work: async (plan) => {
+        const { webhookSecret: secret, ...started } = await this.runs.start(actor, plan);
+        webhookSecret = secret;
+        return started;
+      },
     });
-    return outcome.value;
+    if (!webhookSecret) return outcome.value;
+    response.setHeader('Cache-Control', 'no-store');
+    return { ...outcome.value, webhookSecret };
   }
 
   @Get('status/:jobId')
@@ -43,11 +60,25 @@ export class AgentController {
     return this.runs.get(actorFromPrincipal(principal), jobId);
   }
 
+  @Get('stream/:jobId')
+  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this event id' })
+  @ApiOperation({ summary: 'Server-Sent Events of one of your runs: step, status, then done; a finished run replays and closes' })
+  async stream(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string, @Headers('last-event-id') lastEventId: string | undefined, @Res() response: Response): Promise<void> {
+    await this.streams.stream(actorFromPrincipal(principal), jobId, lastEventId, response);
+  }
+
   @Post('cancel/:jobId')
   @HttpCode(202)
   @ApiOperation({ summary: 'Cancel a queued or running run; a finished one is a 409' })
   cancel(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
     return this.runs.cancel(actorFromPrincipal(principal), jobId);
+  }
+
+  @Post('approve/:jobId')
+  @HttpCode(202)
+  @ApiOperation({ summary: 'Approve (optionally with edited arguments) or reject the write call a run waits on; the run resumes' })
+  approve(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string, @Body() body: ApproveStepDto) {
+    return this.runs.approve(actorFromPrincipal(principal), jobId, body);
   }
 
   @Get('history')

@@ -9,8 +9,13 @@ import { AGENT_RUNS_QUEUE } from './agent.constants.js';
 import { AgentController } from './agent.controller.js';
 import { AgentRunProcessor } from './agent-run.processor.js';
 import { AgentRunner } from './agent-run.runner.js';
+import { AgentRunEventsListener } from './agent-run-events.listener.js';
+import { AgentRunStreamService } from './agent-run-stream.service.js';
 import { AgentRunsService } from './agent-runs.service.js';
 import { LLM_CLIENT } from './llm/llm-client.js';
+import { TokenCipher } from '../github/token-cipher.js';
+import { AgentWebhookProcessor } from './webhooks/agent-webhook.processor.js';
+import { AGENT_WEBHOOKS_QUEUE, AgentWebhooksService } from './webhooks/agent-webhooks.service.js';
 import { OfflineRetrievalAgent } from './llm/offline-retrieval.agent.js';
 import { OpenAiChatClient } from './llm/openai-chat.client.js';
 
@@ -29,11 +34,15 @@ export class AgentModule {
       },
       AgentRunsService,
       AgentRunner,
+      AgentRunEventsListener,
+      AgentRunStreamService,
+      AgentWebhooksService,
+      TokenCipher,
     ];
-    if (config.role !== 'api') providers.push(AgentRunProcessor);
+    if (config.role !== 'api') providers.push(AgentRunProcessor, AgentWebhookProcessor);
     return {
       module: AgentModule,
-      imports: [BullModule.registerQueue({ name: AGENT_RUNS_QUEUE }), ProjectsModule, ToolsModule, IdempotencyModule],
+      imports: [BullModule.registerQueue({ name: AGENT_RUNS_QUEUE }), BullModule.registerQueue({ name: AGENT_WEBHOOKS_QUEUE }), ProjectsModule, ToolsModule, IdempotencyModule],
       controllers: [AgentController],
       providers,
     };

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsInt, IsOptional, IsString, IsUUID, Length, Matches, Max, Min } from 'class-validator';
+import { AGENT_RUN_APPROVALS, type AgentRunApproval } from '../agent-run.types.js';
+import { ArrayMaxSize, IsArray, IsIn, IsInt, IsOptional, IsString, IsUUID, Length, Matches, Max, Min } from 'class-validator';
 
 export class ExecuteAgentDto {
   @ApiProperty({ format: 'uuid', description: 'The project the run acts in; the caller must be a member' })
@@ -25,4 +26,15 @@ export class ExecuteAgentDto {
   @Min(1)
   @Max(20)
   maxSteps?: number;
+
+  @ApiPropertyOptional({ enum: AGENT_RUN_APPROVALS, default: 'none', description: '"writes": stop before every write tool call until POST /api/agent/approve/:jobId' })
+  @IsOptional()
+  @IsIn(AGENT_RUN_APPROVALS as AgentRunApproval[])
+  approval?: AgentRunApproval;
+
+  @ApiPropertyOptional({ maxLength: 2000, description: 'https URL on a public address, POSTed (signed) on awaiting_approval and the final state; the answer then carries webhookSecret once' })
+  @IsOptional()
+  @IsString()
+  @Length(1, 2000)
+  webhookUrl?: string;
 }

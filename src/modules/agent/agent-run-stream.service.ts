@@ -1,0 +1,105 @@
+import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Response } from 'express';
+import { DataSource } from 'typeorm';
+import type { Actor } from '../../common/auth/actor.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/app-config.token.js';
+import { AgentRunEventsListener } from './agent-run-events.listener.js';
+import { AgentRunsService } from './agent-runs.service.js';
+import { FINAL_STATUSES, toStepView, type AgentRunStatus, type StoredStep } from './agent-run.types.js';
+
+/** Re-read even without a notification this often (a lost LISTEN connection must not stall a stream). */
+const REREAD_EVERY_MS = 2_000;
+const PAGE = 500;
+
+interface EventRow {
+  seq: number;
+  type: 'step' | 'status';
+  data: StoredStep | { status: AgentRunStatus };
+}
+
+/**
+ * `GET /api/agent/stream/:jobId` as Server-Sent Events, from the run's stored event log (agent_run_events,
+ * written by a database trigger) and never from a worker's memory: any instance serves any run, and
+ * `Last-Event-ID` resumes after the given `seq`. A finished run's stream replays what is left, sends `done`
+ * (the final status view, id = last seq + 1) and closes.
+ */
+@Injectable()
+export class AgentRunStreamService implements OnModuleDestroy {
+  private readonly logger = new Logger(AgentRunStreamService.name);
+  /** Open streams: ended on shutdown so the listener can close (clients resume elsewhere with Last-Event-ID). */
+  private readonly open = new Set<() => void>();
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly runs: AgentRunsService,
+    private readonly listener: AgentRunEventsListener,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  onModuleDestroy(): void {
+    for (const stop of this.open) stop();
+  }
+
+  /** Checks visibility first (404 as status does), then streams until the run ends or the client leaves. */
+  async stream(actor: Actor, jobId: string, lastEventId: string | undefined, response: Response): Promise<void> {
+    await this.runs.get(actor, jobId);
+    let after = /^\d{1,9}$/.test(lastEventId?.trim() ?? '') ? Number(lastEventId!.trim()) : 0;
+
+    response.status(200);
+    response.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    response.setHeader('Cache-Control', 'no-cache, no-transform');
+    response.setHeader('Connection', 'keep-alive');
+    response.setHeader('X-Accel-Buffering', 'no'); // nginx: do not buffer the stream
+    response.flushHeaders();
+    response.write('retry: 2000\n\n');
+
+    let closed = false;
+    let wake: (() => void) | undefined;
+    const poke = () => wake?.();
+    const unsubscribe = this.listener.subscribe(jobId, poke);
+    const heartbeat = setInterval(() => response.write(': keep-alive\n\n'), this.config.agent.streamHeartbeatMs);
+    const reread = setInterval(poke, REREAD_EVERY_MS);
+    const stop = () => {
+      closed = true;
+      poke();
+    };
+    this.open.add(stop);
+    response.on('close', stop);
+    try {
+      while (!closed) {
+        // Subscribed before reading: a change committed meanwhile wakes the next wait at once.
+        let pending = false;
+        wake = () => (pending = true);
+        const events: EventRow[] = await this.dataSource.query(
+          `SELECT seq, type, data FROM agent_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT ${PAGE}`,
+          [jobId, after],
+        );
+        for (const event of events) {
+          const data = event.type === 'step' ? toStepView(event.data as StoredStep) : event.data;
+          response.write(`id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(data)}\n\n`);
+          after = event.seq;
+        }
+        if (events.length === PAGE) continue;
+        const [run]: { status: AgentRunStatus; event_seq: number }[] = await this.dataSource.query(`SELECT status, event_seq FROM agent_runs WHERE id = $1`, [jobId]);
+        if (!run) break;
+        if (FINAL_STATUSES.includes(run.status) && after >= run.event_seq) {
+          const view = await this.runs.get(actor, jobId);
+          response.write(`id: ${run.event_seq + 1}\nevent: done\ndata: ${JSON.stringify(view)}\n\n`);
+          break;
+        }
+        if (!pending && !closed) await new Promise<void>((resolve) => (wake = resolve));
+      }
+    } catch (error) {
+      // The headers are sent: no error answer is possible any more; the client reconnects with Last-Event-ID.
+      this.logger.warn({ msg: 'run stream stopped on an error', runId: jobId, error: error instanceof Error ? error.message : String(error) });
+    } finally {
+      clearInterval(heartbeat);
+      clearInterval(reread);
+      unsubscribe();
+      this.open.delete(stop);
+      response.end();
+    }
+  }
+}

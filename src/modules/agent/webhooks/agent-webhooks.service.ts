@@ -1,0 +1,187 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Queue } from 'bullmq';
+import { createHmac, randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
+import { DataSource } from 'typeorm';
+import type { AppConfig } from '../../../config/app-config.js';
+import { APP_CONFIG } from '../../../config/app-config.token.js';
+import { TokenCipher } from '../../github/token-cipher.js';
+import { isPublicAddress, publicOnlyLookup } from './webhook-address.js';
+
+export const AGENT_WEBHOOKS_QUEUE = 'agent-webhooks';
+/** How often a worker hands new deliveries to the queue. */
+const DISPATCH_EVERY_MS = 500;
+const DELIVERY_TIMEOUT_MS = 10_000;
+
+export interface WebhookDeliveryView {
+  deliveryId: string;
+  type: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  occurredAt: string;
+  deliveredAt: string | null;
+}
+
+interface DeliveryRow {
+  id: string;
+  run_id: string;
+  type: string;
+  occurred_at: Date;
+  status: string;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  delivered_at: Date | null;
+}
+
+/**
+ * Run webhooks: the secret (made here, shown once, stored encrypted), the signature, the dispatcher that hands
+ * the trigger-created deliveries to the `agent-webhooks` queue, and one delivery attempt (the queue retries it
+ * with exponential backoff until WEBHOOK_MAX_ATTEMPTS). At least once: a receiver de-duplicates on
+ * `Atrium-Delivery-Id`.
+ */
+@Injectable()
+export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(AgentWebhooksService.name);
+  private timer?: NodeJS.Timeout;
+  private busy = false;
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectQueue(AGENT_WEBHOOKS_QUEUE) private readonly queue: Queue,
+    private readonly cipher: TokenCipher,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (this.config.role === 'api') return;
+    this.timer = setInterval(() => void this.dispatch(), DISPATCH_EVERY_MS);
+  }
+
+  onModuleDestroy(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  newSecret(): string {
+    return `whsec_${randomBytes(32).toString('base64url')}`;
+  }
+
+  sealSecret(secret: string, runId: string): string {
+    return this.cipher.encrypt(secret, `agent-run-webhook:${runId}`);
+  }
+
+  /** `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`. */
+  static signature(secret: string, body: string, at: number): string {
+    return `t=${at},v1=${createHmac('sha256', secret).update(`${at}.${body}`).digest('hex')}`;
+  }
+
+  async deliveries(runId: string): Promise<WebhookDeliveryView[]> {
+    const rows: DeliveryRow[] = await this.dataSource.query(`SELECT * FROM agent_run_webhook_deliveries WHERE run_id = $1 ORDER BY occurred_at, id`, [runId]);
+    return rows.map((row) => ({
+      deliveryId: row.id,
+      type: row.type,
+      status: row.status as WebhookDeliveryView['status'],
+      attempts: row.attempts,
+      lastStatusCode: row.last_status_code,
+      lastError: row.last_error,
+      occurredAt: new Date(row.occurred_at).toISOString(),
+      deliveredAt: row.delivered_at ? new Date(row.delivered_at).toISOString() : null,
+    }));
+  }
+
+  /** Hands new deliveries to the queue (job id = delivery id, so a repeat adds nothing). */
+  async dispatch(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      const rows: { id: string }[] = await this.dataSource.query(
+        `SELECT id FROM agent_run_webhook_deliveries WHERE status = 'pending' AND enqueued_at IS NULL ORDER BY occurred_at LIMIT 100`,
+      );
+      for (const row of rows) {
+        await this.queue.add('deliver', { deliveryId: row.id }, {
+          jobId: row.id,
+          attempts: this.config.agent.webhookMaxAttempts,
+          backoff: { type: 'exponential', delay: this.config.agent.webhookRetryBaseMs },
+          removeOnComplete: 1000,
+          removeOnFail: 1000,
+        });
+        await this.dataSource.query(`UPDATE agent_run_webhook_deliveries SET enqueued_at = now() WHERE id = $1`, [row.id]);
+      }
+    } catch (error) {
+      this.logger.warn({ msg: 'webhook dispatch failed; retried shortly', error: error instanceof Error ? error.message : String(error) });
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** One attempt. Throws to have the queue retry; records the outcome either way. */
+  async deliver(deliveryId: string, lastAttempt: boolean): Promise<void> {
+    const [row]: (DeliveryRow & { webhook_url: string; webhook_secret: string; output: string | null; error: string | null })[] = await this.dataSource.query(
+      `SELECT d.*, r.webhook_url, r.webhook_secret, r.output, r.error FROM agent_run_webhook_deliveries d JOIN agent_runs r ON r.id = d.run_id WHERE d.id = $1`,
+      [deliveryId],
+    );
+    if (!row || row.status !== 'pending') return;
+    const status = row.type.replace(/^agent_run\./, '');
+    const final = status !== 'awaiting_approval';
+    const body = JSON.stringify({
+      type: row.type,
+      jobId: row.run_id,
+      status,
+      output: final ? row.output : null,
+      error: final ? row.error : null,
+      occurredAt: new Date(row.occurred_at).toISOString(),
+    });
+    const secret = this.cipher.decrypt(row.webhook_secret, `agent-run-webhook:${row.run_id}`);
+    let code: number | null = null;
+    let failure: string | null = null;
+    try {
+      code = await this.post(row.webhook_url, body, { 'Atrium-Signature': AgentWebhooksService.signature(secret, body, Math.floor(Date.now() / 1000)), 'Atrium-Delivery-Id': row.id });
+      if (code < 200 || code >= 300) failure = `receiver answered ${code}`;
+    } catch (error) {
+      failure = error instanceof Error ? error.message : String(error);
+    }
+    await this.dataSource.query(
+      `UPDATE agent_run_webhook_deliveries SET attempts = attempts + 1, last_status_code = $2, last_error = $3,
+              status = CASE WHEN $3::text IS NULL THEN 'delivered' WHEN $4 THEN 'failed' ELSE 'pending' END,
+              delivered_at = CASE WHEN $3::text IS NULL THEN now() ELSE NULL END
+       WHERE id = $1`,
+      [row.id, code, failure, lastAttempt],
+    );
+    if (failure) throw new Error(failure);
+  }
+
+  private post(rawUrl: string, body: string, headers: Record<string, string>): Promise<number> {
+    const url = new URL(rawUrl);
+    const allowPrivate = this.config.agent.webhookAllowPrivate;
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    // An address literal skips `lookup`: check it here; names are checked by the lookup at connect time.
+    if (isIP(host) && !allowPrivate && !isPublicAddress(host)) return Promise.reject(new Error('webhook address is not public'));
+    if (url.protocol !== 'https:' && !allowPrivate) return Promise.reject(new Error('webhook URL is not https'));
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    return new Promise<number>((resolve, reject) => {
+      const req = send(
+        url,
+        {
+          method: 'POST',
+          lookup: publicOnlyLookup(allowPrivate) as never,
+          timeout: DELIVERY_TIMEOUT_MS,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'Atrium-Webhooks/1', ...headers },
+        },
+        (res) => {
+          res.resume(); // the answer's body does not matter; read it so the socket is freed
+          res.on('end', () => resolve(res.statusCode ?? 0));
+          res.on('error', reject);
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`no answer within ${DELIVERY_TIMEOUT_MS} ms`)));
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+}

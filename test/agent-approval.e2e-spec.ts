@@ -1,0 +1,265 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
+import { DataSource } from 'typeorm';
+import { Client } from 'pg';
+import { buildOnce, startAppProcess, type AppProcess } from './support/app-process';
+import { call } from './support/drill-helpers';
+import { bearer, makeUser, type TestUser } from './support/factories.js';
+import { FakeLlmServer, fakeModelEnv } from './support/fake-llm-server.js';
+import { createTestDatabase, deploymentEnv, describeOnSharedServices, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+
+const FINAL = ['succeeded', 'failed', 'cancelled'];
+
+/**
+ * `approval: "writes"`: a run stops before every write tool call until its owner approves (possibly with edited
+ * arguments) or rejects it; nothing waits in a worker meanwhile; cancel and the approval timeout end a waiting run.
+ */
+describe('agent runs: approval before writes (fake model)', () => {
+  let app: TestApp;
+  let llm: FakeLlmServer;
+  let owner: TestUser;
+  let stranger: TestUser;
+  let projectId: string;
+  let db: DataSource;
+
+  async function execute(body: Record<string, unknown>): Promise<string> {
+    return (await app.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, approval: 'writes', ...body }).expect(202)).body.data.jobId;
+  }
+
+  async function waitFor(jobId: string, done: (run: any) => boolean = (run) => FINAL.includes(run.status), timeoutMs = 30_000) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const run = (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(owner.token)).expect(200)).body.data;
+      if (done(run)) return run;
+      if (Date.now() > deadline) throw new Error(`run did not reach the expected state: ${JSON.stringify(run)}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  const waiting = (jobId: string) => waitFor(jobId, (run) => run.status === 'awaiting_approval' || FINAL.includes(run.status));
+
+  async function taskCount(title: string): Promise<number> {
+    const [row] = await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = $1`, [title]);
+    return row.n;
+  }
+
+  beforeAll(async () => {
+    llm = await new FakeLlmServer().start();
+    app = await startTestApp({
+      // Long enough for every other test to decide in time on a busy box; the timeout test waits it out.
+      env: fakeModelEnv(llm, { AGENT_APPROVAL_TIMEOUT_MS: '6000', AGENT_RECOVERY_INTERVAL_MS: '500' }),
+    });
+    db = app.app.get(DataSource);
+    owner = await makeUser(app);
+    stranger = await makeUser(app);
+    projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Approvals' }).expect(201)).body.data.id;
+  }, 120_000);
+
+  afterAll(async () => {
+    await app?.close();
+    await llm?.stop();
+  });
+
+  it('stops before a write (reads run freely), holds no worker while waiting, and runs the call once approved', async () => {
+    llm.play(
+      { toolCalls: [{ name: 'list_tasks', arguments: {} }, { name: 'create_task', arguments: { title: 'Approved task', project_id: projectId } }] },
+      { content: 'Created it.' },
+    );
+    const jobId = await execute({ input: 'Create a task called Approved task' });
+    const paused = await waiting(jobId);
+    expect(paused.status).toBe('awaiting_approval');
+    expect(paused.approval).toBe('writes');
+    expect(paused.steps.map((s: any) => [s.index, s.type, s.tool ?? null, s.status])).toEqual([
+      [0, 'message', null, 'ok'],
+      [1, 'tool_call', 'list_tasks', 'ok'],
+      [2, 'tool_call', 'create_task', 'awaiting_approval'],
+    ]);
+    expect(paused.steps[2].arguments).toEqual({ title: 'Approved task', project_id: projectId });
+    expect(await taskCount('Approved task')).toBe(0);
+    // Nothing waits in a worker: no claim, no heartbeat, no active queue job.
+    const [row] = await db.query(`SELECT claim_token, heartbeat_at FROM agent_runs WHERE id = $1`, [jobId]);
+    expect(row).toEqual({ claim_token: null, heartbeat_at: null });
+    expect(await app.app.get<Queue>(getQueueToken('agent-runs')).getActiveCount()).toBe(0);
+
+    const before = Date.now();
+    const approved = await app.http.post(`/api/agent/approve/${jobId}`).set(bearer(owner.token)).send({ stepIndex: 2, decision: 'approve' }).expect(202);
+    expect(approved.body.data).toEqual({ jobId, status: 'queued' });
+    const done = await waitFor(jobId);
+    expect(done).toMatchObject({ status: 'succeeded', output: 'Created it.' });
+    expect(done.steps[2]).toMatchObject({ tool: 'create_task', status: 'ok', approval: { decision: 'approve', decidedBy: owner.id } });
+    expect(Date.parse(done.steps[2].approval.decidedAt)).toBeGreaterThanOrEqual(before - 1000);
+    expect(done.steps.map((s: any) => s.index)).toEqual([0, 1, 2, 3]);
+    expect(await taskCount('Approved task')).toBe(1);
+    // The model saw the write's real result.
+    const toolMessages = llm.requests[1].body.messages.filter((m) => m.role === 'tool');
+    expect(toolMessages).toHaveLength(2);
+    expect(JSON.parse(toolMessages[1].content!)).toMatchObject({ title: 'Approved task' });
+
+    // The step is no longer waiting.
+    const again = await app.http.post(`/api/agent/approve/${jobId}`).set(bearer(owner.token)).send({ stepIndex: 2, decision: 'approve' }).expect(409);
+    expect(again.body.error.code).toBe('STATE_CONFLICT');
+  });
+
+  it('runs edited arguments (validated like any call) and keeps the model\'s own in the step log', async () => {
+    llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'Model title', project_id: projectId } }] }, { content: 'ok' });
+    const jobId = await execute({ input: 'make a task' });
+    await waiting(jobId);
+    const invalid = await app.http.post(`/api/agent/approve/${jobId}`).set(bearer(owner.token)).send({ stepIndex: 1, decision: 'approve', arguments: { title: 42 } }).expect(400);
+    expect(invalid.body.error.code).toBe('VALIDATION_FAILED');
+    expect((await waitFor(jobId, () => true)).status).toBe('awaiting_approval');
+
+    await app.http.post(`/api/agent/approve/${jobId}`).set(bearer(owner.token)).send({ stepIndex: 1, decision: 'approve', arguments: { title: 'Edited title', project_id: projectId } }).expect(202);
+    const done = await waitFor(jobId);
+    expect(done.status).toBe('succeeded');
+    expect(done.steps[1]).toMatchObject({ status: 'ok', arguments: { title: 'Edited title', project_id: projectId }, approval: { decision: 'approve', originalArguments: { title: 'Model title', project_id: projectId } } });
+    expect(await taskCount('Edited title')).toBe(1);
+    expect(await taskCount('Model title')).toBe(0);
+  });
+
+  it('edited arguments stay inside the run\'s pin: another project is refused when the call runs', async () => {
+    const otherProject = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Outside' }).expect(201)).body.data.id;
+    llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'Pinned', project_id: projectId } }] }, { content: 'ok' });
+    const jobId = await execute({ input: 'make a task' });
+    await waiting(jobId);
+    await app.http.post(`/api/agent/approve/${jobId}`).set(bearer(owner.token)).send({ stepIndex: 1, decision: 'approve', arguments: { title: 'Escaped pin', project_id: otherProject } }).expect(202);
+    const done = await waitFor(jobId);
+    expect(done.steps[1].status).toBe('error');
+    expect(await taskCount('Escaped pin')).toBe(0);
+  });
+
+  it('a rejected call is not executed, the model is told, and the run goes on', async () => {
+    llm.play({ toolCalls: [{ name: 'delete_task', arguments: { id: '00000000-0000-4000-8000-000000000001' } }] }, { content: 'Understood, nothing deleted.' });
+    const jobId = await execute({ input: 'delete that task' });
+    await waiting(jobId);
+    await app.http.post(`/api/agent/approve/${jobId}`).set(bearer(owner.token)).send({ stepIndex: 1, decision: 'reject' }).expect(202);
+    const done = await waitFor(jobId);
+    expect(done).toMatchObject({ status: 'succeeded', output: 'Understood, nothing deleted.' });
+    expect(done.steps[1]).toMatchObject({ tool: 'delete_task', status: 'rejected', approval: { decision: 'reject', decidedBy: owner.id } });
+    const told = llm.requests[1].body.messages.find((m) => m.role === 'tool')!;
+    expect(JSON.parse(told.content!).error.code).toBe('rejected');
+  });
+
+  it('bad decisions are documented 4xx: another user\'s run 404, a step not waiting 409, junk 400', async () => {
+    llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'Never decided by others', project_id: projectId } }] }, { content: 'ok' });
+    const jobId = await execute({ input: 'make a task' });
+    await waiting(jobId);
+    await app.http.post(`/api/agent/approve/${jobId}`).set(bearer(stranger.token)).send({ stepIndex: 1, decision: 'approve' }).expect(404);
+    await app.http.post('/api/agent/approve/not-a-uuid').set(bearer(owner.token)).send({ stepIndex: 1, decision: 'approve' }).expect(404);
+    expect((await app.http.post(`/api/agent/approve/${jobId}`).set(bearer(owner.token)).send({ stepIndex: 0, decision: 'approve' }).expect(409)).body.error.code).toBe('STATE_CONFLICT');
+    await app.http.post(`/api/agent/approve/${jobId}`).set(bearer(owner.token)).send({ stepIndex: 1, decision: 'maybe' }).expect(400);
+    await app.http.post(`/api/agent/approve/${jobId}`).set(bearer(owner.token)).send({ stepIndex: -1, decision: 'approve' }).expect(400);
+    await app.http.post(`/api/agent/approve/${jobId}`).set(bearer(owner.token)).send({ stepIndex: 1, decision: 'approve', arguments: [1] }).expect(400);
+    await app.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, input: 'x', approval: 'sometimes' }).expect(400);
+    expect(await taskCount('Never decided by others')).toBe(0);
+
+    // Cancel works while waiting: at once, and the step can no longer be approved.
+    const cancelled = await app.http.post(`/api/agent/cancel/${jobId}`).set(bearer(owner.token)).expect(202);
+    expect(cancelled.body.data).toEqual({ jobId, status: 'cancelled' });
+    await app.http.post(`/api/agent/approve/${jobId}`).set(bearer(owner.token)).send({ stepIndex: 1, decision: 'approve' }).expect(409);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await waitFor(jobId)).status).toBe('cancelled');
+    expect(await taskCount('Never decided by others')).toBe(0);
+  });
+
+  it('a run waiting longer than AGENT_APPROVAL_TIMEOUT_MS fails and the write never happens', async () => {
+    llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'Too late', project_id: projectId } }] }, { content: 'ok' });
+    const jobId = await execute({ input: 'make a task' });
+    await waiting(jobId);
+    const done = await waitFor(jobId, (run) => FINAL.includes(run.status), 30_000);
+    expect(done.status).toBe('failed');
+    expect(done.error).toMatch(/AGENT_APPROVAL_TIMEOUT_MS/);
+    await app.http.post(`/api/agent/approve/${jobId}`).set(bearer(owner.token)).send({ stepIndex: 1, decision: 'approve' }).expect(409);
+    expect(await taskCount('Too late')).toBe(0);
+  }, 60_000);
+
+  it('approval "none" (the default) runs writes without stopping', async () => {
+    llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'No approval needed', project_id: projectId } }] }, { content: 'ok' });
+    const jobId = (await app.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, input: 'make a task' }).expect(202)).body.data.jobId;
+    const done = await waitFor(jobId);
+    expect(done).toMatchObject({ status: 'succeeded', approval: 'none' });
+    expect(await taskCount('No approval needed')).toBe(1);
+  });
+});
+
+/**
+ * The waiting state lives in PostgreSQL only: a worker process killed with SIGKILL while a run waits changes
+ * nothing; the approval on the api process is carried out by a worker started afterwards. Real processes on
+ * real PostgreSQL (several processes cannot share the embedded engine).
+ */
+describeOnSharedServices('agent runs: approval survives kill -9 of the worker (real processes)', () => {
+  let database: TestDatabase;
+  let db: Client;
+  let llm: FakeLlmServer;
+  let env: Record<string, string>;
+  const processes: AppProcess[] = [];
+
+  beforeAll(async () => {
+    buildOnce();
+    database = await createTestDatabase();
+    db = new Client({ connectionString: database.url });
+    await db.connect();
+    llm = await new FakeLlmServer().start();
+    env = {
+      NODE_ENV: 'test',
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'atrium-approval-')),
+      LOG_LEVEL: 'info', // startAppProcess waits for the "listening" / "worker started" lines
+      DATABASE_URL: database.url,
+      DATABASE_POOL_SIZE: '5',
+      ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
+      ...deploymentEnv('approval'),
+      LLM_PROVIDER: 'openai',
+      LLM_BASE_URL: llm.baseUrl,
+      LLM_MODEL: 'fake-model-1',
+      AGENT_STALE_AFTER_MS: '1500',
+      AGENT_RECOVERY_INTERVAL_MS: '300',
+    };
+  }, 240_000);
+
+  afterAll(async () => {
+    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+    await Promise.all(processes.map((p) => p.exited));
+    await db?.end();
+    await database?.drop();
+    await llm?.stop();
+  });
+
+  it('waits through a SIGKILL of its worker and resumes on a new worker after the approval', async () => {
+    const api = await startAppProcess({ ...env, APP_ROLE: 'api' });
+    processes.push(api);
+    const worker = await startAppProcess({ ...env, APP_ROLE: 'worker' });
+    processes.push(worker);
+    const credentials = { email: 'approver@example.com', password: 'approval-drill-password', name: 'Approver' };
+    expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(201);
+    const token = (await call(api.baseUrl, { method: 'POST', path: '/api/auth/login', body: { email: credentials.email, password: credentials.password } })).json.data.accessToken;
+    const projectId = (await call(api.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Kill' } })).json.data.id;
+    llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'Survives kill', project_id: projectId } }] }, { content: 'done' });
+    const jobId = (await call(api.baseUrl, { method: 'POST', path: '/api/agent/execute', token, body: { projectId, input: 'make it', approval: 'writes' } })).json.data.jobId;
+    const statusOf = async () => (await call(api.baseUrl, { method: 'GET', path: `/api/agent/status/${jobId}`, token })).json.data;
+    const until = async (ok: (run: any) => boolean) => {
+      for (let i = 0; i < 300; i += 1) {
+        const run = await statusOf();
+        if (ok(run)) return run;
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+      throw new Error(`not reached: ${JSON.stringify(await statusOf())}`);
+    };
+    await until((run) => run.status === 'awaiting_approval');
+
+    worker.child.kill('SIGKILL');
+    await worker.exited;
+    // Well past AGENT_STALE_AFTER_MS: still waiting, nothing ran.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    expect((await statusOf()).status).toBe('awaiting_approval');
+    const approved = await call(api.baseUrl, { method: 'POST', path: `/api/agent/approve/${jobId}`, token, body: { stepIndex: 1, decision: 'approve' } });
+    expect(approved.status).toBe(202);
+    const second = await startAppProcess({ ...env, APP_ROLE: 'worker' });
+    processes.push(second);
+    const done = await until((run) => FINAL.includes(run.status));
+    expect(done.status).toBe('succeeded');
+    const { rows } = await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = 'Survives kill'`);
+    expect(rows[0].n).toBe(1);
+  }, 240_000);
+});

@@ -1,0 +1,196 @@
+import { createHmac } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { DataSource } from 'typeorm';
+import { publicOnlyLookup } from '../src/modules/agent/webhooks/webhook-address.js';
+import { bearer, makeUser, type TestUser } from './support/factories.js';
+import { FakeLlmServer, fakeModelEnv } from './support/fake-llm-server.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+/** A local webhook receiver: records raw bodies and headers, answers scripted status codes (then 200). */
+class Receiver {
+  readonly received: { headers: IncomingHttpHeaders; body: string }[] = [];
+  answers: number[] = [];
+  private server?: Server;
+  url = '';
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        this.received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+        res.writeHead(this.answers.shift() ?? 200).end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hooks/atrium`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+  }
+}
+
+/** What a receiver does: recompute the HMAC over "<t>.<raw body>" with its secret and compare. */
+function verify(secret: string, headers: IncomingHttpHeaders, body: string): boolean {
+  const match = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(headers['atrium-signature']));
+  if (!match) return false;
+  return createHmac('sha256', secret).update(`${match[1]}.${body}`).digest('hex') === match[2];
+}
+
+async function until<T>(probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('agent runs: signed webhooks (local receiver, WEBHOOK_ALLOW_PRIVATE=true)', () => {
+  let app: TestApp;
+  let llm: FakeLlmServer;
+  let receiver: Receiver;
+  let owner: TestUser;
+  let projectId: string;
+
+  const status = async (jobId: string) => (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(owner.token)).expect(200)).body.data;
+
+  beforeAll(async () => {
+    llm = await new FakeLlmServer().start();
+    receiver = await new Receiver().start();
+    app = await startTestApp({
+      env: fakeModelEnv(llm, { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_BASE_MS: '200', WEBHOOK_MAX_ATTEMPTS: '4' }),
+    });
+    owner = await makeUser(app);
+    projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Hooks' }).expect(201)).body.data.id;
+  }, 120_000);
+
+  afterAll(async () => {
+    await app?.close();
+    await receiver?.stop();
+    await llm?.stop();
+  });
+
+  it('signs awaiting_approval and the final state; the secret is shown once, stored encrypted, never in status', async () => {
+    receiver.received.length = 0;
+    llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'Hooked', project_id: projectId } }] }, { content: 'Made it.' });
+    const started = await app.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, input: 'make a task', approval: 'writes', webhookUrl: receiver.url }).expect(202);
+    expect(started.headers['cache-control']).toBe('no-store');
+    const { jobId, webhookSecret } = started.body.data;
+    expect(webhookSecret).toMatch(/^whsec_[A-Za-z0-9_-]{40,}$/);
+
+    // Approve-by-webhook: the receiver learns the run waits, then approves through the API.
+    await until(async () => receiver.received.length >= 1);
+    const waiting = receiver.received[0];
+    expect(verify(webhookSecret, waiting.headers, waiting.body)).toBe(true);
+    expect(verify('whsec_wrong', waiting.headers, waiting.body)).toBe(false);
+    const event = JSON.parse(waiting.body);
+    expect(event).toEqual({ type: 'agent_run.awaiting_approval', jobId, status: 'awaiting_approval', output: null, error: null, occurredAt: expect.any(String) });
+    const stepIndex = (await status(jobId)).steps.findIndex((s: any) => s.status === 'awaiting_approval');
+    await app.http.post(`/api/agent/approve/${jobId}`).set(bearer(owner.token)).send({ stepIndex, decision: 'approve' }).expect(202);
+
+    await until(async () => receiver.received.length >= 2);
+    const final = receiver.received[1];
+    expect(verify(webhookSecret, final.headers, final.body)).toBe(true);
+    expect(JSON.parse(final.body)).toMatchObject({ type: 'agent_run.succeeded', jobId, status: 'succeeded', output: 'Made it.', error: null });
+    expect(final.headers['atrium-delivery-id']).not.toBe(waiting.headers['atrium-delivery-id']);
+    expect(final.headers['content-type']).toBe('application/json');
+
+    const view = await until(async () => {
+      const run = await status(jobId);
+      return run.webhook?.deliveries.every((d: any) => d.status === 'delivered') && run.webhook.deliveries.length === 2 ? run : undefined;
+    });
+    expect(view.webhook.url).toBe(receiver.url);
+    expect(view.webhook.deliveries.map((d: any) => [d.type, d.attempts, d.lastStatusCode])).toEqual([
+      ['agent_run.awaiting_approval', 1, 200],
+      ['agent_run.succeeded', 1, 200],
+    ]);
+    expect(view.webhook.deliveries.map((d: any) => d.deliveryId)).toEqual([waiting.headers['atrium-delivery-id'], final.headers['atrium-delivery-id']]);
+    expect(JSON.stringify(view)).not.toContain(webhookSecret);
+    const [row] = await app.app.get(DataSource).query(`SELECT webhook_secret FROM agent_runs WHERE id = $1`, [jobId]);
+    expect(row.webhook_secret).not.toContain(webhookSecret.slice(6));
+  });
+
+  it('retries after a receiver answering 500, with the same delivery id, until a 2xx', async () => {
+    receiver.received.length = 0;
+    receiver.answers = [500, 500];
+    llm.play({ content: 'quick' });
+    const { jobId, webhookSecret } = (await app.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, input: 'hi', webhookUrl: receiver.url }).expect(202)).body.data;
+    const run = await until(async () => {
+      const current = await status(jobId);
+      return current.webhook?.deliveries[0]?.status === 'delivered' ? current : undefined;
+    });
+    expect(run.webhook.deliveries[0]).toMatchObject({ type: 'agent_run.succeeded', attempts: 3, lastStatusCode: 200, lastError: null });
+    expect(receiver.received).toHaveLength(3);
+    expect(new Set(receiver.received.map((r) => r.headers['atrium-delivery-id'])).size).toBe(1);
+    for (const attempt of receiver.received) expect(verify(webhookSecret, attempt.headers, attempt.body)).toBe(true);
+  });
+
+  it('gives up after WEBHOOK_MAX_ATTEMPTS and says so in the delivery log', async () => {
+    receiver.received.length = 0;
+    receiver.answers = [503, 503, 503, 503, 503];
+    llm.play({ content: 'quick' });
+    const { jobId } = (await app.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, input: 'hi', webhookUrl: receiver.url }).expect(202)).body.data;
+    const run = await until(async () => {
+      const current = await status(jobId);
+      return current.webhook?.deliveries[0]?.status === 'failed' ? current : undefined;
+    });
+    expect(run.webhook.deliveries[0]).toMatchObject({ attempts: 4, lastStatusCode: 503, lastError: 'receiver answered 503' });
+    receiver.answers = [];
+  });
+
+  it('an Idempotency-Key replay answers the same run without the secret', async () => {
+    llm.play({ content: 'x' }, { content: 'x' });
+    const body = { projectId, input: 'once', webhookUrl: receiver.url };
+    const first = await app.http.post('/api/agent/execute').set(bearer(owner.token)).set('Idempotency-Key', 'hook-replay-1').send(body).expect(202);
+    const again = await app.http.post('/api/agent/execute').set(bearer(owner.token)).set('Idempotency-Key', 'hook-replay-1').send(body).expect(202);
+    expect(first.body.data.webhookSecret).toBeDefined();
+    expect(again.body.data).toEqual({ jobId: first.body.data.jobId, status: 'queued' });
+  });
+});
+
+describe('agent runs: webhook URLs are checked against SSRF (default configuration)', () => {
+  let app: TestApp;
+  let owner: TestUser;
+  let projectId: string;
+
+  beforeAll(async () => {
+    app = await startTestApp({ env: { DATABASE_POOL_SIZE: process.env.TEST_DATABASE_URL ? '10' : '1' } });
+    owner = await makeUser(app);
+    projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'SSRF' }).expect(201)).body.data.id;
+  }, 120_000);
+
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it.each([
+    ['http (not https)', 'http://example.com/hook'],
+    ['loopback literal', 'https://127.0.0.1/hook'],
+    ['private 10/8', 'https://10.1.2.3/hook'],
+    ['link-local metadata', 'https://169.254.169.254/latest/meta-data'],
+    ['IPv6 loopback', 'https://[::1]/hook'],
+    ['IPv4-mapped IPv6 loopback', 'https://[::ffff:127.0.0.1]/hook'],
+    ['a name resolving to loopback', 'https://localhost/hook'],
+    ['credentials in the URL', 'https://user:pass@93.184.216.34/hook'],
+    ['not a URL', 'hook please'],
+    ['another scheme', 'ftp://93.184.216.34/hook'],
+  ])('%s → 400 VALIDATION_FAILED on webhookUrl, no run created', async (_label, webhookUrl) => {
+    const res = await app.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, input: 'x', webhookUrl }).expect(400);
+    expect(res.body.error.code).toBe('VALIDATION_FAILED');
+    expect(JSON.stringify(res.body.error)).toContain('webhookUrl');
+    const [row] = await app.app.get(DataSource).query(`SELECT count(*)::int AS n FROM agent_runs`);
+    expect(row.n).toBe(0);
+  });
+
+  it('re-checks at connect time: a name that resolves to a private address is refused by the delivery lookup', async () => {
+    const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => publicOnlyLookup(false)('localhost', {}, (err) => resolve(err)));
+    expect(error?.code).toBe('EADDRNOTPUBLIC');
+    const allowed = await new Promise<string | unknown>((resolve) => publicOnlyLookup(true)('localhost', {}, (err, address) => resolve(err ?? address)));
+    expect(typeof allowed).toBe('string');
+  });
+});
