@@ -9,9 +9,10 @@ import { Rag1763792000000 } from './1763792000000-rag.js';
 import { RagDropModelIndex1763794000000 } from './1763794000000-rag-drop-model-index.js';
 import { RagPostingsImpact1763795000000 } from './1763795000000-rag-postings-impact.js';
 import { ListTimestampsMilliseconds1763796000000 } from './1763796000000-list-timestamps-milliseconds.js';
+import { IngestProgress1764014000000 } from './1764014000000-ingest-progress.js';
 
 /**
  * Every migration, in order. Listed by class (not a glob) so the app, the CLI and the tests load the
  * same set whether they run compiled JavaScript or TypeScript. Never edit a committed migration.
  */
-export const ALL_MIGRATIONS = [Init1763700000000, ProjectsDocuments1763701000000, GithubRepositories1763790000008, ApiKeys1763791000000, IdempotencyRecords1763791000001, Tasks1763791000002, Rag1763792000000, AgentRuns1763793000000, RagDropModelIndex1763794000000, RagPostingsImpact1763795000000, ListTimestampsMilliseconds1763796000000];
+export const ALL_MIGRATIONS = [Init1763700000000, ProjectsDocuments1763701000000, GithubRepositories1763790000008, ApiKeys1763791000000, IdempotencyRecords1763791000001, Tasks1763791000002, Rag1763792000000, AgentRuns1763793000000, RagDropModelIndex1763794000000, RagPostingsImpact1763795000000, ListTimestampsMilliseconds1763796000000, IngestProgress1764014000000];
