@@ -22,8 +22,16 @@ export type WriteOutcome = { status: 'indexed'; chunkCount: number } | { status:
 /** Called after each committed batch with the chunks stored so far of the document's total. */
 export type WriteProgress = (written: number, total: number) => Promise<void>;
 
-/** Chunks per statement and transaction: what one batch embeds, inserts and posts. */
+/** Most chunks per statement and transaction: what one batch embeds, inserts and posts. */
 export const INDEX_BATCH_CHUNKS = 64;
+/**
+ * A batch aims to hold its transaction (and, on the embedded engine, the event loop it shares with HTTP)
+ * for about this long: the batch size halves after a slower batch and doubles after a much faster one,
+ * between 4 and INDEX_BATCH_CHUNKS. On PostgreSQL batches stay at the maximum; on PGlite, where a
+ * 64-chunk batch takes about a second, they shrink to a few chunks.
+ */
+const BATCH_TARGET_MS = 120;
+const MIN_BATCH_CHUNKS = 4;
 /** Chunks removed per statement when a document's old chunks are dropped. */
 const DELETE_BATCH_CHUNKS = 500;
 /** Texts longer than this are chunked in the ingest sandbox's thread instead of on the event loop. */
@@ -96,8 +104,10 @@ export class ChunkWriterService {
     let from = force ? 0 : await this.committedPrefix(document.id, total);
     if (onProgress) await onProgress(from, total);
 
-    for (; from < total; from += INDEX_BATCH_CHUNKS) {
-      const to = Math.min(total, from + INDEX_BATCH_CHUNKS);
+    let batchSize = 16;
+    let reportedAt = performance.now();
+    while (from < total) {
+      const to = Math.min(total, from + batchSize);
       const batchTexts = indexTexts.slice(from, to);
       const vectors = await this.embedder.embed(batchTexts, 'document');
       const rows = batchTexts.map((indexText, offset) => {
@@ -112,9 +122,18 @@ export class ChunkWriterService {
           vector: vectors[offset].some((value) => value !== 0) ? toVectorLiteral(vectors[offset]) : null,
         };
       });
+      const started = performance.now();
       const stale = await this.insertBatch(document, rows);
       if (stale) return { status: 'stale' };
-      if (onProgress) await onProgress(to, total);
+      const elapsed = performance.now() - started;
+      if (elapsed > BATCH_TARGET_MS) batchSize = Math.max(MIN_BATCH_CHUNKS, Math.floor(batchSize / 2));
+      else if (elapsed < BATCH_TARGET_MS / 3) batchSize = Math.min(INDEX_BATCH_CHUNKS, batchSize * 2);
+      from = to;
+      // Progress at most every second: on the embedded engine a batch may be a handful of chunks.
+      if (onProgress && (to === total || performance.now() - reportedAt >= 1000)) {
+        await onProgress(to, total);
+        reportedAt = performance.now();
+      }
       // Let the event loop serve requests between batches (the embedded default shares it with HTTP).
       await new Promise((resolve) => setImmediate(resolve));
     }
