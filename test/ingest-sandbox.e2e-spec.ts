@@ -1,4 +1,4 @@
-import { lyingZipBombDocx, nestedHtml, pdfWithPages, proseText, zipBombDocx } from './support/hostile-files.js';
+import { lyingZipBombDocx, nestedHtml, pdfWithPages, proseText, zipBombDocx } from '../bench/document-builders.js';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
@@ -90,7 +90,6 @@ describe('hostile uploads: sandboxed extraction, limits, responsive HTTP, a fina
       const res = await app.http.get(`/api/documents/${documentId}`).set(bearer(user.token)).expect(200);
       document = res.body.data;
       if (document!.progress) sawProgress = true;
-      require('fs').appendFileSync('/tmp/wt14/progress.log', `${new Date().toISOString()} ${name} ${document!.status} ${JSON.stringify(document!.progress)} ${Math.round(latencies[latencies.length - 1])}\n`);
       if (document!.status === 'indexed' || document!.status === 'failed') break;
       await sleep(200);
     }

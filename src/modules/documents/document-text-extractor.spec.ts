@@ -1,4 +1,4 @@
-import { docxOf, lyingZipBombDocx, nestedHtml, pdfWithPages, zipBombDocx } from '../../../test/support/hostile-files';
+import { docxOf, lyingZipBombDocx, nestedHtml, pdfWithPages, zipBombDocx } from '../../../bench/document-builders.js';
 import { extractText, htmlToText, TextExtractionError, type ExtractionLimits } from './document-text-extractor.js';
 import { detectDocumentType } from './document-type.js';
 

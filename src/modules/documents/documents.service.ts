@@ -69,9 +69,9 @@ export class DocumentsService {
     const sha256 = sha256Hex(bytes);
     await this.assertNotDuplicate(actor.userId, input.projectId, sha256);
 
-    // Nothing of the file's content is interpreted here: text extraction runs in the indexing worker's
-    // sandbox (IngestSandbox), outside the request and the HTTP event loop, under limits. The document
-    // is `uploaded` until then.
+    // Beyond the type check above, nothing of the file is interpreted here: text extraction runs in the
+    // indexing worker's sandbox (IngestSandbox), outside the request and the HTTP event loop, under
+    // limits. The document is `uploaded` until then.
     const document = this.documents.create({
       id: randomUUID(),
       projectId: input.projectId,

@@ -1,8 +1,8 @@
 import { strToU8, Zip, ZipDeflate, zipSync } from 'fflate';
 
 /**
- * Files built in the tests (nothing binary is checked in): the hostile shapes of issue 14 and ordinary
- * documents of a given size for the ingest benchmark.
+ * Files built by the tests and benchmarks (nothing binary is checked in): the hostile shapes of issue 14
+ * and ordinary documents of a given size (bench:ingest).
  */
 
 const CONTENT_TYPES = `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
