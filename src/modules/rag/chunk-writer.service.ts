@@ -27,11 +27,11 @@ export const INDEX_BATCH_CHUNKS = 64;
 /**
  * A batch aims to hold its transaction (and, on the embedded engine, the event loop it shares with HTTP)
  * for about this long: the batch size halves after a slower batch and doubles after a much faster one,
- * between 4 and INDEX_BATCH_CHUNKS. On PostgreSQL batches stay at the maximum; on PGlite, where a
+ * between 2 and INDEX_BATCH_CHUNKS. On PostgreSQL batches stay near the maximum; on PGlite, where a
  * 64-chunk batch takes about a second, they shrink to a few chunks.
  */
-const BATCH_TARGET_MS = 120;
-const MIN_BATCH_CHUNKS = 4;
+const BATCH_TARGET_MS = 60;
+const MIN_BATCH_CHUNKS = 2;
 /** Chunks removed per statement when a document's old chunks are dropped. */
 const DELETE_BATCH_CHUNKS = 500;
 /** Texts longer than this are chunked in the ingest sandbox's thread instead of on the event loop. */
