@@ -1,25 +1,12 @@
 import { docxOf, lyingZipBombDocx, nestedHtml, pdfWithPages, zipBombDocx } from '../../../bench/document-builders.js';
-import { extractText, htmlToText, TextExtractionError, type ExtractionLimits } from './document-text-extractor.js';
+import { extractionFailure } from '../../../test/support/extraction-failure.js';
+import { extractText, htmlToText } from './document-text-extractor.js';
+import { DEFAULT_EXTRACTION_LIMITS } from './extraction-limits.js';
 import { detectDocumentType } from './document-type.js';
 
 const MIB = 1024 * 1024;
-const LIMITS: ExtractionLimits = {
-  maxTextBytes: 50 * MIB,
-  maxPages: 5000,
-  maxArchiveEntries: 10_000,
-  maxCompressionRatio: 100,
-  maxInflatedBytes: 200 * MIB,
-  maxNestingDepth: 1000,
-};
-
-async function failure(promise: Promise<unknown>): Promise<string> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(TextExtractionError);
-  return (error as Error).message;
-}
+const LIMITS = DEFAULT_EXTRACTION_LIMITS;
+const failure = extractionFailure;
 
 describe('htmlToText', () => {
   it('keeps visible text, one block per line, decodes entities and drops scripts and styles', () => {

@@ -13,3 +13,15 @@ export interface ExtractionLimits {
   /** EXTRACT_MAX_NESTING_DEPTH: open HTML elements at once. */
   maxNestingDepth: number;
 }
+
+const MIB = 1024 * 1024;
+
+/** The defaults of the EXTRACT_* variables (API.md names the first ones: 50 MiB of text, 5,000 pages). */
+export const DEFAULT_EXTRACTION_LIMITS: ExtractionLimits = {
+  maxTextBytes: 50 * MIB,
+  maxPages: 5000,
+  maxArchiveEntries: 10_000,
+  maxCompressionRatio: 100,
+  maxInflatedBytes: 200 * MIB,
+  maxNestingDepth: 1000,
+};

@@ -1,6 +1,7 @@
 import { docxOf, pdfWithPages } from '../../../../bench/document-builders.js';
 import type { AppConfig } from '../../../config/app-config.js';
-import { TextExtractionError } from '../../documents/document-text-extractor.js';
+import { extractionFailure } from '../../../../test/support/extraction-failure.js';
+import { DEFAULT_EXTRACTION_LIMITS } from '../../documents/extraction-limits.js';
 import { IngestSandbox } from './ingest-sandbox.service.js';
 
 const MIB = 1024 * 1024;
@@ -8,12 +9,9 @@ const MIB = 1024 * 1024;
 function sandbox(extraction: Partial<AppConfig['extraction']>): IngestSandbox {
   const config = {
     extraction: {
-      maxTextBytes: 50 * MIB,
-      maxPages: 5000,
-      maxArchiveEntries: 10_000,
+      ...DEFAULT_EXTRACTION_LIMITS,
       maxCompressionRatio: 100_000,
       maxInflatedBytes: 2048 * MIB,
-      maxNestingDepth: 1000,
       timeoutMs: 60_000,
       maxMemoryMb: 512,
       concurrency: 1,
@@ -23,14 +21,7 @@ function sandbox(extraction: Partial<AppConfig['extraction']>): IngestSandbox {
   return new IngestSandbox(config);
 }
 
-async function failure(promise: Promise<unknown>): Promise<string> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(TextExtractionError);
-  return (error as Error).message;
-}
+const failure = extractionFailure;
 
 /**
  * The sandbox's own limits, on real worker threads (here they run the TypeScript sources, as under
@@ -53,9 +44,10 @@ describe('IngestSandbox', () => {
   }, 120_000);
 
   it('kills a thread that takes longer than EXTRACT_TIMEOUT_MS and serves the next file', async () => {
-    const pool = sandbox({ timeoutMs: 300 });
+    // Long enough for a fresh thread to start (the next file's task pays that), far too short for the heavy file.
+    const pool = sandbox({ timeoutMs: 2500, maxMemoryMb: 2048 });
     try {
-      expect(await failure(pool.extract('docx', heavyDocx))).toBe('processing the file took longer than 300 ms (EXTRACT_TIMEOUT_MS)');
+      expect(await failure(pool.extract('docx', heavyDocx))).toBe('processing the file took longer than 2500 ms (EXTRACT_TIMEOUT_MS)');
       expect(await pool.extract('html', Buffer.from('<p>still here</p>'))).toBe('still here');
     } finally {
       await pool.onModuleDestroy();
