@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { AppConfig } from '../../config/app-config.js';
@@ -25,12 +26,13 @@ export type WriteProgress = (written: number, total: number) => Promise<void>;
 /** Most chunks per statement and transaction: what one batch embeds, inserts and posts. */
 export const INDEX_BATCH_CHUNKS = 64;
 /**
- * A batch aims to hold its transaction (and, on the embedded engine, the event loop it shares with HTTP)
- * for about this long: the batch size halves after a slower batch and doubles after a much faster one,
- * between 2 and INDEX_BATCH_CHUNKS. On PostgreSQL batches stay near the maximum; on PGlite, where a
- * 64-chunk batch takes about a second, they shrink to a few chunks.
+ * Batches are sized by how long they block the event loop: on the embedded engine every statement runs
+ * on the loop that serves HTTP (PGlite is WebAssembly in this process), and a 64-chunk batch holds it for
+ * about a second. The size halves after a batch that blocked the loop longer than this and doubles after
+ * one far below it, between MIN_BATCH_CHUNKS and INDEX_BATCH_CHUNKS. On PostgreSQL a statement blocks
+ * nothing, so batches grow to the maximum.
  */
-const BATCH_TARGET_MS = 60;
+const LOOP_BLOCK_TARGET_MS = 60;
 const MIN_BATCH_CHUNKS = 2;
 /** Chunks removed per statement when a document's old chunks are dropped. */
 const DELETE_BATCH_CHUNKS = 500;
@@ -106,36 +108,42 @@ export class ChunkWriterService {
 
     let batchSize = 16;
     let reportedAt = performance.now();
-    while (from < total) {
-      const to = Math.min(total, from + batchSize);
-      const batchTexts = indexTexts.slice(from, to);
-      const vectors = await this.embedder.embed(batchTexts, 'document');
-      const rows = batchTexts.map((indexText, offset) => {
-        const i = from + offset;
-        return {
-          id: randomUUID(),
-          index: i,
-          text: chunks[i]?.text ?? '',
-          start: chunks[i]?.startOffset ?? 0,
-          end: chunks[i]?.endOffset ?? 0,
-          indexText,
-          vector: vectors[offset].some((value) => value !== 0) ? toVectorLiteral(vectors[offset]) : null,
-        };
-      });
-      const started = performance.now();
-      const stale = await this.insertBatch(document, rows);
-      if (stale) return { status: 'stale' };
-      const elapsed = performance.now() - started;
-      if (elapsed > BATCH_TARGET_MS) batchSize = Math.max(MIN_BATCH_CHUNKS, Math.floor(batchSize / 2));
-      else if (elapsed < BATCH_TARGET_MS / 3) batchSize = Math.min(INDEX_BATCH_CHUNKS, batchSize * 2);
-      from = to;
-      // Progress at most every second: on the embedded engine a batch may be a handful of chunks.
-      if (onProgress && (to === total || performance.now() - reportedAt >= 1000)) {
-        await onProgress(to, total);
-        reportedAt = performance.now();
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
+    try {
+      while (from < total) {
+        const to = Math.min(total, from + batchSize);
+        const batchTexts = indexTexts.slice(from, to);
+        const vectors = await this.embedder.embed(batchTexts, 'document');
+        const rows = batchTexts.map((indexText, offset) => {
+          const i = from + offset;
+          return {
+            id: randomUUID(),
+            index: i,
+            text: chunks[i]?.text ?? '',
+            start: chunks[i]?.startOffset ?? 0,
+            end: chunks[i]?.endOffset ?? 0,
+            indexText,
+            vector: vectors[offset].some((value) => value !== 0) ? toVectorLiteral(vectors[offset]) : null,
+          };
+        });
+        loopDelay.reset();
+        const stale = await this.insertBatch(document, rows);
+        if (stale) return { status: 'stale' };
+        const blockedMs = loopDelay.max / 1e6;
+        if (blockedMs > LOOP_BLOCK_TARGET_MS) batchSize = Math.max(MIN_BATCH_CHUNKS, Math.floor(batchSize / 2));
+        else if (blockedMs < LOOP_BLOCK_TARGET_MS / 3) batchSize = Math.min(INDEX_BATCH_CHUNKS, batchSize * 2);
+        from = to;
+        // Progress at most every second: on the embedded engine a batch may be a handful of chunks.
+        if (onProgress && (to === total || performance.now() - reportedAt >= 1000)) {
+          await onProgress(to, total);
+          reportedAt = performance.now();
+        }
+        // Let the event loop serve requests between batches (the embedded default shares it with HTTP).
+        await new Promise((resolve) => setImmediate(resolve));
       }
-      // Let the event loop serve requests between batches (the embedded default shares it with HTTP).
-      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      loopDelay.disable();
     }
     return { status: 'indexed', chunkCount: total };
   }
