@@ -82,10 +82,11 @@ export function pdfWithPages(pages: number, textOf: (page: number) => string = (
   objects[2] = `<< /Type /Pages /Count ${pages} /Kids [${pageIds.map((id) => `${id} 0 R`).join(' ')}] >>`;
   objects[3] = `<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>`;
   for (let i = 0; i < pages; i += 1) {
-    const text = textOf(i + 1).replace(/[()\\]/g, ' ');
-    const stream = `BT /F1 12 Tf 20 100 Td (${text}) Tj ET`;
+    // Lines of at most 90 characters (pdf.js drops text that runs off the page), 12 pt apart.
+    const lines = textOf(i + 1).replace(/[()\\]/g, ' ').match(/.{1,90}(?:\s+|$)/g) ?? [''];
+    const stream = `BT /F1 10 Tf 12 TL 20 770 Td ${lines.map((line) => `(${line.trimEnd()}) Tj T*`).join(' ')} ET`;
     objects[4 + i * 2] = `<< /Length ${Buffer.byteLength(stream, 'latin1')} >>\nstream\n${stream}\nendstream`;
-    objects[5 + i * 2] = `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 200] /Contents ${4 + i * 2} 0 R /Resources << /Font << /F1 3 0 R >> >> >>`;
+    objects[5 + i * 2] = `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${4 + i * 2} 0 R /Resources << /Font << /F1 3 0 R >> >> >>`;
   }
   const chunks: string[] = ['%PDF-1.4\n'];
   let offset = chunks[0].length;
