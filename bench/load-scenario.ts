@@ -11,6 +11,7 @@
  * uses its own fresh key of the same unrelated user (same scopes, same tasks), under the limit: every one
  * of its calls must be a 200.
  */
+import type { ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 
 export interface LoadScenarioOptions {
@@ -62,13 +63,30 @@ async function postJson(baseUrl: string, path: string, body: unknown, token?: st
   if (token) headers.authorization = `Bearer ${token}`;
   const response = await fetch(baseUrl + path, { method: 'POST', headers, body: JSON.stringify(body) });
   const text = await response.text();
-  let json: unknown;
+  return { status: response.status, text, json: jsonOrUndefined(text), headers: response.headers };
+}
+
+/** The port a started `node dist/src/main.js` logs in its "listening" line. */
+export function listeningPort(child: ChildProcess): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const line = out.split('\n').find((l) => l.includes('"msg":"listening"'));
+      if (line) resolve(JSON.parse(line).port as number);
+      if (out.length > 1_000_000) out = out.slice(-10_000);
+    });
+    child.on('exit', (code) => reject(new Error(`atrium exited with ${code} before listening`)));
+  });
+}
+
+/** The parsed body, or undefined when it is not JSON. */
+export function jsonOrUndefined(text: string): any {
   try {
-    json = JSON.parse(text);
+    return JSON.parse(text);
   } catch {
-    json = undefined;
+    return undefined;
   }
-  return { status: response.status, text, json, headers: response.headers };
 }
 
 async function expectOk(what: string, answer: Promise<{ status: number; text: string; json: any }>): Promise<any> {

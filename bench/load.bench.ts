@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { describeLoadScenario, prepareLoadScenario, runLoadScenario, unrelatedKeyLatency } from './load-scenario.js';
+import { describeLoadScenario, listeningPort, prepareLoadScenario, runLoadScenario, unrelatedKeyLatency } from './load-scenario.js';
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -56,15 +56,7 @@ async function main(): Promise<void> {
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (chunk: Buffer) => {
-        out += chunk.toString();
-        const line = out.split('\n').find((l) => l.includes('"msg":"listening"'));
-        if (line) resolve(JSON.parse(line).port as number);
-      });
-      child.on('exit', (code) => reject(new Error(`atrium exited with ${code} before listening`)));
-    });
+    const port = await listeningPort(child);
     const baseUrl = `http://127.0.0.1:${port}`;
     console.log(`atrium at ${baseUrl} (limit ${LIMIT}/min per key, Redis: ${REDIS_URL === 'none' ? 'no' : 'yes'}); ${ROUNDS} rounds of about 40 s`);
     const ratios: number[] = [];

@@ -29,6 +29,17 @@ describe('documents (upload, list, get, delete, visibility)', () => {
     return req.attach('file', bytes, name);
   }
 
+  /** Extraction and indexing run in the background (issue 14): poll until the document is final. */
+  async function finalState(token: string, documentId: string): Promise<{ status: string; error: string | null }> {
+    const started = Date.now();
+    for (;;) {
+      const res = await app.http.get(`/api/documents/${documentId}`).set(bearer(token)).expect(200);
+      if (['indexed', 'failed'].includes(res.body.data.status)) return res.body.data;
+      if (Date.now() - started > 60_000) throw new Error(`document ${documentId} still ${res.body.data.status} after 60 s`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
   function actorOf(user: TestUser): Actor {
     return { userId: user.id, projectIds: null, repos: null };
   }
@@ -78,10 +89,12 @@ describe('documents (upload, list, get, delete, visibility)', () => {
         status: 'uploaded',
         error: null,
         chunkCount: 0,
+        progress: null,
         createdAt: expect.any(String),
         updatedAt: expect.any(String),
         indexedAt: null,
       });
+      expect(await finalState(owner.token, res.body.data.id)).toMatchObject({ status: 'indexed', error: null });
       const service = app.app.get(DocumentsService);
       const { content } = await service.getWithContent(actorOf(owner), res.body.data.id);
       expect(content).toContain(expectedText);
@@ -91,13 +104,14 @@ describe('documents (upload, list, get, delete, visibility)', () => {
       expect(events).toContainEqual(expect.objectContaining({ type: 'created', documentId: res.body.data.id, projectId }));
     });
 
-    it('keeps a corrupt PDF as failed with a clear reason', async () => {
+    it('keeps a corrupt PDF as failed with a clear reason (extraction runs after the answer)', async () => {
       const res = await upload(owner.token, projectId, 'broken.pdf', makeCorruptPdf(), { title: 'Broken' }).expect(201);
-      expect(res.body.data).toMatchObject({ title: 'Broken', status: 'failed', mimeType: 'application/pdf' });
-      expect(res.body.data.error).toMatch(/PDF could not be read/);
-      const detail = await app.http.get(`/api/documents/${res.body.data.id}`).set(bearer(owner.token)).expect(200);
-      expect(detail.body.data.status).toBe('failed');
-      expect(events.find((e) => e.documentId === res.body.data.id)).toBeUndefined();
+      expect(res.body.data).toMatchObject({ title: 'Broken', status: 'uploaded', mimeType: 'application/pdf' });
+      const final = await finalState(owner.token, res.body.data.id);
+      expect(final.status).toBe('failed');
+      expect(final.error).toMatch(/PDF could not be read/);
+      const { content } = await app.app.get(DocumentsService).getWithContent(actorOf(owner), res.body.data.id);
+      expect(content).toBeNull();
     });
 
     it('refuses a file over UPLOAD_MAX_BYTES with 413, whether or not the length was declared far too large', async () => {
@@ -129,7 +143,7 @@ describe('documents (upload, list, get, delete, visibility)', () => {
       const first = await upload(owner.token, projectId, 'dup.txt', bytes).expect(201);
       const again = await upload(owner.token, projectId, 'renamed.txt', bytes).expect(409);
       expect(again.body.error.code).toBe('CONFLICT');
-      expect(again.body.error.details).toEqual({ existingId: first.body.data.id });
+      expect(again.body.error.details).toEqual({ existingId: first.body.data.id, existingStatus: expect.stringMatching(/^(uploaded|processing|indexed)$/) });
       // Another author, or another project, is not a duplicate.
       await upload(editor.token, projectId, 'dup.txt', bytes).expect(201);
       const otherProject = await makeProject(owner);
@@ -244,6 +258,7 @@ describe('documents (upload, list, get, delete, visibility)', () => {
       const page2 = await app.http.get(`/api/documents?projectId=${project}&limit=2&cursor=${page1.body.data.nextCursor}`).set(bearer(owner.token)).expect(200);
       expect(page2.body.data.items.map((d: { id: string }) => d.id)).toEqual([ids[1], ids[0]]);
       expect(page2.body.data.nextCursor).toBeNull();
+      await finalState(owner.token, failed);
       const onlyFailed = await app.http.get(`/api/documents?projectId=${project}&status=failed`).set(bearer(owner.token)).expect(200);
       expect(onlyFailed.body.data.items.map((d: { id: string }) => d.id)).toEqual([failed]);
     });

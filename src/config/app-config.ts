@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { ConfigError } from './config-error.js';
 import { DEFAULT_HYBRID_VECTOR_WEIGHT } from '../modules/rag/rag.constants.js';
 import { EnvReader } from './env-readers.js';
+import { DEFAULT_EXTRACTION_LIMITS, type ExtractionLimits } from '../modules/documents/extraction-limits.js';
 
 export const APP_ROLES = ['all', 'api', 'worker'] as const;
 export type AppRole = (typeof APP_ROLES)[number];
@@ -113,6 +114,15 @@ export interface AppConfig {
     /** How often a process looks for jobs to re-enqueue (queued without a queue entry, or stale). */
     recoveryIntervalMs: number;
   };
+  /** Limits on turning an untrusted upload into text (see IngestSandbox); a broken one fails the document. */
+  extraction: ExtractionLimits & {
+    /** Wall time of one extraction (or chunking) in its thread before the thread is killed. */
+    timeoutMs: number;
+    /** V8 old-generation heap of one sandbox thread. */
+    maxMemoryMb: number;
+    /** Sandbox threads per process. */
+    concurrency: number;
+  };
   agent: {
     runTimeoutMs: number;
     stepTimeoutMs: number;
@@ -202,6 +212,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     indexing: {
       staleAfterMs: read.int('RAG_STALE_AFTER_MS', 60_000, 500, 3_600_000),
       recoveryIntervalMs: read.int('RAG_RECOVERY_INTERVAL_MS', 30_000, 100, 3_600_000),
+    },
+    extraction: {
+      maxTextBytes: read.int('EXTRACT_MAX_TEXT_BYTES', DEFAULT_EXTRACTION_LIMITS.maxTextBytes, 1024, 1024 * 1024 * 1024),
+      maxPages: read.int('EXTRACT_MAX_PAGES', DEFAULT_EXTRACTION_LIMITS.maxPages, 1, 1_000_000),
+      maxArchiveEntries: read.int('EXTRACT_MAX_ARCHIVE_ENTRIES', DEFAULT_EXTRACTION_LIMITS.maxArchiveEntries, 10, 1_000_000),
+      maxCompressionRatio: read.int('EXTRACT_MAX_COMPRESSION_RATIO', DEFAULT_EXTRACTION_LIMITS.maxCompressionRatio, 2, 100_000),
+      maxInflatedBytes: read.int('EXTRACT_MAX_INFLATED_BYTES', DEFAULT_EXTRACTION_LIMITS.maxInflatedBytes, 1024, 4 * 1024 * 1024 * 1024),
+      maxNestingDepth: read.int('EXTRACT_MAX_NESTING_DEPTH', DEFAULT_EXTRACTION_LIMITS.maxNestingDepth, 10, 1_000_000),
+      timeoutMs: read.int('EXTRACT_TIMEOUT_MS', 120_000, 100, 3_600_000),
+      maxMemoryMb: read.int('EXTRACT_MAX_MEMORY_MB', 512, 32, 16_384),
+      concurrency: read.int('EXTRACT_CONCURRENCY', 1, 1, 64),
     },
     agent: {
       runTimeoutMs: read.int('AGENT_RUN_TIMEOUT_MS', 120_000, 1_000, 3_600_000),

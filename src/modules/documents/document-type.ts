@@ -31,6 +31,11 @@ const KIND_BY_MIME: Record<string, DocumentKind> = Object.fromEntries(
   Object.entries(MIME_BY_KIND).map(([kind, mime]) => [mime, kind as DocumentKind]),
 );
 
+/** The kind of a stored document, from the MIME type the upload check recorded. */
+export function kindOfMime(mimeType: string): DocumentKind | undefined {
+  return KIND_BY_MIME[mimeType];
+}
+
 export const ACCEPTED_TYPES = 'txt, md, html, csv, json, pdf, docx';
 
 export type TypeCheck = { ok: true; kind: DocumentKind; mimeType: string } | { ok: false; reason: string };
@@ -81,7 +86,7 @@ function checkContent(kind: DocumentKind, bytes: Buffer): string | undefined {
 }
 
 /** Strict UTF-8 without NUL bytes (a binary file renamed .txt fails here); a leading BOM is dropped. */
-export function decodeUtf8(bytes: Buffer): string | undefined {
+export function decodeUtf8(bytes: Uint8Array): string | undefined {
   if (bytes.includes(0)) return undefined;
   try {
     const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);

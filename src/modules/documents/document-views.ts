@@ -13,6 +13,8 @@ export interface DocumentView {
   status: DocumentStatus;
   error: string | null;
   chunkCount: number;
+  /** While `processing`: chunks written of the chunks the text makes (null before it is chunked). */
+  progress: { chunksIndexed: number; chunksTotal: number } | null;
   createdAt: string;
   updatedAt: string;
   indexedAt: string | null;
@@ -31,6 +33,7 @@ export function toDocumentView(document: Document): DocumentView {
     status: document.status,
     error: document.error,
     chunkCount: document.chunkCount,
+    progress: document.status === 'processing' && document.chunksTotal !== null ? { chunksIndexed: document.chunkCount, chunksTotal: document.chunksTotal } : null,
     createdAt: document.createdAt.toISOString(),
     updatedAt: document.updatedAt.toISOString(),
     indexedAt: document.indexedAt ? document.indexedAt.toISOString() : null,

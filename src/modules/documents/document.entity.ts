@@ -51,9 +51,13 @@ export class Document {
   @Column('text', { nullable: true, select: false })
   textContent: string | null;
 
-  /** Maintained by the RAG indexer. */
+  /** Maintained by the RAG indexer; while `processing`, the chunks written so far. */
   @Column('integer')
   chunkCount: number;
+
+  /** Chunks the running indexing will write (null until the text is chunked). */
+  @Column('integer', { nullable: true })
+  chunksTotal: number | null;
 
   @Column({ type: 'timestamptz', nullable: true })
   indexedAt: Date | null;

@@ -7,7 +7,6 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ProjectsModule } from '../projects/projects.module.js';
 import { DocumentEvents } from './document-events.js';
 import { DocumentIndexStateService } from './document-index-state.service.js';
-import { DocumentTextExtractor } from './document-text-extractor.js';
 import { Document } from './document.entity.js';
 import { DocumentsController } from './documents.controller.js';
 import { DocumentsService } from './documents.service.js';
@@ -15,9 +14,9 @@ import { DocumentsToolProvider } from './documents.tool-provider.js';
 import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
 
 /**
- * Documents: uploads, text extraction, visibility. Exports DocumentsService (for the document tools),
- * DocumentEvents (subscribe to enqueue indexing), DocumentIndexStateService and DocumentTextExtractor
- * (for the RAG indexer).
+ * Documents: uploads and visibility. Exports DocumentsService (for the document tools), DocumentEvents
+ * (subscribe to enqueue indexing) and DocumentIndexStateService (for the RAG indexer, which also extracts
+ * the text, in its sandbox: see document-text-extractor.ts).
  */
 @Module({
   imports: [
@@ -34,7 +33,7 @@ import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
     }),
   ],
   controllers: [DocumentsController],
-  providers: [DocumentsService, DocumentEvents, DocumentIndexStateService, DocumentTextExtractor, UploadLimitInterceptor, DocumentsToolProvider],
-  exports: [DocumentsService, DocumentEvents, DocumentIndexStateService, DocumentTextExtractor],
+  providers: [DocumentsService, DocumentEvents, DocumentIndexStateService, UploadLimitInterceptor, DocumentsToolProvider],
+  exports: [DocumentsService, DocumentEvents, DocumentIndexStateService],
 })
 export class DocumentsModule {}

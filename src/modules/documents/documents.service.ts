@@ -11,7 +11,6 @@ import { RequestContext } from '../../common/request-context/request-context.js'
 import { isUniqueViolation } from '../../database/pg-errors.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { DocumentEvents, type DocumentEventType } from './document-events.js';
-import { DocumentTextExtractor, TextExtractionError } from './document-text-extractor.js';
 import { detectDocumentType, MIME_BY_KIND } from './document-type.js';
 import { toDocumentView, type DocumentView } from './document-views.js';
 import { Document, type DocumentStatus } from './document.entity.js';
@@ -58,7 +57,6 @@ export class DocumentsService {
   constructor(
     @InjectRepository(Document) private readonly documents: Repository<Document>,
     private readonly projects: ProjectsService,
-    private readonly extractor: DocumentTextExtractor,
     private readonly events: DocumentEvents,
   ) {}
 
@@ -77,17 +75,9 @@ export class DocumentsService {
     const sha256 = sha256Hex(bytes);
     await this.assertNotDuplicate(actor.userId, input.projectId, sha256);
 
-    let textContent: string | null = null;
-    let status: DocumentStatus = 'uploaded';
-    let error: string | null = null;
-    try {
-      textContent = await this.extractor.extract(type.kind, bytes);
-    } catch (cause) {
-      if (!(cause instanceof TextExtractionError)) throw cause;
-      status = 'failed';
-      error = cause.message;
-    }
-
+    // Beyond the type check above, nothing of the file is interpreted here: text extraction runs in the
+    // indexing worker's sandbox (IngestSandbox), outside the request and the HTTP event loop, under
+    // limits. The document is `uploaded` until then.
     const document = this.documents.create({
       id: randomUUID(),
       projectId: input.projectId,
@@ -99,10 +89,10 @@ export class DocumentsService {
       sha256,
       isPublic: input.isPublic ?? false,
       origin: 'upload',
-      status,
-      error,
+      status: 'uploaded',
+      error: null,
       content: bytes,
-      textContent,
+      textContent: null,
       chunkCount: 0,
       indexedAt: null,
     });
@@ -114,7 +104,7 @@ export class DocumentsService {
       throw cause;
     }
     const saved = await this.documents.findOneByOrFail({ id: document.id });
-    if (status !== 'failed') await this.emit('created', saved);
+    await this.emit('created', saved);
     return toDocumentView(saved);
   }
 
@@ -222,6 +212,7 @@ export class DocumentsService {
           origin: 'text',
           status: 'processing',
           error: null,
+          chunksTotal: null,
         } satisfies Partial<Document>);
       }
     }
@@ -277,9 +268,10 @@ export class DocumentsService {
   }
 
   private async assertNotDuplicate(authorId: string, projectId: string, sha256: string): Promise<void> {
-    const existing = await this.documents.findOne({ where: { authorId, projectId, sha256, origin: 'upload' }, select: { id: true } });
+    const existing = await this.documents.findOne({ where: { authorId, projectId, sha256, origin: 'upload' }, select: { id: true, status: true } });
     if (existing) {
-      throw new AppException(ErrorCode.Conflict, 'You already uploaded this file to this project', { existingId: existing.id });
+      // The status tells a client retrying after an outage whether the earlier upload is still on its way.
+      throw new AppException(ErrorCode.Conflict, 'You already uploaded this file to this project', { existingId: existing.id, existingStatus: existing.status });
     }
   }
 

@@ -1,8 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { DocumentIndexStateService } from '../documents/document-index-state.service.js';
+import { DocumentIndexStateService, type DocumentForIndexing } from '../documents/document-index-state.service.js';
+import { TextExtractionError } from '../documents/document-text-extractor.js';
+import { kindOfMime } from '../documents/document-type.js';
 import { ChunkWriterService } from './chunk-writer.service.js';
+import { IngestSandbox } from './sandbox/ingest-sandbox.service.js';
 import { returningRows } from '../../database/returning-rows.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
@@ -16,6 +19,11 @@ import type { IndexingJobRow } from './indexing-jobs.service.js';
  * instead of counting documents a second time. Progress is stored after every document and a resumed
  * job continues at `done + failed`; ChunkWriterService skips documents already indexed at their content,
  * so a retried job does no work twice. Cancellation is read between documents.
+ *
+ * An upload's text is extracted here, not in the request: in the IngestSandbox (worker threads with heap
+ * and time limits), so a hostile file fails its document with a message naming the limit it broke
+ * instead of blocking or killing the process. A large document is written in batches, and the chunks
+ * written so far are visible on the document and on the job while it runs.
  */
 @Injectable()
 export class IndexingJobRunner {
@@ -25,6 +33,7 @@ export class IndexingJobRunner {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly chunks: ChunkWriterService,
     private readonly indexState: DocumentIndexStateService,
+    private readonly sandbox: IngestSandbox,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -47,7 +56,7 @@ export class IndexingJobRunner {
         const [{ status }] = await this.dataSource.query(`SELECT status FROM indexing_jobs WHERE id = $1`, [jobId]);
         if (status !== 'running') return 'finished'; // cancelled
         const documentId = job.document_ids[position];
-        const error = await this.indexDocument(documentId, job.kind === 'reindex');
+        const error = await this.indexDocument(documentId, job.kind === 'reindex', jobId, claim);
         const counted = returningRows(
           await this.dataSource.query(
             error === null
@@ -61,7 +70,7 @@ export class IndexingJobRunner {
       }
       await this.dataSource.query(
         `UPDATE indexing_jobs SET status = CASE WHEN failed > 0 AND done = 0 THEN 'failed' ELSE 'succeeded' END,
-                finished_at = now(), error = CASE WHEN failed > 0 AND done = 0 THEN 'every document failed to index' END
+                finished_at = now(), current_document_id = NULL, error = CASE WHEN failed > 0 AND done = 0 THEN 'every document failed to index' END
          WHERE id = $1 AND status = 'running' AND attempts = $2`,
         [jobId, claim],
       );
@@ -77,21 +86,46 @@ export class IndexingJobRunner {
     }
   }
 
-  /** Marks the job failed after the queue gave up retrying it. */
+  /**
+   * Marks the job failed after the queue (or recovery) gave up on it, and with it the documents it left
+   * unfinished: an upload answered 201 ends `indexed` or `failed`, never `uploaded` for good.
+   */
   async markFailed(jobId: string, reason: string): Promise<void> {
-    await this.dataSource.query(
-      `UPDATE indexing_jobs SET status = 'failed', error = $2, finished_at = now() WHERE id = $1 AND status IN ('queued', 'running')`,
-      [jobId, reason.slice(0, 2000)],
-    );
+    await this.dataSource.transaction(async (manager) => {
+      const failed = returningRows<{ document_ids: string[] }>(
+        await manager.query(
+          `UPDATE indexing_jobs SET status = 'failed', error = $2, finished_at = now() WHERE id = $1 AND status IN ('queued', 'running') RETURNING document_ids`,
+          [jobId, reason.slice(0, 2000)],
+        ),
+      );
+      if (failed.length === 0) return;
+      await manager.query(
+        `UPDATE documents SET status = 'failed', error = $2, chunks_total = NULL, updated_at = now()
+         WHERE id = ANY($1::uuid[]) AND status IN ('uploaded', 'processing')`,
+        [failed[0].document_ids, `indexing failed: ${reason}`.slice(0, 2000)],
+      );
+    });
   }
 
   /** Indexes one document; returns an error message for the job's per-document errors, or null. */
-  private async indexDocument(documentId: string, force: boolean): Promise<string | null> {
+  private async indexDocument(documentId: string, force: boolean, jobId: string, claim: number): Promise<string | null> {
     const document = await this.indexState.load(documentId);
     if (!document) return null; // deleted meanwhile: nothing to index, nothing left to find
-    if (document.text === null) {
-      await this.indexState.markFailed(documentId, document.sha256, 'no text could be extracted from this document');
-      return 'no text could be extracted from this document';
+    const progress = async (written: number, total: number): Promise<void> => {
+      await this.indexState.markProgress(documentId, document.sha256, written, total);
+      await this.dataSource.query(
+        `UPDATE indexing_jobs SET current_document_id = $3, current_chunks_done = $4, current_chunks_total = $5, heartbeat_at = now()
+         WHERE id = $1 AND status = 'running' AND attempts = $2`,
+        [jobId, claim, documentId, written, total],
+      );
+    };
+    let text = document.text;
+    if (text === null) {
+      const extracted = await this.extract(document);
+      if (typeof extracted !== 'string') return extracted.failure;
+      text = extracted;
+      // Content replaced while it was extracted: the job for the new content indexes that.
+      if (!(await this.indexState.storeText(documentId, document.sha256, text))) return null;
     }
     const existing = force ? null : await this.chunks.isCurrent(documentId, document.sha256);
     if (existing !== null) {
@@ -100,7 +134,7 @@ export class IndexingJobRunner {
     }
     await this.indexState.markProcessing(documentId, document.sha256);
     try {
-      const outcome = await this.chunks.write({ id: document.id, title: document.title, sha256: document.sha256, text: document.text }, force);
+      const outcome = await this.chunks.write({ id: document.id, title: document.title, sha256: document.sha256, text }, force, progress);
       if (outcome.status !== 'stale') await this.indexState.markIndexed(documentId, document.sha256, outcome.chunkCount);
       return null;
     } catch (error) {
@@ -108,6 +142,25 @@ export class IndexingJobRunner {
       this.logger.warn({ msg: 'document indexing failed', documentId, error: message });
       await this.indexState.markFailed(documentId, document.sha256, message);
       return message;
+    }
+  }
+
+  /** The document's text from its stored bytes, in the sandbox; a file it cannot read fails the document. */
+  private async extract(document: DocumentForIndexing): Promise<string | { failure: string }> {
+    const fail = async (message: string) => {
+      await this.indexState.markFailed(document.id, document.sha256, message);
+      return { failure: message };
+    };
+    const kind = kindOfMime(document.mimeType);
+    const bytes = await this.indexState.loadBytes(document.id);
+    if (!kind || !bytes) return fail('no text could be extracted from this document');
+    await this.indexState.markProcessing(document.id, document.sha256);
+    try {
+      return await this.sandbox.extract(kind, bytes);
+    } catch (error) {
+      if (!(error instanceof TextExtractionError)) throw error;
+      this.logger.warn({ msg: 'text extraction failed', documentId: document.id, error: error.message });
+      return fail(error.message);
     }
   }
 }

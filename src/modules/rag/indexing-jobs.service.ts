@@ -14,6 +14,7 @@ import { DocumentEvents, type DocumentEvent } from '../documents/document-events
 import { DocumentsService } from '../documents/documents.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ChunkWriterService } from './chunk-writer.service.js';
+import { IndexingJobRunner } from './indexing-job.runner.js';
 import { RAG_INDEXING_QUEUE } from './rag.constants.js';
 import { returningRows } from '../../database/returning-rows.js';
 import { startRecoverySweep } from '../../queue/recovery-sweep.js';
@@ -25,6 +26,8 @@ export interface IndexingPlan {
   projectId: string;
   ids: string[];
 }
+/** Claims of a job whose worker kept dying before recovery fails it (and its unfinished documents). */
+const MAX_JOB_CLAIMS = 5;
 
 export type IndexingJobKind = 'ingest' | 'reindex';
 export type IndexingJobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
@@ -34,7 +37,8 @@ export interface IndexingJobView {
   projectId: string | null;
   kind: IndexingJobKind;
   status: IndexingJobStatus;
-  progress: { total: number; done: number; failed: number };
+  /** `current`: the document being indexed and its chunks written so far (null when none is under way). */
+  progress: { total: number; done: number; failed: number; current: { documentId: string; chunksDone: number; chunksTotal: number } | null };
   errors: { documentId: string; message: string }[];
   createdAt: string;
   startedAt: string | null;
@@ -54,6 +58,9 @@ export interface IndexingJobRow {
   errors: { documentId: string; message: string }[];
   /** Claims so far; each run writes only while its own claim is the latest (see IndexingJobRunner). */
   attempts: number;
+  current_document_id: string | null;
+  current_chunks_done: number;
+  current_chunks_total: number;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -78,6 +85,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     private readonly events: DocumentEvents,
     private readonly documents: DocumentsService,
     private readonly chunks: ChunkWriterService,
+    private readonly runner: IndexingJobRunner,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -191,8 +199,16 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     await this.insert('ingest', event.projectId, event.authorId, [event.documentId], event.traceId);
   }
 
-  /** Re-enqueues jobs whose worker died (stale heartbeat) or whose queue entry is gone. */
+  /**
+   * Re-enqueues jobs whose worker died (stale heartbeat) or whose queue entry is gone; fails a job whose
+   * worker died MAX_JOB_CLAIMS times (a file that kills its process must not do so for ever); and gives
+   * a job to every document left unfinished without a live one (see recoverOrphanDocuments).
+   */
   async recover(): Promise<number> {
+    return (await this.recoverJobs()) + (await this.recoverOrphanDocuments());
+  }
+
+  private async recoverJobs(): Promise<number> {
     const rows: { id: string; status: string; attempts: number }[] = await this.dataSource.query(
       `SELECT id, status, attempts FROM indexing_jobs
        WHERE (status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < now() - make_interval(secs => $1)))
@@ -202,6 +218,11 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     );
     let recovered = 0;
     for (const row of rows) {
+      if (row.status === 'running' && row.attempts >= MAX_JOB_CLAIMS) {
+        await this.runner.markFailed(row.id, `the indexing was interrupted ${row.attempts} times (its worker stopped each time)`);
+        this.logger.error({ msg: 'indexing job given up after repeated interruptions', jobId: row.id, attempts: row.attempts });
+        continue;
+      }
       const existing = await this.queue.getJob(row.id);
       const state = existing ? await existing.getState() : 'missing';
       if (row.status === 'queued' && ['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'].includes(state)) continue;
@@ -210,6 +231,34 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
       this.logger.warn({ msg: 'indexing job re-enqueued', jobId: row.id, status: row.status, queueState: state });
     }
     return recovered;
+  }
+
+  /**
+   * The upload's row commits before its job's: a process killed between the two (or an enqueue that
+   * failed) leaves a document `uploaded` with no job. Documents unfinished for longer than the stale
+   * bound with no queued or running job that names them get an ingest job here, so every upload that
+   * was answered 201 reaches `indexed` or `failed` within about RAG_STALE_AFTER_MS + RAG_RECOVERY_INTERVAL_MS.
+   */
+  private async recoverOrphanDocuments(): Promise<number> {
+    const rows: { id: string; project_id: string | null; author_id: string }[] = await this.dataSource.query(
+      `SELECT d.id, d.project_id, d.author_id FROM documents d
+       WHERE d.status IN ('uploaded', 'processing') AND d.updated_at < now() - make_interval(secs => $1)
+         AND NOT EXISTS (SELECT 1 FROM indexing_jobs j WHERE j.status IN ('queued', 'running') AND d.id = ANY(j.document_ids))
+       ORDER BY d.updated_at LIMIT 200`,
+      [this.config.indexing.staleAfterMs / 1000],
+    );
+    const byOwner = new Map<string, { projectId: string | null; authorId: string; ids: string[] }>();
+    for (const row of rows) {
+      const key = `${row.project_id}:${row.author_id}`;
+      const group = byOwner.get(key) ?? { projectId: row.project_id, authorId: row.author_id, ids: [] };
+      group.ids.push(row.id);
+      byOwner.set(key, group);
+    }
+    for (const group of byOwner.values()) {
+      const job = await this.insert('ingest', group.projectId, group.authorId, group.ids);
+      this.logger.warn({ msg: 'documents without an indexing job recovered', jobId: job.id, documents: group.ids.length });
+    }
+    return rows.length;
   }
 
   /** After a provider/model/dimension change: one reindex per project holding vectors of another space. */
@@ -231,7 +280,15 @@ export function toView(row: IndexingJobRow): IndexingJobView {
     projectId: row.project_id,
     kind: row.kind,
     status: row.status,
-    progress: { total: row.total, done: row.done, failed: row.failed },
+    progress: {
+      total: row.total,
+      done: row.done,
+      failed: row.failed,
+      current:
+        row.status === 'running' && row.current_document_id
+          ? { documentId: row.current_document_id, chunksDone: row.current_chunks_done, chunksTotal: row.current_chunks_total }
+          : null,
+    },
     errors: row.errors,
     createdAt: new Date(row.created_at).toISOString(),
     startedAt: row.started_at ? new Date(row.started_at).toISOString() : null,

@@ -16,6 +16,7 @@ import { RagSearchService } from './rag-search.service.js';
 import { RagToolProvider } from './rag.tool-provider.js';
 import { RagController } from './rag.controller.js';
 import { RAG_INDEXING_QUEUE } from './rag.constants.js';
+import { IngestSandbox } from './sandbox/ingest-sandbox.service.js';
 
 /**
  * RAG: chunking, embeddings, BM25 + vector search with visibility in SQL, and indexing jobs.
@@ -28,6 +29,7 @@ export class RagModule {
       { provide: EMBEDDING_PROVIDER, inject: [APP_CONFIG], useFactory: (appConfig: AppConfig) => createEmbeddingProvider(appConfig.embeddings) },
       RagSchemaService,
       ChunkWriterService,
+      IngestSandbox,
       RagSearchService,
       IndexingJobsService,
       IndexingJobRunner,

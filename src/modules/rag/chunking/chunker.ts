@@ -22,6 +22,11 @@ export interface TextChunk {
   endOffset: number;
 }
 
+/** Counts the steps of every loop whose length depends on the input (the linear-work spec reads it). */
+export interface OperationCounter {
+  ops: number;
+}
+
 export const DEFAULT_CHUNKER_OPTIONS: ChunkerOptions = { targetChars: 1000, overlapChars: 150 };
 
 /** How strongly the text breaks before a unit: 3 heading, 2 paragraph, 1 sentence, 0 inside a sentence. */
@@ -36,11 +41,12 @@ interface Unit {
 const HEADING = /^ {0,3}#{1,6}(?:\s|$)/;
 const sentenceSegmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
 
-export function chunkText(text: string, options: Partial<ChunkerOptions> = {}): TextChunk[] {
+/** `counter`, when given, counts the work done (see OperationCounter); every step is O(1) on its own. */
+export function chunkText(text: string, options: Partial<ChunkerOptions> = {}, counter: OperationCounter = { ops: 0 }): TextChunk[] {
   const targetChars = Math.max(50, options.targetChars ?? DEFAULT_CHUNKER_OPTIONS.targetChars);
   const overlapChars = Math.max(0, Math.min(options.overlapChars ?? DEFAULT_CHUNKER_OPTIONS.overlapChars, Math.floor(targetChars / 2)));
   const maxChars = Math.max(targetChars, options.maxChars ?? Math.floor(targetChars * 1.5));
-  const units = toUnits(text, maxChars);
+  const units = toUnits(text, maxChars, counter);
   if (units.length === 0) return [];
 
   const chunks: TextChunk[] = [];
@@ -52,6 +58,7 @@ export function chunkText(text: string, options: Partial<ChunkerOptions> = {}): 
   };
 
   for (let i = 1; i < units.length; i += 1) {
+    counter.ops += 1;
     const unit = units[i];
     const currentLength = units[i - 1].end - units[first].start;
     const withUnit = unit.end - units[first].start;
@@ -60,31 +67,36 @@ export function chunkText(text: string, options: Partial<ChunkerOptions> = {}): 
     if (!headingBreak && withUnit <= targetChars) continue;
     if (!headingBreak && withUnit <= maxChars && unit.breakBefore === 0) continue; // finish the sentence
     emit(i - 1);
-    first = headingBreak ? i : overlapStart(units, first, i, overlapChars);
+    first = headingBreak ? i : overlapStart(units, first, i, overlapChars, counter);
     // The overlap must leave room for the unit that did not fit.
-    while (first < i && unit.end - units[first].start > maxChars) first += 1;
+    while (first < i && unit.end - units[first].start > maxChars) {
+      counter.ops += 1;
+      first += 1;
+    }
   }
   emit(units.length - 1);
   return chunks;
 }
 
 /** The first unit of the next chunk: back up over whole trailing units of the previous one within `overlapChars`. */
-function overlapStart(units: Unit[], first: number, next: number, overlapChars: number): number {
+function overlapStart(units: Unit[], first: number, next: number, overlapChars: number, counter: OperationCounter): number {
   if (overlapChars === 0) return next;
   let start = next;
   while (start - 1 > first && units[next - 1].end - units[start - 1].start <= overlapChars) {
+    counter.ops += 1;
     start -= 1;
   }
   return start;
 }
 
 /** Splits the text into sentence-sized spans (word-sized for over-long sentences), trimmed of whitespace. */
-function toUnits(text: string, maxChars: number): Unit[] {
+function toUnits(text: string, maxChars: number, counter: OperationCounter): Unit[] {
   const units: Unit[] = [];
-  for (const block of blocks(text)) {
+  for (const block of blocks(text, counter)) {
     let level: BreakLevel = block.heading ? 3 : 2;
-    for (const sentence of sentences(text, block.start, block.end, block.heading)) {
-      for (const piece of splitLong(text, sentence.start, sentence.end, maxChars)) {
+    for (const sentence of sentences(text, block.start, block.end, block.heading, counter)) {
+      for (const piece of splitLong(text, sentence.start, sentence.end, maxChars, counter)) {
+        counter.ops += 1;
         units.push({ start: piece.start, end: piece.end, breakBefore: level });
         level = 0;
       }
@@ -100,41 +112,52 @@ interface Span {
 }
 
 /** Blocks separated by blank lines; every Markdown heading line is a block of its own. */
-function* blocks(text: string): Generator<Span & { heading: boolean }> {
+function* blocks(text: string, counter: OperationCounter): Generator<Span & { heading: boolean }> {
   const lineRe = /[^\n]*(?:\n|$)/g;
   let blockStart = -1;
   let blockEnd = -1;
   let match: RegExpExecArray | null;
   while ((match = lineRe.exec(text)) !== null) {
+    // One step per line plus its length: the regex, slice and trim each read the line once.
+    counter.ops += 1 + match[0].length;
     if (match[0].length === 0) break;
     const lineStart = match.index;
     const lineEnd = lineStart + match[0].replace(/\r?\n$/, '').length;
     const line = text.slice(lineStart, lineEnd);
     if (line.trim() === '') {
-      if (blockStart >= 0) yield* trimmed(text, blockStart, blockEnd, false);
+      if (blockStart >= 0) yield* trimmed(text, blockStart, blockEnd, false, counter);
       blockStart = -1;
     } else if (HEADING.test(line)) {
-      if (blockStart >= 0) yield* trimmed(text, blockStart, blockEnd, false);
-      yield* trimmed(text, lineStart, lineEnd, true);
+      if (blockStart >= 0) yield* trimmed(text, blockStart, blockEnd, false, counter);
+      yield* trimmed(text, lineStart, lineEnd, true, counter);
       blockStart = -1;
     } else {
       if (blockStart < 0) blockStart = lineStart;
       blockEnd = lineEnd;
     }
   }
-  if (blockStart >= 0) yield* trimmed(text, blockStart, blockEnd, false);
+  if (blockStart >= 0) yield* trimmed(text, blockStart, blockEnd, false, counter);
 }
 
-function* trimmed(text: string, start: number, end: number, heading: boolean): Generator<Span & { heading: boolean }> {
-  while (start < end && /\s/.test(text[start])) start += 1;
-  while (end > start && /\s/.test(text[end - 1])) end -= 1;
+function* trimmed(text: string, start: number, end: number, heading: boolean, counter: OperationCounter): Generator<Span & { heading: boolean }> {
+  while (start < end && /\s/.test(text[start])) {
+    counter.ops += 1;
+    start += 1;
+  }
+  while (end > start && /\s/.test(text[end - 1])) {
+    counter.ops += 1;
+    end -= 1;
+  }
   if (end > start) yield { start, end, heading };
 }
 
-function sentences(text: string, start: number, end: number, heading: boolean): Span[] {
+function sentences(text: string, start: number, end: number, heading: boolean, counter: OperationCounter): Span[] {
   if (heading) return [{ start, end }];
   const result: Span[] = [];
+  // The segmenter reads the block once; each segment is one step plus its length (slice, trims).
+  counter.ops += end - start;
   for (const segment of sentenceSegmenter.segment(text.slice(start, end))) {
+    counter.ops += 1;
     let s = start + segment.index;
     let e = s + segment.segment.length;
     while (s < e && /\s/.test(text[s])) s += 1;
@@ -145,13 +168,14 @@ function sentences(text: string, start: number, end: number, heading: boolean): 
 }
 
 /** Cuts a span longer than `maxChars` at whitespace; a single word longer than that is cut hard. */
-function splitLong(text: string, start: number, end: number, maxChars: number): Span[] {
+function splitLong(text: string, start: number, end: number, maxChars: number, counter: OperationCounter): Span[] {
   if (end - start <= maxChars) return [{ start, end }];
   const pieces: Span[] = [];
   let pieceStart = start;
   while (end - pieceStart > maxChars) {
     let cut = -1;
     for (let i = pieceStart + maxChars; i > pieceStart; i -= 1) {
+      counter.ops += 1;
       if (/\s/.test(text[i])) {
         cut = i;
         break;

@@ -33,7 +33,14 @@ export class OfflineHashingEmbedder implements EmbeddingProvider {
   }
 
   async embed(texts: readonly string[], _purpose: EmbeddingPurpose): Promise<number[][]> {
-    return texts.map((text) => this.embedOne(text));
+    // Pure CPU on the thread that also serves HTTP: yield to it every few texts, so embedding a batch of
+    // an ingest (64 chunks, ~100 ms) never holds the event loop for more than a few milliseconds.
+    const vectors: number[][] = [];
+    for (let i = 0; i < texts.length; i += 1) {
+      if (i > 0 && i % 4 === 0) await new Promise((resolve) => setImmediate(resolve));
+      vectors.push(this.embedOne(texts[i]));
+    }
+    return vectors;
   }
 
   embedOne(text: string): number[] {

@@ -1,0 +1,177 @@
+/**
+ * npm run bench:ingest
+ *
+ * Issue 14: throughput of extraction + indexing, and what ingestion costs everyone else. Atrium
+ * (`node dist/src/main.js`, APP_ROLE=all: HTTP and the indexing worker in one process) on a fresh
+ * database of a real PostgreSQL (BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres)
+ * + Redis (BENCH_REDIS_URL, default redis://127.0.0.1:6379), or on the embedded default with
+ * BENCH_DATABASE_URL=embedded (then no Redis either).
+ *
+ * 1. Baseline: an unrelated user's paced `list_tasks` stream (BENCH_STREAM_CALLERS callers, 50 ms apart)
+ *    for BENCH_BASELINE_S seconds; its p50/p99.
+ * 2. For each document (a 15 MB text, a 200-page PDF, a 100-page DOCX, built here): upload, then the same
+ *    stream until the document is `indexed`; seconds from upload to indexed, MB/s and chunks/s, and the
+ *    stream's p99 against the baseline's (target ≤ 1.5×).
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Client } from 'pg';
+import { docxOf, pdfWithPages, proseText } from './document-builders.js';
+import { jsonOrUndefined, listeningPort, percentile } from './load-scenario.js';
+
+const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const EMBEDDED = SERVER_URL === 'embedded';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const BASELINE_S = Number(process.env.BENCH_BASELINE_S ?? 20);
+const CALLERS = Number(process.env.BENCH_STREAM_CALLERS ?? 2);
+const MB = 1000 * 1000;
+
+interface Answer {
+  status: number;
+  json: any;
+  text: string;
+}
+
+async function http(baseUrl: string, method: string, path: string, token?: string, body?: unknown): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  let payload: FormData | string | undefined;
+  if (body instanceof FormData) payload = body;
+  else if (body !== undefined) {
+    headers['content-type'] = 'application/json';
+    payload = JSON.stringify(body);
+  }
+  const response = await fetch(baseUrl + path, { method, headers, body: payload });
+  const text = await response.text();
+  return { status: response.status, json: jsonOrUndefined(text), text };
+}
+
+async function ok(what: string, answer: Promise<Answer>): Promise<any> {
+  const res = await answer;
+  if (res.status < 200 || res.status > 299) throw new Error(`${what} → ${res.status} ${res.text.slice(0, 300)}`);
+  return res.json;
+}
+
+/** Paced `list_tasks` calls by CALLERS callers until `until()` says stop; the latencies of the 200s. */
+async function stream(baseUrl: string, key: string, until: () => Promise<boolean> | boolean): Promise<number[]> {
+  const latencies: number[] = [];
+  let stop = false;
+  const caller = async () => {
+    while (!stop) {
+      const started = performance.now();
+      const res = await http(baseUrl, 'POST', '/api/v1/public/mcp/call', key, { name: 'list_tasks', arguments: {} });
+      if (res.status !== 200) throw new Error(`list_tasks → ${res.status} ${res.text.slice(0, 200)}`);
+      latencies.push(performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  const callers = Array.from({ length: CALLERS }, caller);
+  while (!(await until())) await new Promise((resolve) => setTimeout(resolve, 250));
+  stop = true;
+  await Promise.all(callers);
+  return latencies;
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'atrium-ingestbench-'));
+  let admin: Client | undefined;
+  let databaseName: string | undefined;
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'warn',
+    DATA_DIR: dataDir,
+    APP_ROLE: 'all',
+    RATE_LIMIT_KEY_PER_MIN: '1000000',
+    RATE_LIMIT_USER_PER_MIN: '1000000',
+  };
+  if (!EMBEDDED) {
+    databaseName = `atrium_ingestbench_${randomBytes(4).toString('hex')}`;
+    admin = new Client({ connectionString: SERVER_URL });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${databaseName}`);
+    const dbUrl = new URL(SERVER_URL);
+    dbUrl.pathname = `/${databaseName}`;
+    env.DATABASE_URL = dbUrl.toString();
+    if (REDIS_URL !== 'none') Object.assign(env, { REDIS_URL, REDIS_PREFIX: `atrium-ingestbench-${randomBytes(4).toString('hex')}` });
+  }
+  // The "listening" line is logged at info; keep the rest quiet.
+  env.LOG_LEVEL = 'info';
+  const child = spawn(process.execPath, [join(__dirname, '..', 'src', 'main.js')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  try {
+    const port = await listeningPort(child);
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const backend = EMBEDDED ? 'embedded PGlite' : `PostgreSQL${env.REDIS_URL ? ' + Redis' : ''}`;
+    console.log(`atrium at ${baseUrl} (${backend}, APP_ROLE=all); ${CALLERS} list_tasks callers, 50 ms apart`);
+
+    const user = async (name: string) => {
+      const email = `${name}-${randomBytes(4).toString('hex')}@example.com`;
+      const password = `pw-${randomBytes(8).toString('hex')}`;
+      await ok('register', http(baseUrl, 'POST', '/api/auth/register', undefined, { email, password, name }));
+      return (await ok('login', http(baseUrl, 'POST', '/api/auth/login', undefined, { email, password }))).data.accessToken as string;
+    };
+    const uploader = await user('uploader');
+    const reader = await user('reader');
+    const key = (await ok('key', http(baseUrl, 'POST', '/api/api-keys', reader, { name: 'stream', scopes: ['tasks:read', 'tasks:write'], expiresIn: 'never' }))).data.key as string;
+    for (let i = 0; i < 20; i++) await ok('create_task', http(baseUrl, 'POST', '/api/v1/public/mcp/call', key, { name: 'create_task', arguments: { title: `bench task ${i}` } }));
+    const projectId = (await ok('project', http(baseUrl, 'POST', '/api/projects', uploader, { name: 'ingest bench' }))).data.id as string;
+
+    await stream(baseUrl, key, (() => {
+      const end = Date.now() + 3000;
+      return () => Date.now() > end; // warm-up
+    })());
+    const baselineEnd = Date.now() + BASELINE_S * 1000;
+    const baseline = await stream(baseUrl, key, () => Date.now() > baselineEnd);
+    const baseP99 = percentile(baseline, 99);
+    console.log(`baseline: ${baseline.length} calls, p50 ${percentile(baseline, 50).toFixed(1)} ms, p99 ${baseP99.toFixed(1)} ms`);
+
+    const documents: [string, () => Buffer][] = [
+      ['15 MB text (large.txt)', () => Buffer.from(proseText(15 * MB, 7))],
+      ['200-page PDF (report.pdf)', () => pdfWithPages(200, (page) => proseText(1800, page).replace(/\n/g, ' '))],
+      ['100-page DOCX (memo.docx)', () => docxOf(Array.from({ length: 100 }, (_, page) => proseText(3000, 1000 + page).replace(/\n/g, ' ')))],
+    ];
+    const rows: string[] = [];
+    for (const [label, build] of documents) {
+      const bytes = build();
+      const name = label.match(/\((.+)\)/)![1];
+      const form = new FormData();
+      form.append('file', new Blob([new Uint8Array(bytes)]), name);
+      form.append('projectId', projectId);
+      const started = performance.now();
+      const uploaded = await ok('upload', http(baseUrl, 'POST', '/api/documents/upload', uploader, form));
+      const uploadMs = performance.now() - started;
+      let final: any;
+      const latencies = await stream(baseUrl, key, async () => {
+        final = (await ok('get document', http(baseUrl, 'GET', `/api/documents/${uploaded.data.id}`, uploader))).data;
+        return final.status === 'indexed' || final.status === 'failed';
+      });
+      const seconds = (performance.now() - started) / 1000;
+      if (final.status !== 'indexed') throw new Error(`${label} ended ${final.status}: ${final.error}`);
+      const p99 = percentile(latencies, 99);
+      const row = `${label}: ${(bytes.length / MB).toFixed(2)} MB → ${final.chunkCount} chunks in ${seconds.toFixed(1)} s (upload answered in ${uploadMs.toFixed(0)} ms): ${(bytes.length / MB / seconds).toFixed(2)} MB/s, ${(final.chunkCount / seconds).toFixed(0)} chunks/s; list_tasks p99 ${p99.toFixed(1)} ms = ${(p99 / baseP99).toFixed(2)}× baseline (${latencies.length} calls, p50 ${percentile(latencies, 50).toFixed(1)} ms)`;
+      console.log(row);
+      rows.push(row);
+    }
+    console.log(`\nsummary (${backend}):\n  ${rows.join('\n  ')}\n  target: list_tasks p99 during ingestion ≤ 1.5× baseline`);
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+    rmSync(dataDir, { recursive: true, force: true });
+    if (admin && databaseName) {
+      await admin.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`).catch(() => undefined);
+      await admin.end();
+    }
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,67 @@
+import { docxOf, pdfWithPages } from '../../../../bench/document-builders.js';
+import type { AppConfig } from '../../../config/app-config.js';
+import { extractionFailure } from '../../../../test/support/extraction-failure.js';
+import { DEFAULT_EXTRACTION_LIMITS } from '../../documents/extraction-limits.js';
+import { IngestSandbox } from './ingest-sandbox.service.js';
+
+const MIB = 1024 * 1024;
+
+function sandbox(extraction: Partial<AppConfig['extraction']>): IngestSandbox {
+  const config = {
+    extraction: {
+      ...DEFAULT_EXTRACTION_LIMITS,
+      maxCompressionRatio: 100_000,
+      maxInflatedBytes: 2048 * MIB,
+      timeoutMs: 60_000,
+      maxMemoryMb: 512,
+      concurrency: 1,
+      ...extraction,
+    },
+  } as AppConfig;
+  return new IngestSandbox(config);
+}
+
+const failure = extractionFailure;
+
+/**
+ * The sandbox's own limits, on real worker threads (here they run the TypeScript sources, as under
+ * ts-jest the app does): a heap the file needs more of, a time it takes longer than. Each kills the
+ * thread, fails with a message naming the limit, and leaves the pool able to take the next file.
+ */
+describe('IngestSandbox', () => {
+  // A DOCX whose document.xml is ~56 MB of XML (allowed by the archive limits set above): mammoth's
+  // DOM of it needs far more than 64 MiB of heap and several seconds.
+  const heavyDocx = docxOf(Array.from({ length: 200_000 }, (_, i) => `paragraph ${i} ${'word '.repeat(45)}`));
+
+  it('kills a thread that needs more than EXTRACT_MAX_MEMORY_MB and serves the next file', async () => {
+    const pool = sandbox({ maxMemoryMb: 64 });
+    try {
+      expect(await failure(pool.extract('docx', heavyDocx))).toBe('processing the file needs more than 64 MiB of memory (EXTRACT_MAX_MEMORY_MB)');
+      expect(await pool.extract('pdf', pdfWithPages(2, (n) => `after the crash ${n}`))).toBe('after the crash 1\nafter the crash 2');
+    } finally {
+      await pool.onModuleDestroy();
+    }
+  }, 120_000);
+
+  it('kills a thread that takes longer than EXTRACT_TIMEOUT_MS and serves the next file', async () => {
+    // Long enough for a fresh thread to start (the next file's task pays that), far too short for the heavy file.
+    const pool = sandbox({ timeoutMs: 2500, maxMemoryMb: 2048 });
+    try {
+      expect(await failure(pool.extract('docx', heavyDocx))).toBe('processing the file took longer than 2500 ms (EXTRACT_TIMEOUT_MS)');
+      expect(await pool.extract('html', Buffer.from('<p>still here</p>'))).toBe('still here');
+    } finally {
+      await pool.onModuleDestroy();
+    }
+  }, 120_000);
+
+  it('chunks in a thread exactly as in-process chunking does', async () => {
+    const pool = sandbox({});
+    try {
+      const text = 'A sentence about chunking. '.repeat(500);
+      const { chunkText } = await import('../chunking/chunker.js');
+      expect(await pool.chunk(text, { targetChars: 300, overlapChars: 50 })).toEqual(chunkText(text, { targetChars: 300, overlapChars: 50 }));
+    } finally {
+      await pool.onModuleDestroy();
+    }
+  }, 60_000);
+});

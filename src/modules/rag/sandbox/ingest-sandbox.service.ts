@@ -1,0 +1,96 @@
+import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Piscina } from 'piscina';
+import type { AppConfig } from '../../../config/app-config.js';
+import { APP_CONFIG } from '../../../config/app-config.token.js';
+import { TextExtractionError } from '../../documents/document-text-extractor.js';
+import type { DocumentKind } from '../../documents/document-type.js';
+import type { ChunkerOptions, TextChunk } from '../chunking/chunker.js';
+import type { ChunkTask, ExtractOutcome, ExtractTask } from './ingest-thread.js';
+
+/**
+ * The sandbox for work on untrusted files: text extraction and chunking run in a bounded pool of worker
+ * threads (piscina), never on the event loop that serves HTTP. In the embedded default the indexing
+ * worker shares its process with the API, so this is what keeps `/api/health` answering while a hostile
+ * file is processed. Each thread has a V8 heap limit (EXTRACT_MAX_MEMORY_MB): a file that needs more
+ * kills only its thread. Each task has a time limit (EXTRACT_TIMEOUT_MS): piscina terminates the
+ * thread when the signal fires. Both end as a TextExtractionError naming the limit; the pool starts a
+ * fresh thread for the next task. EXTRACT_CONCURRENCY threads at most, so extraction cannot take every
+ * core from the queue's other work.
+ */
+@Injectable()
+export class IngestSandbox implements OnModuleDestroy {
+  private readonly logger = new Logger(IngestSandbox.name);
+  private readonly pool: Piscina;
+
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
+    const limits = config.extraction;
+    this.pool = new Piscina({
+      filename: threadEntry(),
+      minThreads: 0,
+      maxThreads: limits.concurrency,
+      // Threads that idle are ended; a quiet instance keeps no extraction heap around.
+      idleTimeout: 30_000,
+      resourceLimits: {
+        maxOldGenerationSizeMb: limits.maxMemoryMb,
+        maxYoungGenerationSizeMb: Math.max(16, Math.min(64, Math.floor(limits.maxMemoryMb / 8))),
+        stackSizeMb: 4,
+      },
+    });
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.pool.destroy().catch(() => undefined);
+  }
+
+  /** The document's text, or a TextExtractionError naming the limit it broke. */
+  async extract(kind: DocumentKind, bytes: Buffer): Promise<string> {
+    const task: ExtractTask = { kind, bytes: new Uint8Array(bytes), limits: this.config.extraction };
+    const outcome = await this.run<ExtractOutcome>('extract', task, [task.bytes.buffer as ArrayBuffer]);
+    if (!outcome.ok) throw new TextExtractionError(outcome.message);
+    return outcome.text;
+  }
+
+  /** chunkText in a thread: a large text's chunking is seconds of CPU the event loop must not spend. */
+  async chunk(text: string, options: Partial<ChunkerOptions>): Promise<TextChunk[]> {
+    const task: ChunkTask = { text, options };
+    return this.run<TextChunk[]>('chunk', task);
+  }
+
+  private async run<T>(name: string, task: unknown, transferList?: ArrayBuffer[]): Promise<T> {
+    const { timeoutMs, maxMemoryMb } = this.config.extraction;
+    // The clock starts when the task is handed to the pool: the indexing worker runs one document at a
+    // time per process and the pool has a thread for it, so there is no queueing to count against it.
+    const signal = AbortSignal.timeout(timeoutMs);
+    try {
+      return (await this.pool.run(task, { name, signal, transferList })) as T;
+    } catch (error) {
+      if (signal.aborted) {
+        this.logger.warn({ msg: 'sandbox task killed: time limit', task: name, timeoutMs });
+        throw new TextExtractionError(`processing the file took longer than ${formatSeconds(timeoutMs)} (EXTRACT_TIMEOUT_MS)`);
+      }
+      if (isOutOfMemory(error)) {
+        this.logger.warn({ msg: 'sandbox task killed: memory limit', task: name, maxMemoryMb });
+        throw new TextExtractionError(`processing the file needs more than ${maxMemoryMb} MiB of memory (EXTRACT_MAX_MEMORY_MB)`);
+      }
+      throw error;
+    }
+  }
+}
+
+/** The compiled entry next to this file (dist), else the TypeScript source (ts-jest runs from src). */
+function threadEntry(): string {
+  const compiled = join(__dirname, 'ingest-thread.js');
+  return existsSync(compiled) ? compiled : join(__dirname, 'ingest-thread.ts');
+}
+
+function isOutOfMemory(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  return code === 'ERR_WORKER_OUT_OF_MEMORY' || /out of memory|heap limit/i.test(message);
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
