@@ -27,7 +27,7 @@ const DOCUMENT_SUMMARY_SCHEMA = {
 };
 const DOCUMENT_SCHEMA = {
   type: 'object',
-  properties: { ...DOCUMENT_SUMMARY_PROPERTIES, content: { type: ['string', 'null'], description: 'Extracted text; null when extraction failed' } },
+  properties: { ...DOCUMENT_SUMMARY_PROPERTIES, content: { type: ['string', 'null'], description: 'Extracted text; null while the upload is still being extracted (status uploaded or processing) or when extraction failed' } },
   required: Object.keys(DOCUMENT_SUMMARY_PROPERTIES),
   additionalProperties: false,
 };
