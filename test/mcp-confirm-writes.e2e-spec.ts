@@ -145,6 +145,8 @@ describe('confirmWrites on API keys and OAuth grants', () => {
       .set(bearer(confirming.key))
       .set('Accept', 'application/json, text/event-stream')
       .set('MCP-Protocol-Version', '2026-07-28')
+      .set('Mcp-Method', 'tools/call')
+      .set('Mcp-Name', 'create_task')
       .send({
         jsonrpc: '2.0',
         id: 7,
@@ -161,7 +163,10 @@ describe('confirmWrites on API keys and OAuth grants', () => {
           },
         },
       });
-    // Whatever the envelope details, the call must not have run.
+    // The server asks again (its own requestState) instead of running the tool.
+    expect(res.status).toBe(200);
+    expect(res.body.result).toMatchObject({ resultType: 'input_required', inputRequests: { atrium_confirm_write: { method: 'elicitation/create' } } });
+    expect(res.body.result.requestState).not.toBe('not-minted-here');
     expect(JSON.stringify(res.body)).not.toContain('"creator_id"');
     expect(await titles()).not.toContain('forged accept');
   });
