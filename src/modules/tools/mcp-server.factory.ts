@@ -14,8 +14,7 @@ import type { KeyCaller } from '../api-keys/owner.interceptor.js';
 import type { RegisteredTool } from './tool-definition.js';
 import type { JsonSchema } from './tool-parameters.js';
 import { KeyToolCalls } from './key-tool-calls.service.js';
-import type { PreparedToolCall } from './tools.service.js';
-import { ToolsService, type ToolCallOutcome } from './tools.service.js';
+import { ToolsService, type PreparedToolCall, type ToolCallOutcome } from './tools.service.js';
 
 /** What one HTTP request brings to the MCP server built for it. */
 export interface McpRequestContext {
