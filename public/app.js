@@ -329,6 +329,12 @@ function renderKeys(keys) {
       p.textContent = `Limited to ${pins.join('; ')}`;
       scopesCell.append(p);
     }
+    if (key.confirmWrites) {
+      const p = document.createElement('p');
+      p.className = 'pins-note';
+      p.textContent = 'Writes need your confirmation';
+      scopesCell.append(p);
+    }
     cell(tr, timeEl(key.createdAt, ''), 'key-created', 'Created');
     cell(tr, expiryText(key), 'key-expires', 'Expires');
     cell(tr, timeEl(key.lastUsedAt, 'Never'), 'key-last-used', 'Last used');
@@ -567,6 +573,7 @@ async function onCreate(event) {
     return;
   }
   const body = { name, scopes, expiresIn: $('key-expiry').value };
+  if ($('key-confirm-writes').checked) body.confirmWrites = true;
   const projectIds = checkedValues('#project-pins input[name="projectIds"]');
   if (projectIds.length) body.projectIds = projectIds;
   const repos = $('repo-text-field').hidden
@@ -762,7 +769,7 @@ function renderConnectedApps(apps) {
     const pins = [];
     if (app.projectIds && app.projectIds.length) pins.push(`${app.projectIds.length} project${app.projectIds.length === 1 ? '' : 's'}`);
     if (app.repos && app.repos.length) pins.push(app.repos.join(', '));
-    cell(tr, app.scopes.join(', ') + (pins.length ? ` (limited to ${pins.join('; ')})` : ''));
+    cell(tr, app.scopes.join(', ') + (pins.length ? ` (limited to ${pins.join('; ')})` : '') + (app.confirmWrites ? '; writes need your confirmation' : ''));
     cell(tr, timeEl(app.createdAt, ''));
     cell(tr, timeEl(app.expiresAt, 'Never'));
     cell(tr, timeEl(app.lastUsedAt, 'Never'));

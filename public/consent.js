@@ -123,6 +123,7 @@ async function answer(approve) {
     const repos = $('consent-repos').value.split(',').map((r) => r.trim()).filter(Boolean);
     if (repos.length) body.repos = repos;
     body.expiresIn = $('consent-expiry').value;
+    if ($('consent-confirm-writes').checked) body.confirmWrites = true;
   }
   try {
     const { redirectTo } = await call('POST', '/api/oauth/authorize', body);

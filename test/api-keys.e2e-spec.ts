@@ -44,6 +44,7 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
       expiresAt: expect.any(String),
       projectIds: null,
       repos: null,
+      confirmWrites: false,
       key: expect.stringMatching(/^atr_[0-9A-Za-z]{38}$/),
     });
     const days = (Date.parse(created.expiresAt) - Date.now()) / 86_400_000;

@@ -15,6 +15,10 @@ export enum ErrorCode {
   RevokedApiKey = 'revoked_api_key',
   InsufficientScope = 'insufficient_scope',
   Forbidden = 'forbidden',
+  /** A write tool of a "confirm writes" credential, on a door that cannot ask the user. */
+  ConfirmationRequired = 'confirmation_required',
+  /** The user declined to confirm a write tool call (MCP elicitation). */
+  Declined = 'declined',
   UnknownTool = 'unknown_tool',
   NotFound = 'not_found',
   Conflict = 'conflict',
@@ -50,6 +54,8 @@ export const ERROR_CODE_MAPPING: Record<ErrorCode, ErrorCodeMapping> = {
   [ErrorCode.RevokedApiKey]: { status: 401, toolApiCode: 'revoked_api_key', backendCode: 'AUTH_INVALID' },
   [ErrorCode.InsufficientScope]: { status: 403, toolApiCode: 'insufficient_scope', backendCode: 'FORBIDDEN' },
   [ErrorCode.Forbidden]: { status: 403, toolApiCode: 'forbidden', backendCode: 'FORBIDDEN' },
+  [ErrorCode.ConfirmationRequired]: { status: 403, toolApiCode: 'confirmation_required', backendCode: 'FORBIDDEN' },
+  [ErrorCode.Declined]: { status: 403, toolApiCode: 'declined', backendCode: 'FORBIDDEN' },
   [ErrorCode.UnknownTool]: { status: 404, toolApiCode: 'unknown_tool', backendCode: 'NOT_FOUND' },
   [ErrorCode.NotFound]: { status: 404, toolApiCode: 'not_found', backendCode: 'NOT_FOUND' },
   [ErrorCode.Conflict]: { status: 409, toolApiCode: 'conflict', backendCode: 'CONFLICT' },

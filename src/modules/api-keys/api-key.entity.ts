@@ -28,6 +28,10 @@ export class ApiKey {
   @Column('text', { array: true, nullable: true })
   repos: string[] | null;
 
+  /** Write tools called with this key are confirmed with the user first (MCP elicitation). */
+  @Column('boolean')
+  confirmWrites: boolean;
+
   @Column('timestamptz', { nullable: true })
   expiresAt: Date | null;
 

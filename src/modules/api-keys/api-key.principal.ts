@@ -14,6 +14,8 @@ export interface ApiKeyPrincipal {
   scopes: readonly string[];
   projectIds: readonly string[] | null;
   repos: readonly string[] | null;
+  /** Write tools are confirmed with the user before they run (API.md, "Confirmation on the MCP door"). */
+  confirmWrites: boolean;
   expiresAt: Date | null;
   trackerId: string;
 }

@@ -31,6 +31,7 @@ export interface ApiKeyView {
   status: ApiKeyStatus;
   projectIds: string[] | null;
   repos: string[] | null;
+  confirmWrites: boolean;
 }
 
 export interface ApiKeyUsageView {
@@ -49,6 +50,7 @@ interface KeyRow {
   scopes: string[];
   project_ids: string[] | null;
   repos: string[] | null;
+  confirm_writes: boolean;
   expires_at: Date | null;
   revoked_at: Date | null;
   key_hash: Buffer;
@@ -76,6 +78,7 @@ export class ApiKeysService {
       keyHash: hashApiKey(key, this.config.secrets.tokenPepper),
       projectIds: input.projectIds ? [...new Set(input.projectIds.map((id) => id.toLowerCase()))] : null,
       repos: input.repos ? [...new Set(input.repos)] : null,
+      confirmWrites: input.confirmWrites ?? false,
       expiresAt: expiryDate(input.expiresIn, now),
       revokedAt: null,
       lastUsedAt: null,
@@ -92,6 +95,7 @@ export class ApiKeysService {
       expiresAt: entity.expiresAt?.toISOString() ?? null,
       projectIds: entity.projectIds,
       repos: entity.repos,
+      confirmWrites: entity.confirmWrites,
       key,
     };
   }
@@ -134,7 +138,7 @@ export class ApiKeysService {
     if (!isWellFormedApiKey(token)) throw new AppException(ErrorCode.InvalidApiKey, 'The API key is not valid');
     const hash = hashApiKey(token, this.config.secrets.tokenPepper);
     const rows: KeyRow[] = await this.dataSource.query(
-      `SELECT id, user_id, scopes, project_ids, repos, expires_at, revoked_at, key_hash FROM api_keys WHERE key_hash = $1`,
+      `SELECT id, user_id, scopes, project_ids, repos, confirm_writes, expires_at, revoked_at, key_hash FROM api_keys WHERE key_hash = $1`,
       [hash],
     );
     const row = rows[0];
@@ -157,6 +161,7 @@ export class ApiKeysService {
       scopes: row.scopes,
       projectIds: row.project_ids,
       repos: row.repos,
+      confirmWrites: row.confirm_writes,
       expiresAt,
       trackerId: `key:${row.id}`,
     };
@@ -183,6 +188,7 @@ export class ApiKeysService {
       status,
       projectIds: row.projectIds,
       repos: row.repos,
+      confirmWrites: row.confirmWrites,
     };
   }
 }

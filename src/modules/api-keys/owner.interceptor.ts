@@ -9,6 +9,8 @@ export interface KeyCaller {
   actor: Actor;
   scopes: readonly string[];
   keyId: string;
+  /** The credential asks the user to confirm write tools (see KeyToolCalls.confirmationNeeded). */
+  confirmWrites: boolean;
 }
 
 const KEY_CALLER = Symbol('atrium:key-caller');
@@ -32,6 +34,7 @@ export class OwnerInterceptor implements NestInterceptor {
         }),
         scopes: Object.freeze([...principal.scopes]),
         keyId: principal.keyId,
+        confirmWrites: principal.confirmWrites,
       });
     }
     return next.handle();

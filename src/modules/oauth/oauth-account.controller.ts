@@ -56,6 +56,7 @@ export class OAuthAccountController {
       projectIds: body.projectIds ? [...new Set(body.projectIds.map((id) => id.toLowerCase()))] : null,
       repos: body.repos ? [...new Set(body.repos)] : null,
       expiresIn: body.expiresIn ?? '90d',
+      confirmWrites: body.confirmWrites ?? false,
     });
     return { redirectTo: redirectWith(request.redirectUri, { code, state: request.state }) };
   }

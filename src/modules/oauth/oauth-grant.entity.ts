@@ -30,6 +30,10 @@ export class OAuthGrant {
   @Column('text', { array: true, nullable: true })
   repos: string[] | null;
 
+  /** Write tools called with this grant are confirmed with the user first (MCP elicitation). */
+  @Column('boolean')
+  confirmWrites: boolean;
+
   @Column('timestamptz', { nullable: true })
   expiresAt: Date | null;
 

@@ -28,6 +28,7 @@ export interface Consent {
   projectIds: string[] | null;
   repos: string[] | null;
   expiresIn: ApiKeyExpiry;
+  confirmWrites: boolean;
 }
 
 export interface GrantView {
@@ -37,6 +38,7 @@ export interface GrantView {
   scopes: string[];
   projectIds: string[] | null;
   repos: string[] | null;
+  confirmWrites: boolean;
   createdAt: string;
   expiresAt: string | null;
   lastUsedAt: string | null;
@@ -53,6 +55,7 @@ interface CodeRow {
   scopes: string[];
   project_ids: string[] | null;
   repos: string[] | null;
+  confirm_writes: boolean;
   grant_expires_at: Date | null;
   expires_at: Date;
 }
@@ -64,6 +67,7 @@ interface GrantRow {
   scopes: string[];
   project_ids: string[] | null;
   repos: string[] | null;
+  confirm_writes: boolean;
   expires_at: Date | null;
   revoked_at: Date | null;
 }
@@ -90,11 +94,11 @@ export class OAuthGrantsService {
   async issueCode(userId: string, request: AuthorizationRequest, consent: Consent): Promise<string> {
     const code = generateOAuthSecret('code');
     await this.dataSource.query(
-      `INSERT INTO oauth_codes (code_hash, user_id, client_id, client_name, redirect_uri, code_challenge, resource, scopes, project_ids, repos, grant_expires_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      `INSERT INTO oauth_codes (code_hash, user_id, client_id, client_name, redirect_uri, code_challenge, resource, scopes, project_ids, repos, grant_expires_at, expires_at, confirm_writes)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
       [
         this.hash(code), userId, request.client.clientId, request.client.clientName, request.redirectUri, request.codeChallenge, request.resource,
-        consent.scopes, consent.projectIds, consent.repos, expiryDate(consent.expiresIn, new Date()), new Date(Date.now() + CODE_TTL_MS),
+        consent.scopes, consent.projectIds, consent.repos, expiryDate(consent.expiresIn, new Date()), new Date(Date.now() + CODE_TTL_MS), consent.confirmWrites,
       ],
     );
     // Expired codes are of no use to anyone; drop them on the way (bounded, indexed).
@@ -116,7 +120,7 @@ export class OAuthGrantsService {
     const consumed = returningRows<CodeRow>(
       await this.dataSource.query(
         `UPDATE oauth_codes SET used_at = now() WHERE code_hash = $1 AND used_at IS NULL
-         RETURNING user_id, client_id, client_name, redirect_uri, code_challenge, resource, scopes, project_ids, repos, grant_expires_at, expires_at`,
+         RETURNING user_id, client_id, client_name, redirect_uri, code_challenge, resource, scopes, project_ids, repos, confirm_writes, grant_expires_at, expires_at`,
         [hash],
       ),
     );
@@ -137,9 +141,9 @@ export class OAuthGrantsService {
     return this.dataSource.transaction(async (manager) => {
       const grantId = randomUUID();
       await manager.query(
-        `INSERT INTO oauth_grants (id, user_id, client_id, client_name, redirect_uri, resource, scopes, project_ids, repos, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-        [grantId, row.user_id, row.client_id, row.client_name, row.redirect_uri, row.resource, row.scopes, row.project_ids, row.repos, grantExpiresAt],
+        `INSERT INTO oauth_grants (id, user_id, client_id, client_name, redirect_uri, resource, scopes, project_ids, repos, expires_at, confirm_writes)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+        [grantId, row.user_id, row.client_id, row.client_name, row.redirect_uri, row.resource, row.scopes, row.project_ids, row.repos, grantExpiresAt, row.confirm_writes],
       );
       await manager.query(`UPDATE oauth_codes SET grant_id = $2 WHERE code_hash = $1`, [hash, grantId]);
       return this.issueTokens(manager, grantId, row.scopes, grantExpiresAt);
@@ -204,7 +208,7 @@ export class OAuthGrantsService {
     if (!isWellFormedOAuthSecret(token, 'accessToken')) throw new AppException(ErrorCode.InvalidApiKey, 'The OAuth access token is not valid');
     const hash = this.hash(token);
     const rows: (GrantRow & { token_hash: Buffer; token_expires_at: Date | null })[] = await this.dataSource.query(
-      `SELECT g.id, g.user_id, g.client_id, g.scopes, g.project_ids, g.repos, g.expires_at, g.revoked_at, t.token_hash, t.expires_at AS token_expires_at
+      `SELECT g.id, g.user_id, g.client_id, g.scopes, g.project_ids, g.repos, g.confirm_writes, g.expires_at, g.revoked_at, t.token_hash, t.expires_at AS token_expires_at
        FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id WHERE t.token_hash = $1 AND t.kind = 'access'`,
       [hash],
     );
@@ -226,6 +230,7 @@ export class OAuthGrantsService {
       scopes: row.scopes,
       projectIds: row.project_ids,
       repos: row.repos,
+      confirmWrites: row.confirm_writes,
       expiresAt: null,
       trackerId: `grant:${row.id}`,
     };
@@ -250,7 +255,7 @@ export class OAuthGrantsService {
 
   private async activeGrant(manager: EntityManager, grantId: string): Promise<GrantRow | undefined> {
     const rows: GrantRow[] = await manager.query(
-      `SELECT id, user_id, client_id, scopes, project_ids, repos, expires_at, revoked_at FROM oauth_grants
+      `SELECT id, user_id, client_id, scopes, project_ids, repos, confirm_writes, expires_at, revoked_at FROM oauth_grants
        WHERE id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
       [grantId],
     );
@@ -287,6 +292,7 @@ function view(row: OAuthGrant): GrantView {
     scopes: row.scopes,
     projectIds: row.projectIds,
     repos: row.repos,
+    confirmWrites: row.confirmWrites,
     createdAt: row.createdAt.toISOString(),
     expiresAt: row.expiresAt?.toISOString() ?? null,
     lastUsedAt: row.lastUsedAt?.toISOString() ?? null,

@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { AppException } from '../../common/errors/app.exception.js';
+import { ErrorCode } from '../../common/errors/error-code.js';
 import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
 import type { KeyCaller } from '../api-keys/owner.interceptor.js';
 import { ToolsService, type PreparedToolCall, type ToolCallOutcome } from './tools.service.js';
@@ -12,12 +14,28 @@ export class KeyToolCalls {
   ) {}
 
   /**
-   * A call through an Area A door (JSON or MCP) for an API key. A write tool with an Idempotency-Key runs
+   * The "confirm writes" rule (API.md, "Confirmation on the MCP door"), for both doors: a credential created
+   * with `confirmWrites` runs a write tool (anything not `readOnlyHint: true`) only once the user confirmed it.
+   * Only the MCP door can ask (elicitation); it passes `confirmed` after the user accepted.
+   */
+  needsConfirmation(prepared: PreparedToolCall, caller: KeyCaller): boolean {
+    return caller.confirmWrites && prepared.tool.definition.annotations.readOnlyHint !== true;
+  }
+
+  /**
+   * A call through an Area A door (JSON or MCP) for an API key. A write tool of a "confirm writes"
+   * credential is refused (403 confirmation_required) unless the door says the user confirmed it. A write tool with an Idempotency-Key runs
    * once: a repeat answers the first result (`replayed`). The key space is the API key's, shared by both
    * doors, not the user's: a replay returns that first result as it is, so a key pinned to one project
    * must never replay what another key of the same user was allowed to create or read.
    */
-  async invoke(prepared: PreparedToolCall, caller: KeyCaller, idempotencyKey: string | undefined): Promise<ToolCallOutcome & { replayed: boolean }> {
+  async invoke(
+    prepared: PreparedToolCall,
+    caller: KeyCaller,
+    idempotencyKey: string | undefined,
+    options: { confirmed?: boolean } = {},
+  ): Promise<ToolCallOutcome & { replayed: boolean }> {
+    if (this.needsConfirmation(prepared, caller) && options.confirmed !== true) throw confirmationRequired(prepared);
     if (idempotencyKey === undefined || prepared.tool.definition.annotations.readOnlyHint) {
       return { ...(await this.tools.invoke(prepared, caller.actor)), replayed: false };
     }
@@ -32,4 +50,11 @@ export class KeyToolCalls {
     );
     return { ...value, replayed };
   }
+}
+
+export function confirmationRequired(prepared: PreparedToolCall): AppException {
+  return new AppException(
+    ErrorCode.ConfirmationRequired,
+    `${prepared.tool.definition.name} writes, and this credential asks the user to confirm every write: call it over MCP from a client that supports elicitation (revision 2026-07-28)`,
+  );
 }

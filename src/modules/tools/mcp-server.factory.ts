@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { createMcpHandler, Server as ModernServer, type McpHttpHandler } from '@modelcontextprotocol/server';
+import { createMcpHandler, inputRequired, Server as ModernServer, type InputRequiredResult, type McpHttpHandler } from '@modelcontextprotocol/server';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { CallToolRequestSchema, ErrorCode as JsonRpcErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { renderError } from '../../common/errors/error-body.js';
@@ -13,7 +14,7 @@ import type { KeyCaller } from '../api-keys/owner.interceptor.js';
 import type { RegisteredTool } from './tool-definition.js';
 import type { JsonSchema } from './tool-parameters.js';
 import { KeyToolCalls } from './key-tool-calls.service.js';
-import { ToolsService, type ToolCallOutcome } from './tools.service.js';
+import { ToolsService, type PreparedToolCall, type ToolCallOutcome } from './tools.service.js';
 
 /** What one HTTP request brings to the MCP server built for it. */
 export interface McpRequestContext {
@@ -42,6 +43,24 @@ const TOOL_ERROR_SCHEMA: JsonSchema = {
 
 const SERVER_INFO = { name: 'atrium', title: 'Atrium' } as const;
 const INSTRUCTIONS = 'Atrium tasks, documents and GitHub tools. Each tool acts for the owner of the API key or OAuth grant, within its scopes.';
+/** The key of the write confirmation in an `input_required` result and in the retried call's `inputResponses`. */
+const CONFIRM_WRITE = 'atrium_confirm_write';
+
+/**
+ * How a tools/call can confirm a write with the user. Only the 2026-07-28 revision can: its multi-round-trip
+ * results carry the elicitation in the answer and the client retries with the user's answer, which works on a
+ * stateless server. The 2025-era door is stateless too (a fresh server per POST, JSON answers), so it has no
+ * channel to send `elicitation/create` mid-call nor a session to receive the client's answer on: it never asks.
+ */
+interface WriteConfirmation {
+  /** The client declared `elicitation` in this request's capabilities. */
+  canAsk: boolean;
+  /** `inputResponses` of a retried call (untrusted client input). */
+  responses?: Record<string, unknown>;
+  /** `requestState` echoed by a retried call (untrusted; checked against our HMAC). */
+  state?: string;
+}
+
 /** Where the per-request context rides through the modern handler (its authInfo pass-through). */
 const ATRIUM_CONTEXT = 'atrium:mcp-context';
 
@@ -107,7 +126,14 @@ export class McpServerFactory implements OnApplicationShutdown {
       { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS },
     );
     server.setRequestHandler('tools/list', () => this.listTools(context) as never);
-    server.setRequestHandler('tools/call', (request) => this.callTool(request.params.name, request.params.arguments, context) as never);
+    server.setRequestHandler('tools/call', (request, ctx) => {
+      const confirmation: WriteConfirmation = {
+        canAsk: server.getClientCapabilities()?.elicitation !== undefined,
+        responses: ctx.mcpReq.inputResponses,
+        state: rawRequestState(ctx.mcpReq.requestState),
+      };
+      return this.callTool(request.params.name, request.params.arguments, context, confirmation) as never;
+    });
     return server;
   }
 
@@ -115,14 +141,26 @@ export class McpServerFactory implements OnApplicationShutdown {
     return { tools: this.tools.toolsFor(context.caller.scopes).map((tool) => this.mcpTool(tool)) };
   }
 
-  private async callTool(name: string, args: Record<string, unknown> | undefined, context: McpRequestContext): Promise<CallToolResult> {
+  private async callTool(
+    name: string,
+    args: Record<string, unknown> | undefined,
+    context: McpRequestContext,
+    confirmation?: WriteConfirmation,
+  ): Promise<CallToolResult | InputRequiredResult> {
     // An unknown name is a protocol error (the client asked for something not offered), not a tool failure.
     if (!this.tools.find(name)) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`);
     try {
       if (context.rateLimited) throw context.rateLimited;
       const { caller } = context;
       const prepared = this.tools.prepare(name, args, caller.scopes);
-      const outcome = await this.keyCalls.invoke(prepared, caller, context.idempotencyKey);
+      let confirmed = false;
+      if (this.keyCalls.needsConfirmation(prepared, caller)) {
+        const step = this.confirmWrite(prepared, caller.keyId, confirmation);
+        if (typeof step === 'object') return step;
+        // 'cannot-ask' leaves confirmed false: KeyToolCalls refuses with confirmation_required.
+        confirmed = step === 'confirmed';
+      }
+      const outcome = await this.keyCalls.invoke(prepared, caller, context.idempotencyKey, { confirmed });
       context.onToolCall?.(name, 200);
       return successResult(outcome);
     } catch (error) {
@@ -135,6 +173,38 @@ export class McpServerFactory implements OnApplicationShutdown {
       context.onToolCall?.(name, rendered.status);
       return { content: [{ type: 'text', text: JSON.stringify(rendered.body) }], structuredContent: rendered.body, isError: true };
     }
+  }
+
+  /**
+   * A write of a "confirm writes" credential: first call → ask the user (elicitation inside an `input_required`
+   * result, with a requestState binding the question to this credential, tool and arguments); retried call with
+   * the user's answer → 'confirmed', or a `declined` error. A client that cannot be asked falls through to
+   * KeyToolCalls, which refuses with confirmation_required.
+   */
+  private confirmWrite(prepared: PreparedToolCall, keyId: string, confirmation: WriteConfirmation | undefined): 'confirmed' | 'cannot-ask' | InputRequiredResult {
+    if (!confirmation?.canAsk) return 'cannot-ask';
+    const binding = this.confirmationBinding(prepared, keyId);
+    const answer = confirmation.responses?.[CONFIRM_WRITE] as { action?: unknown } | undefined;
+    if (answer !== undefined && confirmation.state !== undefined && sameText(confirmation.state, binding)) {
+      if (answer.action === 'accept') return 'confirmed';
+      throw new AppException(ErrorCode.Declined, `The user did not confirm ${prepared.tool.definition.name}; nothing was run`);
+    }
+    return inputRequired({
+      inputRequests: {
+        [CONFIRM_WRITE]: inputRequired.elicit({
+          message: `Allow ${prepared.tool.definition.name} to run with ${truncate(JSON.stringify(prepared.args), 1500)}?`,
+          requestedSchema: { type: 'object', properties: {} },
+        }),
+      },
+      requestState: binding,
+    });
+  }
+
+  /** HMAC of (credential, tool, arguments): a confirmation counts only for the call the user was shown. */
+  private confirmationBinding(prepared: PreparedToolCall, keyId: string): string {
+    return createHmac('sha256', this.config.secrets.tokenPepper)
+      .update(JSON.stringify(['atrium:confirm-write', keyId, prepared.tool.definition.name, prepared.args]))
+      .digest('base64url');
   }
 
   /** The MCP view of a tool, built once per tool (the registry is immutable after start-up). */
@@ -176,4 +246,20 @@ function successResult(outcome: ToolCallOutcome): CallToolResult {
     ? { items: outcome.result, ...(outcome.truncated ? { truncated: true } : {}) }
     : (outcome.result as Record<string, unknown>);
   return { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured };
+}
+
+function sameText(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}
+
+/** The echoed requestState as the raw string (no verify hook is configured, so the accessor returns it as sent). */
+function rawRequestState(accessor: unknown): string | undefined {
+  const value: unknown = typeof accessor === 'function' ? (accessor as () => unknown)() : accessor;
+  return typeof value === 'string' ? value : undefined;
 }

@@ -1,5 +1,5 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsOptional, IsString, IsUUID, Matches } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsBoolean, IsOptional, IsString, IsUUID, Matches } from 'class-validator';
 
 /** Pins of an Area A credential (an API key, or an OAuth grant chosen on the consent page). */
 export class CredentialPinsDto {
@@ -17,4 +17,9 @@ export class CredentialPinsDto {
   @IsString({ each: true })
   @Matches(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/, { each: true, message: 'each value in repos must be "owner/name"' })
   repos?: string[];
+
+  @ApiPropertyOptional({ default: false, description: 'Confirm every write tool call with the user first (MCP elicitation; other doors refuse with confirmation_required)' })
+  @IsOptional()
+  @IsBoolean()
+  confirmWrites?: boolean;
 }
