@@ -40,7 +40,19 @@ describe('agent runs: offline retrieval agent (no LLM configured)', () => {
     await app.http.post(`/api/projects/${projectId}/members`).set(bearer(owner.token)).send({ userId: member.id, role: 'editor' }).expect(201);
     publicDoc = await upload(owner, projectId, 'runbook.md', '# Runbook\n\nIntro text.\n\nThe rollback procedure: drain traffic, then redeploy the previous release tag.\n', true);
     privateDoc = await upload(member, projectId, 'secret.md', '# Private notes\n\nMy rollback procedure secret is zebra-42.\n', false);
+    // Text is extracted in the background since uploads answer at once: the agent reads it once indexed.
+    await untilIndexed(owner, publicDoc);
+    await untilIndexed(member, privateDoc);
   }, 120_000);
+
+  async function untilIndexed(user: TestUser, documentId: string): Promise<void> {
+    for (const deadline = Date.now() + 90_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 100))) {
+      const status = (await app.http.get(`/api/documents/${documentId}`).set(bearer(user.token)).expect(200)).body.data.status;
+      if (status === 'indexed') return;
+      if (status === 'failed') throw new Error(`document ${documentId} failed to index`);
+    }
+    throw new Error(`document ${documentId} not indexed in time`);
+  }
 
   afterAll(async () => {
     await app?.close();
