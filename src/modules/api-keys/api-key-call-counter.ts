@@ -1,10 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import type { ToolCredentialKind } from './api-key.principal.js';
-
-/** Where each credential kind keeps its count (both tables have call_count and last_used_at). */
-const COUNTED_TABLE: Record<ToolCredentialKind, 'api_keys' | 'oauth_grants'> = { 'api-key': 'api_keys', 'oauth-grant': 'oauth_grants' };
+import { ToolCredentialsRepository } from './tool-credentials.repository.js';
 
 interface Batch {
   /** credential kind → (id → calls to add) */
@@ -34,7 +30,7 @@ export class ApiKeyCallCounter {
   private pending: Batch | null = null;
   private writing = false;
 
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly credentials: ToolCredentialsRepository) {}
 
   /** Adds one call to the credential's count; resolves once that is committed, rejects if it could not be. */
   count(kind: ToolCredentialKind, id: string): Promise<void> {
@@ -54,27 +50,13 @@ export class ApiKeyCallCounter {
       const batch = this.pending;
       this.pending = null;
       try {
-        for (const [kind, counts] of batch.counts) await this.write(COUNTED_TABLE[kind], counts);
+        for (const [kind, counts] of batch.counts) await this.credentials.addCalls(kind, [...counts.keys()], [...counts.values()]);
         batch.settle();
       } catch (error) {
         batch.settle(error);
       }
     }
     this.writing = false;
-  }
-
-  private async write(table: 'api_keys' | 'oauth_grants', counts: Map<string, number>): Promise<void> {
-    const ids = [...counts.keys()];
-    await this.dataSource.query(
-      `WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)),
-       calls AS (SELECT * FROM unnest($1::uuid[], $2::bigint[]) AS c(id, n)),
-       locked AS (
-         SELECT k.id FROM ${table} k, async_commit
-         WHERE k.id IN (SELECT id FROM calls) ORDER BY k.id FOR NO KEY UPDATE OF k)
-       UPDATE ${table} k SET call_count = k.call_count + calls.n, last_used_at = now()
-       FROM calls, locked WHERE k.id = calls.id AND locked.id = calls.id`,
-      [ids, ids.map((id) => counts.get(id))],
-    );
   }
 }
 

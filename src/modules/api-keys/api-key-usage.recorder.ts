@@ -1,27 +1,9 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
-import type { ToolCredentialKind } from './api-key.principal.js';
-
-export interface ApiKeyUsageEntry {
-  credential: ToolCredentialKind;
-  /** The API key's or the OAuth grant's id. */
-  keyId: string;
-  at: Date;
-  /** Tool name (or `tools/list`); never argument values. */
-  tool: string | null;
-  status: number;
-  durationMs: number;
-}
+import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import { ToolCredentialsRepository, type ToolCredentialUsage } from './tool-credentials.repository.js';
 
 const FLUSH_INTERVAL_MS = 200;
 const FLUSH_AT_ENTRIES = 500;
-
-/** Each credential kind's usage table and the table its id refers to. */
-const USAGE_TABLES: Record<ToolCredentialKind, { usage: string; idColumn: string; owner: string }> = {
-  'api-key': { usage: 'api_key_usage', idColumn: 'api_key_id', owner: 'api_keys' },
-  'oauth-grant': { usage: 'oauth_grant_usage', idColumn: 'grant_id', owner: 'oauth_grants' },
-};
 
 /**
  * The usage log of API keys and OAuth grants (tool, status, duration of each call), written behind in small batches because the
@@ -33,11 +15,14 @@ const USAGE_TABLES: Record<ToolCredentialKind, { usage: string; idColumn: string
 @Injectable()
 export class ApiKeyUsageRecorder implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('ApiKeyUsage');
-  private buffer: ApiKeyUsageEntry[] = [];
+  private buffer: ToolCredentialUsage[] = [];
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
 
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(
+    @InjectDb() private readonly db: Db,
+    private readonly credentials: ToolCredentialsRepository,
+  ) {}
 
   onModuleInit(): void {
     this.timer = setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
@@ -49,7 +34,7 @@ export class ApiKeyUsageRecorder implements OnModuleInit, OnApplicationShutdown 
     await this.flush();
   }
 
-  record(entry: ApiKeyUsageEntry): void {
+  record(entry: ToolCredentialUsage): void {
     this.buffer.push(entry);
     if (this.buffer.length >= FLUSH_AT_ENTRIES) void this.flush();
   }
@@ -66,26 +51,7 @@ export class ApiKeyUsageRecorder implements OnModuleInit, OnApplicationShutdown 
     this.buffer = [];
     try {
       // One transaction: a retry after a failure must not write one kind's rows twice.
-      await this.dataSource.transaction(async (manager) => {
-        for (const [credential, tables] of Object.entries(USAGE_TABLES) as [ToolCredentialKind, (typeof USAGE_TABLES)[ToolCredentialKind]][]) {
-          const entries = batch.filter((e) => e.credential === credential);
-          if (entries.length === 0) continue;
-          // Joined to the owning table so a key or grant deleted meanwhile drops its rows instead of failing the batch.
-          await manager.query(
-            `INSERT INTO ${tables.usage} (${tables.idColumn}, at, tool, status, duration_ms)
-             SELECT u.key_id, u.at, u.tool, u.status, u.duration_ms
-             FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::int[], $5::int[]) AS u(key_id, at, tool, status, duration_ms)
-             JOIN ${tables.owner} k ON k.id = u.key_id`,
-            [
-              entries.map((e) => e.keyId),
-              entries.map((e) => e.at.toISOString()),
-              entries.map((e) => e.tool),
-              entries.map((e) => e.status),
-              entries.map((e) => Math.round(e.durationMs)),
-            ],
-          );
-        }
-      });
+      await this.db.transaction().execute((trx) => this.credentials.insertUsage(batch, trx));
     } catch (error) {
       // Put the batch back so a transient database error loses nothing; the next tick retries.
       this.buffer = batch.concat(this.buffer);

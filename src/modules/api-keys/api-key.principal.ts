@@ -1,3 +1,5 @@
+import type { ToolCredentialAuthorisation } from './tool-credentials.repository.js';
+
 /**
  * Which credential an Area A caller presented. Both act the same way (owner bounds, scopes, pins, per-
  * credential rate limit, usage log and call count); they differ only in where they are stored.
@@ -18,4 +20,20 @@ export interface ApiKeyPrincipal {
   confirmWrites: boolean;
   expiresAt: Date | null;
   trackerId: string;
+}
+
+/** The principal of a usable credential of either kind; `expiresAt` is what X-Api-Key-Expires-At reports (keys only). */
+export function toolPrincipal(credential: ToolCredentialKind, authorisation: ToolCredentialAuthorisation, expiresAt: Date | null): ApiKeyPrincipal {
+  return {
+    kind: 'api-key',
+    credential,
+    keyId: authorisation.id,
+    userId: authorisation.userId,
+    scopes: authorisation.scopes,
+    projectIds: authorisation.projectIds,
+    repos: authorisation.repos,
+    confirmWrites: authorisation.confirmWrites,
+    expiresAt,
+    trackerId: `${credential === 'api-key' ? 'key' : 'grant'}:${authorisation.id}`,
+  };
 }

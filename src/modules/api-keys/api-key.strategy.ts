@@ -36,12 +36,15 @@ export class ApiKeyStrategy extends PassportStrategy(Strategy, API_KEY_STRATEGY)
         'This route needs a personal API key (Authorization: Bearer atr_…, create one with POST /api/api-keys) or an OAuth access token (see /.well-known/oauth-protected-resource)',
       );
     }
-    if (token.startsWith(OAUTH_SECRET_PREFIX.accessToken)) {
-      const principal = await this.oauthGrants.authenticateAccessToken(token);
-      // Counted (committed) before the call is answered, exactly like a key's call.
-      await this.callCounter.count(principal.credential, principal.keyId);
-      return principal;
-    }
+    const principal = await this.resolve(token);
+    // A usable credential's call is counted (committed) before the call is answered, so a crash never loses
+    // the count of an answered call; ApiKeyCallCounter makes concurrent calls share one write.
+    await this.callCounter.count(principal.credential, principal.keyId);
+    return principal;
+  }
+
+  private resolve(token: string): Promise<ApiKeyPrincipal> {
+    if (token.startsWith(OAUTH_SECRET_PREFIX.accessToken)) return this.oauthGrants.authenticateAccessToken(token);
     if (!token.startsWith(API_KEY_PREFIX)) {
       const kind = token.startsWith('atp_')
         ? 'a project session token'

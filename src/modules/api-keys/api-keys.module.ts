@@ -1,21 +1,21 @@
 import { Module } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { OAuthModule } from '../oauth/oauth.module.js';
 import { ApiKeyAuthGuard } from './api-key-auth.guard.js';
 import { ApiKeyCallCounter } from './api-key-call-counter.js';
-import { ApiKey } from './api-key.entity.js';
 import { ApiKeyStrategy } from './api-key.strategy.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
 import { ApiKeysController } from './api-keys.controller.js';
+import { ApiKeysRepository } from './api-keys.repository.js';
 import { ApiKeysService } from './api-keys.service.js';
+import { ToolCredentialsModule } from './tool-credentials.module.js';
 import { KeyRateLimitGuard } from './key-rate-limit.guard.js';
 import { OwnerInterceptor } from './owner.interceptor.js';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([ApiKey]), PassportModule, OAuthModule],
+  imports: [PassportModule, OAuthModule, ToolCredentialsModule],
   controllers: [ApiKeysController],
-  providers: [ApiKeysService, ApiKeyCallCounter, ApiKeyUsageRecorder, ApiKeyStrategy, ApiKeyAuthGuard, KeyRateLimitGuard, OwnerInterceptor],
+  providers: [ApiKeysRepository, ApiKeysService, ApiKeyCallCounter, ApiKeyUsageRecorder, ApiKeyStrategy, ApiKeyAuthGuard, KeyRateLimitGuard, OwnerInterceptor],
   exports: [ApiKeysService, ApiKeyUsageRecorder, ApiKeyAuthGuard, KeyRateLimitGuard, OwnerInterceptor],
 })
 export class ApiKeysModule {}

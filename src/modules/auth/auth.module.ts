@@ -1,22 +1,20 @@
 import { Module } from '@nestjs/common';
 import { JwtModule } from '@nestjs/jwt';
 import { PassportModule } from '@nestjs/passport';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { AdminBootstrapService } from './admin-bootstrap.service.js';
 import { AuthController } from './auth.controller.js';
 import { AuthService } from './auth.service.js';
-import { ProjectSessionToken } from './project-session-token.entity.js';
+import { ProjectSessionTokensRepository } from './project-session-tokens.repository.js';
 import { ProjectSessionTokensService } from './project-session-tokens.service.js';
 import { JwtStrategy } from './strategies/jwt.strategy.js';
 import { ProjectTokenStrategy } from './strategies/project-token.strategy.js';
-import { User } from './user.entity.js';
+import { UsersRepository } from './users.repository.js';
 import { UsersService } from './users.service.js';
 
 @Module({
   imports: [
-    TypeOrmModule.forFeature([User, ProjectSessionToken]),
     PassportModule,
     JwtModule.registerAsync({
       inject: [APP_CONFIG],
@@ -27,7 +25,7 @@ import { UsersService } from './users.service.js';
     }),
   ],
   controllers: [AuthController],
-  providers: [UsersService, AuthService, JwtStrategy, AdminBootstrapService, ProjectSessionTokensService, ProjectTokenStrategy],
+  providers: [UsersRepository, UsersService, ProjectSessionTokensRepository, AuthService, JwtStrategy, AdminBootstrapService, ProjectSessionTokensService, ProjectTokenStrategy],
   exports: [UsersService, ProjectSessionTokensService],
 })
 export class AuthModule {}

@@ -8,8 +8,7 @@ import { RateLimiterService } from '../../common/rate-limit/rate-limiter.service
 import type { LoginDto } from './dto/login.dto.js';
 import type { RegisterDto } from './dto/register.dto.js';
 import { PasswordHasher } from './password-hasher.js';
-import { toUserView, type UserView } from './user.entity.js';
-import { UsersService } from './users.service.js';
+import { toUserView, UsersService, type UserView } from './users.service.js';
 
 export interface AccessTokenClaims {
   sub: string;

@@ -1,5 +1,8 @@
 export type UserRole = 'admin' | 'member';
 
+/** What a project session token may do in its project, at most. */
+export type ProjectTokenRole = 'editor' | 'viewer';
+
 /** A signed-in user calling Area B with an access token. */
 export interface UserPrincipal {
   kind: 'user';
@@ -21,7 +24,7 @@ export interface ProjectTokenPrincipal {
   role: 'member';
   projectId: string;
   tokenId: string;
-  tokenRole: 'editor' | 'viewer';
+  tokenRole: ProjectTokenRole;
   trackerId: string;
 }
 

@@ -1,27 +1,19 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { CustomOAuthError, InvalidClientError, InvalidClientMetadataError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { OAuthClientMetadataSchema } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Request } from 'express';
-import { DataSource } from 'typeorm';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { sameHash } from '../api-keys/api-key-format.js';
 import { ClientMetadataError, ClientMetadataFetcher } from './client-metadata-fetcher.js';
 import { generateClientId, generateOAuthSecret, hashOAuthSecret, isWellFormedOAuthSecret, REGISTERED_CLIENT_ID_PREFIX } from './oauth-secret-format.js';
 import { isAllowedRedirectUri } from './redirect-uri.js';
+import { OAuthClientsRepository, type RegisteredOAuthClient, type TokenEndpointAuthMethod } from './oauth-clients.repository.js';
 
-export type TokenEndpointAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post';
 const AUTH_METHODS: readonly TokenEndpointAuthMethod[] = ['none', 'client_secret_basic', 'client_secret_post'];
 
 /** What the server knows about a client, wherever it came from (registration or a metadata document). */
-export interface OAuthClient {
-  clientId: string;
-  clientName: string;
-  redirectUris: string[];
-  authMethod: TokenEndpointAuthMethod;
-  secretHash: Buffer | null;
-}
+export type OAuthClient = RegisteredOAuthClient;
 
 /** Thrown when a client_id names no client we can use: the authorize page shows it, never redirects. */
 export class UnknownClientError extends Error {}
@@ -33,7 +25,7 @@ export class UnknownClientError extends Error {}
 @Injectable()
 export class OAuthClientsService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly clients: OAuthClientsRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metadataDocuments: ClientMetadataFetcher,
   ) {}
@@ -67,9 +59,9 @@ export class OAuthClientsService {
     const secret = authMethod === 'none' ? undefined : generateOAuthSecret('clientSecret');
     const redirectUris = [...new Set(metadata.redirect_uris)];
     const issuedAt = new Date();
-    await this.dataSource.query(
-      `INSERT INTO oauth_clients (client_id, client_secret_hash, client_name, redirect_uris, token_endpoint_auth_method, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-      [clientId, secret ? hashOAuthSecret(secret, this.config.secrets.tokenPepper) : null, clientName, redirectUris, authMethod, issuedAt],
+    await this.clients.insert(
+      { clientId, clientName, redirectUris, authMethod, secretHash: secret ? hashOAuthSecret(secret, this.config.secrets.tokenPepper) : null },
+      issuedAt,
     );
     return {
       client_id: clientId,
@@ -95,11 +87,9 @@ export class OAuthClientsService {
       }
     }
     if (!clientId.startsWith(REGISTERED_CLIENT_ID_PREFIX) || clientId.length > 64) throw new UnknownClientError('unknown client_id');
-    const rows: { client_id: string; client_name: string; redirect_uris: string[]; token_endpoint_auth_method: TokenEndpointAuthMethod; client_secret_hash: Buffer | null }[] =
-      await this.dataSource.query(`SELECT client_id, client_name, redirect_uris, token_endpoint_auth_method, client_secret_hash FROM oauth_clients WHERE client_id = $1`, [clientId]);
-    const row = rows[0];
-    if (!row) throw new UnknownClientError('unknown client_id');
-    return { clientId: row.client_id, clientName: row.client_name, redirectUris: row.redirect_uris, authMethod: row.token_endpoint_auth_method, secretHash: row.client_secret_hash };
+    const client = await this.clients.find(clientId);
+    if (!client) throw new UnknownClientError('unknown client_id');
+    return client;
   }
 
   /**

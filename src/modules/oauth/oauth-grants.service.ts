@@ -1,21 +1,20 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { InvalidGrantError, InvalidRequestError, InvalidScopeError, InvalidTargetError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { randomUUID } from 'node:crypto';
-import { DataSource, IsNull, Repository, type EntityManager } from 'typeorm';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
-import { returningRows } from '../../database/returning-rows.js';
-import { pageOf, type Page } from '../../common/pagination/cursor-page.js';
+import type { Page } from '../../common/pagination/cursor-page.js';
 import { isUuid } from '../../common/validation/uuid.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { sameHash } from '../api-keys/api-key-format.js';
-import type { ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
+import { toolPrincipal, type ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
 import { expiryDate, type ApiKeyExpiry } from '../api-keys/api-key-scopes.js';
 import { isMcpResource, type AuthorizationRequest } from './authorization-request.js';
-import { OAuthGrant } from './oauth-grant.entity.js';
+import { ToolCredentialsRepository, type ToolCredential } from '../api-keys/tool-credentials.repository.js';
+import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
+import { OAuthGrantsRepository } from './oauth-grants.repository.js';
 import type { OAuthClient } from './oauth-clients.service.js';
 import { generateOAuthSecret, hashOAuthSecret, isWellFormedOAuthSecret, PKCE_VALUE, pkceS256Matches } from './oauth-secret-format.js';
 
@@ -45,33 +44,6 @@ export interface GrantView {
   callCount: number;
 }
 
-interface CodeRow {
-  user_id: string;
-  client_id: string;
-  client_name: string;
-  redirect_uri: string;
-  code_challenge: string;
-  resource: string;
-  scopes: string[];
-  project_ids: string[] | null;
-  repos: string[] | null;
-  confirm_writes: boolean;
-  grant_expires_at: Date | null;
-  expires_at: Date;
-}
-
-interface GrantRow {
-  id: string;
-  user_id: string;
-  client_id: string;
-  scopes: string[];
-  project_ids: string[] | null;
-  repos: string[] | null;
-  confirm_writes: boolean;
-  expires_at: Date | null;
-  revoked_at: Date | null;
-}
-
 /**
  * Grants, codes and tokens. A grant is one user's authorisation of one client with the scopes and pins
  * chosen at consent; on Area A its access tokens act exactly like an API key with those scopes and pins
@@ -81,8 +53,9 @@ interface GrantRow {
 @Injectable()
 export class OAuthGrantsService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectRepository(OAuthGrant) private readonly grants: Repository<OAuthGrant>,
+    @InjectDb() private readonly db: Db,
+    private readonly grants: OAuthGrantsRepository,
+    private readonly credentials: ToolCredentialsRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -93,16 +66,22 @@ export class OAuthGrantsService {
   /** The consent page approved: a 60-second single-use code carrying the approval. */
   async issueCode(userId: string, request: AuthorizationRequest, consent: Consent): Promise<string> {
     const code = generateOAuthSecret('code');
-    await this.dataSource.query(
-      `INSERT INTO oauth_codes (code_hash, user_id, client_id, client_name, redirect_uri, code_challenge, resource, scopes, project_ids, repos, grant_expires_at, expires_at, confirm_writes)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-      [
-        this.hash(code), userId, request.client.clientId, request.client.clientName, request.redirectUri, request.codeChallenge, request.resource,
-        consent.scopes, consent.projectIds, consent.repos, expiryDate(consent.expiresIn, new Date()), new Date(Date.now() + CODE_TTL_MS), consent.confirmWrites,
-      ],
-    );
+    await this.grants.insertCode(this.hash(code), {
+      userId,
+      clientId: request.client.clientId,
+      clientName: request.client.clientName,
+      redirectUri: request.redirectUri,
+      codeChallenge: request.codeChallenge,
+      resource: request.resource,
+      scopes: consent.scopes,
+      projectIds: consent.projectIds,
+      repos: consent.repos,
+      confirmWrites: consent.confirmWrites,
+      grantExpiresAt: expiryDate(consent.expiresIn, new Date()),
+      expiresAt: new Date(Date.now() + CODE_TTL_MS),
+    });
     // Expired codes are of no use to anyone; drop them on the way (bounded, indexed).
-    await this.dataSource.query(`DELETE FROM oauth_codes WHERE ctid IN (SELECT ctid FROM oauth_codes WHERE expires_at < now() - interval '1 day' LIMIT 100)`);
+    await this.grants.deleteStaleCodes();
     return code;
   }
 
@@ -117,36 +96,39 @@ export class OAuthGrantsService {
     if (typeof verifier !== 'string' || verifier === '') throw new InvalidRequestError('code_verifier is required (PKCE)');
     if (!isWellFormedOAuthSecret(code, 'code')) throw new InvalidGrantError('the authorization code is not valid');
     const hash = this.hash(code);
-    const consumed = returningRows<CodeRow>(
-      await this.dataSource.query(
-        `UPDATE oauth_codes SET used_at = now() WHERE code_hash = $1 AND used_at IS NULL
-         RETURNING user_id, client_id, client_name, redirect_uri, code_challenge, resource, scopes, project_ids, repos, confirm_writes, grant_expires_at, expires_at`,
-        [hash],
-      ),
-    );
-    const row = consumed[0];
+    const row = await this.grants.consumeCode(hash);
     if (!row) {
-      const used: { grant_id: string | null }[] = await this.dataSource.query(`SELECT grant_id FROM oauth_codes WHERE code_hash = $1`, [hash]);
-      if (used[0]?.grant_id) await this.revokeGrantById(used[0].grant_id);
-      throw new InvalidGrantError(used[0] ? 'the authorization code was already used; the authorization it produced is revoked' : 'the authorization code is not valid');
+      const used = await this.grants.findCodeGrant(hash);
+      if (used?.grantId) await this.credentials.revoke('oauth-grant', used.grantId);
+      throw new InvalidGrantError(used ? 'the authorization code was already used; the authorization it produced is revoked' : 'the authorization code is not valid');
     }
-    if (new Date(row.expires_at).getTime() <= Date.now()) throw new InvalidGrantError('the authorization code has expired');
-    if (row.client_id !== client.clientId) throw new InvalidGrantError('the authorization code was issued to another client');
-    if (redirectUri !== undefined ? redirectUri !== row.redirect_uri : !(client.redirectUris.length === 1 && client.redirectUris[0] === row.redirect_uri)) {
+    if (row.expiresAt.getTime() <= Date.now()) throw new InvalidGrantError('the authorization code has expired');
+    if (row.clientId !== client.clientId) throw new InvalidGrantError('the authorization code was issued to another client');
+    if (redirectUri !== undefined ? redirectUri !== row.redirectUri : !(client.redirectUris.length === 1 && client.redirectUris[0] === row.redirectUri)) {
       throw new InvalidGrantError('redirect_uri does not match the authorization request');
     }
-    if (!PKCE_VALUE.test(verifier) || !pkceS256Matches(verifier, row.code_challenge)) throw new InvalidGrantError('code_verifier does not match the code_challenge');
+    if (!PKCE_VALUE.test(verifier) || !pkceS256Matches(verifier, row.codeChallenge)) throw new InvalidGrantError('code_verifier does not match the code_challenge');
     if (resource !== undefined && !isMcpResource(resource, row.resource)) throw new InvalidTargetError('resource does not match the authorization request');
-    const grantExpiresAt = row.grant_expires_at ? new Date(row.grant_expires_at) : null;
-    return this.dataSource.transaction(async (manager) => {
+    return this.db.transaction().execute(async (trx) => {
       const grantId = randomUUID();
-      await manager.query(
-        `INSERT INTO oauth_grants (id, user_id, client_id, client_name, redirect_uri, resource, scopes, project_ids, repos, expires_at, confirm_writes)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-        [grantId, row.user_id, row.client_id, row.client_name, row.redirect_uri, row.resource, row.scopes, row.project_ids, row.repos, grantExpiresAt, row.confirm_writes],
+      await this.grants.insertGrantForCode(
+        hash,
+        {
+          id: grantId,
+          userId: row.userId,
+          clientId: row.clientId,
+          clientName: row.clientName,
+          redirectUri: row.redirectUri,
+          resource: row.resource,
+          scopes: row.scopes,
+          projectIds: row.projectIds,
+          repos: row.repos,
+          confirmWrites: row.confirmWrites,
+          expiresAt: row.grantExpiresAt,
+        },
+        trx,
       );
-      await manager.query(`UPDATE oauth_codes SET grant_id = $2 WHERE code_hash = $1`, [hash, grantId]);
-      return this.issueTokens(manager, grantId, row.scopes, grantExpiresAt);
+      return this.issueTokens(trx, grantId, row.scopes, row.grantExpiresAt);
     });
   }
 
@@ -159,25 +141,20 @@ export class OAuthGrantsService {
     if (typeof token !== 'string' || token === '') throw new InvalidRequestError('refresh_token is required');
     if (!isWellFormedOAuthSecret(token, 'refreshToken')) throw new InvalidGrantError('the refresh token is not valid');
     const hash = this.hash(token);
-    return this.dataSource.transaction(async (manager) => {
-      const spent = returningRows<{ grant_id: string }>(
-        await manager.query(`UPDATE oauth_tokens SET used_at = now() WHERE token_hash = $1 AND kind = 'refresh' AND used_at IS NULL RETURNING grant_id`, [hash]),
-      );
-      if (spent.length === 0) {
-        const known: { grant_id: string }[] = await manager.query(`SELECT grant_id FROM oauth_tokens WHERE token_hash = $1 AND kind = 'refresh'`, [hash]);
-        if (known[0]) {
-          await manager.query(`UPDATE oauth_grants SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, [known[0].grant_id]);
-          return { reused: true } as const;
-        }
-        throw new InvalidGrantError('the refresh token is not valid');
+    return this.db.transaction().execute(async (trx) => {
+      const spent = await this.grants.spendRefreshToken(hash, trx);
+      if (!spent) throw new InvalidGrantError('the refresh token is not valid');
+      if (!spent.spent) {
+        await this.credentials.revoke('oauth-grant', spent.grantId, trx);
+        return { reused: true } as const;
       }
-      const grant = await this.activeGrant(manager, spent[0].grant_id);
-      if (!grant || grant.client_id !== client.clientId) throw new InvalidGrantError('the refresh token is not valid (revoked, expired or issued to another client)');
+      const grant = await this.grants.findActive(spent.grantId, trx);
+      if (!grant || grant.clientId !== client.clientId) throw new InvalidGrantError('the refresh token is not valid (revoked, expired or issued to another client)');
       if (resource !== undefined && !isMcpResource(resource, this.mcpResource())) throw new InvalidTargetError('resource must be the MCP endpoint');
       if (typeof scope === 'string' && scope !== '' && !scope.split(' ').filter(Boolean).every((s) => grant.scopes.includes(s))) {
         throw new InvalidScopeError('a refresh may not ask for scopes the user did not grant');
       }
-      return this.issueTokens(manager, grant.id, grant.scopes, grant.expires_at ? new Date(grant.expires_at) : null);
+      return this.issueTokens(trx, grant.id, grant.scopes, grant.expiresAt);
     }).then((result) => {
       // Thrown outside the transaction so the revocation above commits.
       if ('reused' in result) throw new InvalidGrantError('the refresh token was already used; every token of this authorization is revoked');
@@ -190,14 +167,12 @@ export class OAuthGrantsService {
     if (typeof token !== 'string' || token === '') throw new InvalidRequestError('token is required');
     const kind = isWellFormedOAuthSecret(token, 'accessToken') ? 'access' : isWellFormedOAuthSecret(token, 'refreshToken') ? 'refresh' : undefined;
     if (!kind) return;
-    const rows: { grant_id: string; client_id: string }[] = await this.dataSource.query(
-      `SELECT t.grant_id, g.client_id FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id WHERE t.token_hash = $1 AND t.kind = $2`,
-      [this.hash(token), kind],
-    );
+    const hash = this.hash(token);
+    const found = await this.grants.findTokenGrant(hash, kind);
     // Another client's token: nothing happens and nothing is revealed (RFC 7009 §2.1).
-    if (!rows[0] || rows[0].client_id !== client.clientId) return;
-    if (kind === 'refresh') await this.revokeGrantById(rows[0].grant_id);
-    else await this.dataSource.query(`DELETE FROM oauth_tokens WHERE token_hash = $1`, [this.hash(token)]);
+    if (!found || found.clientId !== client.clientId) return;
+    if (kind === 'refresh') await this.credentials.revoke('oauth-grant', found.grantId);
+    else await this.grants.deleteToken(hash);
   }
 
   /**
@@ -207,74 +182,42 @@ export class OAuthGrantsService {
   async authenticateAccessToken(token: string): Promise<ApiKeyPrincipal> {
     if (!isWellFormedOAuthSecret(token, 'accessToken')) throw new AppException(ErrorCode.InvalidApiKey, 'The OAuth access token is not valid');
     const hash = this.hash(token);
-    const rows: (GrantRow & { token_hash: Buffer; token_expires_at: Date | null })[] = await this.dataSource.query(
-      `SELECT g.id, g.user_id, g.client_id, g.scopes, g.project_ids, g.repos, g.confirm_writes, g.expires_at, g.revoked_at, t.token_hash, t.expires_at AS token_expires_at
-       FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id WHERE t.token_hash = $1 AND t.kind = 'access'`,
-      [hash],
-    );
-    const row = rows[0];
-    if (!row || !sameHash(row.token_hash, hash)) throw new AppException(ErrorCode.InvalidApiKey, 'The OAuth access token is not valid');
-    if (row.revoked_at) throw new AppException(ErrorCode.RevokedApiKey, 'This app’s access has been revoked; connect it again to authorise it');
+    const found = await this.grants.findByAccessToken(hash);
+    if (!found || !sameHash(found.tokenHash, hash)) throw new AppException(ErrorCode.InvalidApiKey, 'The OAuth access token is not valid');
+    const { grant, tokenExpiresAt } = found;
+    if (grant.revokedAt) throw new AppException(ErrorCode.RevokedApiKey, 'This app’s access has been revoked; connect it again to authorise it');
     const now = Date.now();
-    if (row.expires_at && new Date(row.expires_at).getTime() <= now) {
+    if (grant.expiresAt && grant.expiresAt.getTime() <= now) {
       throw new AppException(ErrorCode.ExpiredApiKey, 'This app’s authorisation has expired; connect it again to authorise it');
     }
-    if (row.token_expires_at && new Date(row.token_expires_at).getTime() <= now) {
+    if (tokenExpiresAt && tokenExpiresAt.getTime() <= now) {
       throw new AppException(ErrorCode.ExpiredApiKey, 'The OAuth access token has expired; the app should use its refresh token');
     }
-    return {
-      kind: 'api-key',
-      credential: 'oauth-grant',
-      keyId: row.id,
-      userId: row.user_id,
-      scopes: row.scopes,
-      projectIds: row.project_ids,
-      repos: row.repos,
-      confirmWrites: row.confirm_writes,
-      expiresAt: null,
-      trackerId: `grant:${row.id}`,
-    };
+    // No X-Api-Key-Expires-At for a grant: its expiry is the app's business (it re-authorises).
+    return toolPrincipal('oauth-grant', grant, null);
   }
 
   /** The caller's connected apps (grants not revoked), newest first, a page at a time. */
   list(userId: string, query: { limit: number; cursor?: string }): Promise<Page<GrantView>> {
-    return pageOf(this.grants.createQueryBuilder('g').where('g.user_id = :userId AND g.revoked_at IS NULL', { userId }), query, (row) => view(row));
+    return this.credentials.pageOwned('oauth-grant', userId, { ...query, activeOnly: true }, ['client_id', 'client_name'], (grant, own) =>
+      view({ ...grant, clientId: own.client_id, clientName: own.client_name }),
+    );
   }
 
   /** Revokes every token of the grant at once, on every instance (the token lookup reads revoked_at). */
   async revoke(userId: string, id: string): Promise<{ id: string; revoked: true }> {
-    const row = isUuid(id) ? await this.grants.findOneBy({ id, userId }) : null;
-    if (!row) throw AppException.notFound('Connected app');
-    await this.grants.update({ id, userId, revokedAt: IsNull() }, { revokedAt: new Date() });
+    if (!isUuid(id) || !(await this.credentials.revokeOwned('oauth-grant', userId, id))) throw AppException.notFound('Connected app');
     return { id, revoked: true };
   }
 
-  private async revokeGrantById(grantId: string): Promise<void> {
-    await this.dataSource.query(`UPDATE oauth_grants SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, [grantId]);
-  }
-
-  private async activeGrant(manager: EntityManager, grantId: string): Promise<GrantRow | undefined> {
-    const rows: GrantRow[] = await manager.query(
-      `SELECT id, user_id, client_id, scopes, project_ids, repos, confirm_writes, expires_at, revoked_at FROM oauth_grants
-       WHERE id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
-      [grantId],
-    );
-    return rows[0];
-  }
-
-  private async issueTokens(manager: EntityManager, grantId: string, scopes: string[], grantExpiresAt: Date | null): Promise<OAuthTokens> {
+  private async issueTokens(executor: DbExecutor, grantId: string, scopes: string[], grantExpiresAt: Date | null): Promise<OAuthTokens> {
     const ttl = this.config.oauth.accessTokenTtlSeconds;
     // An access token never outlives its grant.
     const boundByGrant = grantExpiresAt !== null && grantExpiresAt.getTime() < Date.now() + ttl * 1000;
     const accessExpiresAt = boundByGrant ? grantExpiresAt : new Date(Date.now() + ttl * 1000);
     const accessToken = generateOAuthSecret('accessToken');
     const refreshToken = generateOAuthSecret('refreshToken');
-    await manager.query(
-      `INSERT INTO oauth_tokens (token_hash, grant_id, kind, expires_at) VALUES ($1, $3, 'access', $4), ($2, $3, 'refresh', $5)`,
-      [this.hash(accessToken), this.hash(refreshToken), grantId, accessExpiresAt, grantExpiresAt],
-    );
-    // Spent refresh tokens are kept for reuse detection; expired access tokens are dropped on the way.
-    await manager.query(`DELETE FROM oauth_tokens WHERE grant_id = $1 AND kind = 'access' AND expires_at < now()`, [grantId]);
+    await this.grants.insertTokenPair(grantId, { hash: this.hash(accessToken), expiresAt: accessExpiresAt }, { hash: this.hash(refreshToken), expiresAt: grantExpiresAt }, executor);
     const expiresIn = boundByGrant ? Math.max(1, Math.floor((accessExpiresAt.getTime() - Date.now()) / 1000)) : ttl;
     return { access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken, scope: scopes.join(' ') };
   }
@@ -284,7 +227,7 @@ export class OAuthGrantsService {
   }
 }
 
-function view(row: OAuthGrant): GrantView {
+function view(row: ToolCredential & { clientId: string; clientName: string }): GrantView {
   return {
     id: row.id,
     clientId: row.clientId,
@@ -296,6 +239,6 @@ function view(row: OAuthGrant): GrantView {
     createdAt: row.createdAt.toISOString(),
     expiresAt: row.expiresAt?.toISOString() ?? null,
     lastUsedAt: row.lastUsedAt?.toISOString() ?? null,
-    callCount: Number(row.callCount),
+    callCount: row.callCount,
   };
 }

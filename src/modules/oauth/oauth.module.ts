@@ -1,10 +1,11 @@
 import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
+import { ToolCredentialsModule } from '../api-keys/tool-credentials.module.js';
 import { ClientMetadataFetcher } from './client-metadata-fetcher.js';
 import { formBodyMiddleware } from './form-body.middleware.js';
 import { OAuthAccountController } from './oauth-account.controller.js';
+import { OAuthClientsRepository } from './oauth-clients.repository.js';
 import { OAuthClientsService } from './oauth-clients.service.js';
-import { OAuthGrant } from './oauth-grant.entity.js';
+import { OAuthGrantsRepository } from './oauth-grants.repository.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';
 import { OAuthServerController } from './oauth-server.controller.js';
 
@@ -13,9 +14,9 @@ import { OAuthServerController } from './oauth-server.controller.js';
  * the Area A strategy uses, so an OAuth token is one more kind of Area A principal (see README.md).
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([OAuthGrant])],
+  imports: [ToolCredentialsModule],
   controllers: [OAuthServerController, OAuthAccountController],
-  providers: [OAuthClientsService, OAuthGrantsService, ClientMetadataFetcher],
+  providers: [OAuthClientsRepository, OAuthClientsService, OAuthGrantsRepository, OAuthGrantsService, ClientMetadataFetcher],
   exports: [OAuthGrantsService],
 })
 export class OAuthModule implements NestModule {

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
-import type { ProjectTokenRole } from '../../auth/project-session-token.entity.js';
+import type { ProjectTokenRole } from '../../auth/principal.js';
 
 export const SESSION_TOKEN_ROLES = ['editor', 'viewer'] as const;
 

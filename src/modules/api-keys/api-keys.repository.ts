@@ -1,0 +1,75 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import {
+  AUTHORISATION_COLUMNS,
+  TOOL_CREDENTIAL_COLUMNS,
+  toAuthorisation,
+  toToolCredential,
+  type ToolCredential,
+  type ToolCredentialAuthorisation,
+} from './tool-credentials.repository.js';
+
+/** A personal API key as stored (never the key itself: only its HMAC, which stays in this file). */
+export interface ApiKey extends ToolCredential {
+  name: string;
+  /** First 8 chars after `atr_`, for display only. */
+  prefix: string;
+}
+
+export interface NewApiKey {
+  id: string;
+  userId: string;
+  name: string;
+  scopes: string[];
+  prefix: string;
+  keyHash: Buffer;
+  projectIds: string[] | null;
+  repos: string[] | null;
+  confirmWrites: boolean;
+  expiresAt: Date | null;
+  createdAt: Date;
+}
+
+/** The `api_keys` table. What it shares with OAuth grants (counts, usage, revocation, pages) is ToolCredentialsRepository's. */
+@Injectable()
+export class ApiKeysRepository {
+  constructor(@InjectDb() private readonly db: Db) {}
+
+  async insert(key: NewApiKey): Promise<void> {
+    await this.db
+      .insertInto('api_keys')
+      .values({
+        id: key.id,
+        user_id: key.userId,
+        name: key.name,
+        scopes: key.scopes,
+        prefix: key.prefix,
+        key_hash: key.keyHash,
+        project_ids: key.projectIds,
+        repos: key.repos,
+        confirm_writes: key.confirmWrites,
+        expires_at: key.expiresAt,
+        created_at: key.createdAt,
+      })
+      .execute();
+  }
+
+  async findOwned(userId: string, id: string): Promise<ApiKey | undefined> {
+    const row = await this.db
+      .selectFrom('api_keys')
+      .select([...TOOL_CREDENTIAL_COLUMNS, 'name', 'prefix'])
+      .where('id', '=', id)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+    return row && { ...toToolCredential(row), name: row.name, prefix: row.prefix };
+  }
+
+  /**
+   * The hot path of every Area A call with a key: one indexed lookup by HMAC, returning the stored hash
+   * for the caller's constant-time comparison. Constant SQL text, so the pool's statement stays prepared.
+   */
+  async findByHash(keyHash: Buffer): Promise<{ authorisation: ToolCredentialAuthorisation; keyHash: Buffer } | undefined> {
+    const row = await this.db.selectFrom('api_keys').select([...AUTHORISATION_COLUMNS, 'key_hash']).where('key_hash', '=', keyHash).executeTakeFirst();
+    return row && { authorisation: toAuthorisation(row), keyHash: row.key_hash };
+  }
+}

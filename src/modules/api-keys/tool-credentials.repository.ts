@@ -1,0 +1,191 @@
+import { Injectable } from '@nestjs/common';
+import { sql, type Selectable } from 'kysely';
+import { decodeCursor, toPage, type Page } from '../../common/pagination/cursor-page.js';
+import type { ApiKeys, DB } from '../../database/database.types.js';
+import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
+import type { ToolCredentialKind } from './api-key.principal.js';
+
+/**
+ * What an API key and an OAuth grant have in common at authentication: a user's authorisation of Area A
+ * with scopes and pins, revocable and expiring. Each kind adds its own fields (a key's name and prefix, a
+ * grant's client).
+ */
+export interface ToolCredentialAuthorisation {
+  id: string;
+  userId: string;
+  scopes: string[];
+  projectIds: string[] | null;
+  repos: string[] | null;
+  confirmWrites: boolean;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+}
+
+/** A credential as listed on the account page: its authorisation, when it was made and how much it is used. */
+export interface ToolCredential extends ToolCredentialAuthorisation {
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  callCount: number;
+}
+
+/** One Area A call in a credential's usage log. */
+export interface ToolCredentialUsage {
+  credential: ToolCredentialKind;
+  /** The API key's or the OAuth grant's id. */
+  keyId: string;
+  at: Date;
+  /** Tool name (or `tools/list`); never argument values. */
+  tool: string | null;
+  status: number;
+  durationMs: number;
+}
+
+export type ToolCredentialUsageView = Pick<ToolCredentialUsage, 'at' | 'tool' | 'status' | 'durationMs'>;
+
+/**
+ * Where each kind lives. The credential tables share every column of {@link ToolCredential} with the same
+ * types (`api_keys` stands for both in the typed column list below); the usage tables differ only in the
+ * name of the id column. Identifiers come from here, never from input.
+ */
+const TABLES = {
+  'api-key': { credentials: 'api_keys', usage: 'api_key_usage', usageId: 'api_key_id' },
+  'oauth-grant': { credentials: 'oauth_grants', usage: 'oauth_grant_usage', usageId: 'grant_id' },
+} as const satisfies Record<ToolCredentialKind, { credentials: keyof DB; usage: keyof DB; usageId: string }>;
+
+type CredentialTable<K extends ToolCredentialKind> = (typeof TABLES)[K]['credentials'];
+
+/** The columns behind {@link ToolCredentialAuthorisation}, selectable from either credential table. */
+export const AUTHORISATION_COLUMNS = ['id', 'user_id', 'scopes', 'project_ids', 'repos', 'confirm_writes', 'expires_at', 'revoked_at'] as const satisfies readonly (keyof ApiKeys)[];
+
+/** The columns behind {@link ToolCredential}, selectable from either credential table. */
+export const TOOL_CREDENTIAL_COLUMNS = [...AUTHORISATION_COLUMNS, 'created_at', 'last_used_at', 'call_count'] as const satisfies readonly (keyof ApiKeys)[];
+
+type AuthorisationRow = Pick<Selectable<ApiKeys>, (typeof AUTHORISATION_COLUMNS)[number]>;
+type ToolCredentialRow = Pick<Selectable<ApiKeys>, (typeof TOOL_CREDENTIAL_COLUMNS)[number]>;
+
+export function toAuthorisation(row: AuthorisationRow): ToolCredentialAuthorisation {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    scopes: row.scopes,
+    projectIds: row.project_ids,
+    repos: row.repos,
+    confirmWrites: row.confirm_writes,
+    expiresAt: row.expires_at,
+    revokedAt: row.revoked_at,
+  };
+}
+
+export function toToolCredential(row: ToolCredentialRow): ToolCredential {
+  return { ...toAuthorisation(row), createdAt: row.created_at, lastUsedAt: row.last_used_at, callCount: Number(row.call_count) };
+}
+
+/**
+ * The SQL both credential kinds share: call counts, the usage log, revocation and the keyset page of a
+ * user's credentials. Kind-specific statements (lookups by secret hash, creation) live in
+ * api-keys.repository.ts and oauth-grants.repository.ts.
+ */
+@Injectable()
+export class ToolCredentialsRepository {
+  constructor(@InjectDb() private readonly db: Db) {}
+
+  /**
+   * Adds `calls[i]` to the count of credential `ids[i]` and stamps last_used_at, in one statement whose
+   * text is the same for any batch size (arrays, not a VALUES list). It commits asynchronously
+   * (`synchronous_commit` off for its own transaction only) and locks the rows in id order so two
+   * instances writing overlapping credentials cannot deadlock. Why both: see ApiKeyCallCounter.
+   */
+  async addCalls(kind: ToolCredentialKind, ids: string[], calls: number[]): Promise<void> {
+    const table = sql.table(TABLES[kind].credentials);
+    await sql`WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)),
+       calls AS (SELECT * FROM unnest(${ids}::uuid[], ${calls}::bigint[]) AS c(id, n)),
+       locked AS (
+         SELECT k.id FROM ${table} k, async_commit
+         WHERE k.id IN (SELECT id FROM calls) ORDER BY k.id FOR NO KEY UPDATE OF k)
+       UPDATE ${table} k SET call_count = k.call_count + calls.n, last_used_at = now()
+       FROM calls, locked WHERE k.id = calls.id AND locked.id = calls.id`.execute(this.db);
+  }
+
+  /**
+   * Appends usage rows, one statement per kind present. Joined to the credential table so a key or grant
+   * deleted meanwhile drops its rows instead of failing the batch.
+   */
+  async insertUsage(entries: readonly ToolCredentialUsage[], executor: DbExecutor = this.db): Promise<void> {
+    for (const kind of Object.keys(TABLES) as ToolCredentialKind[]) {
+      const rows = entries.filter((e) => e.credential === kind);
+      if (rows.length === 0) continue;
+      const { credentials, usage, usageId } = TABLES[kind];
+      await sql`INSERT INTO ${sql.table(usage)} (${sql.ref(usageId)}, at, tool, status, duration_ms)
+         SELECT u.key_id, u.at, u.tool, u.status, u.duration_ms
+         FROM unnest(${rows.map((e) => e.keyId)}::uuid[], ${rows.map((e) => e.at.toISOString())}::timestamptz[], ${rows.map((e) => e.tool)}::text[],
+                     ${rows.map((e) => e.status)}::int[], ${rows.map((e) => Math.round(e.durationMs))}::int[]) AS u(key_id, at, tool, status, duration_ms)
+         JOIN ${sql.table(credentials)} k ON k.id = u.key_id`.execute(executor);
+    }
+  }
+
+  /** The credential's latest usage rows, newest first. */
+  async recentUsage(kind: ToolCredentialKind, id: string, limit: number): Promise<ToolCredentialUsageView[]> {
+    const { usage, usageId } = TABLES[kind];
+    // The two usage tables have the same columns but for the name of the id column.
+    const rows = await this.db
+      .selectFrom(usage as 'api_key_usage')
+      .select(['at', 'tool', 'status', 'duration_ms'])
+      .where(sql.ref(usageId), '=', id)
+      .orderBy('at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map((u) => ({ at: u.at, tool: u.tool, status: u.status, durationMs: u.duration_ms }));
+  }
+
+  /**
+   * Revokes one of the user's credentials; an already revoked one keeps its first revocation time.
+   * Its id, or undefined when the user has no such credential. Revocation is a column every lookup reads:
+   * it holds on every instance at once.
+   */
+  async revokeOwned(kind: ToolCredentialKind, userId: string, id: string): Promise<string | undefined> {
+    const row = await this.db
+      .updateTable(TABLES[kind].credentials as 'api_keys')
+      .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
+      .where('id', '=', id)
+      .where('user_id', '=', userId)
+      .returning('id')
+      .executeTakeFirst();
+    return row?.id;
+  }
+
+  /** Revokes a credential whoever owns it (a leaked OAuth code or a reused refresh token). */
+  async revoke(kind: ToolCredentialKind, id: string, executor: DbExecutor = this.db): Promise<void> {
+    await executor
+      .updateTable(TABLES[kind].credentials as 'api_keys')
+      .set({ revoked_at: sql<Date>`now()` })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .execute();
+  }
+
+  /**
+   * One page of the user's credentials of a kind, newest first (ties by id), each with the kind's own
+   * `extra` columns; `activeOnly` leaves revoked ones out.
+   */
+  async pageOwned<K extends ToolCredentialKind, E extends keyof Selectable<DB[CredentialTable<K>]> & string, R>(
+    kind: K,
+    userId: string,
+    query: { limit: number; cursor?: string; activeOnly?: boolean },
+    extra: readonly E[],
+    render: (credential: ToolCredential, own: Pick<Selectable<DB[CredentialTable<K>]>, E>) => R,
+  ): Promise<Page<R>> {
+    const cursor = decodeCursor(query.cursor);
+    // Typed as api_keys for the shared columns (the same in both tables); the caller's extra columns are
+    // typed by its kind's own table in the signature above.
+    let select = this.db
+      .selectFrom(TABLES[kind].credentials as 'api_keys')
+      .select([...TOOL_CREDENTIAL_COLUMNS, ...(extra as readonly string[] as readonly 'name'[])])
+      .where('user_id', '=', userId);
+    if (query.activeOnly) select = select.where('revoked_at', 'is', null);
+    if (cursor) select = select.where(sql<boolean>`(created_at, id) < (${cursor.createdAt}::timestamptz, ${cursor.id}::uuid)`);
+    const rows = await select.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
+    const page = rows.map((row) => ({ ...toToolCredential(row), own: row as unknown as Pick<Selectable<DB[CredentialTable<K>]>, E> }));
+    return toPage(page, query.limit, ({ own, ...credential }) => render(credential, own));
+  }
+}
