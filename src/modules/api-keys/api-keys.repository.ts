@@ -6,6 +6,7 @@ import {
   toAuthorisation,
   toToolCredential,
   type ToolCredential,
+  type ToolCredentialAccess,
   type ToolCredentialAuthorisation,
 } from './tool-credentials.repository.js';
 
@@ -16,16 +17,12 @@ export interface ApiKey extends ToolCredential {
   prefix: string;
 }
 
-export interface NewApiKey {
+export interface NewApiKey extends ToolCredentialAccess {
   id: string;
   userId: string;
   name: string;
-  scopes: string[];
   prefix: string;
   keyHash: Buffer;
-  projectIds: string[] | null;
-  repos: string[] | null;
-  confirmWrites: boolean;
   expiresAt: Date | null;
   createdAt: Date;
 }

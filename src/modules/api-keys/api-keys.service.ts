@@ -12,24 +12,16 @@ import { ApiKeysRepository, type ApiKey } from './api-keys.repository.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
 import type { CreateApiKeyDto } from './dto/create-api-key.dto.js';
 import { isUuid } from '../../common/validation/uuid.js';
+import { toToolCredentialView, type ToolCredentialView } from './tool-credential-view.js';
 import { ToolCredentialsRepository } from './tool-credentials.repository.js';
 
 export type ApiKeyStatus = 'active' | 'expired' | 'revoked';
 
-export interface ApiKeyView {
-  id: string;
+export interface ApiKeyView extends ToolCredentialView {
   name: string;
-  scopes: string[];
   prefix: string;
-  createdAt: string;
-  expiresAt: string | null;
   daysUntilExpiry: number | null;
-  lastUsedAt: string | null;
-  callCount: number;
   status: ApiKeyStatus;
-  projectIds: string[] | null;
-  repos: string[] | null;
-  confirmWrites: boolean;
 }
 
 export interface ApiKeyUsageView {
@@ -137,19 +129,11 @@ export class ApiKeysService {
   private view(row: ApiKey, now: Date): ApiKeyView {
     const status: ApiKeyStatus = row.revokedAt ? 'revoked' : row.expiresAt && row.expiresAt <= now ? 'expired' : 'active';
     return {
-      id: row.id,
+      ...toToolCredentialView(row),
       name: row.name,
-      scopes: row.scopes,
       prefix: row.prefix,
-      createdAt: row.createdAt.toISOString(),
-      expiresAt: row.expiresAt?.toISOString() ?? null,
       daysUntilExpiry: row.expiresAt ? Math.max(0, Math.ceil((row.expiresAt.getTime() - now.getTime()) / DAY_MS)) : null,
-      lastUsedAt: row.lastUsedAt?.toISOString() ?? null,
-      callCount: row.callCount,
       status,
-      projectIds: row.projectIds,
-      repos: row.repos,
-      confirmWrites: row.confirmWrites,
     };
   }
 }

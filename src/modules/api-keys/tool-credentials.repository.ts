@@ -5,18 +5,22 @@ import type { ApiKeys, DB } from '../../database/database.types.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import type { ToolCredentialKind } from './api-key.principal.js';
 
+/** What the user allowed a credential (or a pending OAuth code) to do: scopes, pins and write confirmation. */
+export interface ToolCredentialAccess {
+  scopes: string[];
+  projectIds: string[] | null;
+  repos: string[] | null;
+  confirmWrites: boolean;
+}
+
 /**
  * What an API key and an OAuth grant have in common at authentication: a user's authorisation of Area A
  * with scopes and pins, revocable and expiring. Each kind adds its own fields (a key's name and prefix, a
  * grant's client).
  */
-export interface ToolCredentialAuthorisation {
+export interface ToolCredentialAuthorisation extends ToolCredentialAccess {
   id: string;
   userId: string;
-  scopes: string[];
-  projectIds: string[] | null;
-  repos: string[] | null;
-  confirmWrites: boolean;
   expiresAt: Date | null;
   revokedAt: Date | null;
 }

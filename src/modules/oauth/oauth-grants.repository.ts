@@ -1,20 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
-import { toAuthorisation, type ToolCredentialAuthorisation } from '../api-keys/tool-credentials.repository.js';
+import { toAuthorisation, type ToolCredentialAccess, type ToolCredentialAuthorisation } from '../api-keys/tool-credentials.repository.js';
 
 /** A single-use authorization code as stored: the consent it carries until it is exchanged. */
-export interface OAuthCode {
+export interface OAuthCode extends ToolCredentialAccess {
   userId: string;
   clientId: string;
   clientName: string;
   redirectUri: string;
   codeChallenge: string;
   resource: string;
-  scopes: string[];
-  projectIds: string[] | null;
-  repos: string[] | null;
-  confirmWrites: boolean;
+  /** When the grant made from this code will expire (the consent's choice). */
   grantExpiresAt: Date | null;
   expiresAt: Date;
 }
@@ -24,19 +21,8 @@ export interface OAuthGrantAuthorisation extends ToolCredentialAuthorisation {
   clientId: string;
 }
 
-export interface NewOAuthGrant {
-  id: string;
-  userId: string;
-  clientId: string;
-  clientName: string;
-  redirectUri: string;
-  resource: string;
-  scopes: string[];
-  projectIds: string[] | null;
-  repos: string[] | null;
-  confirmWrites: boolean;
-  expiresAt: Date | null;
-}
+/** A grant made from a code: the code's consent, client and resource. */
+export type NewOAuthGrant = Omit<OAuthCode, 'codeChallenge' | 'grantExpiresAt' | 'expiresAt'> & { id: string; expiresAt: Date | null };
 
 export type OAuthTokenKind = 'access' | 'refresh';
 

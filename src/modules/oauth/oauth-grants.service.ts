@@ -12,7 +12,8 @@ import { sameHash } from '../api-keys/api-key-format.js';
 import { toolPrincipal, type ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
 import { expiryDate, type ApiKeyExpiry } from '../api-keys/api-key-scopes.js';
 import { isMcpResource, type AuthorizationRequest } from './authorization-request.js';
-import { ToolCredentialsRepository, type ToolCredential } from '../api-keys/tool-credentials.repository.js';
+import { toToolCredentialView, type ToolCredentialView } from '../api-keys/tool-credential-view.js';
+import { ToolCredentialsRepository, type ToolCredentialAccess } from '../api-keys/tool-credentials.repository.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { OAuthGrantsRepository } from './oauth-grants.repository.js';
 import type { OAuthClient } from './oauth-clients.service.js';
@@ -22,26 +23,13 @@ import { generateOAuthSecret, hashOAuthSecret, isWellFormedOAuthSecret, PKCE_VAL
 const CODE_TTL_MS = 60_000;
 
 /** What the user approved on the consent page. */
-export interface Consent {
-  scopes: string[];
-  projectIds: string[] | null;
-  repos: string[] | null;
+export interface Consent extends ToolCredentialAccess {
   expiresIn: ApiKeyExpiry;
-  confirmWrites: boolean;
 }
 
-export interface GrantView {
-  id: string;
+export interface GrantView extends ToolCredentialView {
   clientId: string;
   clientName: string;
-  scopes: string[];
-  projectIds: string[] | null;
-  repos: string[] | null;
-  confirmWrites: boolean;
-  createdAt: string;
-  expiresAt: string | null;
-  lastUsedAt: string | null;
-  callCount: number;
 }
 
 /**
@@ -111,23 +99,8 @@ export class OAuthGrantsService {
     if (resource !== undefined && !isMcpResource(resource, row.resource)) throw new InvalidTargetError('resource does not match the authorization request');
     return this.db.transaction().execute(async (trx) => {
       const grantId = randomUUID();
-      await this.grants.insertGrantForCode(
-        hash,
-        {
-          id: grantId,
-          userId: row.userId,
-          clientId: row.clientId,
-          clientName: row.clientName,
-          redirectUri: row.redirectUri,
-          resource: row.resource,
-          scopes: row.scopes,
-          projectIds: row.projectIds,
-          repos: row.repos,
-          confirmWrites: row.confirmWrites,
-          expiresAt: row.grantExpiresAt,
-        },
-        trx,
-      );
+      const { codeChallenge: _challenge, grantExpiresAt, expiresAt: _codeExpiresAt, ...granted } = row;
+      await this.grants.insertGrantForCode(hash, { ...granted, id: grantId, expiresAt: grantExpiresAt }, trx);
       return this.issueTokens(trx, grantId, row.scopes, row.grantExpiresAt);
     });
   }
@@ -200,7 +173,7 @@ export class OAuthGrantsService {
   /** The caller's connected apps (grants not revoked), newest first, a page at a time. */
   list(userId: string, query: { limit: number; cursor?: string }): Promise<Page<GrantView>> {
     return this.credentials.pageOwned('oauth-grant', userId, { ...query, activeOnly: true }, ['client_id', 'client_name'], (grant, own) =>
-      view({ ...grant, clientId: own.client_id, clientName: own.client_name }),
+      ({ ...toToolCredentialView(grant), clientId: own.client_id, clientName: own.client_name }),
     );
   }
 
@@ -225,20 +198,4 @@ export class OAuthGrantsService {
   mcpResource(): string {
     return `${this.config.publicUrl}/api/v1/public/mcp`;
   }
-}
-
-function view(row: ToolCredential & { clientId: string; clientName: string }): GrantView {
-  return {
-    id: row.id,
-    clientId: row.clientId,
-    clientName: row.clientName,
-    scopes: row.scopes,
-    projectIds: row.projectIds,
-    repos: row.repos,
-    confirmWrites: row.confirmWrites,
-    createdAt: row.createdAt.toISOString(),
-    expiresAt: row.expiresAt?.toISOString() ?? null,
-    lastUsedAt: row.lastUsedAt?.toISOString() ?? null,
-    callCount: row.callCount,
-  };
 }
