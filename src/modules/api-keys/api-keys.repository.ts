@@ -30,7 +30,12 @@ export interface NewApiKey extends ToolCredentialAccess {
 /** The `api_keys` table. What it shares with OAuth grants (counts, usage, revocation, pages) is ToolCredentialsRepository's. */
 @Injectable()
 export class ApiKeysRepository {
-  constructor(@InjectDb() private readonly db: Db) {}
+  /** The hot-path lookup, built and compiled once: each call only swaps in the hash. */
+  private readonly byHash;
+
+  constructor(@InjectDb() private readonly db: Db) {
+    this.byHash = this.db.selectFrom('api_keys').select([...AUTHORISATION_COLUMNS, 'key_hash']).where('key_hash', '=', Buffer.alloc(0)).compile();
+  }
 
   async insert(key: NewApiKey): Promise<void> {
     await this.db
@@ -63,10 +68,11 @@ export class ApiKeysRepository {
 
   /**
    * The hot path of every Area A call with a key: one indexed lookup by HMAC, returning the stored hash
-   * for the caller's constant-time comparison. Constant SQL text, so the pool's statement stays prepared.
+   * for the caller's constant-time comparison. Constant SQL text, compiled once (no query building per call).
    */
   async findByHash(keyHash: Buffer): Promise<{ authorisation: ToolCredentialAuthorisation; keyHash: Buffer } | undefined> {
-    const row = await this.db.selectFrom('api_keys').select([...AUTHORISATION_COLUMNS, 'key_hash']).where('key_hash', '=', keyHash).executeTakeFirst();
+    const query: typeof this.byHash = { ...this.byHash, parameters: [keyHash] };
+    const [row] = (await this.db.executeQuery(query)).rows;
     return row && { authorisation: toAuthorisation(row), keyHash: row.key_hash };
   }
 }

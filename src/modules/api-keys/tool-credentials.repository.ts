@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { sql, type Selectable } from 'kysely';
+import { sql, type CompiledQuery, type Selectable } from 'kysely';
 import { decodeCursor, toPage, type Page } from '../../common/pagination/cursor-page.js';
 import type { ApiKeys, DB } from '../../database/database.types.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
@@ -91,7 +91,23 @@ export function toToolCredential(row: ToolCredentialRow): ToolCredential {
  */
 @Injectable()
 export class ToolCredentialsRepository {
-  constructor(@InjectDb() private readonly db: Db) {}
+  /** The call-count statement of each kind, compiled once (it runs for every Area A call batch). */
+  private readonly addCallsQuery: Record<ToolCredentialKind, CompiledQuery>;
+
+  constructor(@InjectDb() private readonly db: Db) {
+    const addCalls = (kind: ToolCredentialKind): CompiledQuery => {
+      const table = sql.table(TABLES[kind].credentials);
+      const none: string[] = [];
+      return sql`WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)),
+       calls AS (SELECT * FROM unnest(${none}::uuid[], ${none}::bigint[]) AS c(id, n)),
+       locked AS (
+         SELECT k.id FROM ${table} k, async_commit
+         WHERE k.id IN (SELECT id FROM calls) ORDER BY k.id FOR NO KEY UPDATE OF k)
+       UPDATE ${table} k SET call_count = k.call_count + calls.n, last_used_at = now()
+       FROM calls, locked WHERE k.id = calls.id AND locked.id = calls.id`.compile(this.db);
+    };
+    this.addCallsQuery = { 'api-key': addCalls('api-key'), 'oauth-grant': addCalls('oauth-grant') };
+  }
 
   /**
    * Adds `calls[i]` to the count of credential `ids[i]` and stamps last_used_at, in one statement whose
@@ -100,14 +116,7 @@ export class ToolCredentialsRepository {
    * instances writing overlapping credentials cannot deadlock. Why both: see ApiKeyCallCounter.
    */
   async addCalls(kind: ToolCredentialKind, ids: string[], calls: number[]): Promise<void> {
-    const table = sql.table(TABLES[kind].credentials);
-    await sql`WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)),
-       calls AS (SELECT * FROM unnest(${ids}::uuid[], ${calls}::bigint[]) AS c(id, n)),
-       locked AS (
-         SELECT k.id FROM ${table} k, async_commit
-         WHERE k.id IN (SELECT id FROM calls) ORDER BY k.id FOR NO KEY UPDATE OF k)
-       UPDATE ${table} k SET call_count = k.call_count + calls.n, last_used_at = now()
-       FROM calls, locked WHERE k.id = calls.id AND locked.id = calls.id`.execute(this.db);
+    await this.db.executeQuery({ ...this.addCallsQuery[kind], parameters: [ids, calls] });
   }
 
   /**

@@ -33,7 +33,29 @@ export type OAuthTokenKind = 'access' | 'refresh';
  */
 @Injectable()
 export class OAuthGrantsRepository {
-  constructor(@InjectDb() private readonly db: Db) {}
+  /** The hot-path lookup, built and compiled once: each call only swaps in the hash. */
+  private readonly byAccessToken;
+
+  constructor(@InjectDb() private readonly db: Db) {
+    this.byAccessToken = this.db
+      .selectFrom('oauth_tokens as t')
+      .innerJoin('oauth_grants as g', 'g.id', 't.grant_id')
+      .select([
+        'g.id',
+        'g.user_id',
+        'g.scopes',
+        'g.project_ids',
+        'g.repos',
+        'g.confirm_writes',
+        'g.expires_at',
+        'g.revoked_at',
+        't.token_hash',
+        't.expires_at as token_expires_at',
+      ])
+      .where('t.token_hash', '=', Buffer.alloc(0))
+      .where('t.kind', '=', sql.lit('access'))
+      .compile();
+  }
 
   async insertCode(codeHash: Buffer, code: OAuthCode): Promise<void> {
     await this.db
@@ -142,29 +164,13 @@ export class OAuthGrantsRepository {
 
   /**
    * The hot path of every Area A call with an OAuth token: one indexed lookup of the access token with
-   * its grant, returning the stored hash for the caller's constant-time comparison.
+   * its grant, returning the stored hash for the caller's constant-time comparison. Compiled once.
    */
   async findByAccessToken(
     tokenHash: Buffer,
   ): Promise<{ grant: ToolCredentialAuthorisation; tokenHash: Buffer; tokenExpiresAt: Date | null } | undefined> {
-    const row = await this.db
-      .selectFrom('oauth_tokens as t')
-      .innerJoin('oauth_grants as g', 'g.id', 't.grant_id')
-      .select([
-        'g.id',
-        'g.user_id',
-        'g.scopes',
-        'g.project_ids',
-        'g.repos',
-        'g.confirm_writes',
-        'g.expires_at',
-        'g.revoked_at',
-        't.token_hash',
-        't.expires_at as token_expires_at',
-      ])
-      .where('t.token_hash', '=', tokenHash)
-      .where('t.kind', '=', 'access')
-      .executeTakeFirst();
+    const query: typeof this.byAccessToken = { ...this.byAccessToken, parameters: [tokenHash] };
+    const [row] = (await this.db.executeQuery(query)).rows;
     return row && { grant: toAuthorisation(row), tokenHash: row.token_hash, tokenExpiresAt: row.token_expires_at };
   }
 
