@@ -14,6 +14,7 @@ import { GithubClientFactory } from './github-client.factory.js';
 import { describeFailure } from './github-errors.js';
 import { GithubRepository } from './github-repository.entity.js';
 import { TokenCipher } from './token-cipher.js';
+import { isRepoFullName } from '../../common/validation/repo.js';
 
 /** What admins see of a registered repository. The token never appears, only where it comes from. */
 export interface RegisteredRepoView {
@@ -33,8 +34,6 @@ export interface ResolvedRepo {
   /** Decrypted per-repository token; undefined = the server's GITHUB_TOKEN. */
   token: string | undefined;
 }
-
-const REPO_PATTERN = /^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/;
 
 /** The admin-managed registry of shared repositories; the only way the GitHub tools reach a repository. */
 @Injectable()
@@ -118,7 +117,7 @@ export class GithubReposService {
    */
   async resolveForActor(actor: Actor, repo: string): Promise<ResolvedRepo> {
     const fullName = typeof repo === 'string' ? repo.trim() : '';
-    if (!REPO_PATTERN.test(fullName)) {
+    if (!isRepoFullName(fullName)) {
       throw new AppException(ErrorCode.InvalidArgument, 'repo must be "owner/name" of a registered repository', { argument: 'repo' });
     }
     const record = await this.repos
