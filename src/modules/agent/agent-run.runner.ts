@@ -7,10 +7,9 @@ import { AppException } from '../../common/errors/app.exception.js';
 import { ERROR_CODE_MAPPING } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
-import { API_KEY_SCOPES } from '../api-keys/api-key-scopes.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ToolsService } from '../tools/tools.service.js';
-import { CANCEL_POLL_MS, HEARTBEAT_EVERY_MS, MAX_RUN_ATTEMPTS, READ_SCOPES, RESULT_SUMMARY_MAX_CHARS, TOOL_RESULT_MAX_CHARS } from './agent.constants.js';
+import { CANCEL_POLL_MS, HEARTBEAT_EVERY_MS, MAX_RUN_ATTEMPTS, RESULT_SUMMARY_MAX_CHARS, TOOL_RESULT_MAX_CHARS } from './agent.constants.js';
 import type { AgentRunRow, ModelToolCall, StoredStep } from './agent-run.types.js';
 import { returningRows } from '../../database/returning-rows.js';
 import { LLM_CLIENT, LlmError, type ChatMessage, type LlmClient, type OfferedTool } from './llm/llm-client.js';
@@ -97,7 +96,7 @@ export class AgentRunner implements OnModuleDestroy {
     const role = await this.projects.roleOf(actor, row.project_id);
     if (role === null) return fence.finish('failed', null, 'The caller is no longer a member of this project');
     // Never wider than at creation, narrowed if the caller's role dropped since.
-    const roleScopes: readonly string[] = role === 'viewer' ? READ_SCOPES : API_KEY_SCOPES;
+    const roleScopes = role === 'viewer' ? this.tools.readScopes() : this.tools.allScopes();
     const scopes = row.scopes.filter((scope) => roleScopes.includes(scope));
     const offered = this.tools
       .toolsFor(scopes)

@@ -13,10 +13,9 @@ import { decodeCursor, encodeCursor, type Page } from '../../common/pagination/c
 import { RequestContext } from '../../common/request-context/request-context.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
-import { API_KEY_SCOPES } from '../api-keys/api-key-scopes.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ToolsService } from '../tools/tools.service.js';
-import { AGENT_RUNS_QUEUE, READ_SCOPES } from './agent.constants.js';
+import { AGENT_RUNS_QUEUE } from './agent.constants.js';
 import { FINAL_STATUSES, toSummary, type AgentRunApproval, type StoredStep, toView, type AgentRunRow, type AgentRunStatus, type AgentRunSummary, type AgentRunView } from './agent-run.types.js';
 import { LLM_CLIENT, type LlmClient } from './llm/llm-client.js';
 import { returningRows } from '../../database/returning-rows.js';
@@ -96,7 +95,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       }
     }
     if (input.webhookUrl !== undefined) await assertWebhookUrl(input.webhookUrl, this.config.agent.webhookAllowPrivate);
-    return { input, allowlist, scopes: role === 'viewer' ? [...READ_SCOPES] : [...API_KEY_SCOPES] };
+    return { input, allowlist, scopes: role === 'viewer' ? this.tools.readScopes() : this.tools.allScopes() };
   }
 
   /** Creates and enqueues the run; `webhookSecret` (with a webhookUrl) is the only time the secret is shown. */

@@ -6,6 +6,7 @@ import { AppException } from '../../common/errors/app.exception.js';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { ApiKeysService } from './api-keys.service.js';
+import { ScopeCatalog } from './scope-catalog.js';
 import { CreateApiKeyDto } from './dto/create-api-key.dto.js';
 import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 
@@ -14,7 +15,10 @@ import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 @ApiBearerAuth()
 @Controller('api/api-keys')
 export class ApiKeysController {
-  constructor(private readonly apiKeys: ApiKeysService) {}
+  constructor(
+    private readonly apiKeys: ApiKeysService,
+    private readonly scopeCatalog: ScopeCatalog,
+  ) {}
 
   @CarriesSecret()
   @Post()
@@ -27,6 +31,13 @@ export class ApiKeysController {
   @ApiOperation({ summary: "The caller's API keys, newest first: {items, nextCursor}" })
   list(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto) {
     return this.apiKeys.list(userOnly(principal), query);
+  }
+
+  @Get('scopes')
+  @ApiOperation({ summary: 'The scopes a key can carry, in catalog order: {items: [{name, group, access, allows, exampleTool}]}' })
+  scopes(@CurrentPrincipal() principal: Principal) {
+    userOnly(principal);
+    return { items: this.scopeCatalog.list() };
   }
 
   @Get(':id')

@@ -67,7 +67,14 @@ const ONE_DOCUMENT = { document_id: documentId };
  * The document tools: thin adapters from tool arguments to DocumentsService, which owns visibility
  * (author, or public) and the author-only edit rule. `search_documents` belongs to the RAG module.
  */
-@ToolProvider()
+@ToolProvider({
+  position: 200,
+  instructions: 'Document tools see the documents you wrote and the public ones of your projects.',
+  scopes: [
+    { name: 'docs:read', group: 'Documents', allows: 'List, search and detail of documents' },
+    { name: 'docs:write', group: 'Documents', allows: 'Create, update and delete documents' },
+  ],
+})
 @Injectable()
 export class DocumentsToolProvider {
   constructor(private readonly documents: DocumentsService) {}

@@ -98,7 +98,14 @@ const WORKFLOW_RUN_SCHEMA = objectOf({
 const toToolList = <T>(result: ListResult<T>): ToolList<T> => new ToolList(result.items, result.truncated);
 
 /** The seven GitHub tools: thin adapters over GithubService, which owns registration, pins and GitHub's errors. */
-@ToolProvider()
+@ToolProvider({
+  position: 300,
+  instructions: 'GitHub tools reach only the repositories an admin registered; list_repositories names them.',
+  scopes: [
+    { name: 'github:read', group: 'GitHub', allows: 'Read commits, issues, pull requests and workflows' },
+    { name: 'github:write', group: 'GitHub', allows: 'Create issues and write comments' },
+  ],
+})
 @Injectable()
 export class GithubToolProvider {
   constructor(private readonly github: GithubService) {}

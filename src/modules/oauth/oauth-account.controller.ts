@@ -7,6 +7,7 @@ import { ErrorCode } from '../../common/errors/error-code.js';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import type { Principal } from '../auth/principal.js';
+import { ScopeCatalog } from '../api-keys/scope-catalog.js';
 import { checkAuthorizationParams, checkRedirectUri, redirectWith, UntrustedRedirectError } from './authorization-request.js';
 import { AuthorizeConsentDto } from './dto/authorize-consent.dto.js';
 import { OAuthClientsService, UnknownClientError } from './oauth-clients.service.js';
@@ -20,6 +21,7 @@ export class OAuthAccountController {
   constructor(
     private readonly clients: OAuthClientsService,
     private readonly grants: OAuthGrantsService,
+    private readonly scopes: ScopeCatalog,
   ) {}
 
   @Post('authorize')
@@ -27,6 +29,7 @@ export class OAuthAccountController {
   @ApiOperation({ summary: 'Approve or deny an authorization request; answers where to send the browser ({redirectTo})' })
   async authorize(@CurrentPrincipal() principal: Principal, @Body() body: AuthorizeConsentDto, @Res({ passthrough: true }) response: Response): Promise<{ redirectTo: string }> {
     const userId = userOnly(principal);
+    if (body.scopes) this.scopes.assertKnown(body.scopes);
     // The answer carries a one-time code.
     response.setHeader('Cache-Control', 'no-store');
     let request;
@@ -38,6 +41,7 @@ export class OAuthAccountController {
         redirectUri,
         { response_type: 'code', code_challenge: body.codeChallenge, code_challenge_method: body.codeChallengeMethod, scope: body.scope, state: body.state, resource: body.resource },
         this.grants.mcpResource(),
+        this.scopes.names(),
       );
     } catch (error) {
       if (error instanceof UnknownClientError || error instanceof UntrustedRedirectError || error instanceof OAuthError) {

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
-import { API_KEY_SCOPES } from '../api-keys/api-key-scopes.js';
+import { ScopeCatalog } from '../api-keys/scope-catalog.js';
 import { Public } from '../auth/guards/public.decorator.js';
 import { checkAuthorizationParams, checkRedirectUri, redirectWith, UntrustedRedirectError, type AuthorizationParams } from './authorization-request.js';
 import { OAuthClientsService, UnknownClientError } from './oauth-clients.service.js';
@@ -37,6 +37,7 @@ export class OAuthServerController {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly clients: OAuthClientsService,
     private readonly grants: OAuthGrantsService,
+    private readonly scopes: ScopeCatalog,
   ) {}
 
   @Get(['.well-known/oauth-protected-resource', '.well-known/oauth-protected-resource/api/v1/public/mcp'])
@@ -44,7 +45,7 @@ export class OAuthServerController {
     const metadata: OAuthProtectedResourceMetadata = {
       resource: this.grants.mcpResource(),
       authorization_servers: [this.config.publicUrl],
-      scopes_supported: [...API_KEY_SCOPES],
+      scopes_supported: this.scopes.names(),
       bearer_methods_supported: ['header'],
       resource_name: 'Atrium MCP',
       resource_documentation: `${this.config.publicUrl}/api/docs`,
@@ -67,7 +68,7 @@ export class OAuthServerController {
       code_challenge_methods_supported: ['S256'],
       token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
       revocation_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
-      scopes_supported: [...API_KEY_SCOPES],
+      scopes_supported: this.scopes.names(),
       client_id_metadata_document_supported: true,
     };
     publicJson(response, metadata);
@@ -118,7 +119,7 @@ export class OAuthServerController {
       throw error;
     }
     try {
-      const checked = checkAuthorizationParams(client, redirectUri, params, this.grants.mcpResource());
+      const checked = checkAuthorizationParams(client, redirectUri, params, this.grants.mcpResource(), this.scopes.names());
       const request = {
         clientId: client.clientId,
         clientName: client.clientName,

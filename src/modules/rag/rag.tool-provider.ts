@@ -24,7 +24,8 @@ const SEARCH_DOCUMENTS = {
 };
 
 /** `search_documents`: a thin adapter over RagSearchService (same visibility rule as POST /api/rag/search). */
-@ToolProvider()
+// Between get_document (201) and create_document (202), as API.md lists the catalog; docs:read is declared by the documents provider.
+@ToolProvider({ position: 201.5, instructions: 'search_documents finds passages by keywords and meaning; cite its document_id.' })
 @Injectable()
 export class RagToolProvider {
   constructor(private readonly search: RagSearchService) {}

@@ -47,7 +47,14 @@ const UPDATE_TASK = {
 };
 
 /** The seven task tools: thin adapters from tool arguments to TasksService, which owns every rule. */
-@ToolProvider()
+@ToolProvider({
+  position: 100,
+  instructions: 'Task tools see the tasks you created or are assigned to.',
+  scopes: [
+    { name: 'tasks:read', group: 'Tasks', allows: 'List, statistics and search of tasks' },
+    { name: 'tasks:write', group: 'Tasks', allows: 'Create, update and delete tasks' },
+  ],
+})
 @Injectable()
 export class TasksToolProvider {
   constructor(private readonly tasks: TasksService) {}

@@ -42,7 +42,6 @@ const TOOL_ERROR_SCHEMA: JsonSchema = {
 };
 
 const SERVER_INFO = { name: 'atrium', title: 'Atrium' } as const;
-const INSTRUCTIONS = 'Atrium tasks, documents and GitHub tools. Each tool acts for the owner of the API key or OAuth grant, within its scopes.';
 /** The key of the write confirmation in an `input_required` result and in the retried call's `inputResponses`. */
 const CONFIRM_WRITE = 'atrium_confirm_write';
 
@@ -102,7 +101,7 @@ export class McpServerFactory implements OnApplicationShutdown {
   create(context: McpRequestContext): Server {
     const server = new Server(
       { ...SERVER_INFO, version: this.config.version },
-      { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS },
+      { capabilities: { tools: { listChanged: false } }, instructions: this.tools.instructionsFor(context.caller.scopes) },
     );
     server.setRequestHandler(ListToolsRequestSchema, () => this.listTools(context));
     server.setRequestHandler(CallToolRequestSchema, (request) => this.callTool(request.params.name, request.params.arguments, context));
@@ -123,7 +122,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     if (!context) throw new Error('MCP modern request without a caller');
     const server = new ModernServer(
       { ...SERVER_INFO, version: this.config.version },
-      { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS },
+      { capabilities: { tools: { listChanged: false } }, instructions: this.tools.instructionsFor(context.caller.scopes) },
     );
     server.setRequestHandler('tools/list', () => this.listTools(context) as never);
     server.setRequestHandler('tools/call', (request, ctx) => {

@@ -1,17 +1,8 @@
 import { SetMetadata } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
+import type { ScopeDeclaration } from '../api-keys/scope-catalog.js';
 import type { ToolDefinition, TypedToolHandler } from './tool-definition.js';
 import type { ToolArgs, ToolParameters } from './tool-parameters.js';
-
-/** A scope a key can carry, declared by the provider whose tools need it (the account page lists them). */
-export interface ScopeDeclaration {
-  /** `<area>:read` or `<area>:write`; a read scope admits read-only tools only, a write scope write tools only. */
-  name: string;
-  /** Heading the account page groups it under, e.g. "Tasks". */
-  group: string;
-  /** What a key with it may do, one phrase without a final period. */
-  allows: string;
-}
 
 /** What a provider says about itself; everything outside its module is derived from this and its `@Tool`s. */
 export interface ToolProviderOptions {
@@ -23,7 +14,7 @@ export interface ToolProviderOptions {
   position?: number;
   /** One or two sentences for the MCP `instructions`, sent when the caller may use at least one of its tools. */
   instructions?: string;
-  /** The scopes this provider introduces. A scope is declared once, by one provider; others may use it. */
+  /** The scopes this provider introduces, in the order the account page lists them. A scope is declared once, by one provider; others may use it. */
   scopes?: readonly ScopeDeclaration[];
 }
 
