@@ -5,7 +5,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { join } from 'node:path';
-import { AppModule } from './app.module.js';
+import { AppModule, type AppModuleOptions } from './app.module.js';
 import { sendError } from './common/errors/all-exceptions.filter.js';
 import { accessLogMiddleware } from './common/logging/access-log.middleware.js';
 import { JsonLogger } from './common/logging/json-logger.js';
@@ -18,12 +18,14 @@ export interface CreateAppOptions {
   config: AppConfig;
   databaseUrl: string;
   logger?: JsonLogger;
+  /** See AppModuleOptions.extraModules. */
+  extraModules?: AppModuleOptions['extraModules'];
 }
 
 /** Builds the HTTP application exactly as production runs it; tests call this too. */
-export async function createHttpApp({ config, databaseUrl, logger }: CreateAppOptions): Promise<NestExpressApplication> {
+export async function createHttpApp({ config, databaseUrl, logger, extraModules }: CreateAppOptions): Promise<NestExpressApplication> {
   const jsonLogger = logger ?? new JsonLogger(config.logLevel);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, databaseUrl }), {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, databaseUrl, extraModules }), {
     logger: jsonLogger,
     bodyParser: false,
     abortOnError: false,

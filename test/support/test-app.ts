@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import request from 'supertest';
-import { createHttpApp } from '../../src/app.factory.js';
+import { createHttpApp, type CreateAppOptions } from '../../src/app.factory.js';
 import { JsonLogger } from '../../src/common/logging/json-logger.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
@@ -80,6 +80,8 @@ export interface TestAppOptions {
   database?: TestDatabase;
   /** Listen on this loopback port (e.g. one PUBLIC_URL names) instead of a random one. */
   port?: number;
+  /** Test-only feature modules booted with the app (e.g. a throw-away tool provider). */
+  extraModules?: CreateAppOptions['extraModules'];
 }
 
 /** Boots the real app over HTTP on a random loopback port against real PostgreSQL (+ Redis when TEST_REDIS_URL is set). */
@@ -95,7 +97,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...options.env,
   };
   const config = loadConfig(env);
-  const app = await createHttpApp({ config, databaseUrl: database.url, logger: new JsonLogger(config.logLevel) });
+  const app = await createHttpApp({ config, databaseUrl: database.url, logger: new JsonLogger(config.logLevel), extraModules: options.extraModules });
   await app.listen(options.port ?? 0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   const baseUrl = `http://127.0.0.1:${address.port}`;
