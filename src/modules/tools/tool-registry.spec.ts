@@ -23,14 +23,9 @@ const base = <P extends ToolParameters = typeof LIMIT>(name: string, extra: Part
   ...extra,
 });
 
-@ToolProvider({
-  position: 10,
-  instructions: 'Numbers count.',
-  scopes: [
-    { name: 'numbers:read', group: 'Numbers', allows: 'Read numbers' },
-    { name: 'numbers:write', group: 'Numbers', allows: 'Write numbers' },
-  ],
-})
+const NUMBER_SCOPES = ['read', 'write'].map((access) => ({ name: `numbers:${access}`, group: 'Numbers', allows: `${access === 'read' ? 'Read' : 'Write'} numbers` }));
+
+@ToolProvider({ position: 10, instructions: 'Numbers count.', scopes: NUMBER_SCOPES })
 @Injectable()
 class NumbersProvider {
   // Declared first: listed first (position 10), although its name sorts last.
