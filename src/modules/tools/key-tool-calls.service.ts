@@ -7,7 +7,7 @@ import { ToolsService, type PreparedToolCall, type ToolCallOutcome } from './too
 
 /** What both Area A doors (JSON and MCP) do with a prepared call for an API key. */
 @Injectable()
-export class KeyToolCalls {
+export class KeyToolCallsService {
   constructor(
     private readonly tools: ToolsService,
     private readonly idempotency: IdempotencyService,

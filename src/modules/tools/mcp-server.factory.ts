@@ -13,7 +13,7 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { KeyCaller } from '../api-keys/owner.interceptor.js';
 import type { RegisteredTool } from './tool-definition.js';
 import type { JsonSchema } from './tool-parameters.js';
-import { KeyToolCalls } from './key-tool-calls.service.js';
+import { KeyToolCallsService } from './key-tool-calls.service.js';
 import { ToolsService, type PreparedToolCall, type ToolCallOutcome } from './tools.service.js';
 
 /** What one HTTP request brings to the MCP server built for it. */
@@ -82,7 +82,7 @@ export class McpServerFactory implements OnApplicationShutdown {
 
   constructor(
     private readonly tools: ToolsService,
-    private readonly keyCalls: KeyToolCalls,
+    private readonly keyCalls: KeyToolCallsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.modern = createMcpHandler(
@@ -156,7 +156,7 @@ export class McpServerFactory implements OnApplicationShutdown {
       if (this.keyCalls.needsConfirmation(prepared, caller)) {
         const step = this.confirmWrite(prepared, caller.keyId, confirmation);
         if (typeof step === 'object') return step;
-        // 'cannot-ask' leaves confirmed false: KeyToolCalls refuses with confirmation_required.
+        // 'cannot-ask' leaves confirmed false: KeyToolCallsService refuses with confirmation_required.
         confirmed = step === 'confirmed';
       }
       const outcome = await this.keyCalls.invoke(prepared, caller, context.idempotencyKey, { confirmed });
@@ -178,7 +178,7 @@ export class McpServerFactory implements OnApplicationShutdown {
    * A write of a "confirm writes" credential: first call → ask the user (elicitation inside an `input_required`
    * result, with a requestState binding the question to this credential, tool and arguments); retried call with
    * the user's answer → 'confirmed', or a `declined` error. A client that cannot be asked falls through to
-   * KeyToolCalls, which refuses with confirmation_required.
+   * KeyToolCallsService, which refuses with confirmation_required.
    */
   private confirmWrite(prepared: PreparedToolCall, keyId: string, confirmation: WriteConfirmation | undefined): 'confirmed' | 'cannot-ask' | InputRequiredResult {
     if (!confirmation?.canAsk) return 'cannot-ask';

@@ -6,7 +6,7 @@ import { KeyRateLimitGuard } from '../api-keys/key-rate-limit.guard.js';
 import { Caller, OwnerInterceptor, type KeyCaller } from '../api-keys/owner.interceptor.js';
 import { AnyKeyScope, RequiresToolScope, ScopeGuard } from './scope.guard.js';
 import { parseToolCallBody } from './tool-call-body.js';
-import { KeyToolCalls } from './key-tool-calls.service.js';
+import { KeyToolCallsService } from './key-tool-calls.service.js';
 import { ToolsService } from './tools.service.js';
 
 /**
@@ -22,7 +22,7 @@ import { ToolsService } from './tools.service.js';
 export class ToolApiController {
   constructor(
     private readonly tools: ToolsService,
-    private readonly keyCalls: KeyToolCalls,
+    private readonly keyCalls: KeyToolCallsService,
   ) {}
 
   @Get('tools')
