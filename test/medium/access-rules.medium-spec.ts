@@ -12,7 +12,9 @@ import {
   editableTask,
   mayCreateWithoutProject,
   projectRoleAtLeast,
+  visibleAgentRun,
   visibleDocument,
+  visibleIndexingJob,
   visibleProject,
   visibleRepo,
   visibleTask,
@@ -47,6 +49,10 @@ import { createTestDatabase, type TestDatabase } from '../support/test-app.js';
  *   project            P (U an editor; the "token_owner" caller's U is an owner)
  *   foreign_project    a project of O's that U is not a member of
  *   repo               a registered GitHub repository, acme/allowed
+ *   own_agent_run      started by U in P        } read/list only, checked against the module's predicates
+ *   other_agent_run    started by O in P        } (their services are the agent and RAG modules'; their
+ *   project_job        an indexing job of P     }  HTTP suites cover them end to end)
+ *   free_job           U's indexing job without a project
  * Create means creating that kind of object: a task / a document (private or public) in P, or without a
  * project; a project. Outcomes: A allowed, N not_found, F forbidden, I invalid_argument (a pinned caller
  * creating outside every project), - no such action for this caller (no route or tool offers it: projects
@@ -66,7 +72,13 @@ const OBJECTS = [
   'project',
   'foreign_project',
   'repo',
+  'own_agent_run',
+  'other_agent_run',
+  'project_job',
+  'free_job',
 ] as const;
+const MODULE_ONLY: readonly ObjectKind[] = ['own_agent_run', 'other_agent_run', 'project_job', 'free_job'];
+const NOT_APPLICABLE = '                           -    -        -      -       -      -        -';
 type ObjectKind = (typeof OBJECTS)[number];
 
 //                                     user unpinned pinned tok-own tok-ed tok-view agent
@@ -133,6 +145,34 @@ const RULES: Record<ObjectKind, Record<Action, string>> = {
     update: '                           -    -        -      -       -      -        -',
     delete: '                           -    -        -      -       -      -        -',
     create: '                           -    -        -      -       -      -        -',
+  },
+  own_agent_run: {
+    read: '                             A    A        A      A       A      A        A',
+    list: '                             A    A        A      A       A      A        A',
+    update: NOT_APPLICABLE,
+    delete: NOT_APPLICABLE,
+    create: NOT_APPLICABLE,
+  },
+  other_agent_run: {
+    read: '                             N    N        N      N       N      N        N',
+    list: '                             N    N        N      N       N      N        N',
+    update: NOT_APPLICABLE,
+    delete: NOT_APPLICABLE,
+    create: NOT_APPLICABLE,
+  },
+  project_job: {
+    read: '                             A    A        A      A       A      A        A',
+    list: '                             A    A        A      A       A      A        A',
+    update: NOT_APPLICABLE,
+    delete: NOT_APPLICABLE,
+    create: NOT_APPLICABLE,
+  },
+  free_job: {
+    read: '                             A    A        N      N       N      N        N',
+    list: '                             A    A        N      N       N      N        N',
+    update: NOT_APPLICABLE,
+    delete: NOT_APPLICABLE,
+    create: NOT_APPLICABLE,
   },
 };
 
@@ -228,6 +268,21 @@ describe('access rule table (medium: services and predicates on a real database)
     return id;
   }
 
+  async function insertAgentRun(userId: string, projectId: string): Promise<string> {
+    const id = randomUUID();
+    await db
+      .insertInto('agent_runs')
+      .values({ id, user_id: userId, project_id: projectId, actor: JSON.stringify({ userId, projectIds: [projectId], repos: null }), input: 'hi', max_steps: 1, model: 'm', provider: 'p' })
+      .execute();
+    return id;
+  }
+
+  async function insertIndexingJob(createdBy: string, projectId: string | null): Promise<string> {
+    const id = randomUUID();
+    await db.insertInto('indexing_jobs').values({ id, created_by: createdBy, project_id: projectId, kind: 'reindex', document_ids: [] }).execute();
+    return id;
+  }
+
   async function seedWorld(caller: Caller): Promise<World> {
     const userId = await insertUser();
     const otherId = await insertUser();
@@ -258,6 +313,10 @@ describe('access rule table (medium: services and predicates on a real database)
         public_free_doc: await insertDocument(otherId, null, true),
         project: projectId,
         foreign_project: foreignProjectId,
+        own_agent_run: await insertAgentRun(userId, projectId),
+        other_agent_run: await insertAgentRun(otherId, projectId),
+        project_job: await insertIndexingJob(otherId, projectId),
+        free_job: await insertIndexingJob(userId, null),
       },
     };
   }
@@ -313,7 +372,7 @@ describe('access rule table (medium: services and predicates on a real database)
   /** The module's answer to one cell: its predicates evaluated on the same row. */
   async function viaModule(world: World, object: ObjectKind, action: Action): Promise<Expected> {
     const { actor, projectId } = world;
-    const holds = async (table: 'tasks' | 'documents' | 'projects' | 'github_repositories', alias: string, predicate: RawBuilder<SqlBool>, where: RawBuilder<SqlBool>) =>
+    const holds = async (table: 'tasks' | 'documents' | 'projects' | 'github_repositories' | 'agent_runs' | 'indexing_jobs', alias: string, predicate: RawBuilder<SqlBool>, where: RawBuilder<SqlBool>) =>
       (await db.selectFrom(`${table} as ${alias}` as 'tasks as t').select(sql<number>`1`.as('one')).where(where).where(predicate).executeTakeFirst()) !== undefined;
     const projectHolds = (id: string, role: ProjectRole) =>
       holds('projects', 'p', projectRoleAtLeast(actor, role, 'p.id'), sql<SqlBool>`p.id = ${id}`);
@@ -324,6 +383,8 @@ describe('access rule table (medium: services and predicates on a real database)
       return (await holds('github_repositories', 'r', visibleRepo(actor, 'r'), sql<SqlBool>`lower(r.full_name) = ${REPO}`)) ? 'allowed' : 'not_found';
     }
     const id = world.ids[object];
+    if (object.endsWith('_agent_run')) return (await holds('agent_runs', 'r', visibleAgentRun(actor, 'r'), sql<SqlBool>`r.id = ${id}`)) ? 'allowed' : 'not_found';
+    if (object.endsWith('_job')) return (await holds('indexing_jobs', 'j', visibleIndexingJob(actor, 'j'), sql<SqlBool>`j.id = ${id}`)) ? 'allowed' : 'not_found';
     if (object.endsWith('_task')) {
       if (action === 'create') return createIn(object === 'personal_task' ? null : projectId, 'viewer');
       const row = sql<SqlBool>`t.id = ${id}`;
@@ -355,7 +416,7 @@ describe('access rule table (medium: services and predicates on a real database)
           if (want === 'n/a') continue;
           const world = worlds.get(caller)!;
           const byModule = await viaModule(world, object, action);
-          const byService = await viaService(world, object, action);
+          const byService = MODULE_ONLY.includes(object) ? byModule : await viaService(world, object, action);
           checked += 1;
           if (byModule !== want || byService !== want) mismatches.push(`${caller} ${action} ${object}: table ${want}, module ${byModule}, service ${byService}`);
         }

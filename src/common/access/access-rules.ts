@@ -24,6 +24,8 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  *   Editable (and deletable) by the author only, and inside a project only while at least an editor there.
  * - **Projects**: visible to members; the actor's role is the member role capped by the token's role.
  * - **GitHub repositories**: every registered one for an unpinned actor, else only those in `repos` (any case).
+ * - **Agent runs**: their starter's only, inside its pins.
+ * - **Indexing jobs**: a project's jobs to its members; a job without a project to its creator, unpinned only.
  *
  * ## Outcomes
  * One answer for "does not exist" and "exists but you may not see it": **not_found** (never reveals existence).
@@ -34,7 +36,8 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  * Kysely `sql<SqlBool>` fragment with the actor's values bound as parameters, to be passed to `.where(…)` or
  * combined with `sql`. Aliases and columns come from code, never from input. Stable names:
  * {@link insidePins}, {@link visibleTask}, {@link editableTask}, {@link deletableTask}, {@link visibleDocument},
- * {@link editableDocument}, {@link visibleProject}, {@link projectRoleAtLeast}, {@link visibleRepo}.
+ * {@link editableDocument}, {@link visibleProject}, {@link projectRoleAtLeast}, {@link visibleRepo},
+ * {@link visibleAgentRun}, {@link visibleIndexingJob}.
  * For objects already loaded: {@link isProjectAllowed}, {@link isRepoAllowed}, {@link mayCreateWithoutProject},
  * {@link effectiveRole}, {@link accessOutcome}, {@link requireAccess}, {@link accessDenied}.
  *
@@ -108,6 +111,18 @@ export function projectRoleAtLeast(actor: Actor, minimum: ProjectRole, projectCo
 export function visibleRepo(actor: Actor, alias = 'r'): RawBuilder<SqlBool> {
   if (actor.repos === null) return TRUE;
   return sql<SqlBool>`lower(${ref(alias, 'full_name')}) = ANY(${actor.repos.map((repo) => repo.toLowerCase())}::text[])`;
+}
+
+/** Agent runs `alias` the actor may see (and stop, answer, …): the ones it started, inside its pins. */
+export function visibleAgentRun(actor: Actor, alias = 'r'): RawBuilder<SqlBool> {
+  return sql<SqlBool>`(${ref(alias, 'user_id')} = ${actor.userId} AND ${insidePins(actor, `${alias}.project_id`)})`;
+}
+
+/** Indexing jobs `alias` the actor may see: a project's to its members; one without a project to its creator, when unpinned. */
+export function visibleIndexingJob(actor: Actor, alias = 'j'): RawBuilder<SqlBool> {
+  return sql<SqlBool>`(CASE WHEN ${ref(alias, 'project_id')} IS NULL
+      THEN ${ref(alias, 'created_by')} = ${actor.userId} AND ${insidePins(actor, `${alias}.project_id`)}
+      ELSE ${projectRoleAtLeast(actor, 'viewer', `${alias}.project_id`)} END)`;
 }
 
 /** Member roles that give the actor at least `minimum` once capped by its token's role. */

@@ -6,24 +6,17 @@ import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { UsersService } from '../auth/users.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
-import { TASK_PRIORITIES, TASK_STATUSES, type TaskPriority, type TaskStats, type TaskStatus, type TaskView } from './task.model.js';
-import { TasksRepository, type TaskFilter } from './tasks.repository.js';
+import { TASK_PRIORITIES, TASK_STATUSES, type TaskStats, type TaskStatus, type TaskView } from './task.model.js';
+import { TasksRepository, type NewTask, type TaskChanges, type TaskFilter } from './tasks.repository.js';
 
 export interface TaskListFilter extends TaskFilter {
   limit: number;
 }
 
-export interface CreateTaskInput {
-  title: string;
-  description: string;
-  status: TaskStatus;
-  priority: TaskPriority;
-  dueDate: string | null;
-  assigneeId: string | null;
-  projectId: string | null;
-}
+/** A new task as a caller asks for it; the id and the creator are the service's. */
+export type CreateTaskInput = Omit<NewTask, 'id' | 'creatorId'>;
 
-export type UpdateTaskInput = Partial<Pick<CreateTaskInput, 'title' | 'description' | 'status' | 'priority' | 'dueDate' | 'assigneeId'>>;
+export type UpdateTaskInput = TaskChanges;
 
 /**
  * Owns the task rules (orchestration; the rules themselves are the access module's: visible and editable to
