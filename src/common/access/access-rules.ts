@@ -29,7 +29,7 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  *
  * ## Outcomes
  * One answer for "does not exist" and "exists but you may not see it": **not_found** (never reveals existence).
- * **forbidden** only for an object the actor can see but may not change in that way ({@link requireAccess}).
+ * **forbidden** only for an object the actor can see but may not change in that way ({@link accessDenied}).
  *
  * ## API for repositories (Kysely)
  * Each predicate takes the actor and the alias (or qualified column) of the object in the statement and returns a
@@ -39,7 +39,7 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  * {@link editableDocument}, {@link visibleProject}, {@link projectRoleAtLeast}, {@link visibleRepo},
  * {@link visibleAgentRun}, {@link visibleIndexingJob}.
  * For objects already loaded: {@link isProjectAllowed}, {@link isRepoAllowed}, {@link mayCreateWithoutProject},
- * {@link effectiveRole}, {@link accessOutcome}, {@link requireAccess}, {@link accessDenied}.
+ * {@link effectiveRole}, {@link accessOutcome}, {@link accessDenied}.
  *
  * ## String forms (transitional)
  * {@link visibleDocumentSql}, {@link insidePinsSql} and {@link actorSqlValues} state the same rules for statements
@@ -168,12 +168,6 @@ export function accessOutcome(visible: boolean, permitted: boolean): AccessOutco
 /** The error for an action the actor may not take on an object: not_found when it cannot even see it, else forbidden. */
 export function accessDenied(visible: boolean, object: string, reason: string): AppException {
   return visible ? AppException.forbidden(reason) : AppException.notFound(object);
-}
-
-/** Throws the outcome's error: not_found for `object` ("Task" → "Task not found"), forbidden with `reason`. */
-export function requireAccess(outcome: AccessOutcome, object: string, reason: string): void {
-  if (outcome === 'not_found') throw AppException.notFound(object);
-  if (outcome === 'forbidden') throw AppException.forbidden(reason);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
