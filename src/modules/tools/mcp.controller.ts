@@ -75,7 +75,8 @@ export class McpController {
     if (body !== undefined) {
       const webRequest = toWebRequest(request, body);
       if (!(await isLegacyRequest(webRequest, body))) {
-        setMcpClient(request, toMcpClientInfo((body as { params?: { _meta?: Record<string, unknown> } }).params?._meta?.['io.modelcontextprotocol/clientInfo']));
+        context.client = toMcpClientInfo((body as { params?: { _meta?: Record<string, unknown> } }).params?._meta?.['io.modelcontextprotocol/clientInfo']);
+        setMcpClient(request, context.client);
         await sendWebResponse(response, await this.servers.serveModern(webRequest, body, context));
         return;
       }
@@ -87,7 +88,8 @@ export class McpController {
     const sessionHeader = request.headers['mcp-session-id'];
     if (isInitializeRequest(body)) {
       // A new initialize starts over: a session header on it is not looked at (the spec has none there).
-      setMcpClient(request, toMcpClientInfo(body.params.clientInfo));
+      context.client = toMcpClientInfo(body.params.clientInfo);
+      setMcpClient(request, context.client);
       const opening = this.sessions.openingFor(body.params);
       if (opening) {
         sessionId = this.sessions.newId();
