@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { buildDataSourceOptions } from './data-source-options.js';
+import { kyselyProvider } from './kysely.provider.js';
 import { runMigrationsUnderLock } from './migrations-runner.js';
 
 @Module({})
@@ -10,6 +11,10 @@ export class DatabaseModule {
   static forRoot(databaseUrl: string, poolSize: number): DynamicModule {
     return {
       module: DatabaseModule,
+      // Global: every feature module's repositories inject the one Kysely client (InjectDb).
+      global: true,
+      providers: [kyselyProvider],
+      exports: [kyselyProvider],
       imports: [
         TypeOrmModule.forRootAsync({
           useFactory: () => ({

@@ -1,0 +1,32 @@
+import { Inject, type Provider } from '@nestjs/common';
+import { getDataSourceToken } from '@nestjs/typeorm';
+import { Kysely, PostgresDialect, type Transaction } from 'kysely';
+import type { Pool } from 'pg';
+import type { DataSource } from 'typeorm';
+import type { DB } from './database.types.js';
+
+/**
+ * The one query style of every repository: Kysely, typed end to end by `database.types.ts` (generated from
+ * the migrated schema with `npm run db:types`). It runs on TypeORM's own pg pool, so there is one pool per
+ * process, the embedded default (PGlite behind its wire server) works unchanged, and migrations stay TypeORM's.
+ * See docs/CONVENTIONS.md, "Data access".
+ */
+export type Db = Kysely<DB>;
+
+/** What a repository method runs on: the shared client, or the transaction a service opened around several calls. */
+export type DbExecutor = Kysely<DB> | Transaction<DB>;
+
+export const KYSELY = Symbol('Kysely');
+
+/** Injects the shared {@link Db}. */
+export const InjectDb = (): ParameterDecorator => Inject(KYSELY);
+
+export const kyselyProvider: Provider = {
+  provide: KYSELY,
+  inject: [getDataSourceToken()],
+  useFactory: (dataSource: DataSource): Db => {
+    // TypeORM's postgres driver keeps its pg.Pool as `master`; TypeORM ends it on shutdown, so this client is never destroyed.
+    const pool = (dataSource.driver as unknown as { master: Pool }).master;
+    return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  },
+};
