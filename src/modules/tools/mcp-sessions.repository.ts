@@ -1,12 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
-import { returningRows } from '../../database/returning-rows.js';
+import { sql } from 'kysely';
+import type { JsonObject } from '../../database/database.types.js';
+import { InjectDb, type Db } from '../../database/kysely.provider.js';
 
 /** The channel a stored elicitation answer is announced on (payload: the request id). */
 export const MCP_ANSWER_CHANNEL = 'mcp_elicitation_answers';
 
-export interface McpSessionRow {
+export interface McpSessionRecord {
   credentialId: string;
   protocolVersion: string;
   clientCapabilities: Record<string, unknown>;
@@ -25,54 +25,68 @@ export interface NewMcpSession {
   ttlMs: number;
 }
 
-/** What a claimed answer holds: the client's JSON-RPC `result`, or its `error`. */
-export type StoredAnswer = { result: Record<string, unknown> } | { error: { code: number; message: string } };
+/** What a claimed answer holds: the client's JSON-RPC `result` (its action), or its `error`. */
+export type StoredAnswer = { result: { action: string } } | { error: { code: number; message: string } };
+
+const inMs = (ms: number) => sql<Date>`now() + ${ms} * interval '1 millisecond'`;
 
 /** SQL of the MCP sessions and their pending elicitations (migration 1764210600000). */
 @Injectable()
 export class McpSessionsRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(@InjectDb() private readonly db: Db) {}
 
   async insert(session: NewMcpSession): Promise<void> {
-    await this.dataSource.query(
-      `INSERT INTO mcp_sessions (id_hash, credential_id, protocol_version, client_capabilities, client_name, client_version, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, now() + $7 * interval '1 millisecond')`,
-      [session.idHash, session.credentialId, session.protocolVersion, session.clientCapabilities, session.clientName, session.clientVersion, session.ttlMs],
-    );
+    await this.db
+      .insertInto('mcp_sessions')
+      .values({
+        id_hash: session.idHash,
+        credential_id: session.credentialId,
+        protocol_version: session.protocolVersion,
+        client_capabilities: session.clientCapabilities as JsonObject,
+        client_name: session.clientName,
+        client_version: session.clientVersion,
+        expires_at: inMs(session.ttlMs),
+      })
+      .execute();
   }
 
   /** The live session with this hash, whoever owns it (the caller compares the credential). */
-  async findLive(idHash: Buffer): Promise<McpSessionRow | undefined> {
-    const rows: McpSessionRow[] = await this.dataSource.query(
-      `SELECT credential_id AS "credentialId", protocol_version AS "protocolVersion", client_capabilities AS "clientCapabilities",
-              client_name AS "clientName", client_version AS "clientVersion", expires_at AS "expiresAt"
-         FROM mcp_sessions WHERE id_hash = $1 AND expires_at > now()`,
-      [idHash],
-    );
-    return rows[0];
+  async findLive(idHash: Buffer): Promise<McpSessionRecord | undefined> {
+    const row = await this.db
+      .selectFrom('mcp_sessions')
+      .select(['credential_id', 'protocol_version', 'client_capabilities', 'client_name', 'client_version', 'expires_at'])
+      .where('id_hash', '=', idHash)
+      .where('expires_at', '>', sql<Date>`now()`)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    return {
+      credentialId: row.credential_id,
+      protocolVersion: row.protocol_version,
+      clientCapabilities: (row.client_capabilities ?? {}) as Record<string, unknown>,
+      clientName: row.client_name,
+      clientVersion: row.client_version,
+      expiresAt: new Date(row.expires_at),
+    };
   }
 
   async extend(idHash: Buffer, ttlMs: number): Promise<void> {
-    await this.dataSource.query(`UPDATE mcp_sessions SET expires_at = now() + $2 * interval '1 millisecond' WHERE id_hash = $1`, [idHash, ttlMs]);
+    await this.db.updateTable('mcp_sessions').set({ expires_at: inMs(ttlMs) }).where('id_hash', '=', idHash).execute();
   }
 
   /** Ends the session (its pending elicitations go with it); false if there was none for this credential. */
   async delete(idHash: Buffer, credentialId: string): Promise<boolean> {
-    const rows = returningRows(await this.dataSource.query(`DELETE FROM mcp_sessions WHERE id_hash = $1 AND credential_id = $2 RETURNING 1`, [idHash, credentialId]));
-    return rows.length > 0;
+    const result = await this.db.deleteFrom('mcp_sessions').where('id_hash', '=', idHash).where('credential_id', '=', credentialId).executeTakeFirst();
+    return result.numDeletedRows > 0n;
   }
 
   async pruneExpired(): Promise<{ sessions: number; elicitations: number }> {
-    const elicitations = returningRows(await this.dataSource.query(`DELETE FROM mcp_elicitations WHERE expires_at < now() RETURNING 1`));
-    const sessions = returningRows(await this.dataSource.query(`DELETE FROM mcp_sessions WHERE expires_at < now() RETURNING 1`));
-    return { sessions: sessions.length, elicitations: elicitations.length };
+    const elicitations = await this.db.deleteFrom('mcp_elicitations').where('expires_at', '<', sql<Date>`now()`).executeTakeFirst();
+    const sessions = await this.db.deleteFrom('mcp_sessions').where('expires_at', '<', sql<Date>`now()`).executeTakeFirst();
+    return { sessions: Number(sessions.numDeletedRows), elicitations: Number(elicitations.numDeletedRows) };
   }
 
   async insertElicitation(requestId: string, sessionHash: Buffer, ttlMs: number): Promise<void> {
-    await this.dataSource.query(
-      `INSERT INTO mcp_elicitations (request_id, session_hash, expires_at) VALUES ($1, $2, now() + $3 * interval '1 millisecond')`,
-      [requestId, sessionHash, ttlMs],
-    );
+    await this.db.insertInto('mcp_elicitations').values({ request_id: requestId, session_hash: sessionHash, expires_at: inMs(ttlMs) }).execute();
   }
 
   /**
@@ -80,23 +94,31 @@ export class McpSessionsRepository {
    * answer finds answered_at set), and wakes the waiting instance in the same statement (delivered at commit).
    */
   async claimAnswer(requestId: string, sessionHash: Buffer, answer: StoredAnswer): Promise<boolean> {
-    const rows: unknown[] = await this.dataSource.query(
-      `WITH claimed AS (
-         UPDATE mcp_elicitations SET answer = $3, answered_at = now()
-          WHERE request_id = $1 AND session_hash = $2 AND answered_at IS NULL
-          RETURNING request_id)
-       SELECT pg_notify('${MCP_ANSWER_CHANNEL}', request_id) FROM claimed`,
-      [requestId, sessionHash, answer],
-    );
+    const rows = await this.db
+      .with('claimed', (db) =>
+        db
+          .updateTable('mcp_elicitations')
+          .set({ answer: answer as unknown as JsonObject, answered_at: sql<Date>`now()` })
+          .where('request_id', '=', requestId)
+          .where('session_hash', '=', sessionHash)
+          .where('answered_at', 'is', null)
+          .returning('request_id'),
+      )
+      .selectFrom('claimed')
+      .select(sql<string>`pg_notify(${MCP_ANSWER_CHANNEL}, claimed.request_id)`.as('notified'))
+      .execute();
     return rows.length > 0;
   }
 
   /** Takes the answer if there is one (the row goes: an answer is used once). */
   async takeAnswer(requestId: string): Promise<StoredAnswer | undefined> {
-    const rows = returningRows<{ answer: StoredAnswer }>(
-      await this.dataSource.query(`DELETE FROM mcp_elicitations WHERE request_id = $1 AND answered_at IS NOT NULL RETURNING answer`, [requestId]),
-    );
-    return rows[0]?.answer;
+    const row = await this.db
+      .deleteFrom('mcp_elicitations')
+      .where('request_id', '=', requestId)
+      .where('answered_at', 'is not', null)
+      .returning('answer')
+      .executeTakeFirst();
+    return (row?.answer ?? undefined) as StoredAnswer | undefined;
   }
 
   /**
@@ -104,9 +126,7 @@ export class McpSessionsRepository {
    * an answer arriving after finds no row.
    */
   async withdraw(requestId: string): Promise<StoredAnswer | undefined> {
-    const rows = returningRows<{ answer: StoredAnswer | null }>(
-      await this.dataSource.query(`DELETE FROM mcp_elicitations WHERE request_id = $1 RETURNING answer`, [requestId]),
-    );
-    return rows[0]?.answer ?? undefined;
+    const row = await this.db.deleteFrom('mcp_elicitations').where('request_id', '=', requestId).returning('answer').executeTakeFirst();
+    return (row?.answer ?? undefined) as StoredAnswer | undefined;
   }
 }
