@@ -1,10 +1,6 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { Client } from 'pg';
-import { DataSource } from 'typeorm';
-
-/** The channel the `agent_run_events_record` trigger notifies (payload: the run id) when a run's events grow. */
-const CHANNEL = 'agent_run_events';
+import type { Client } from 'pg';
+import { AgentRunEventsRepository } from './agent-run-events.repository.js';
 
 /**
  * One LISTEN connection per process, shared by every open run stream here. The notification comes from the
@@ -20,7 +16,7 @@ export class AgentRunEventsListener implements OnModuleDestroy {
   private current?: Client;
   private closed = false;
 
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly events: AgentRunEventsRepository) {}
 
   /** Calls `onChange` whenever the run's events may have grown; returns the unsubscribe function. */
   subscribe(runId: string, onChange: () => void): () => void {
@@ -42,8 +38,7 @@ export class AgentRunEventsListener implements OnModuleDestroy {
 
   private connect(): Promise<Client | null> {
     if (this.client || this.closed) return this.client ?? Promise.resolve(null);
-    const url = (this.dataSource.options as { url?: string }).url;
-    const client = new Client({ connectionString: url });
+    const client = this.events.listenerConnection();
     this.current = client;
     this.client = (async () => {
       try {
@@ -52,8 +47,7 @@ export class AgentRunEventsListener implements OnModuleDestroy {
         });
         client.on('error', (error) => this.drop(client, error));
         client.on('end', () => this.drop(client));
-        await client.connect();
-        await client.query(`LISTEN ${CHANNEL}`);
+        await this.events.listen(client);
         return client;
       } catch (error) {
         this.drop(client, error);
