@@ -4,7 +4,6 @@ import type { Selectable } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import type { DB } from '../database/database.types.js';
 import { ClaimableJobsRepository, type Claim, type ClaimableTable, type ClaimableTableName, type StaleJob } from './claimable-jobs.repository.js';
-import { startRecoverySweep } from './recovery-sweep.js';
 
 /** Queue states in which an entry will still be processed: a queued row with such an entry needs nothing. */
 const LIVE_QUEUE_STATES = ['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'];
@@ -109,8 +108,15 @@ export class ClaimableJobsService {
     return recovered;
   }
 
-  /** Starts the recovery sweep of a kind (see the policy above): once now, then every `intervalMs`. Returns the stop function. */
-  startSweep(what: string, recover: () => Promise<unknown>, intervalMs: number, logger: Logger): Promise<() => void> {
-    return startRecoverySweep(what, recover, intervalMs, logger);
+  /**
+   * Starts the recovery sweep of a kind (see the policy above): once now (awaited, so start-up recovers before it
+   * reports ready), then every `intervalMs`. A failed sweep is logged and retried on the next tick. Returns the stop function.
+   */
+  async startSweep(what: string, recover: () => Promise<unknown>, intervalMs: number, logger: Logger): Promise<() => void> {
+    const sweep = (level: 'error' | 'warn') => recover().catch((error: unknown) => logger[level]({ msg: `${what} recovery failed`, error: String(error) }));
+    await sweep('error');
+    const timer = setInterval(() => void sweep('warn'), intervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
   }
 }

@@ -186,7 +186,7 @@ export class AgentRunner implements OnModuleDestroy {
       run.approval === 'writes' &&
       scope.offeredNames.has(call.name) &&
       this.tools.find(call.name)?.definition.annotations?.readOnlyHint !== true &&
-      isJsonObject(call.arguments)
+      parseArguments(call.arguments).parseError === null
     );
   }
 
@@ -215,18 +215,8 @@ export class AgentRunner implements OnModuleDestroy {
 
   /** One tool call: recorded as started, executed through ToolsService (caller's scopes, pinned actor), then recorded with its outcome. */
   private async runTool(steps: StepRecorder, index: number, call: ModelToolCall, scope: RunScope, approved?: StoredStep): Promise<StoredStep> {
-    let args: unknown;
-    let parseError: string | null = null;
-    if (approved) {
-      args = approved.arguments; // the owner's (possibly edited) arguments, validated again by ToolsService.call
-    } else {
-      try {
-        args = JSON.parse(call.arguments || '{}');
-        if (args === null || typeof args !== 'object' || Array.isArray(args)) parseError = 'arguments must be a JSON object';
-      } catch {
-        parseError = 'arguments are not valid JSON';
-      }
-    }
+    // An approved call runs with the owner's (possibly edited) arguments, validated again by ToolsService.call.
+    const { args, parseError } = approved ? { args: approved.arguments, parseError: null } : parseArguments(call.arguments);
     const step: StoredStep = {
       index,
       type: 'tool_call',
@@ -293,14 +283,16 @@ function abortable<T>(work: Promise<T>, run: AbortSignal, step: AbortSignal): Pr
   });
 }
 
-function isJsonObject(text: string): boolean {
+/** The model's raw argument text as a JSON object, or why it is not one. */
+function parseArguments(text: string): { args: unknown; parseError: string | null } {
   try {
-    const value: unknown = JSON.parse(text || '{}');
-    return value !== null && typeof value === 'object' && !Array.isArray(value);
+    const args: unknown = JSON.parse(text || '{}');
+    return { args, parseError: args === null || typeof args !== 'object' || Array.isArray(args) ? 'arguments must be a JSON object' : null };
   } catch {
-    return false;
+    return { args: undefined, parseError: 'arguments are not valid JSON' };
   }
 }
+
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout;
