@@ -10,23 +10,12 @@ import type { AgentRun, AgentRunActor, AgentRunApproval, AgentRunStatus, StoredS
 /** Agent runs as claimable jobs: fenced by a per-claim token, with a cancel flag the claim holder watches. */
 export const AGENT_RUNS_TABLE: ClaimableTable<'agent_runs'> = { table: 'agent_runs', fencedBy: 'claim_token', cancelFlag: 'cancel_requested' };
 
-export interface NewAgentRun {
-  id: string;
-  userId: string;
-  projectId: string;
-  input: string;
-  provider: string;
-  model: string;
-  tools: string[] | null;
-  scopes: string[];
-  actor: AgentRunActor;
-  maxSteps: number;
+/** A run to insert (status `queued`): what the caller asked for, plus the trace id and the already sealed webhook secret. */
+export type NewAgentRun = Pick<AgentRun, 'id' | 'userId' | 'projectId' | 'input' | 'provider' | 'model' | 'tools' | 'scopes' | 'actor' | 'maxSteps' | 'approval' | 'webhookUrl'> & {
   traceId: string | null;
-  approval: AgentRunApproval;
-  webhookUrl: string | null;
-  /** Already sealed (AgentWebhooksService.sealSecret). */
+  /** Sealed by AgentWebhooksService.sealSecret. */
   webhookSecret: string | null;
-}
+};
 
 export interface AgentRunHistoryFilter {
   projectId?: string;

@@ -136,7 +136,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
   }
 
   /**
-   * A queued run, or one waiting for an approval, is cancelled at once; a running one is flagged, and its final write (Fence.finish) turns
+   * A queued run, or one waiting for an approval, is cancelled at once; a running one is flagged, and its final write (AgentRunsRepository.finish) turns
    * into `cancelled` whatever it reached, so a 202 here always ends `cancelled`. A run that finished first
    * is a 409. The route waits briefly so the answer usually shows the final status.
    */
