@@ -13,6 +13,8 @@ module.exports = {
   testTimeout: 60000,
   projects: [
     { ...shared, displayName: 'unit', rootDir: '.', testMatch: ['<rootDir>/src/**/*.spec.ts'] },
+    // Services against a real database without HTTP (test/medium); issue-17-tests owns the tier's final shape.
+    { ...shared, displayName: 'medium', rootDir: '.', testMatch: ['<rootDir>/test/medium/**/*.medium-spec.ts'] },
     {
       ...shared,
       displayName: 'e2e',
