@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Options, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { InvalidRequestError, OAuthError, UnsupportedGrantTypeError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
-import type { OAuthMetadata, OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Request, Response } from 'express';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { OAuthClientsService, UnknownClientError } from './oauth-clients.service
 import { OAuthErrorFilter } from './oauth-error.filter.js';
 import { formBody } from './form-body.middleware.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';
+import { authorizationServerMetadata } from './authorization-server-metadata.js';
 
 /** The consent page template (public/consent.html); its placeholder receives the checked request as JSON. */
 const CONSENT_TEMPLATE_PATH = join(__dirname, '..', '..', '..', 'public', 'consent.html');
@@ -54,23 +55,7 @@ export class OAuthServerController {
 
   @Get('.well-known/oauth-authorization-server')
   authorizationServer(@Res() response: Response): void {
-    const base = this.config.publicUrl;
-    const metadata: OAuthMetadata & { client_id_metadata_document_supported: boolean } = {
-      issuer: base,
-      authorization_endpoint: `${base}/oauth/authorize`,
-      token_endpoint: `${base}/oauth/token`,
-      registration_endpoint: `${base}/oauth/register`,
-      revocation_endpoint: `${base}/oauth/revoke`,
-      response_types_supported: ['code'],
-      response_modes_supported: ['query'],
-      grant_types_supported: ['authorization_code', 'refresh_token'],
-      code_challenge_methods_supported: ['S256'],
-      token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
-      revocation_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
-      scopes_supported: [...API_KEY_SCOPES],
-      client_id_metadata_document_supported: true,
-    };
-    publicJson(response, metadata);
+    publicJson(response, authorizationServerMetadata(this.config));
   }
 
   /**

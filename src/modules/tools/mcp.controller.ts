@@ -1,5 +1,6 @@
 import { Controller, Delete, Get, Headers, Post, Req, Res, UseGuards, UseInterceptors } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { JsonRpcErrorSchema, JsonRpcMessageSchema, JsonRpcResponseSchema } from './mcp.schemas.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
@@ -23,7 +24,6 @@ import { AnyKeyScope, ScopeGuard } from './scope.guard.js';
  * Transport-level errors are JSON-RPC error objects (see renderJsonRpcError).
  */
 @ApiTags('tool API (Area A)')
-@ApiBearerAuth()
 @Controller('api/v1/public/mcp')
 export class McpController {
   constructor(
@@ -35,7 +35,33 @@ export class McpController {
   @UseGuards(McpOriginGuard, ApiKeyAuthGuard, ScopeGuard)
   @AnyKeyScope('mcp')
   @UseInterceptors(OwnerInterceptor)
-  @ApiOperation({ summary: 'MCP Streamable HTTP: JSON-RPC 2.0 (initialize, ping, tools/list, tools/call)' })
+  @ApiOperation({
+    summary: 'MCP Streamable HTTP: JSON-RPC 2.0 (initialize, ping, tools/list, tools/call)',
+    description:
+      'One JSON-RPC message per POST (stateless; Accept: application/json, text/event-stream). Tool failures are tools/call results with isError: true carrying the Area A error code; refusals before the call are JSON-RPC errors whose data is the Area A error body.',
+  })
+  @ApiBody({ schema: { $ref: JsonRpcMessageSchema.$ref } })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Write tools: as on POST /call' })
+  @ApiResponse({ status: 200, description: 'The JSON-RPC response', schema: { $ref: JsonRpcResponseSchema.$ref } })
+  @ApiResponse({ status: 202, description: 'A notification or response was accepted (no body)' })
+  @ApiResponse({ status: 400, description: 'Not JSON (-32700), not a single JSON-RPC message (-32600), or a bad request for the protocol revision', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({
+    status: 401,
+    description: 'No credential or a bad one',
+    headers: { 'WWW-Authenticate': { required: true, description: 'Bearer challenge with resource_metadata (OAuth discovery)', schema: { type: 'string' } } },
+    schema: { $ref: JsonRpcErrorSchema.$ref },
+  })
+  @ApiResponse({ status: 403, description: 'An Origin not in MCP_ALLOWED_ORIGINS', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 406, description: 'Accept does not allow application/json and text/event-stream', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 413, description: 'Body too large', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 415, description: 'Content-Type is not application/json', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({
+    status: 429,
+    description: 'Rate limited (a tools/call is answered in-band instead, as an isError result)',
+    headers: { 'Retry-After': { required: true, description: 'Seconds to wait', schema: { type: 'integer', minimum: 1 } } },
+    schema: { $ref: JsonRpcErrorSchema.$ref },
+  })
+  @ApiResponse({ status: 500, description: 'Unexpected failure', schema: { $ref: JsonRpcErrorSchema.$ref } })
   async post(
     @Caller() caller: KeyCaller,
     @Req() request: Request,
@@ -85,12 +111,14 @@ export class McpController {
 
   @Get()
   @ApiOperation({ summary: 'Not offered: the server is stateless and opens no SSE stream (405)' })
+  @ApiResponse({ status: 405, description: 'Allow: POST', schema: { $ref: JsonRpcErrorSchema.$ref } })
   get(@Res() response: Response): void {
     methodNotAllowed(response);
   }
 
   @Delete()
   @ApiOperation({ summary: 'Not offered: the server is stateless and has no sessions to end (405)' })
+  @ApiResponse({ status: 405, description: 'Allow: POST', schema: { $ref: JsonRpcErrorSchema.$ref } })
   remove(@Res() response: Response): void {
     methodNotAllowed(response);
   }
