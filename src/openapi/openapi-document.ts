@@ -11,13 +11,14 @@ import {
   toolApiCodesFor,
   type JsonSchema,
 } from '../common/openapi/openapi-schema.js';
-import { isMcpEndpoint, TOOL_API_PREFIX } from '../common/http/api-area.js';
+import { isMcpEndpoint, isOAuthEndpoint, TOOL_API_PREFIX } from '../common/http/api-area.js';
 import type { AppConfig } from '../config/app-config.js';
 import { ApiKeyAuthGuard } from '../modules/api-keys/api-key-auth.guard.js';
 import { API_KEY_SCOPES } from '../modules/api-keys/api-key-scopes.js';
 import { ALLOW_PROJECT_TOKEN } from '../modules/auth/guards/allow-project-token.decorator.js';
 import { IS_PUBLIC } from '../modules/auth/guards/public.decorator.js';
 import { authorizationServerMetadata } from '../modules/oauth/authorization-server-metadata.js';
+import { OAuthErrorSchema } from '../modules/oauth/oauth.schemas.js';
 import { TOOLS_EXTENSION, toolOpenApi } from '../modules/tools/tool-openapi.js';
 import { ToolsService } from '../modules/tools/tools.service.js';
 
@@ -114,13 +115,15 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   const document = SwaggerModule.createDocument(app, base);
   const credentials = credentialsByOperationId(app);
   const tools = toolOpenApi(app.get(ToolsService, { strict: false }));
+  const usedErrorResponses = new Set<string>();
 
   for (const [path, item] of Object.entries(document.paths)) {
     for (const method of METHODS) {
       const operation = (item as Record<string, Operation | undefined>)[method];
       if (!operation) continue;
-      const area = path.startsWith(TOOL_API_PREFIX) ? 'tool-api' : 'backend';
-      const found = operation.operationId ? credentials.get(operation.operationId) : undefined;
+      const area: Area = path.startsWith(TOOL_API_PREFIX) ? 'tool-api' : isOAuthEndpoint({ path }) ? 'oauth' : 'backend';
+      // A handler mounted on several paths gets one operation per path, its id suffixed [0], [1], …
+      const found = operation.operationId ? credentials.get(operation.operationId.replace(/\[\d+\]$/, "")) : undefined;
       if (!found) throw new Error(`OpenAPI: no controller found for ${method.toUpperCase()} ${path} (${operation.operationId})`);
       if (area === 'tool-api') operation.security = found.apiKey ? [{ apiKey: [] }, { oauth2: [] }] : [];
       else operation.security = found.isPublic ? [] : [{ userToken: [] }, ...(found.projectToken ? [{ projectToken: [] }] : [])];
@@ -131,10 +134,12 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
       const statuses = new Set<number>((operation[ERRORS_EXTENSION] as number[] | undefined) ?? []);
       delete operation[ERRORS_EXTENSION];
       if (!isMcpEndpoint({ path })) {
-        for (const status of genericErrorStatuses(path, operation)) statuses.add(status);
+        for (const status of genericErrorStatuses(path, area, operation)) statuses.add(status);
       }
       for (const status of [...statuses].sort()) {
-        operation.responses[String(status)] ??= { $ref: `#/components/responses/${errorResponseName(area, status)}` };
+        if (operation.responses[String(status)]) continue;
+        operation.responses[String(status)] = { $ref: `#/components/responses/${errorResponseName(area, status)}` };
+        usedErrorResponses.add(errorResponseName(area, status));
       }
       if (!Object.keys(operation.responses).some((status) => status.startsWith('2') || status === '405')) {
         throw new Error(`OpenAPI: ${method.toUpperCase()} ${path} declares no success response`);
@@ -145,7 +150,8 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
 
   document.components ??= {};
   document.components.schemas = { ...toThirtyOne(document.components.schemas ?? {}), ...namedSchemas(), ...tools.schemas } as never;
-  document.components.responses = errorResponses() as never;
+  const responses = errorResponses();
+  document.components.responses = Object.fromEntries([...usedErrorResponses].sort().map((name) => [name, responses[name]])) as never;
   for (const item of Object.values(document.paths)) toThirtyOne(item);
   return document;
 }
@@ -183,8 +189,10 @@ function credentialsByOperationId(app: INestApplication): Map<string, HandlerCre
 }
 
 /** What any route of its kind can answer, whatever the route: input, credential, body size, limits, outages. */
-function genericErrorStatuses(path: string, operation: Operation): number[] {
+function genericErrorStatuses(path: string, area: Area, operation: Operation): number[] {
   const statuses = [500];
+  // The authorization server answers RFC 6749 bodies; its routes declare their own 400/401.
+  if (area === 'oauth') return [...statuses, 429, ...(operation.requestBody ? [413, 415] : [])];
   const hasInput = (operation.parameters?.length ?? 0) > 0 || operation.requestBody !== undefined;
   if (hasInput) statuses.push(400);
   if ((operation.security?.length ?? 0) > 0) statuses.push(401);
@@ -194,8 +202,10 @@ function genericErrorStatuses(path: string, operation: Operation): number[] {
   return statuses;
 }
 
-function errorResponseName(area: 'tool-api' | 'backend', status: number): string {
-  return `${area === 'tool-api' ? 'ToolApiError' : 'BackendError'}${status}`;
+type Area = 'tool-api' | 'backend' | 'oauth';
+
+function errorResponseName(area: Area, status: number): string {
+  return `${area === 'tool-api' ? 'ToolApiError' : area === 'oauth' ? 'OAuthError' : 'BackendError'}${status}`;
 }
 
 const STATUSES = [400, 401, 403, 404, 409, 413, 415, 429, 500, 502, 503];
@@ -212,6 +222,11 @@ function errorResponses(): Record<string, JsonSchema> {
     // 413 and 415 on Area A are invalid_request (ERROR_CODE_MAPPING); 502 on Area B is DEPENDENCY_UNAVAILABLE.
     responses[errorResponseName('backend', status)] = errorResponse(status, BackendErrorBody.$ref, backendCodes, headers);
     responses[errorResponseName('tool-api', status)] = errorResponse(status, ToolApiErrorBody.$ref, toolCodes, headers);
+    responses[errorResponseName('oauth', status)] = {
+      description: ERROR_DESCRIPTIONS[status],
+      ...(status === 429 ? { headers } : {}),
+      content: { 'application/json': { schema: { $ref: OAuthErrorSchema.$ref } } },
+    };
   }
   return responses;
 }

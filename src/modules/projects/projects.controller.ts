@@ -56,7 +56,7 @@ export class ProjectsController {
   @Post(':id/members')
   @ApiOperation({ summary: 'Add a member or change a member’s role (owner only)' })
   @ApiData(201, ProjectMemberSchema, 'The membership')
-  @ApiErrors(403, 404)
+  @ApiErrors(403, 404, 409)
   addMember(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Body() body: AddMemberDto) {
     return this.projects.setMember(actorFromPrincipal(principal, id), id, body);
   }
