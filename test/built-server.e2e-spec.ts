@@ -146,7 +146,9 @@ describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name 
   });
 
   onFirstVariant('serves an OpenAPI document that lints clean and generates a typed client that works', async () => {
-    const dir = join(ROOT, 'node_modules', '.cache', `atrium-openapi-${process.pid}`);
+    // Inside the repository (so `openapi-fetch` resolves from its node_modules) but not under node_modules,
+    // where Node does not strip types; test-output/ is git-ignored.
+    const dir = join(ROOT, 'test-output', `openapi-client-${process.pid}`);
     mkdirSync(dir, { recursive: true });
     try {
       const document = (await http(base, 'GET', '/api/docs/openapi.json')).body;
