@@ -80,48 +80,33 @@ export function toolApiCodesFor(status: number): string[] {
 
 export const TraceId = named('TraceId', { type: 'string', description: 'The request id: also the X-Request-Id header and the id in the logs' });
 
+/** `{code, message, details}`: the error object both areas share, with each area's codes. */
+function errorObject(codes: string[], details: JsonSchema): JsonSchema {
+  return object({ code: { type: 'string', enum: codes }, message: { type: 'string' }, details });
+}
+
 export const BackendErrorBody = named('BackendError', {
-  type: 'object',
-  description: 'Area B error envelope.',
-  required: ['success', 'data', 'error', 'traceId'],
-  properties: {
+  ...object({
     success: { const: false },
     data: { type: 'null' },
-    error: {
-      type: 'object',
-      required: ['code', 'message', 'details'],
-      properties: {
-        code: { type: 'string', enum: BACKEND_ERROR_CODES },
-        message: { type: 'string' },
-        details: {
-          description:
-            'VALIDATION_FAILED: [{field?, message}]; CONFLICT on upload: {existingId}; RATE_LIMITED: {retryAfterSeconds}; NOT_FOUND on ingest: the offending ids; else [] or an object',
-        },
-      },
-    },
-    traceId: ref(TraceId),
-  },
+    error: errorObject(BACKEND_ERROR_CODES, {
+      description:
+        'VALIDATION_FAILED: [{field?, message}]; CONFLICT on upload: {existingId}; RATE_LIMITED: {retryAfterSeconds}; NOT_FOUND on ingest: the offending ids; else [] or an object',
+    }),
+    traceId: TraceId,
+  }),
+  description: 'Area B error envelope.',
 });
 
 export const ToolApiErrorBody = named('ToolApiError', {
-  type: 'object',
-  description: 'Area A error body (bare, no envelope).',
-  required: ['error', 'traceId'],
-  properties: {
-    error: {
+  ...object({
+    error: errorObject(TOOL_API_ERROR_CODES, {
       type: 'object',
-      required: ['code', 'message', 'details'],
-      properties: {
-        code: { type: 'string', enum: TOOL_API_ERROR_CODES },
-        message: { type: 'string' },
-        details: {
-          type: 'object',
-          description: 'invalid_argument: {argument, allowed?}; missing_argument: {argument}; insufficient_scope: {required_scope}; upstream_error: {status}',
-        },
-      },
-    },
-    traceId: ref(TraceId),
-  },
+      description: 'invalid_argument: {argument, allowed?}; missing_argument: {argument}; insufficient_scope: {required_scope}; upstream_error: {status}; rate_limited: {retry_after_seconds}',
+    }),
+    traceId: TraceId,
+  }),
+  description: 'Area A error body (bare, no envelope).',
 });
 
 export const SuccessEnvelope = named('Envelope', {
