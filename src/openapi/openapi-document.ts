@@ -134,7 +134,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
       const statuses = new Set<number>((operation[ERRORS_EXTENSION] as number[] | undefined) ?? []);
       delete operation[ERRORS_EXTENSION];
       if (!isMcpEndpoint({ path })) {
-        for (const status of genericErrorStatuses(path, area, operation)) statuses.add(status);
+        for (const status of genericErrorStatuses(path, area, method, operation)) statuses.add(status);
       }
       for (const status of [...statuses].sort()) {
         if (operation.responses[String(status)]) continue;
@@ -189,14 +189,17 @@ function credentialsByOperationId(app: INestApplication): Map<string, HandlerCre
 }
 
 /** What any route of its kind can answer, whatever the route: input, credential, body size, limits, outages. */
-function genericErrorStatuses(path: string, area: Area, operation: Operation): number[] {
+function genericErrorStatuses(path: string, area: Area, method: string, operation: Operation): number[] {
   const statuses = [500];
+  // Any body is parsed before routing, whatever the route expects: too large → 413, an encoding or charset the
+  // parser cannot read → 415 (the fuzz drill sends both to every route).
+  const body = ['post', 'put', 'patch'].includes(method) ? [413, 415] : [];
   // The authorization server answers RFC 6749 bodies; its routes declare their own 400/401.
-  if (area === 'oauth') return [...statuses, 429, ...(operation.requestBody ? [413, 415] : [])];
+  if (area === 'oauth') return [...statuses, 429, ...body];
+  statuses.push(...body);
   const hasInput = (operation.parameters?.length ?? 0) > 0 || operation.requestBody !== undefined;
-  if (hasInput) statuses.push(400);
+  if (hasInput || body.length > 0) statuses.push(400);
   if ((operation.security?.length ?? 0) > 0) statuses.push(401);
-  if (operation.requestBody?.content?.['application/json']) statuses.push(413);
   const probe = path === '/api/health' || path === '/api/ready';
   if (!probe) statuses.push(429, 503);
   return statuses;
