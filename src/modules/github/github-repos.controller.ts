@@ -20,7 +20,7 @@ export class GithubReposController {
   @Post()
   @ApiOperation({ summary: 'Register a shared repository (checked with GitHub first; the token is stored encrypted)' })
   @ApiData(201, RegisteredRepoSchema, 'The registered repository (never its token)')
-  @ApiErrors(403, 409)
+  @ApiErrors(403, 409, 502)
   register(@Body() body: RegisterRepoDto, @CurrentPrincipal() principal: Principal) {
     return this.repos.register(body, principal.userId);
   }

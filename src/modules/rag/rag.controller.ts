@@ -27,7 +27,7 @@ export class RagController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Hybrid / vector / keyword search over the chunks of documents the caller may see' })
   @ApiData(200, SearchResultSchema, 'Best chunks first')
-  @ApiErrors(404)
+  @ApiErrors(404, 502)
   async searchChunks(@CurrentPrincipal() principal: Principal, @Body() body: SearchDto) {
     return this.search.search(actorFromPrincipal(principal, body.projectId), {
       query: body.query,

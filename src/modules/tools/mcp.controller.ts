@@ -62,6 +62,7 @@ export class McpController {
     schema: { $ref: JsonRpcErrorSchema.$ref },
   })
   @ApiResponse({ status: 500, description: 'Unexpected failure', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 503, description: 'The database or Redis is unavailable (the credential cannot be checked)', schema: { $ref: JsonRpcErrorSchema.$ref } })
   async post(
     @Caller() caller: KeyCaller,
     @Req() request: Request,
