@@ -1,7 +1,7 @@
 import { Logger, type INestApplication, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { join } from 'node:path';
@@ -13,6 +13,9 @@ import { requestContextMiddleware } from './common/request-context/request-conte
 import { jsonBodyGuard } from './common/http/json-body-guard.js';
 import type { AppConfig } from './config/app-config.js';
 import { ShutdownState } from './modules/health/shutdown-state.js';
+import { buildOpenApiDocument } from './openapi/openapi-document.js';
+
+const openApiDocuments = new WeakMap<NestExpressApplication, () => OpenAPIObject>();
 
 export interface CreateAppOptions {
   config: AppConfig;
@@ -32,6 +35,7 @@ export async function createHttpApp({ config, databaseUrl, logger, extraModules 
   });
   configureHttp(app, config, jsonLogger);
   await app.init();
+  openApiDocuments.get(app)!();
   return app;
 }
 
@@ -69,16 +73,11 @@ function configureHttp(app: NestExpressApplication, config: AppConfig, logger: J
   app.enableCors({ origin: false });
   app.useStaticAssets(join(__dirname, '..', 'public'), { index: 'index.html' });
 
-  const document = SwaggerModule.createDocument(
-    app as unknown as INestApplication,
-    new DocumentBuilder()
-      .setTitle('Atrium API')
-      .setDescription('Area A: tool invocation with personal API keys (/api/v1/public/mcp). Area B: the backend (/api).')
-      .setVersion(config.version)
-      .addBearerAuth()
-      .build(),
-  );
-  SwaggerModule.setup('api/docs', app as unknown as INestApplication, document, { jsonDocumentUrl: 'api/docs/openapi.json' });
+  // Built after init (the tool registry is sealed then); createHttpApp builds it once at start-up so a
+  // route without a documented answer fails the boot, not the first request for the document.
+  let document: OpenAPIObject | undefined;
+  openApiDocuments.set(app, () => (document ??= buildOpenApiDocument(app as unknown as INestApplication, config)));
+  SwaggerModule.setup('api/docs', app as unknown as INestApplication, openApiDocuments.get(app)!, { jsonDocumentUrl: 'api/docs/openapi.json' });
 
   // Errors thrown by Express middleware (body parser, multer) never reach Nest's filter.
   const errorLogger = new Logger('Errors');

@@ -10,6 +10,14 @@ import { createHttpApp, type CreateAppOptions } from '../../src/app.factory.js';
 import { JsonLogger } from '../../src/common/logging/json-logger.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
+import { failOnOpenApiMismatches, openApiValidator, watchResponses } from './openapi-validator.js';
+
+// Every answer an in-process app gives during a test must match the served OpenAPI document for its route
+// and status; a test during which one did not fails with the mismatch (see openapi-validator.ts).
+if (typeof afterEach === 'function') {
+  afterEach(failOnOpenApiMismatches);
+  afterAll(failOnOpenApiMismatches);
+}
 
 /**
  * Where a test file's data lives: its own fresh database on TEST_DATABASE_URL's server, or a fresh
@@ -101,6 +109,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   await app.listen(options.port ?? 0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   const baseUrl = `http://127.0.0.1:${address.port}`;
+  watchResponses(app.getHttpServer(), await openApiValidator(baseUrl));
   return {
     app,
     config,

@@ -1,5 +1,6 @@
 import { Controller, Delete, Get, Headers, Post, Req, Res, UseGuards, UseInterceptors } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { JsonRpcErrorSchema, JsonRpcMessageSchema, JsonRpcResponseSchema } from './mcp.schemas.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest, isJSONRPCErrorResponse, isJSONRPCResultResponse, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
@@ -28,7 +29,6 @@ import { AnyKeyScope, ScopeGuard } from './scope.guard.js';
  * Transport-level errors are JSON-RPC error objects (see renderJsonRpcError).
  */
 @ApiTags('tool API (Area A)')
-@ApiBearerAuth()
 @Controller('api/v1/public/mcp')
 export class McpController {
   constructor(
@@ -42,7 +42,40 @@ export class McpController {
   @UseGuards(McpOriginGuard, ApiKeyAuthGuard, ScopeGuard)
   @AnyKeyScope('mcp')
   @UseInterceptors(OwnerInterceptor)
-  @ApiOperation({ summary: 'MCP Streamable HTTP: JSON-RPC 2.0 (initialize, ping, tools/list, tools/call)' })
+  @ApiOperation({
+    summary: 'MCP Streamable HTTP: JSON-RPC 2.0 (initialize, ping, tools/list, tools/call)',
+    description:
+      'One JSON-RPC message per POST (stateless; Accept: application/json, text/event-stream). Tool failures are tools/call results with isError: true carrying the Area A error code; refusals before the call are JSON-RPC errors whose data is the Area A error body.',
+  })
+  @ApiBody({ schema: { $ref: JsonRpcMessageSchema.$ref } })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Write tools: as on POST /call' })
+  @ApiResponse({
+    status: 200,
+    description:
+      'The JSON-RPC response; in a 2025-era session whose client declared elicitation, a write of a confirmWrites credential is answered as text/event-stream instead (elicitation/create, then the result)',
+    schema: { $ref: JsonRpcResponseSchema.$ref },
+  })
+  @ApiResponse({ status: 202, description: 'A notification or response was accepted (no body)' })
+  @ApiResponse({ status: 400, description: 'Not JSON (-32700), not a single JSON-RPC message (-32600), or a bad request for the protocol revision', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({
+    status: 401,
+    description: 'No credential or a bad one',
+    headers: { 'WWW-Authenticate': { required: true, description: 'Bearer challenge with resource_metadata (OAuth discovery)', schema: { type: 'string' } } },
+    schema: { $ref: JsonRpcErrorSchema.$ref },
+  })
+  @ApiResponse({ status: 403, description: 'An Origin not in MCP_ALLOWED_ORIGINS', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 404, description: 'Mcp-Session-Id names no session of this credential (unknown, ended or expired): initialize again', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 406, description: 'Accept does not allow application/json and text/event-stream', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 413, description: 'Body too large', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 415, description: 'Content-Type is not application/json', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({
+    status: 429,
+    description: 'Rate limited (a tools/call is answered in-band instead, as an isError result)',
+    headers: { 'Retry-After': { required: true, description: 'Seconds to wait', schema: { type: 'integer', minimum: 1 } } },
+    schema: { $ref: JsonRpcErrorSchema.$ref },
+  })
+  @ApiResponse({ status: 500, description: 'Unexpected failure', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 503, description: 'The database or Redis is unavailable (the credential cannot be checked)', schema: { $ref: JsonRpcErrorSchema.$ref } })
   async post(
     @Caller() caller: KeyCaller,
     @Req() request: Request,
@@ -129,6 +162,7 @@ export class McpController {
 
   @Get()
   @ApiOperation({ summary: 'Not offered: the server sends nothing unasked, so it opens no standalone SSE stream (405)' })
+  @ApiResponse({ status: 405, description: 'Allow: POST, DELETE', schema: { $ref: JsonRpcErrorSchema.$ref } })
   get(@Res() response: Response): void {
     methodNotAllowed(response, 'POST, DELETE', 'Method not allowed: this MCP server opens no standalone SSE stream; send JSON-RPC with POST');
   }
@@ -138,6 +172,9 @@ export class McpController {
   @AnyKeyScope('mcp')
   @UseInterceptors(OwnerInterceptor)
   @ApiOperation({ summary: 'Ends the MCP session named by Mcp-Session-Id (204; 404 if unknown; 405 without the header)' })
+  @ApiResponse({ status: 204, description: 'The session is ended' })
+  @ApiResponse({ status: 404, description: 'No such session for this credential', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 405, description: 'No Mcp-Session-Id header (Allow: POST, DELETE)', schema: { $ref: JsonRpcErrorSchema.$ref } })
   async remove(@Caller() caller: KeyCaller, @Req() request: Request, @Res() response: Response): Promise<void> {
     const header = request.headers['mcp-session-id'];
     if (header === undefined) {
