@@ -55,6 +55,24 @@ export function visibleDocumentSql(alias: string, actor: ActorPlaceholders): str
 }
 
 /**
+ * The BM25 statistic scopes (column `scope`, see migration 1764015000000 and `rag_stat_scope`) the actor may see:
+ * the visibility rule of {@link visibleDocumentSql} cut along scopes, so search statistics count exactly the
+ * documents a caller may see. A scope is `u:<author>:<project or empty>` for a private document and
+ * `p:<project or empty>` for a public one. The actor sees its own private scopes (of every project, or of its
+ * pinned ones), the public scopes of projects it is a member of (inside its pins), and the public scope without
+ * a project (unpinned only). One difference, on purpose: a public document of a project its author has left
+ * stays visible to the author (author rule) but its scope is the project's, so its words only ever count for
+ * members. test/medium/rag-scopes.medium-spec.ts checks the two rules against each other for every caller kind.
+ */
+export function viewerStatScopesSql(scope: string, actor: ActorPlaceholders): string {
+  return `(${scope} = ANY(ARRAY(SELECT 'p:' || sm.project_id::text FROM project_members sm
+                              WHERE sm.user_id = ${actor.user}::uuid AND ${insidePinsSql('sm.project_id', actor.pins)})
+                        || ARRAY(SELECT 'u:' || ${actor.user}::text || ':' || sp::text FROM unnest(${actor.pins}::uuid[]) sp)
+                        || CASE WHEN ${actor.pins}::uuid[] IS NULL THEN ARRAY['p:'] ELSE ARRAY[]::text[] END)
+           OR (${actor.pins}::uuid[] IS NULL AND ${scope} >= 'u:' || ${actor.user}::text || ':' AND ${scope} < 'u:' || ${actor.user}::text || ';'))`;
+}
+
+/**
  * Creating an object without a project is outside every pin: a pinned caller must name one of its projects.
  * Returns false when the creation would be refused (400 invalid_argument on `project_id`).
  */
