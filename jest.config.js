@@ -19,5 +19,7 @@ module.exports = {
       rootDir: '.',
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
     },
+    // Services and SQL against a real database, without HTTP or the app (factories insert rows directly).
+    { ...shared, displayName: 'medium', rootDir: '.', testMatch: ['<rootDir>/test/medium/**/*.medium-spec.ts'] },
   ],
 };
