@@ -50,20 +50,12 @@ function toDocument(row: SummaryRow): Document {
   };
 }
 
-export interface NewDocument {
-  id: string;
-  projectId: string | null;
-  authorId: string;
-  title: string;
-  mimeType: string;
-  sizeBytes: number;
-  sha256: string;
-  isPublic: boolean;
-  origin: DocumentOrigin;
+/** A document to insert: it starts `uploaded`, not indexed. */
+export type NewDocument = Pick<Document, 'id' | 'projectId' | 'authorId' | 'title' | 'mimeType' | 'sizeBytes' | 'sha256' | 'isPublic' | 'origin'> & {
   content: Buffer;
   /** Known at once for a text document; an upload's text is extracted by the indexer. */
   textContent: string | null;
-}
+};
 
 /** What an update may change (the author's edit); the repository stamps `updated_at`. */
 export interface DocumentChanges {
