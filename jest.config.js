@@ -13,13 +13,13 @@ module.exports = {
   testTimeout: 60000,
   projects: [
     { ...shared, displayName: 'unit', rootDir: '.', testMatch: ['<rootDir>/src/**/*.spec.ts'] },
+    // Services against a real database without HTTP (test/medium); issue-17-tests owns the tier's final shape.
+    { ...shared, displayName: 'medium', rootDir: '.', testMatch: ['<rootDir>/test/medium/**/*.medium-spec.ts'] },
     {
       ...shared,
       displayName: 'e2e',
       rootDir: '.',
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
     },
-    // Services and SQL against a real database, without HTTP or the app (factories insert rows directly).
-    { ...shared, displayName: 'medium', rootDir: '.', testMatch: ['<rootDir>/test/medium/**/*.medium-spec.ts'] },
   ],
 };

@@ -4,8 +4,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import { createHash, randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
-import { viewerStatScopesSql, visibleDocumentSql } from '../../src/common/access/access-rules.js';
-import { actorPredicate } from '../../src/common/access/access-sql.js';
+import { viewerStatScopes, visibleDocument } from '../../src/common/access/access-rules.js';
 import type { Actor } from '../../src/common/auth/actor.js';
 import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
 import type { DB } from '../../src/database/database.types.js';
@@ -13,8 +12,8 @@ import { runMigrationsUnderLock } from '../../src/database/migrations-runner.js'
 import { createTestDatabase, type TestDatabase } from '../support/test-app.js';
 
 /**
- * The BM25 statistic scopes a caller's search sums (viewerStatScopesSql) against the document visibility rule
- * (visibleDocumentSql), on a real database with the real scope triggers, for every caller kind: nothing the
+ * The BM25 statistic scopes a caller's search sums (viewerStatScopes) against the document visibility rule
+ * (visibleDocument), on a real database with the real scope triggers, for every caller kind: nothing the
  * caller may not see is ever counted in its statistics, and everything it may see is, but for the one documented
  * exception (a public document of a project its author has left: visible to the author, counted for members only).
  */
@@ -94,7 +93,7 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
 
   it.each(callerKinds)('%s: the statistics count exactly the documents it may see', async (_kind, actor) => {
     const visible = new Set(
-      (await db.selectFrom('documents as d').select('d.id').where(actorPredicate((p) => visibleDocumentSql('d', p), actor)).execute()).map((row) => row.id),
+      (await db.selectFrom('documents as d').select('d.id').where(visibleDocument(actor, 'd')).execute()).map((row) => row.id),
     );
     // Documents whose chunks the caller's statistics count: those in a scope the caller sums (the real table, COLLATE "C").
     const counted = new Set(
@@ -103,7 +102,7 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
           .selectFrom('document_chunks as c')
           .innerJoin('rag_scope_stats as s', 's.scope', 'c.stat_scope')
           .select('c.document_id')
-          .where(actorPredicate((p) => viewerStatScopesSql('s.scope', p), actor))
+          .where(viewerStatScopes(actor, 's.scope'))
           .execute()
       ).map((row) => row.document_id),
     );
@@ -131,7 +130,7 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
           await db
             .selectFrom('rag_scope_stats as s')
             .select(sql<string>`coalesce(sum(s.chunk_count), 0)`.as('n'))
-            .where(actorPredicate((p) => viewerStatScopesSql('s.scope', p), actor))
+            .where(viewerStatScopes(actor, 's.scope'))
             .executeTakeFirstOrThrow()
         ).n,
       );

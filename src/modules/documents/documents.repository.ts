@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { sql, type Selectable, type UpdateObject } from 'kysely';
-import { actorPredicate } from '../../common/access/access-sql.js';
-import { visibleDocumentSql } from '../../common/access/access-rules.js';
+import { visibleDocument } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import type { DB, Documents } from '../../database/database.types.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
@@ -79,7 +78,7 @@ export interface DocumentWithText extends Document {
 
 /**
  * The `documents` table: the only place its SQL lives (the RAG module changes a document's index state
- * through here too). Reads on behalf of a caller compose the access rule (visibleDocumentSql); the index-state
+ * through here too). Reads on behalf of a caller compose the access rule (visibleDocument); the index-state
  * writes are fenced by the content hash the indexer read, so a job holding older content changes nothing.
  */
 @Injectable()
@@ -88,7 +87,7 @@ export class DocumentsRepository {
 
   /** Documents `d` the actor may see. */
   private visibleTo(actor: Actor, executor: DbExecutor = this.db) {
-    return executor.selectFrom('documents as d').where(actorPredicate((placeholders) => visibleDocumentSql('d', placeholders), actor));
+    return executor.selectFrom('documents as d').where(visibleDocument(actor, 'd'));
   }
 
   async insert(document: NewDocument): Promise<Document> {

@@ -1,14 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { sql, type RawBuilder } from 'kysely';
-import { actorPredicate } from '../../common/access/access-sql.js';
-import { viewerStatScopesSql, visibleDocumentSql } from '../../common/access/access-rules.js';
+import { viewerStatScopes, visibleDocument } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { BM25_B, BM25_K1, KEYWORD_POSTINGS_PER_TERM, POSTING_IMPACT_SQL, TEXT_SEARCH_CONFIG, TSV_TF_SQL } from './rag.constants.js';
 
 /** Which documents a search covers: those the actor may see, narrowed to a project and/or to some documents. */
 export interface SearchScope {
-  actor: Pick<Actor, 'userId' | 'projectIds'>;
+  actor: Actor;
   projectId: string | null;
   documentIds: string[] | null;
 }
@@ -87,16 +86,16 @@ function detailOf(row: DetailRow): RankedChunk['detail'] {
 
 // ---- SQL pieces the ranking and loading statements share ------------------------------------------------
 
-/** Documents `d` in the search's scope: the access rule (visibleDocumentSql) plus the search's own filters. */
+/** Documents `d` in the search's scope: the access rule (visibleDocument) plus the search's own filters. */
 function inScope(scope: SearchScope): RawBuilder<boolean> {
-  return sql<boolean>`${actorPredicate((actor) => visibleDocumentSql('d', actor), scope.actor)}
+  return sql<boolean>`${visibleDocument(scope.actor, 'd')}
       AND (${scope.projectId}::uuid IS NULL OR d.project_id = ${scope.projectId}::uuid)
       AND (${scope.documentIds}::uuid[] IS NULL OR d.id = ANY(${scope.documentIds}::uuid[]))`;
 }
 
 /**
  * CTEs `st` (the caller's chunk count `n` and mean chunk length `avgdl`, over the statistic scopes the caller may
- * see: viewerStatScopesSql) and `q` (the query's terms found in the caller's documents, each with its document
+ * see: viewerStatScopes) and `q` (the query's terms found in the caller's documents, each with its document
  * frequency `df` there and its IDF). Every BM25 figure comes from the documents the caller may see, so nobody
  * else's private document moves a score (API.md: statistics per viewer).
  */
@@ -105,7 +104,7 @@ function viewerTermsCtes(query: string, actor: SearchScope['actor']): RawBuilder
               SELECT greatest(coalesce(sum(s.chunk_count), 0), 1)::float8 AS n,
                      greatest(coalesce(sum(s.total_tokens), 0)::float8 / greatest(coalesce(sum(s.chunk_count), 0), 1), 1) AS avgdl,
                      coalesce(array_agg(s.scope) FILTER (WHERE s.chunk_count > 0), '{}') AS scopes
-              FROM rag_scope_stats s WHERE ${actorPredicate((placeholders) => viewerStatScopesSql('s.scope', placeholders), actor)}),
+              FROM rag_scope_stats s WHERE ${viewerStatScopes(actor, 's.scope')}),
             q AS MATERIALIZED (
               SELECT t.lexeme, t.df, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf, st.avgdl
               FROM st CROSS JOIN LATERAL (

@@ -39,9 +39,9 @@ export interface SearchResult {
 }
 
 /**
- * Search over document chunks, with the access rule (visibleDocumentSql) applied in SQL so a chunk of a
+ * Search over document chunks, with the access rule (visibleDocument) applied in SQL so a chunk of a
  * document the caller may not see never leaves the database, and BM25 statistics counted over the caller's
- * visible documents only (viewerStatScopesSql), so no score depends on a document the caller cannot see.
+ * visible documents only (viewerStatScopes), so no score depends on a document the caller cannot see.
  * The statements are RagSearchRepository's; this service embeds the query, runs the two ranked lists, fuses
  * and assembles.
  *

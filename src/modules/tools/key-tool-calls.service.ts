@@ -55,6 +55,6 @@ export class KeyToolCalls {
 export function confirmationRequired(prepared: PreparedToolCall): AppException {
   return new AppException(
     ErrorCode.ConfirmationRequired,
-    `${prepared.tool.definition.name} writes, and this credential asks the user to confirm every write: call it over MCP from a client that supports elicitation (revision 2026-07-28)`,
+    `${prepared.tool.definition.name} writes, and this credential asks the user to confirm every write: call it over MCP from a client that declared elicitation (revision 2026-07-28, or 2025-06-18/2025-11-25 with the session the server then issues)`,
   );
 }
