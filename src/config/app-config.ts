@@ -107,11 +107,6 @@ export interface AppConfig {
   ragSearch: {
     /** Weight of the vector list in hybrid score fusion (0 = keyword only, 1 = vector only). */
     hybridVectorWeight: number;
-    /**
-     * Whether search statements run on their own small pool whose sessions start with the search
-     * settings (one round trip per ranked list). Off for a pooler that refuses startup options.
-     */
-    dedicatedPool: boolean;
   };
   /** RAG indexing jobs: when a job whose worker died is taken over. */
   indexing: {
@@ -218,7 +213,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     llm: readLlmConfig(read),
     ragSearch: {
       hybridVectorWeight: read.number('RAG_HYBRID_VECTOR_WEIGHT', DEFAULT_HYBRID_VECTOR_WEIGHT, 0, 1),
-      dedicatedPool: read.oneOf('RAG_SEARCH_POOL', ['on', 'off'] as const, 'on') === 'on',
     },
     indexing: {
       staleAfterMs: read.int('RAG_STALE_AFTER_MS', 60_000, 500, 3_600_000),

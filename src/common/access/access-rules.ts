@@ -37,14 +37,14 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  * combined with `sql`. Aliases and columns come from code, never from input. Stable names:
  * {@link insidePins}, {@link visibleTask}, {@link editableTask}, {@link deletableTask}, {@link visibleDocument},
  * {@link editableDocument}, {@link visibleProject}, {@link projectRoleAtLeast}, {@link visibleRepo},
- * {@link visibleAgentRun}, {@link visibleIndexingJob}.
+ * {@link visibleAgentRun}, {@link visibleIndexingJob}, {@link viewerStatScopes}.
  * For objects already loaded: {@link isProjectAllowed}, {@link isRepoAllowed}, {@link mayCreateWithoutProject},
  * {@link effectiveRole}, {@link accessOutcome}, {@link accessDenied}.
  *
  * ## String forms (transitional)
- * {@link visibleDocumentSql}, {@link insidePinsSql} and {@link actorSqlValues} state the same rules for statements
- * still written as strings with placeholders (RAG search, documents, agent runs); they go when those move to
- * repositories.
+ * {@link insidePinsSql} and {@link actorSqlValues} state the pin rule for statements still written as strings
+ * with placeholders (agent runs); they go when those move to Kysely predicates. (Documents and RAG search compose
+ * {@link visibleDocument} and {@link viewerStatScopes} since issue 17.)
  */
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -82,6 +82,28 @@ export function visibleDocument(actor: Actor, alias = 'd'): RawBuilder<SqlBool> 
   return sql<SqlBool>`((${ref(alias, 'author_id')} = ${actor.userId} OR (${ref(alias, 'is_public')} AND (${ref(alias, 'project_id')} IS NULL OR EXISTS (
       SELECT 1 FROM project_members access_vm WHERE access_vm.project_id = ${ref(alias, 'project_id')} AND access_vm.user_id = ${actor.userId}))))
     AND ${insidePins(actor, `${alias}.project_id`)})`;
+}
+
+/**
+ * The BM25 statistic scopes (the column `scopeColumn`, values of `rag_stat_scope`, migration 1764015000000) whose
+ * documents the actor may see: {@link visibleDocument} cut along scopes, so search statistics count only what the
+ * caller may see. A scope is `u:<author>:<project or empty>` for a private document, `p:<project or empty>` for a
+ * public one. The actor gets its own private scopes (of every project, or of its pinned ones), the public scopes of
+ * projects it is a member of (inside its pins) and, unpinned, the public scope without a project. One difference
+ * on purpose: a public document of a project its author has left stays visible to the author (author rule) but is
+ * counted in the project's scope, for members only. `test/medium/rag-scopes.medium-spec.ts` checks this against
+ * {@link visibleDocument} for every caller kind. The column must be `COLLATE "C"` (the private scopes are one range).
+ */
+export function viewerStatScopes(actor: Actor, scopeColumn: string): RawBuilder<SqlBool> {
+  const scope = sql.ref(scopeColumn);
+  const userPrefix = `u:${actor.userId}:`;
+  if (actor.projectIds === null) {
+    return sql<SqlBool>`(${scope} = ANY(ARRAY(SELECT 'p:' || access_sm.project_id::text FROM project_members access_sm WHERE access_sm.user_id = ${actor.userId}) || ARRAY['p:'])
+      OR (${scope} >= ${userPrefix} AND ${scope} < ${`u:${actor.userId};`}))`;
+  }
+  const pins = [...actor.projectIds];
+  return sql<SqlBool>`${scope} = ANY(ARRAY(SELECT 'p:' || access_sm.project_id::text FROM project_members access_sm
+      WHERE access_sm.user_id = ${actor.userId} AND access_sm.project_id = ANY(${pins}::uuid[])) || ${pins.map((projectId) => `${userPrefix}${projectId}`)}::text[])`;
 }
 
 /** Documents the actor may change or delete: its own, and inside a project only while at least an editor there (after the cap). */
@@ -190,11 +212,4 @@ export function actorSqlValues(actor: Actor): [string, string[] | null] {
 /** String form of {@link insidePins}. */
 export function insidePinsSql(projectColumn: string, pins: string): string {
   return `(${pins}::uuid[] IS NULL OR ${projectColumn} = ANY(${pins}::uuid[]))`;
-}
-
-/** String form of {@link visibleDocument}. */
-export function visibleDocumentSql(alias: string, actor: ActorPlaceholders): string {
-  return `((${alias}.author_id = ${actor.user}::uuid OR (${alias}.is_public AND (${alias}.project_id IS NULL OR EXISTS (
-             SELECT 1 FROM project_members vm WHERE vm.project_id = ${alias}.project_id AND vm.user_id = ${actor.user}::uuid))))
-           AND ${insidePinsSql(`${alias}.project_id`, actor.pins)})`;
 }

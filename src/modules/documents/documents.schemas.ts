@@ -1,5 +1,5 @@
 import { named, nullable, object, timestamp, uuid } from '../../common/openapi/openapi-schema.js';
-import { DOCUMENT_STATUSES } from './document.entity.js';
+import { DOCUMENT_STATUSES } from './document.model.js';
 
 export const DocumentSchema = named('Document', object({
   id: uuid,

@@ -4,7 +4,7 @@ import { ToolList } from '../tools/tool-definition.js';
 import { filterOrUndefined, param, type ToolArgs } from '../tools/tool-parameters.js';
 import { Tool, ToolProvider } from '../tools/tool.decorators.js';
 import { toToolDocumentView } from './document-views.js';
-import { DOCUMENT_STATUSES } from './document.entity.js';
+import { DOCUMENT_STATUSES } from './document.model.js';
 import { DocumentsService, MAX_TEXT_CONTENT_BYTES } from './documents.service.js';
 
 const nullableUuid = { type: ['string', 'null'], format: 'uuid' };
