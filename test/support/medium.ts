@@ -9,7 +9,7 @@ import type { Actor } from '../../src/common/auth/actor.js';
 import { JsonLogger } from '../../src/common/logging/json-logger.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { KYSELY, type Db } from '../../src/database/kysely.provider.js';
-import { createTestDatabase, type TestDatabase } from './test-app.js';
+import { createTestDatabase, testAppEnv, type TestDatabase } from './test-app.js';
 
 /**
  * The medium tier: the services of the real modules against a real, freshly migrated database, without HTTP.
@@ -43,15 +43,7 @@ export interface MediumOptions {
 export async function startMediumContext(options: MediumOptions = {}): Promise<MediumContext> {
   const database = await createTestDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), 'atrium-medium-'));
-  const config = loadConfig({
-    NODE_ENV: 'test',
-    APP_ROLE: 'api',
-    DATA_DIR: dataDir,
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',
-    REDIS_URL: process.env.TEST_REDIS_URL,
-    REDIS_PREFIX: `atrium-medium-${randomBytes(4).toString('hex')}`,
-    ...options.env,
-  });
+  const config = loadConfig(testAppEnv(dataDir, { APP_ROLE: 'api', ...options.env }));
   let app: INestApplicationContext;
   try {
     // The same module graph as `node dist/src/worker.js` builds (createApplicationContext initialises it, migrations included).

@@ -174,19 +174,23 @@ export interface TestAppOptions {
   port?: number;
 }
 
-/** Boots the real app over HTTP on a random loopback port against real PostgreSQL (+ Redis when TEST_REDIS_URL is set). */
-export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const database = options.database ?? (await createTestDatabase());
-  const dataDir = mkdtempSync(join(tmpdir(), 'atrium-test-'));
-  const env: Record<string, string | undefined> = {
+/** The environment of an in-process test app: its own DATA_DIR and Redis prefix, TEST_REDIS_URL, quiet logs; then `overrides`. */
+export function testAppEnv(dataDir: string, overrides: Record<string, string> = {}): Record<string, string | undefined> {
+  return {
     NODE_ENV: 'test',
     DATA_DIR: dataDir,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',
     REDIS_URL: process.env.TEST_REDIS_URL,
     REDIS_PREFIX: `atrium-test-${randomBytes(4).toString('hex')}`,
-    ...options.env,
+    ...overrides,
   };
-  const config = loadConfig(env);
+}
+
+/** Boots the real app over HTTP on a random loopback port against real PostgreSQL (+ Redis when TEST_REDIS_URL is set). */
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const database = options.database ?? (await createTestDatabase());
+  const dataDir = mkdtempSync(join(tmpdir(), 'atrium-test-'));
+  const config = loadConfig(testAppEnv(dataDir, options.env));
   const app = await createHttpApp({ config, databaseUrl: database.url, logger: new JsonLogger(config.logLevel) });
   await app.listen(options.port ?? 0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
