@@ -55,7 +55,13 @@ export interface AppConfig {
     areaBCallsPerMinute: number;
     loginAttemptsPer15Min: number;
   };
-  mcp: { allowedOrigins: string[] };
+  mcp: {
+    allowedOrigins: string[];
+    /** A 2025-era MCP session unused this long is gone (404, the client initializes again); pruned hourly. */
+    sessionTtlMs: number;
+    /** How long a write of a "confirm writes" credential waits for the user's elicitation answer before it fails. */
+    confirmTimeoutMs: number;
+  };
   /**
    * Express `trust proxy`: which peers may set the client address through X-Forwarded-For. false = none
    * (per-IP limits use the socket address); a hop count; or addresses, CIDR ranges and the names
@@ -199,7 +205,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       areaBCallsPerMinute: read.int('RATE_LIMIT_USER_PER_MIN', 600, 1, 1_000_000),
       loginAttemptsPer15Min: read.int('RATE_LIMIT_LOGIN_PER_15_MIN', 10, 1, 100_000),
     },
-    mcp: { allowedOrigins: read.list('MCP_ALLOWED_ORIGINS') },
+    mcp: {
+      allowedOrigins: read.list('MCP_ALLOWED_ORIGINS'),
+      sessionTtlMs: read.int('MCP_SESSION_TTL_MS', 86_400_000, 1_000, 30 * 86_400_000),
+      // The official v1 SDK client gives up on a request after 60 s unless told otherwise; a human needs longer.
+      confirmTimeoutMs: read.int('MCP_CONFIRM_TIMEOUT_MS', 120_000, 100, 3_600_000),
+    },
     trustProxy: readTrustProxy(read),
     publicUrl: readPublicUrl(read),
     oauth: {

@@ -7,12 +7,20 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { createHttpApp } from '../../src/app.factory.js';
+import { createHttpApp, type CreateAppOptions } from '../../src/app.factory.js';
 import { JsonLogger } from '../../src/common/logging/json-logger.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { runMigrationsUnderLock } from '../../src/database/migrations-runner.js';
+import { failOnOpenApiMismatches, openApiValidator, watchResponses } from './openapi-validator.js';
+
+// Every answer an in-process app gives during a test must match the served OpenAPI document for its route
+// and status; a test during which one did not fails with the mismatch (see openapi-validator.ts).
+if (typeof afterEach === 'function') {
+  afterEach(failOnOpenApiMismatches);
+  afterAll(failOnOpenApiMismatches);
+}
 
 /**
  * Where a test file's data lives: its own fresh database on TEST_DATABASE_URL's server, or a fresh
@@ -172,6 +180,8 @@ export interface TestAppOptions {
   database?: TestDatabase;
   /** Listen on this loopback port (e.g. one PUBLIC_URL names) instead of a random one. */
   port?: number;
+  /** Test-only feature modules booted with the app (e.g. a throw-away tool provider). */
+  extraModules?: CreateAppOptions['extraModules'];
 }
 
 /** The environment of an in-process test app: its own DATA_DIR and Redis prefix, TEST_REDIS_URL, quiet logs; then `overrides`. */
@@ -191,10 +201,11 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const database = options.database ?? (await createTestDatabase());
   const dataDir = mkdtempSync(join(tmpdir(), 'atrium-test-'));
   const config = loadConfig(testAppEnv(dataDir, options.env));
-  const app = await createHttpApp({ config, databaseUrl: database.url, logger: new JsonLogger(config.logLevel) });
+  const app = await createHttpApp({ config, databaseUrl: database.url, logger: new JsonLogger(config.logLevel), extraModules: options.extraModules });
   await app.listen(options.port ?? 0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   const baseUrl = `http://127.0.0.1:${address.port}`;
+  watchResponses(app.getHttpServer(), await openApiValidator(baseUrl));
   return {
     app,
     config,

@@ -15,6 +15,7 @@ import { ApiKeyCallCounter } from './api-key-call-counter.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
 import type { CreateApiKeyDto } from './dto/create-api-key.dto.js';
 import { isUuid } from '../../common/validation/uuid.js';
+import { ScopeCatalog } from './scope-catalog.js';
 
 export type ApiKeyStatus = 'active' | 'expired' | 'revoked';
 
@@ -64,9 +65,11 @@ export class ApiKeysService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly usage: ApiKeyUsageRecorder,
     private readonly callCounter: ApiKeyCallCounter,
+    private readonly scopes: ScopeCatalog,
   ) {}
 
   async create(userId: string, input: CreateApiKeyDto): Promise<Omit<ApiKeyView, 'daysUntilExpiry' | 'lastUsedAt' | 'callCount' | 'status'> & { key: string }> {
+    this.scopes.assertKnown(input.scopes);
     const { key, prefix } = generateApiKey();
     const now = new Date();
     const entity = this.keys.create({

@@ -9,7 +9,11 @@ import { IngestSandbox } from './sandbox/ingest-sandbox.service.js';
 import { returningRows } from '../../database/returning-rows.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
-import type { IndexingJobRow } from './indexing-jobs.service.js';
+import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
+import type { ClaimableTable } from '../../queue/claimable-jobs.repository.js';
+
+/** Indexing jobs as claimable jobs (src/queue): a claim's number (`attempts`) fences its writes. */
+export const INDEXING_JOBS_TABLE: ClaimableTable<'indexing_jobs'> = { table: 'indexing_jobs', fencedBy: 'attempts' };
 
 /**
  * Runs one indexing job. Claiming is an atomic UPDATE (queued, or running with a dead worker's stale
@@ -31,6 +35,7 @@ export class IndexingJobRunner {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly claims: ClaimableJobsService,
     private readonly chunks: ChunkWriterService,
     private readonly indexState: DocumentIndexStateService,
     private readonly sandbox: IngestSandbox,
@@ -38,23 +43,15 @@ export class IndexingJobRunner {
   ) {}
 
   async run(jobId: string): Promise<'finished' | 'not-claimed'> {
-    const [job] = returningRows<IndexingJobRow>(await this.dataSource.query(
-      `UPDATE indexing_jobs SET status = 'running', started_at = coalesce(started_at, now()), heartbeat_at = now(), attempts = attempts + 1
-       WHERE id = $1 AND (status = 'queued' OR (status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < now() - make_interval(secs => $2))))
-       RETURNING *`,
-      [jobId, this.config.indexing.staleAfterMs / 1000],
-    ));
-    if (!job) return 'not-claimed';
-    const claim = job.attempts;
-    const heartbeat = setInterval(() => {
-      this.dataSource
-        .query(`UPDATE indexing_jobs SET heartbeat_at = now() WHERE id = $1 AND status = 'running' AND attempts = $2`, [jobId, claim])
-        .catch(() => undefined);
-    }, Math.min(10_000, Math.floor(this.config.indexing.staleAfterMs / 3)));
+    const claimed = await this.claims.claim(INDEXING_JOBS_TABLE, jobId, this.config.indexing.staleAfterMs, (row) => row);
+    if (!claimed) return 'not-claimed';
+    const { job, claim: held } = claimed;
+    const claim = job.attempts; // the fencing token (INDEXING_JOBS_TABLE.fencedBy) every write below names
+    const heartbeatEveryMs = Math.min(10_000, Math.floor(this.config.indexing.staleAfterMs / 3));
+    const stopHeartbeat = this.claims.watch(held, { checkEveryMs: heartbeatEveryMs, beatEveryMs: heartbeatEveryMs });
     try {
       for (let position = job.done + job.failed; position < job.document_ids.length; position += 1) {
-        const [{ status }] = await this.dataSource.query(`SELECT status FROM indexing_jobs WHERE id = $1`, [jobId]);
-        if (status !== 'running') return 'finished'; // cancelled
+        if (!(await this.claims.held(held))) return 'finished'; // cancelled, or taken over by another worker
         const documentId = job.document_ids[position];
         const error = await this.indexDocument(documentId, job.kind === 'reindex', jobId, claim);
         const counted = returningRows(
@@ -77,12 +74,10 @@ export class IndexingJobRunner {
       return 'finished';
     } catch (error) {
       // Let the queue's retry claim the job at once instead of waiting for the heartbeat to go stale.
-      await this.dataSource
-        .query(`UPDATE indexing_jobs SET heartbeat_at = NULL WHERE id = $1 AND status = 'running' AND attempts = $2`, [jobId, claim])
-        .catch(() => undefined);
+      await this.claims.release(held).catch(() => undefined);
       throw error;
     } finally {
-      clearInterval(heartbeat);
+      stopHeartbeat();
     }
   }
 

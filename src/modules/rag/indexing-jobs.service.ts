@@ -14,10 +14,10 @@ import { DocumentEvents, type DocumentEvent } from '../documents/document-events
 import { DocumentsService } from '../documents/documents.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ChunkWriterService } from './chunk-writer.service.js';
-import { IndexingJobRunner } from './indexing-job.runner.js';
+import { INDEXING_JOBS_TABLE, IndexingJobRunner } from './indexing-job.runner.js';
 import { RAG_INDEXING_QUEUE } from './rag.constants.js';
 import { returningRows } from '../../database/returning-rows.js';
-import { startRecoverySweep } from '../../queue/recovery-sweep.js';
+import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
 import { isUuid } from '../../common/validation/uuid.js';
 
 /** An authorised indexing request: which documents a job will index. */
@@ -86,6 +86,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     private readonly documents: DocumentsService,
     private readonly chunks: ChunkWriterService,
     private readonly runner: IndexingJobRunner,
+    private readonly claims: ClaimableJobsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -97,7 +98,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     await this.scheduleStaleVectorReindex().catch((error: unknown) =>
       this.logger.error({ msg: 'could not check for vectors of another embedding model', error: String(error) }),
     );
-    this.stopSweep = await startRecoverySweep('indexing job', () => this.recover(), this.config.indexing.recoveryIntervalMs, this.logger);
+    this.stopSweep = await this.claims.startSweep('indexing job', () => this.recover(), this.config.indexing.recoveryIntervalMs, this.logger);
   }
 
   onModuleDestroy(): void {
@@ -208,29 +209,21 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     return (await this.recoverJobs()) + (await this.recoverOrphanDocuments());
   }
 
-  private async recoverJobs(): Promise<number> {
-    const rows: { id: string; status: string; attempts: number }[] = await this.dataSource.query(
-      `SELECT id, status, attempts FROM indexing_jobs
-       WHERE (status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < now() - make_interval(secs => $1)))
-          OR (status = 'queued' AND created_at < now() - make_interval(secs => $1))
-       ORDER BY created_at LIMIT 100`,
-      [this.config.indexing.staleAfterMs / 1000],
-    );
-    let recovered = 0;
-    for (const row of rows) {
-      if (row.status === 'running' && row.attempts >= MAX_JOB_CLAIMS) {
-        await this.runner.markFailed(row.id, `the indexing was interrupted ${row.attempts} times (its worker stopped each time)`);
-        this.logger.error({ msg: 'indexing job given up after repeated interruptions', jobId: row.id, attempts: row.attempts });
-        continue;
-      }
-      const existing = await this.queue.getJob(row.id);
-      const state = existing ? await existing.getState() : 'missing';
-      if (row.status === 'queued' && ['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'].includes(state)) continue;
-      await this.enqueue(row.id, `-r${Date.now()}`);
-      recovered += 1;
-      this.logger.warn({ msg: 'indexing job re-enqueued', jobId: row.id, status: row.status, queueState: state });
-    }
-    return recovered;
+  private recoverJobs(): Promise<number> {
+    return this.claims.recover({
+      table: INDEXING_JOBS_TABLE,
+      what: 'indexing job',
+      queue: this.queue,
+      staleAfterMs: this.config.indexing.staleAfterMs,
+      enqueue: (id, suffix) => this.enqueue(id, suffix),
+      giveUp: async (job) => {
+        if (job.status !== 'running' || job.attempts < MAX_JOB_CLAIMS) return false;
+        await this.runner.markFailed(job.id, `the indexing was interrupted ${job.attempts} times (its worker stopped each time)`);
+        this.logger.error({ msg: 'indexing job given up after repeated interruptions', jobId: job.id, attempts: job.attempts });
+        return true;
+      },
+      logger: this.logger,
+    });
   }
 
   /**
