@@ -7,11 +7,11 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startBuiltServer, type BuiltServer } from './support/app-process.js';
 import { OpenApiResponseValidator } from './support/openapi-validator.js';
+import { pollUntil } from './support/wait.js';
 
 const run = promisify(execFile);
 const INSPECTOR_DIR = join(__dirname, '..', 'node_modules', '@modelcontextprotocol', 'inspector');
 const INSPECTOR_BIN = join(INSPECTOR_DIR, (JSON.parse(readFileSync(join(INSPECTOR_DIR, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin['mcp-inspector']);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const ROOT = join(__dirname, '..');
 
 /** `redocly lint` (recommended rules) of one file, through @redocly/openapi-core, the CLI's own engine. */
@@ -217,6 +217,16 @@ describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name 
     }
   }, 60_000);
 
+  it('answers health (ok), readiness and /api/auth/me for the signed-in user', async () => {
+    const health = await http(base, 'GET', '/api/health');
+    expect(health.status).toBe(200);
+    expect(health.body.data.status).toBe('ok');
+    expect((await http(base, 'GET', '/api/ready')).status).toBe(200);
+    const me = await http(base, 'GET', '/api/auth/me', { token });
+    expect(me.status).toBe(200);
+    expect(me.body.data.email).toMatch(/^built-\d+@example\.com$/);
+  });
+
   it('tells the account page whether sign-up is open', async () => {
     expect((await http(base, 'GET', '/api/auth/signup')).body.data).toEqual({ open: true });
   });
@@ -231,11 +241,12 @@ describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name 
     expect(uploaded.status).toBe(201);
     const documentId = uploaded.body.data.id as string;
     // Polled, not timed: on a busy machine indexing takes what it takes; the bound only stops a hang.
-    let status = '';
-    for (const started = Date.now(); Date.now() - started < 120_000; await sleep(250)) {
-      status = (await http(base, 'GET', `/api/documents/${documentId}`, { token })).body.data.status;
-      if (status === 'indexed' || status === 'failed') break;
-    }
+    const status = await pollUntil(
+      'the upload indexed',
+      async () => (await http(base, 'GET', `/api/documents/${documentId}`, { token })).body.data.status,
+      (state) => state === 'indexed' || state === 'failed',
+      { timeoutMs: 120_000, intervalMs: 250 },
+    );
     expect(status).toBe('indexed');
     const search = await http(base, 'POST', '/api/rag/search', { token, json: { query: 'lighthouse keeper', projectId: project.body.data.id } });
     expect(search.status).toBe(200);

@@ -18,13 +18,6 @@ export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
 
 /**
- * Hybrid fusion: min-max-normalised BM25 and cosine scores, combined with this weight on the vector side.
- * Chosen on SciFact with the offline hashing embedder, whose vectors repeat BM25's lexical signal without
- * its IDF, so they add a little and may not dominate. With a semantic provider, raise RAG_HYBRID_VECTOR_WEIGHT.
- */
-export const DEFAULT_HYBRID_VECTOR_WEIGHT = 0.15;
-
-/**
  * Candidates taken from each list before fusion (more when a search asks for more results); the HNSW
  * ef_search follows it. 50 rather than 100 halves the vector half and the keyword rescoring at 100k chunks;
  * SciFact hybrid nDCG@10 of a topK 10 search: 0.682 at 50 vs 0.681 at 100 (see README.md).
