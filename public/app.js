@@ -6,32 +6,11 @@
 
 import { mcpClientSnippets } from './mcp-snippets.js';
 
-const SCOPE_GROUPS = [
-  {
-    label: 'Tasks',
-    scopes: [
-      { name: 'tasks:read', allows: 'List, statistics and search of tasks' },
-      { name: 'tasks:write', allows: 'Create, update and delete tasks' },
-    ],
-  },
-  {
-    label: 'Documents',
-    scopes: [
-      { name: 'docs:read', allows: 'List, search and detail of documents' },
-      { name: 'docs:write', allows: 'Create, update and delete documents' },
-    ],
-  },
-  {
-    label: 'GitHub',
-    scopes: [
-      { name: 'github:read', allows: 'Read commits, issues, pull requests and workflows' },
-      { name: 'github:write', allows: 'Create issues and write comments' },
-    ],
-  },
-];
-
-/** A read-only tool per read scope, for the curl example. */
-const EXAMPLE_TOOL = { 'tasks:read': 'list_tasks', 'docs:read': 'list_documents', 'github:read': 'list_repositories' };
+/**
+ * The scopes a key can carry, from GET /api/api-keys/scopes (the server's catalog, declared by the tool
+ * providers): [{name, group, access, allows, exampleTool}]. Loaded once per page view after sign-in.
+ */
+let scopeCatalog = null;
 
 /** @type {{token: string, user: {id: string, email: string, name: string, role: string}} | null} */
 let session = null;
@@ -155,6 +134,7 @@ async function showKeysView() {
   $('whoami').textContent = `${session.user.name} (${session.user.email})`;
   $('keys-view').hidden = false;
   $('keys-title').focus();
+  await loadScopeCatalog();
   await loadKeys();
   await loadConnectedApps();
 }
@@ -414,10 +394,28 @@ async function onRefresh() {
 
 // ---- create ----------------------------------------------------------------------------------------
 
-function buildScopeCheckboxes() {
+async function loadScopeCatalog() {
+  if (scopeCatalog) return;
+  const catalog = await guarded(() => api('GET', '/api/api-keys/scopes'));
+  if (!catalog) return;
+  scopeCatalog = catalog.items;
+  buildScopeCheckboxes(scopeCatalog);
+}
+
+/** The catalog's scopes grouped under their headings, in catalog order. */
+function scopeGroups(scopes) {
+  const groups = new Map();
+  for (const scope of scopes) {
+    if (!groups.has(scope.group)) groups.set(scope.group, []);
+    groups.get(scope.group).push(scope);
+  }
+  return [...groups].map(([label, members]) => ({ label, scopes: members }));
+}
+
+function buildScopeCheckboxes(scopes) {
   const container = $('scope-groups');
   container.replaceChildren();
-  for (const group of SCOPE_GROUPS) {
+  for (const group of scopeGroups(scopes)) {
     const fs = document.createElement('fieldset');
     fs.className = 'scope-group';
     const legend = document.createElement('legend');
@@ -435,7 +433,7 @@ function buildScopeCheckboxes() {
       input.setAttribute('aria-describedby', `${id}-hint`);
       const label = document.createElement('label');
       label.htmlFor = id;
-      const access = scope.name.endsWith(':write') ? 'write' : 'read';
+      const access = scope.access;
       const strong = document.createElement('span');
       strong.className = 'scope-access';
       strong.textContent = access === 'write' ? 'Write' : 'Read';
@@ -610,14 +608,14 @@ function showCreatedKey(created) {
     `curl -s -H "Authorization: Bearer ${created.key}" \\`,
     `  ${mcpUrl}/tools`,
   ];
-  const readScope = created.scopes.find((s) => EXAMPLE_TOOL[s]);
-  if (readScope) {
+  const example = (scopeCatalog ?? []).find((s) => s.exampleTool && created.scopes.includes(s.name))?.exampleTool;
+  if (example) {
     lines.push(
       '',
       '# Call a tool',
       `curl -s -X POST -H "Authorization: Bearer ${created.key}" \\`,
       '  -H "Content-Type: application/json" \\',
-      `  -d '{"name": "${EXAMPLE_TOOL[readScope]}", "arguments": {}}' \\`,
+      `  -d '{"name": "${example}", "arguments": {}}' \\`,
       `  ${mcpUrl}/call`,
     );
   }
@@ -805,7 +803,6 @@ async function onDisconnect(button) {
 // ---- wiring ----------------------------------------------------------------------------------------
 
 function init() {
-  buildScopeCheckboxes();
   $('login-form').addEventListener('submit', onLogin);
   $('signup-form').addEventListener('submit', onSignup);
   $('toggle-revoked').addEventListener('click', onToggleRevoked);

@@ -2,15 +2,6 @@
 // narrow scopes, pin projects/repositories, choose an expiry, approve or deny. Plain ES module.
 // The access token lives only in memory, as on the account page.
 
-const SCOPE_TEXT = {
-  'tasks:read': 'Read your tasks',
-  'tasks:write': 'Create, change and delete your tasks',
-  'docs:read': 'Read and search documents you can see',
-  'docs:write': 'Create, change and delete your documents',
-  'github:read': 'Read commits, issues, pull requests and workflows of registered repositories',
-  'github:write': 'Create issues and comments in registered repositories',
-};
-
 const $ = (id) => document.getElementById(id);
 let token = null;
 let request = null;
@@ -94,7 +85,10 @@ async function showConsent() {
   $('consent-redirect-host').textContent = request.redirectHost;
   const scopes = $('consent-scopes');
   scopes.replaceChildren();
-  for (const scope of request.scopes) checkbox(scopes, 'scopes', scope, `${scope}: ${SCOPE_TEXT[scope] || scope}`, true);
+  // What each scope allows comes from the server's catalog (GET /api/api-keys/scopes); the name alone if it cannot be read.
+  const catalog = await call('GET', '/api/api-keys/scopes').catch(() => ({ items: [] }));
+  const allows = new Map(catalog.items.map((s) => [s.name, s.allows]));
+  for (const scope of request.scopes) checkbox(scopes, 'scopes', scope, allows.has(scope) ? `${scope}: ${allows.get(scope)}` : scope, true);
   $('consent-title').focus();
   await loadProjects();
 }

@@ -16,8 +16,8 @@
  * Usage: node scripts/check-dockerfile.ts [--rules-only]   (Node 24 runs TypeScript by stripping types)
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { cpSync, existsSync, globSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { cpSync, existsSync, globSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, resolve } from 'node:path';
@@ -181,6 +181,54 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/**
+ * docker build's layer cache, for the dependency layer only: a RUN whose stage so far copied only plain files
+ * (`COPY package.json package-lock.json ./` then `RUN npm install …`) is keyed, as Docker keys a layer, by every
+ * instruction before it and the content of the files copied; an unchanged key restores the stage as that RUN
+ * left it instead of running it again. The build and start steps (after `COPY . .`) always run. The newest
+ * two snapshots are kept (about 0.6 GB each). DOCKERFILE_CHECK_NO_CACHE=1 runs every step.
+ */
+const LAYER_CACHE = join(tmpdir(), 'atrium-dockerfile-layers');
+const KEPT_LAYERS = 2;
+
+function sha256(...parts: (string | Buffer)[]): string {
+  const hash = createHash('sha256');
+  for (const part of parts) hash.update(part).update('\0');
+  return hash.digest('hex');
+}
+
+
+function copyTree(from: string, to: string): void {
+  rmSync(to, { recursive: true, force: true });
+  const result = spawnSync('cp', ['-a', from, to], { stdio: 'inherit' });
+  if (result.status !== 0) throw new Error(`cp -a ${from} ${to} failed`);
+}
+
+function restoreLayer(key: string, stageRoot: string): boolean {
+  if (process.env.DOCKERFILE_CHECK_NO_CACHE === '1') return false;
+  const cached = join(LAYER_CACHE, key);
+  if (!existsSync(join(cached, '.complete'))) return false;
+  copyTree(join(cached, 'root'), stageRoot);
+  return true;
+}
+
+function saveLayer(key: string, stageRoot: string): void {
+  if (process.env.DOCKERFILE_CHECK_NO_CACHE === '1') return;
+  mkdirSync(LAYER_CACHE, { recursive: true });
+  const building = join(LAYER_CACHE, `${key}.${process.pid}.tmp`);
+  rmSync(building, { recursive: true, force: true });
+  mkdirSync(building);
+  copyTree(stageRoot, join(building, 'root'));
+  spawnSync('touch', [join(building, '.complete')]);
+  rmSync(join(LAYER_CACHE, key), { recursive: true, force: true });
+  renameSync(building, join(LAYER_CACHE, key));
+  const entries = readdirSync(LAYER_CACHE)
+    .filter((entry) => !entry.endsWith('.tmp'))
+    .map((entry) => ({ entry, mtime: statSync(join(LAYER_CACHE, entry)).mtimeMs }))
+    .sort((a, b) => b.mtime - a.mtime);
+  for (const { entry } of entries.slice(KEPT_LAYERS)) rmSync(join(LAYER_CACHE, entry), { recursive: true, force: true });
+}
+
 async function executeBuild(stages: Stage[], dockerignore: string): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'atrium-dockerfile-'));
   try {
@@ -203,8 +251,13 @@ async function executeBuild(stages: Stage[], dockerignore: string): Promise<void
       roots.set(stage.name, stageRoot);
       let workdir = '/';
       const env: Record<string, string> = {};
+      // The layer key so far (see LAYER_CACHE); `cacheable` until the stage copies a directory (its sources).
+      // The host's Node stands in for the image's, so its version is part of the key (native modules, npm).
+      let layer = sha256('FROM', stage.image, process.version);
+      let cacheable = true;
       console.log(`stage ${stage.name} (FROM ${stage.image}; the host's Node stands in for the image's)`);
       for (const i of stage.instructions) {
+        layer = sha256(layer, i.keyword, i.args);
         if (i.keyword === 'WORKDIR') {
           workdir = posix.resolve(workdir, i.args);
           mkdirSync(mapPath(stageRoot, workdir, '.'), { recursive: true });
@@ -217,6 +270,8 @@ async function executeBuild(stages: Stage[], dockerignore: string): Promise<void
           for (const source of copy.sources) {
             const from = copy.flags.from ? join(fromRoot, source) : join(context, source);
             if (!existsSync(from)) throw new Error(`Dockerfile:${i.line} COPY: ${source} does not exist${copy.flags.from ? ` in stage ${copy.flags.from}` : ' in the build context'}`);
+            if (copy.flags.from || statSync(from).isDirectory()) cacheable = false;
+            else layer = sha256(layer, source, readFileSync(from));
             const intoDir = copy.dest.endsWith('/') || copy.sources.length > 1;
             const dest = intoDir && !source.endsWith('/') && source !== '.' ? join(target, posix.basename(source)) : target;
             mkdirSync(dirname(dest), { recursive: true });
@@ -226,7 +281,12 @@ async function executeBuild(stages: Stage[], dockerignore: string): Promise<void
           const shell = execForm(i.args)?.join(' ') ?? i.args;
           // Absolute paths under WORKDIR point into the stage's directory here.
           const mapped = workdir === '/' ? shell : shell.split(workdir).join(mapPath(stageRoot, workdir, '.'));
-          run(mapped, mapPath(stageRoot, workdir, '.'), env);
+          if (cacheable && restoreLayer(layer, stageRoot)) {
+            console.log(`  $ ${shell}  (layer cached: same instructions and copied files as an earlier check, as docker build reuses it)`);
+          } else {
+            run(mapped, mapPath(stageRoot, workdir, '.'), env);
+            if (cacheable) saveLayer(layer, stageRoot);
+          }
         }
       }
       final = { root: stageRoot, workdir, env };

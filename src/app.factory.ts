@@ -1,11 +1,11 @@
 import { Logger, type INestApplication, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { join } from 'node:path';
-import { AppModule } from './app.module.js';
+import { AppModule, type AppModuleOptions } from './app.module.js';
 import { sendError } from './common/errors/all-exceptions.filter.js';
 import { accessLogMiddleware } from './common/logging/access-log.middleware.js';
 import { JsonLogger } from './common/logging/json-logger.js';
@@ -13,23 +13,29 @@ import { requestContextMiddleware } from './common/request-context/request-conte
 import { jsonBodyGuard } from './common/http/json-body-guard.js';
 import type { AppConfig } from './config/app-config.js';
 import { ShutdownState } from './modules/health/shutdown-state.js';
+import { buildOpenApiDocument } from './openapi/openapi-document.js';
+
+const openApiDocuments = new WeakMap<NestExpressApplication, () => OpenAPIObject>();
 
 export interface CreateAppOptions {
   config: AppConfig;
   databaseUrl: string;
   logger?: JsonLogger;
+  /** See AppModuleOptions.extraModules. */
+  extraModules?: AppModuleOptions['extraModules'];
 }
 
 /** Builds the HTTP application exactly as production runs it; tests call this too. */
-export async function createHttpApp({ config, databaseUrl, logger }: CreateAppOptions): Promise<NestExpressApplication> {
+export async function createHttpApp({ config, databaseUrl, logger, extraModules }: CreateAppOptions): Promise<NestExpressApplication> {
   const jsonLogger = logger ?? new JsonLogger(config.logLevel);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, databaseUrl }), {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, databaseUrl, extraModules }), {
     logger: jsonLogger,
     bodyParser: false,
     abortOnError: false,
   });
   configureHttp(app, config, jsonLogger);
   await app.init();
+  openApiDocuments.get(app)!();
   return app;
 }
 
@@ -67,16 +73,11 @@ function configureHttp(app: NestExpressApplication, config: AppConfig, logger: J
   app.enableCors({ origin: false });
   app.useStaticAssets(join(__dirname, '..', 'public'), { index: 'index.html' });
 
-  const document = SwaggerModule.createDocument(
-    app as unknown as INestApplication,
-    new DocumentBuilder()
-      .setTitle('Atrium API')
-      .setDescription('Area A: tool invocation with personal API keys (/api/v1/public/mcp). Area B: the backend (/api).')
-      .setVersion(config.version)
-      .addBearerAuth()
-      .build(),
-  );
-  SwaggerModule.setup('api/docs', app as unknown as INestApplication, document, { jsonDocumentUrl: 'api/docs/openapi.json' });
+  // Built after init (the tool registry is sealed then); createHttpApp builds it once at start-up so a
+  // route without a documented answer fails the boot, not the first request for the document.
+  let document: OpenAPIObject | undefined;
+  openApiDocuments.set(app, () => (document ??= buildOpenApiDocument(app as unknown as INestApplication, config)));
+  SwaggerModule.setup('api/docs', app as unknown as INestApplication, openApiDocuments.get(app)!, { jsonDocumentUrl: 'api/docs/openapi.json' });
 
   // Errors thrown by Express middleware (body parser, multer) never reach Nest's filter.
   const errorLogger = new Logger('Errors');

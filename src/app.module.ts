@@ -1,4 +1,4 @@
-import { DynamicModule, Module, ValidationPipe } from '@nestjs/common';
+import { DynamicModule, Module, ValidationPipe, type Type } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter.js';
 import { EnvelopeInterceptor } from './common/http/envelope.interceptor.js';
@@ -10,6 +10,7 @@ import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { AgentModule } from './modules/agent/agent.module.js';
 import { ApiKeysModule } from './modules/api-keys/api-keys.module.js';
+import { ScopeCatalogModule } from './modules/api-keys/scope-catalog.js';
 import { AuthModule } from './modules/auth/auth.module.js';
 import { BackendAuthGuard } from './modules/auth/guards/backend-auth.guard.js';
 import { DocumentsModule } from './modules/documents/documents.module.js';
@@ -25,11 +26,13 @@ export interface AppModuleOptions {
   config: AppConfig;
   /** The resolved database: DATABASE_URL, or the embedded server's loopback URL. */
   databaseUrl: string;
+  /** More feature modules (tests: a throw-away tool provider proves a new module needs no edit elsewhere). */
+  extraModules?: readonly Type[];
 }
 
 @Module({})
 export class AppModule {
-  static forRoot({ config, databaseUrl }: AppModuleOptions): DynamicModule {
+  static forRoot({ config, databaseUrl, extraModules = [] }: AppModuleOptions): DynamicModule {
     return {
       module: AppModule,
       imports: [
@@ -40,6 +43,7 @@ export class AppModule {
         QueueModule.forRoot(config, databaseUrl),
         HealthModule,
         AuthModule,
+        ScopeCatalogModule,
         ApiKeysModule,
         ToolsModule,
         TasksModule,
@@ -48,6 +52,7 @@ export class AppModule {
         GithubModule,
         AgentModule.forRoot(config),
         RagModule.forRoot(config),
+        ...extraModules,
       ],
       providers: [
         { provide: APP_FILTER, useClass: AllExceptionsFilter },

@@ -1,7 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { bearer, makeApiKey, makeUser, toolResult, callTool, type TestUser } from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { pollUntil } from './support/wait.js';
 
 /**
  * API.md "Rules that hold everywhere (revision 2)", from outside: search statistics per viewer, ingest and
@@ -25,16 +25,13 @@ describe('rules that hold everywhere', () => {
 
   /** Polls until every document is final (indexed or failed); the worker indexes in the background. */
   async function untilIndexed(key: string, ids: string[]): Promise<void> {
-    const deadline = Date.now() + 120_000;
-    for (;;) {
-      const states = await Promise.all(ids.map(async (id) => (await toolResult(app, key, 'get_document', { document_id: id, include_content: false })).status));
-      if (states.every((state) => state === 'indexed' || state === 'failed')) {
-        expect(states.every((state) => state === 'indexed')).toBe(true);
-        return;
-      }
-      if (Date.now() > deadline) throw new Error(`documents not indexed in time: ${states.join(', ')}`);
-      await sleep(100);
-    }
+    const states = await pollUntil(
+      'documents final',
+      () => Promise.all(ids.map(async (id) => (await toolResult(app, key, 'get_document', { document_id: id, include_content: false })).status)),
+      (current) => current.every((state) => state === 'indexed' || state === 'failed'),
+      { timeoutMs: 120_000 },
+    );
+    expect(states.every((state) => state === 'indexed')).toBe(true);
   }
 
   const search = async (user: TestUser, body: Record<string, unknown>) =>
@@ -148,13 +145,12 @@ describe('rules that hold everywhere', () => {
     });
 
     async function untilJobFinal(user: TestUser, jobId: string): Promise<void> {
-      const deadline = Date.now() + 120_000;
-      while (Date.now() < deadline) {
-        const job = await app.http.get(`/api/rag/ingest/${jobId}`).set(bearer(user.token)).expect(200);
-        if (['succeeded', 'failed', 'cancelled'].includes(job.body.data.status)) return;
-        await sleep(100);
-      }
-      throw new Error(`job ${jobId} not final in time`);
+      await pollUntil(
+        `job ${jobId} final`,
+        async () => (await app.http.get(`/api/rag/ingest/${jobId}`).set(bearer(user.token)).expect(200)).body.data.status,
+        (status) => ['succeeded', 'failed', 'cancelled'].includes(status),
+        { timeoutMs: 120_000 },
+      );
     }
 
     it("a viewer token replaying the owner's Idempotency-Key gets the same 403 as without it; every token has its own key space", async () => {

@@ -10,6 +10,7 @@ import { call } from './support/drill-helpers';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { FakeLlmServer, fakeModelEnv } from './support/fake-llm-server.js';
 import { createTestDatabase, deploymentEnv, describeOnSharedServices, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { pollUntil } from './support/wait.js';
 
 const FINAL = ['succeeded', 'failed', 'cancelled'];
 
@@ -29,15 +30,8 @@ describe('agent runs: approval before writes (fake model)', () => {
     return (await app.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, approval: 'writes', ...body }).expect(202)).body.data.jobId;
   }
 
-  async function waitFor(jobId: string, done: (run: any) => boolean = (run) => FINAL.includes(run.status), timeoutMs = 30_000) {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(owner.token)).expect(200)).body.data;
-      if (done(run)) return run;
-      if (Date.now() > deadline) throw new Error(`run did not reach the expected state: ${JSON.stringify(run)}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  const waitFor = (jobId: string, done: (run: any) => boolean = (run) => FINAL.includes(run.status), timeoutMs = 30_000) =>
+    pollUntil(`run ${jobId} in the expected state`, async () => (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(owner.token)).expect(200)).body.data, done, { timeoutMs });
 
   const waiting = (jobId: string) => waitFor(jobId, (run) => run.status === 'awaiting_approval' || FINAL.includes(run.status));
 
@@ -238,14 +232,7 @@ describeOnSharedServices('agent runs: approval survives kill -9 of the worker (r
     llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'Survives kill', project_id: projectId } }] }, { content: 'done' });
     const jobId = (await call(api.baseUrl, { method: 'POST', path: '/api/agent/execute', token, body: { projectId, input: 'make it', approval: 'writes' } })).json.data.jobId;
     const statusOf = async () => (await call(api.baseUrl, { method: 'GET', path: `/api/agent/status/${jobId}`, token })).json.data;
-    const until = async (ok: (run: any) => boolean) => {
-      for (let i = 0; i < 300; i += 1) {
-        const run = await statusOf();
-        if (ok(run)) return run;
-        await new Promise((resolve) => setTimeout(resolve, 150));
-      }
-      throw new Error(`not reached: ${JSON.stringify(await statusOf())}`);
-    };
+    const until = (ok: (run: any) => boolean) => pollUntil(`run ${jobId} in the expected state`, statusOf, ok, { timeoutMs: 45_000, intervalMs: 150 });
     await until((run) => run.status === 'awaiting_approval');
 
     worker.child.kill('SIGKILL');

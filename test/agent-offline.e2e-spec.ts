@@ -1,6 +1,7 @@
 import { raceExecuteAndCancel } from './support/cancel-race.js';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { pollUntil } from './support/wait.js';
 
 /** The default provider: a deterministic retrieval agent that quotes and cites only what the caller may see. */
 describe('agent runs: offline retrieval agent (no LLM configured)', () => {
@@ -24,12 +25,12 @@ describe('agent runs: offline retrieval agent (no LLM configured)', () => {
 
   async function run(user: TestUser, body: Record<string, unknown>) {
     const jobId = (await app.http.post('/api/agent/execute').set(bearer(user.token)).send(body).expect(202)).body.data.jobId;
-    for (let i = 0; i < 300; i += 1) {
-      const data = (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(user.token)).expect(200)).body.data;
-      if (['succeeded', 'failed', 'cancelled'].includes(data.status)) return data;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error('run did not finish');
+    return pollUntil(
+      `run ${jobId} final`,
+      async () => (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(user.token)).expect(200)).body.data,
+      (data) => ['succeeded', 'failed', 'cancelled'].includes(data.status),
+      { timeoutMs: 45_000 },
+    );
   }
 
   beforeAll(async () => {
@@ -46,12 +47,13 @@ describe('agent runs: offline retrieval agent (no LLM configured)', () => {
   }, 120_000);
 
   async function untilIndexed(user: TestUser, documentId: string): Promise<void> {
-    for (const deadline = Date.now() + 90_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 100))) {
-      const status = (await app.http.get(`/api/documents/${documentId}`).set(bearer(user.token)).expect(200)).body.data.status;
-      if (status === 'indexed') return;
-      if (status === 'failed') throw new Error(`document ${documentId} failed to index`);
-    }
-    throw new Error(`document ${documentId} not indexed in time`);
+    const status = await pollUntil(
+      `document ${documentId} indexed`,
+      async () => (await app.http.get(`/api/documents/${documentId}`).set(bearer(user.token)).expect(200)).body.data.status,
+      (state) => state === 'indexed' || state === 'failed',
+      { timeoutMs: 90_000 },
+    );
+    if (status === 'failed') throw new Error(`document ${documentId} failed to index`);
   }
 
   afterAll(async () => {
@@ -75,11 +77,7 @@ describe('agent runs: offline retrieval agent (no LLM configured)', () => {
   });
 
   it('searches with search_documents once documents are indexed', async () => {
-    for (let i = 0; i < 300; i += 1) {
-      const doc = (await app.http.get(`/api/documents/${publicDoc}`).set(bearer(owner.token)).expect(200)).body.data;
-      if (doc.status === 'indexed') break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await untilIndexed(owner, publicDoc);
     const result = await run(owner, { projectId, input: 'rollback procedure' });
     expect(result.status).toBe('succeeded');
     expect(result.steps[1]).toMatchObject({ type: 'tool_call', tool: 'search_documents', status: 'ok' });

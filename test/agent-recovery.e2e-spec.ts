@@ -3,18 +3,12 @@ import { DataSource } from 'typeorm';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { FakeLlmServer } from './support/fake-llm-server.js';
 import { createTestDatabase, deploymentEnv, describeOnSharedServices, startTestApp, type TestApp } from './support/test-app.js';
+import { pollUntil } from './support/wait.js';
 
 const FINAL = ['succeeded', 'failed', 'cancelled'];
 
-async function waitFor(app: TestApp, user: TestUser, jobId: string, done: (run: any) => boolean = (run) => FINAL.includes(run.status), timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(user.token)).expect(200)).body.data;
-    if (done(run)) return run;
-    if (Date.now() > deadline) throw new Error(`run did not reach the expected state: ${JSON.stringify(run)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const waitFor = (app: TestApp, user: TestUser, jobId: string, done: (run: any) => boolean = (run) => FINAL.includes(run.status), timeoutMs = 30_000) =>
+  pollUntil(`run ${jobId} in the expected state`, async () => (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(user.token)).expect(200)).body.data, done, { timeoutMs });
 
 function llmEnv(llm: FakeLlmServer): Record<string, string> {
   return {

@@ -2,6 +2,7 @@ import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { FakeLlmServer, fakeModelEnv } from './support/fake-llm-server.js';
 import { readSse } from './support/sse-reader.js';
 import { createTestDatabase, deploymentEnv, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import { pollUntil } from './support/wait.js';
 
 const FINAL = ['succeeded', 'failed', 'cancelled'];
 
@@ -21,14 +22,10 @@ describe('agent runs: live step streams (SSE)', () => {
 
   const streamUrl = (jobId: string) => `${app.baseUrl}/api/agent/stream/${jobId}`;
 
-  async function waitFor(jobId: string, done: (run: any) => boolean = (run) => FINAL.includes(run.status)) {
-    for (let i = 0; i < 300; i += 1) {
-      const run = (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(owner.token)).expect(200)).body.data;
-      if (done(run)) return run;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error('run did not reach the expected state');
-  }
+  const waitFor = (jobId: string, done: (run: any) => boolean = (run) => FINAL.includes(run.status)) =>
+    pollUntil(`run ${jobId} in the expected state`, async () => (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(owner.token)).expect(200)).body.data, done, {
+      timeoutMs: 45_000,
+    });
 
   beforeAll(async () => {
     llm = await new FakeLlmServer().start();

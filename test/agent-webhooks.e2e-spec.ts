@@ -6,6 +6,7 @@ import { publicOnlyLookup } from '../src/modules/agent/webhooks/webhook-address.
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { FakeLlmServer, fakeModelEnv } from './support/fake-llm-server.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { waitFor } from './support/wait.js';
 
 /** A local webhook receiver: records raw bodies and headers, answers scripted status codes (then 200). */
 class Receiver {
@@ -40,15 +41,7 @@ function verify(secret: string, headers: IncomingHttpHeaders, body: string): boo
   return createHmac('sha256', secret).update(`${match[1]}.${body}`).digest('hex') === match[2];
 }
 
-async function until<T>(probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const until = <T>(probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> => waitFor('webhook condition', probe, { timeoutMs });
 
 describe('agent runs: signed webhooks (local receiver, WEBHOOK_ALLOW_PRIVATE=true)', () => {
   let app: TestApp;

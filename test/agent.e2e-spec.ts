@@ -3,6 +3,7 @@ import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { raceExecuteAndCancel } from './support/cancel-race.js';
 import { FakeLlmServer } from './support/fake-llm-server.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { pollUntil } from './support/wait.js';
 
 /** Agent runs against a fake OpenAI-compatible model: the tool loop, permissions, limits, cancel, retries, isolation. */
 describe('agent runs (openai provider, fake model)', () => {
@@ -25,15 +26,8 @@ describe('agent runs (openai provider, fake model)', () => {
     return (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(user.token)).expect(200)).body.data;
   }
 
-  async function waitFor(user: TestUser, jobId: string, done: (run: any) => boolean = (run) => FINAL.includes(run.status), timeoutMs = 20_000) {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = await status(user, jobId);
-      if (done(run)) return run;
-      if (Date.now() > deadline) throw new Error(`run did not reach the expected state: ${JSON.stringify(run)}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  const waitFor = (user: TestUser, jobId: string, done: (run: any) => boolean = (run) => FINAL.includes(run.status), timeoutMs = 20_000) =>
+    pollUntil(`run ${jobId} in the expected state`, () => status(user, jobId), done, { timeoutMs });
 
   async function taskCount(title: string): Promise<number> {
     const [row] = await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = $1`, [title]);
@@ -161,7 +155,7 @@ describe('agent runs (openai provider, fake model)', () => {
     const started = await execute(owner, { projectId, input: 'think hard' });
     const jobId = started.body.data.jobId;
     await waitFor(owner, jobId, (run) => run.status === 'running');
-    for (let i = 0; i < 50 && llm.requests.length === 0; i += 1) await new Promise((resolve) => setTimeout(resolve, 50));
+    await pollUntil('the model request', async () => llm.requests.length, (n) => n > 0, { timeoutMs: 2_500, intervalMs: 50 });
     const begun = Date.now();
     const cancelled = await app.http.post(`/api/agent/cancel/${jobId}`).set(bearer(owner.token)).expect(202);
     expect(cancelled.body.data).toEqual({ jobId, status: 'cancelled' });

@@ -1,16 +1,27 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startBuiltServer, type BuiltServer } from './support/app-process.js';
+import { OpenApiResponseValidator } from './support/openapi-validator.js';
+import { pollUntil } from './support/wait.js';
 
 const run = promisify(execFile);
 const INSPECTOR_DIR = join(__dirname, '..', 'node_modules', '@modelcontextprotocol', 'inspector');
 const INSPECTOR_BIN = join(INSPECTOR_DIR, (JSON.parse(readFileSync(join(INSPECTOR_DIR, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin['mcp-inspector']);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const ROOT = join(__dirname, '..');
+
+/** `redocly lint` (recommended rules) of one file, through @redocly/openapi-core, the CLI's own engine. */
+const LINT_SCRIPT = `
+import { createConfig, lintFromString } from '@redocly/openapi-core';
+import { readFileSync } from 'node:fs';
+const config = await createConfig({ extends: ['recommended'] });
+const problems = await lintFromString({ source: readFileSync(process.argv[1], 'utf8'), absoluteRef: process.argv[1], config });
+console.log(JSON.stringify(problems.map((p) => ({ severity: p.severity, rule: p.ruleId, message: p.message, at: p.location?.[0]?.pointer }))));
+`;
 
 interface Answer {
   status: number;
@@ -83,6 +94,8 @@ const variants: { name: string; enabled: boolean }[] = [
 ];
 
 describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name }) => {
+  // The generated-client check needs one server, not one per variant.
+  const onFirstVariant = name === variants[0].name ? it : it.skip;
   const home = mkdtempSync(join(tmpdir(), 'atrium-built-home-'));
   let server: BuiltServer;
   let base = '';
@@ -132,6 +145,47 @@ describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name 
     expect(docs.body).toContain('swagger');
   });
 
+  onFirstVariant('serves an OpenAPI document that lints clean and generates a typed client that works', async () => {
+    // Inside the repository (so `openapi-fetch` resolves from its node_modules) but not under node_modules,
+    // where Node does not strip types; test-output/ is git-ignored.
+    const dir = join(ROOT, 'test-output', `openapi-client-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
+    try {
+      const document = (await http(base, 'GET', '/api/docs/openapi.json')).body;
+      expect(document.openapi).toBe('3.1.0');
+      writeFileSync(join(dir, 'openapi.json'), JSON.stringify(document));
+      copyFileSync(join(__dirname, 'fixtures', 'openapi-client.mts'), join(dir, 'openapi-client.mts'));
+      const node = (args: string[]) => run(process.execPath, args, { cwd: ROOT, timeout: 90_000, maxBuffer: 20 * 1024 * 1024 });
+      // The README's two commands: generate the types (openapi-typescript), then a client (openapi-fetch) uses them.
+      const [lint] = await Promise.all([
+        node(['--input-type=module', '-e', LINT_SCRIPT, join(dir, 'openapi.json')]),
+        node([join(ROOT, 'node_modules', 'openapi-typescript', 'bin', 'cli.js'), join(dir, 'openapi.json'), '--default-non-nullable', 'false', '-o', join(dir, 'schema.mts')]),
+      ]);
+      const problems = JSON.parse(lint.stdout) as { severity: string; rule: string; message: string; at: string }[];
+      expect(problems.filter((problem) => problem.severity === 'error')).toEqual([]);
+
+      // Compile-time: every read of an answer in the client is checked against the generated types.
+      const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+      const compiled = await node([tsc, '--ignoreConfig', '--noEmit', '--strict', '--target', 'es2023', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--skipLibCheck', '--types', 'node', join(dir, 'openapi-client.mts')]).catch(
+        (error: { stdout: string }) => ({ stdout: error.stdout, failed: true }),
+      );
+      expect(compiled.stdout).toBe('');
+
+      // Run time: the client calls the server; each answer must match the document for its route and status.
+      const { stdout } = await node([join(dir, 'openapi-client.mts'), base, token, key]);
+      const { answers, read } = JSON.parse(stdout) as { answers: { route: string; method: string; status: number; contentType: string | null; body: unknown }[]; read: Record<string, any> };
+      const validator = new OpenApiResponseValidator(document);
+      const mismatches = answers.map((a) => validator.check(a.method, a.route, a.status, a.contentType ?? undefined, Buffer.from(JSON.stringify(a.body)), undefined)).filter(Boolean);
+      expect(mismatches).toEqual([]);
+      expect(answers.map((a) => `${a.method} ${a.status}`)).toEqual(['GET 200', 'GET 200', 'POST 201', 'GET 200', 'GET 404', 'GET 200', 'GET 200', 'POST 200', 'GET 401']);
+      expect(read).toMatchObject({ status: 'ok', role: 'admin', memberCount: 1, missingCode: 'NOT_FOUND', unauthorisedStatus: 401 });
+      expect(read.toolNames).toEqual(expect.arrayContaining(['list_tasks', 'create_task', 'search_documents']));
+      expect(read.callResult).toMatchObject({ title: 'typed by the generated client', priority: 'high' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it('answers the MCP Inspector CLI on /api/v1/public/mcp with the key', async () => {
     const inspector = (args: string[]) =>
       run(process.execPath, [INSPECTOR_BIN, '--cli', `${base}/api/v1/public/mcp`, '--transport', 'http', '--header', `Authorization: Bearer ${key}`, '--stored-auth-only', '--format', 'json', ...args], {
@@ -163,6 +217,16 @@ describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name 
     }
   }, 60_000);
 
+  it('answers health (ok), readiness and /api/auth/me for the signed-in user', async () => {
+    const health = await http(base, 'GET', '/api/health');
+    expect(health.status).toBe(200);
+    expect(health.body.data.status).toBe('ok');
+    expect((await http(base, 'GET', '/api/ready')).status).toBe(200);
+    const me = await http(base, 'GET', '/api/auth/me', { token });
+    expect(me.status).toBe(200);
+    expect(me.body.data.email).toMatch(/^built-\d+@example\.com$/);
+  });
+
   it('tells the account page whether sign-up is open', async () => {
     expect((await http(base, 'GET', '/api/auth/signup')).body.data).toEqual({ open: true });
   });
@@ -177,11 +241,12 @@ describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name 
     expect(uploaded.status).toBe(201);
     const documentId = uploaded.body.data.id as string;
     // Polled, not timed: on a busy machine indexing takes what it takes; the bound only stops a hang.
-    let status = '';
-    for (const started = Date.now(); Date.now() - started < 120_000; await sleep(250)) {
-      status = (await http(base, 'GET', `/api/documents/${documentId}`, { token })).body.data.status;
-      if (status === 'indexed' || status === 'failed') break;
-    }
+    const status = await pollUntil(
+      'the upload indexed',
+      async () => (await http(base, 'GET', `/api/documents/${documentId}`, { token })).body.data.status,
+      (state) => state === 'indexed' || state === 'failed',
+      { timeoutMs: 120_000, intervalMs: 250 },
+    );
     expect(status).toBe('indexed');
     const search = await http(base, 'POST', '/api/rag/search', { token, json: { query: 'lighthouse keeper', projectId: project.body.data.id } });
     expect(search.status).toBe(200);

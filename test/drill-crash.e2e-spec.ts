@@ -7,6 +7,7 @@ import { call } from './support/drill-helpers';
 import { FakeEmbeddings } from './support/fake-embeddings-server';
 import { FakeLlmServer } from './support/fake-llm-server';
 import { createTestDatabase, deploymentEnv, describeOnSharedServices, type TestDatabase } from './support/test-app';
+import { sleep, waitFor as waitUntil } from './support/wait';
 
 /**
  * Crash drill (issue 10): `kill -9` of a worker process in the middle of ingest jobs and of an agent run,
@@ -19,7 +20,6 @@ import { createTestDatabase, deploymentEnv, describeOnSharedServices, type TestD
 
 const FINAL = ['succeeded', 'failed', 'cancelled'];
 const DOCS_PER_SCENARIO = 10;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 if (!process.env.TEST_DATABASE_URL) {
   // eslint-disable-next-line no-console
@@ -51,15 +51,8 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
 
   const b = (method: string, path: string, body?: unknown) => call(api.baseUrl, { method, path, token, body });
 
-  async function waitFor<T>(label: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-    const started = Date.now();
-    for (;;) {
-      const value = await probe();
-      if (value) return value;
-      if (Date.now() - started > timeoutMs) throw new Error(`${label}: not reached within ${timeoutMs} ms`);
-      await sleep(150);
-    }
-  }
+  const waitFor = <T>(label: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> =>
+    waitUntil(label, probe, { timeoutMs, intervalMs: 150 });
 
   /**
    * Waits for `done` as long as the work moves: fails only when `progress` (a fingerprint of the work's

@@ -274,6 +274,39 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     }
     for (const method of ['GET', 'PUT', 'DELETE', 'PATCH']) await send(`call ${method}`, { method, path: '/api/v1/public/mcp/call', token: key });
     await send('tools garbage query', { method: 'GET', path: '/api/v1/public/mcp/tools?x=%00&y[]=1', token: key });
+
+    // MCP sessions: forged, malformed and oversize Mcp-Session-Id values are 404 (-32001) on POST and DELETE; on a
+    // real session (an initialize declaring elicitation), JSON-RPC responses nobody asked for are 400, never 5xx.
+    const mcpHeaders = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+    const forgedIds = ['A'.repeat(43), randomUUID(), 'x', '%00', '.'.repeat(43), 'a'.repeat(8000), "' OR 1=1 --", Buffer.from(randomUUID()).toString('base64url').slice(0, 43)];
+    for (const sessionId of forgedIds) {
+      for (const body of [{ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { jsonrpc: '2.0', id: 'atrium-confirm-x', result: { action: 'accept' } }]) {
+        const req: RawRequest = { method: 'POST', path: '/api/v1/public/mcp', token: key, headers: { ...mcpHeaders, 'mcp-session-id': sessionId }, body };
+        const res = await call(t.baseUrl, req);
+        verify(`mcp forged session ${excerpt(sessionId, 20)}`, req, res);
+        if (res.status !== 404) problems.push(`forged session ${excerpt(sessionId, 20)} → ${res.status}`);
+      }
+      const del: RawRequest = { method: 'DELETE', path: '/api/v1/public/mcp', token: key, headers: { 'mcp-session-id': sessionId } };
+      verify('mcp DELETE forged session', del, await call(t.baseUrl, del));
+    }
+    const init = await call(t.baseUrl, {
+      method: 'POST', path: '/api/v1/public/mcp', token: key, headers: mcpHeaders,
+      body: { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'fuzz', version: '0' } } },
+    });
+    const sessionId = init.headers.get('mcp-session-id');
+    if (!sessionId) problems.push(`initialize with elicitation gave no session: ${init.status}`);
+    for (let i = 0; i < 20 && sessionId; i++) {
+      const body = rng.pick([
+        { jsonrpc: '2.0', id: nasty(), result: nasty() },
+        { jsonrpc: '2.0', id: `atrium-confirm-${i}`, result: { action: rng.pick(['accept', 'decline', 'cancel', nasty()]), content: nasty() } },
+        { jsonrpc: '2.0', id: i, error: { code: nasty(), message: nasty() } },
+        { jsonrpc: '2.0', id: 'atrium-confirm-'.padEnd(5000, 'x'), result: { action: 'accept' } },
+      ]);
+      const req: RawRequest = { method: 'POST', path: '/api/v1/public/mcp', token: key, headers: { ...mcpHeaders, 'mcp-session-id': sessionId }, body };
+      const res = await call(t.baseUrl, req);
+      verify('mcp unsolicited response', req, res);
+      if (res.status !== 400) problems.push(`unsolicited response → ${res.status} ${excerpt(res.text, 200)}`);
+    }
     expect(problems).toEqual([]);
   }, 120_000);
 

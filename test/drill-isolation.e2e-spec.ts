@@ -1,9 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { call, drillSeed, envInt, excerpt, internalsIn, Prng, type RawRequest, type RawResponse } from './support/drill-helpers';
 import { makeUser, type TestUser } from './support/factories';
 import { FakeLlmServer } from './support/fake-llm-server';
 import { startTestApp, type TestApp } from './support/test-app';
+import { pollUntil } from './support/wait';
 
 /**
  * Isolation drill (OWASP API1/API5: broken object- and function-level authorization).
@@ -684,11 +684,12 @@ describe(`isolation drill (seed ${seed})`, () => {
         continue;
       }
       const jobId = started.json.data.jobId as string;
-      let status: RawResponse | undefined;
-      for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(100)) {
-        status = await call(t.baseUrl, { method: 'GET', path: `/api/agent/status/${jobId}`, token: starter.token });
-        if (['succeeded', 'failed', 'cancelled'].includes(status.json?.data?.status)) break;
-      }
+      const status: RawResponse = await pollUntil(
+        `${starter.label}: run ${jobId} final`,
+        () => call(t.baseUrl, { method: 'GET', path: `/api/agent/status/${jobId}`, token: starter.token }),
+        (res) => ['succeeded', 'failed', 'cancelled'].includes(res.json?.data?.status),
+        { timeoutMs: 120_000 },
+      );
       runs += 1;
       const runActor: Actor = { userId: starter.userId, pins: [starter.projectId], cap: starter.cap };
       const sent = JSON.stringify(calls);

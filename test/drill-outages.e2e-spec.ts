@@ -5,6 +5,7 @@ import { FakeGithubServer } from './support/fake-github-server';
 import { FakeLlmServer } from './support/fake-llm-server';
 import { TcpProxy } from './support/tcp-proxy';
 import { createTestDatabase, startTestApp, type TestApp, type TestDatabase } from './support/test-app';
+import { pollUntil, sleep, timeUntil } from './support/wait';
 
 /**
  * Outage drill (issue 10): each dependency goes away in turn — PostgreSQL and Redis (cut at a TCP proxy
@@ -18,7 +19,6 @@ const FAIL_FAST_MS = 5_000;
 const UPSTREAM_TIMEOUT_MS = 600;
 const DIMS = 8;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('outage drill: dependencies unreachable or timing out', () => {
   let database: TestDatabase;
@@ -64,16 +64,9 @@ describe('outage drill: dependencies unreachable or timing out', () => {
   }
 
   async function waitUntil(label: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<number> {
-    const started = Date.now();
-    for (;;) {
-      if (await check().catch(() => false)) {
-        const ms = Date.now() - started;
-        figures[`${label} recovered after`] = `${ms} ms`;
-        return ms;
-      }
-      if (Date.now() - started > timeoutMs) throw new Error(`${label}: did not recover within ${timeoutMs} ms`);
-      await sleep(250);
-    }
+    const ms = await timeUntil(`${label}: recovery`, check, { timeoutMs, intervalMs: 250, ignoreErrors: true });
+    figures[`${label} recovered after`] = `${ms} ms`;
+    return ms;
   }
 
   const ready = async () => (await call(t.baseUrl, { method: 'GET', path: '/api/ready' })).status === 200;
@@ -155,13 +148,11 @@ describe('outage drill: dependencies unreachable or timing out', () => {
     const started = Date.now();
     const exec = await b({ method: 'POST', path: '/api/agent/execute', body: { projectId, input: 'plan the week' } });
     expect(exec.status).toBe(202);
-    let run: any;
-    for (;;) {
-      run = (await b({ method: 'GET', path: `/api/agent/status/${exec.json.data.jobId}` })).json.data;
-      if (['succeeded', 'failed', 'cancelled'].includes(run.status)) break;
-      if (Date.now() - started > 20_000) throw new Error(`run still ${run.status} after 20 s`);
-      await sleep(200);
-    }
+    const statusOf = async (jobId: string) => (await b({ method: 'GET', path: `/api/agent/status/${jobId}` })).json.data;
+    let run = await pollUntil('llm slow: agent run final', () => statusOf(exec.json.data.jobId), (r) => ['succeeded', 'failed', 'cancelled'].includes(r.status), {
+      timeoutMs: 20_000,
+      intervalMs: 200,
+    });
     figures['llm slow: agent run'] = `${run.status} in ${Date.now() - started} ms (${run.error})`;
     expect(run.status).toBe('failed');
     expect(run.error).toMatch(/time|timed out/i);
@@ -170,13 +161,11 @@ describe('outage drill: dependencies unreachable or timing out', () => {
 
     llm.play({ content: 'All good again.' });
     const next = await b({ method: 'POST', path: '/api/agent/execute', body: { projectId, input: 'plan the week' } });
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      run = (await b({ method: 'GET', path: `/api/agent/status/${next.json.data.jobId}` })).json.data;
-      if (run.status === 'succeeded') break;
-      if (Date.now() > deadline || ['failed', 'cancelled'].includes(run.status)) throw new Error(`run after recovery: ${JSON.stringify(run)}`);
-      await sleep(200);
-    }
+    run = await pollUntil('run after recovery final', () => statusOf(next.json.data.jobId), (r) => ['succeeded', 'failed', 'cancelled'].includes(r.status), {
+      timeoutMs: 20_000,
+      intervalMs: 200,
+    });
+    if (run.status !== 'succeeded') throw new Error(`run after recovery: ${JSON.stringify(run)}`);
   }, 60_000);
 
   it('PostgreSQL unreachable: 503 everywhere, fast, no 500; recovers by itself', async () => {

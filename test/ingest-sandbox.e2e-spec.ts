@@ -1,6 +1,7 @@
 import { lyingZipBombDocx, nestedHtml, pdfWithPages, proseText, zipBombDocx } from '../bench/document-builders.js';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { pollUntil } from './support/wait.js';
 import { availableParallelism, loadavg } from 'node:os';
 
 /**
@@ -25,7 +26,6 @@ const HEALTH_BOUND_MS = 1000;
 function healthBoundMs(): number {
   return HEALTH_BOUND_MS * Math.max(1, (2 * loadavg()[0]) / availableParallelism());
 }
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Hostile {
   name: string;
@@ -96,17 +96,19 @@ describe('hostile uploads: sandboxed extraction, limits, responsive HTTP, a fina
 
     // Probe health while the document is processed, until it is final (at most 14 minutes: on the embedded engine, where every statement runs in this process, the 15 MB text takes minutes).
     const latencies: number[] = [];
-    let document: { status: string; error: string | null; chunkCount: number; progress: unknown } | undefined;
     let sawProgress = false;
-    const deadline = Date.now() + 840_000;
-    while (Date.now() < deadline) {
-      latencies.push(await probeHealth());
-      const res = await app.http.get(`/api/documents/${documentId}`).set(bearer(user.token)).expect(200);
-      document = res.body.data;
-      if (document!.progress) sawProgress = true;
-      if (document!.status === 'indexed' || document!.status === 'failed') break;
-      await sleep(200);
-    }
+    const document = await pollUntil(
+      `${name} final`,
+      async () => {
+        latencies.push(await probeHealth());
+        const res = await app.http.get(`/api/documents/${documentId}`).set(bearer(user.token)).expect(200);
+        const current: { status: string; error: string | null; chunkCount: number; progress: unknown } = res.body.data;
+        if (current.progress) sawProgress = true;
+        return current;
+      },
+      (current) => current.status === 'indexed' || current.status === 'failed',
+      { timeoutMs: 840_000, intervalMs: 200 },
+    );
     latencies.push(await probeHealth());
     figures.push(
       `${name} (${(bytes.length / MIB).toFixed(2)} MiB): ${document?.status} after ${latencies.length} health probes, slowest ${Math.round(Math.max(...latencies))} ms (bound ${Math.round(healthBoundMs())} ms)` +
@@ -129,12 +131,12 @@ describe('hostile uploads: sandboxed extraction, limits, responsive HTTP, a fina
 
   it('keeps serving other users meanwhile: the process never crashed (the next upload indexes)', async () => {
     const res = await app.http.post('/api/documents/upload').set(bearer(user.token)).field('projectId', projectId).attach('file', Buffer.from('after the storm, calm text'), 'calm.txt').expect(201);
-    const deadline = Date.now() + 60_000;
-    let status = res.body.data.status;
-    while (status !== 'indexed' && Date.now() < deadline) {
-      await sleep(150);
-      status = (await app.http.get(`/api/documents/${res.body.data.id}`).set(bearer(user.token)).expect(200)).body.data.status;
-    }
+    const status = await pollUntil(
+      'the next upload indexed',
+      async () => (await app.http.get(`/api/documents/${res.body.data.id}`).set(bearer(user.token)).expect(200)).body.data.status,
+      (state) => state === 'indexed',
+      { timeoutMs: 60_000, intervalMs: 150 },
+    );
     expect(status).toBe('indexed');
   }, 90_000);
 });

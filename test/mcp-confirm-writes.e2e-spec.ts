@@ -4,9 +4,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { bearer, callTool, makeApiKey, makeUser, toolResult, type TestUser } from './support/factories.js';
 import { oauthTokens } from './support/oauth-helpers.js';
-import { startTestApp, type TestApp } from './support/test-app.js';
+import { deploymentEnv, startTestApp, type TestApp } from './support/test-app.js';
 
 const EMBEDDED_SAFE_ENV: Record<string, string> = process.env.TEST_DATABASE_URL ? {} : { DATABASE_POOL_SIZE: '1' };
+/** A second instance needs the database shared, which the embedded engine cannot do. */
+const itOnSharedServices = process.env.TEST_DATABASE_URL ? it : it.skip;
+/** Short enough that the time-out test costs seconds; an immediate SDK answer takes milliseconds. */
+const CONFIRM_TIMEOUT_MS = 2_500;
 const MCP_PATH = '/api/v1/public/mcp';
 const SCOPES = ['tasks:read', 'tasks:write'];
 
@@ -15,8 +19,9 @@ type ElicitAnswer = { action: 'accept' | 'decline' | 'cancel'; content?: Record<
 /**
  * "Confirm writes" credentials (API.md, "Confirmation on the MCP door"): the JSON door refuses their write
  * tools (403 confirmation_required); over MCP 2026-07-28 a client with `elicitation` is asked and the tool
- * runs only on accept; a client that cannot be asked (no elicitation, or the stateless 2025-era door) gets
- * an isError confirmation_required. Read tools are never affected.
+ * runs only on accept; on 2025-06-18/2025-11-25 a client that declared elicitation gets a session and is asked
+ * mid-call on the SSE stream of its tools/call, its answer POSTed separately (to any instance); a client that cannot
+ * be asked (no elicitation, 2025-03-26, no session) gets an isError confirmation_required. Reads are never affected.
  */
 describe('confirmWrites on API keys and OAuth grants', () => {
   let app: TestApp;
@@ -24,9 +29,11 @@ describe('confirmWrites on API keys and OAuth grants', () => {
   let plain: { id: string; key: string };
   let confirming: { id: string; key: string };
   const clients: { close(): Promise<void> }[] = [];
+  let second: TestApp | undefined;
+  const deployment = { ...EMBEDDED_SAFE_ENV, ...deploymentEnv('confirm'), MCP_CONFIRM_TIMEOUT_MS: String(CONFIRM_TIMEOUT_MS) };
 
   beforeAll(async () => {
-    app = await startTestApp({ env: EMBEDDED_SAFE_ENV });
+    app = await startTestApp({ env: deployment });
     alice = await makeUser(app);
     plain = await makeApiKey(app, alice, { scopes: SCOPES });
     const res = await app.http
@@ -39,25 +46,81 @@ describe('confirmWrites on API keys and OAuth grants', () => {
   }, 180_000);
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+    await second?.close();
     await app?.close();
   });
 
   /** Task titles alice can see (through the key without confirmWrites, a read). */
   const titles = async (): Promise<string[]> => ((await toolResult(app, plain.key, 'list_tasks', {})) as { title: string }[]).map((t) => t.title);
 
-  const legacyClient = async (token: string, elicitation: boolean): Promise<{ client: Client; asked: string[] }> => {
+  interface LegacyOptions {
+    /** How the user answers `elicitation/create`; 'never' leaves the question open (until the server cancels it). */
+    answer?: ElicitAnswer['action'] | 'never';
+    /** The revision to negotiate: the v1 SDK client always asks for its latest, so the initialize is rewritten. */
+    version?: '2025-06-18' | '2025-11-25' | '2025-03-26';
+    /** Where the client's answers to the server's requests are POSTed (another instance); default: the same URL. */
+    answersTo?: string;
+    baseUrl?: string;
+    sessionId?: string;
+  }
+  interface LegacyClient {
+    client: Client;
+    transport: StreamableHTTPClientTransport;
+    asked: string[];
+    /** The JSON-RPC ids of the server's elicitation requests. */
+    askedIds: (string | number)[];
+    /** The bodies of the client's POSTed answers (to replay them). */
+    answers: string[];
+  }
+
+  /** The official v1 SDK client over Streamable HTTP, as people use it; fetch is wrapped only to steer the revision and answers. */
+  const legacyClient = async (token: string, options: LegacyOptions = {}): Promise<LegacyClient> => {
     const asked: string[] = [];
-    const client = new Client({ name: 'legacy', version: '1.0.0' }, { capabilities: elicitation ? { elicitation: {} } : {} });
-    if (elicitation) {
-      client.setRequestHandler(ElicitRequestSchema, (request) => {
+    const askedIds: (string | number)[] = [];
+    const answers: string[] = [];
+    const client = new Client({ name: 'legacy', version: '1.0.0' }, { capabilities: options.answer ? { elicitation: {} } : {} });
+    if (options.answer) {
+      const action = options.answer;
+      client.setRequestHandler(ElicitRequestSchema, (request, extra) => {
         asked.push(request.params.message);
-        return { action: 'accept', content: {} };
+        askedIds.push(extra.requestId);
+        if (action === 'never') return new Promise<never>((_resolve, reject) => extra.signal.addEventListener('abort', () => reject(new Error('cancelled'))));
+        return { action, ...(action === 'accept' ? { content: {} } : {}) };
       });
     }
+    const url = `${options.baseUrl ?? app.baseUrl}${MCP_PATH}`;
+    const fetchVia = async (target: string | URL, init?: RequestInit): Promise<Response> => {
+      let body = init?.body;
+      let to = target;
+      if (typeof body === 'string' && init?.method === 'POST') {
+        const message = JSON.parse(body) as { method?: string; params?: { protocolVersion?: string } };
+        if (message.method === 'initialize' && options.version) body = JSON.stringify({ ...message, params: { ...message.params, protocolVersion: options.version } });
+        if (message.method === undefined) {
+          answers.push(body);
+          if (options.answersTo) to = `${options.answersTo}${MCP_PATH}`;
+        }
+      }
+      return fetch(to, { ...init, body });
+    };
+    const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: bearer(token) }, fetch: fetchVia, sessionId: options.sessionId });
     clients.push(client);
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${app.baseUrl}${MCP_PATH}`), { requestInit: { headers: bearer(token) } }));
-    return { client, asked };
+    await client.connect(transport);
+    return { client, transport, asked, askedIds, answers };
   };
+
+  /** A raw JSON-RPC POST on the 2025-era door. */
+  const rawPost = (token: string, body: unknown, sessionId?: string, baseUrl = app.baseUrl) =>
+    fetch(`${baseUrl}${MCP_PATH}`, {
+      method: 'POST',
+      headers: {
+        ...bearer(token),
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        'MCP-Protocol-Version': '2025-11-25',
+        ...(sessionId ? { 'Mcp-Session-Id': sessionId } : {}),
+      },
+      body: JSON.stringify(body),
+    });
 
   const modernClient = async (token: string, answer?: ElicitAnswer): Promise<{ client: ModernClient; asked: string[] }> => {
     const asked: string[] = [];
@@ -171,16 +234,128 @@ describe('confirmWrites on API keys and OAuth grants', () => {
     expect(await titles()).not.toContain('forged accept');
   });
 
-  it('the 2025-era door (stateless) cannot ask even a client that declared elicitation: isError confirmation_required', async () => {
-    const { client, asked } = await legacyClient(confirming.key, true);
-    const result = (await client.callTool({ name: 'create_task', arguments: { title: 'legacy write' } })) as CallToolResult;
-    expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({ error: { code: 'confirmation_required' } });
-    expect(asked).toHaveLength(0);
-    const read = (await client.callTool({ name: 'list_tasks', arguments: {} })) as CallToolResult;
-    expect(read.isError).toBeFalsy();
-    expect(await titles()).not.toContain('legacy write');
+  it.each(['2025-06-18', '2025-11-25'] as const)('2025-era %s, v1 SDK client with elicitation, user accepts: a session, asked once on the SSE stream, the task created once', async (version) => {
+    const title = `legacy accept ${version}`;
+    const { client, transport, asked } = await legacyClient(confirming.key, { answer: 'accept', version });
+    expect(client.getServerVersion()).toMatchObject({ name: 'atrium' });
+    expect(transport.protocolVersion).toBe(version);
+    expect(transport.sessionId).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const result = (await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult;
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toMatchObject({ title, creator_id: alice.id });
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toContain('create_task');
+    expect(asked[0]).toContain(title);
+    // Reads are never confirmed (and answer JSON as before).
+    expect(((await client.callTool({ name: 'list_tasks', arguments: {} })) as CallToolResult).isError).toBeFalsy();
+    expect(asked).toHaveLength(1);
+    expect((await titles()).filter((t) => t === title)).toHaveLength(1);
   });
+
+  it.each(['decline', 'cancel'] as const)('2025-era session, user answers %s: tool error declined, nothing created', async (action) => {
+    const title = `legacy ${action}`;
+    const { client, asked } = await legacyClient(confirming.key, { answer: action, version: '2025-06-18' });
+    const result = (await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult;
+    expect(asked).toHaveLength(1);
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ error: { code: 'declined' } });
+    expect(await titles()).not.toContain(title);
+  });
+
+  it('2025-era session, nobody answers: confirmation_required after MCP_CONFIRM_TIMEOUT_MS, nothing created, the late answer refused', async () => {
+    const title = 'legacy unanswered';
+    const { client, transport, asked, askedIds } = await legacyClient(confirming.key, { answer: 'never' });
+    const started = Date.now();
+    const result = (await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(CONFIRM_TIMEOUT_MS - 100);
+    expect(asked).toHaveLength(1);
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ error: { code: 'confirmation_required', message: expect.stringContaining('nobody answered') } });
+    const late = await rawPost(confirming.key, { jsonrpc: '2.0', id: askedIds[0], result: { action: 'accept', content: {} } }, transport.sessionId);
+    expect(late.status).toBe(400);
+    expect(await titles()).not.toContain(title);
+  }, 30_000);
+
+  it('a 2025-era client without elicitation gets no session and confirmation_required; 2025-03-26 stays sessionless even with elicitation', async () => {
+    const { client, transport } = await legacyClient(confirming.key);
+    expect(transport.sessionId).toBeUndefined();
+    const refused = (await client.callTool({ name: 'create_task', arguments: { title: 'legacy no elicitation' } })) as CallToolResult;
+    expect(refused.structuredContent).toMatchObject({ error: { code: 'confirmation_required' } });
+    expect(((await client.callTool({ name: 'list_tasks', arguments: {} })) as CallToolResult).isError).toBeFalsy();
+
+    const old = await legacyClient(confirming.key, { answer: 'accept', version: '2025-03-26' });
+    expect(old.transport.protocolVersion).toBe('2025-03-26');
+    expect(old.transport.sessionId).toBeUndefined();
+    const oldResult = (await old.client.callTool({ name: 'create_task', arguments: { title: 'legacy 2025-03-26' } })) as CallToolResult;
+    expect(oldResult.structuredContent).toMatchObject({ error: { code: 'confirmation_required' } });
+    expect(old.asked).toHaveLength(0);
+    expect(await titles()).not.toEqual(expect.arrayContaining(['legacy no elicitation']));
+    expect(await titles()).not.toContain('legacy 2025-03-26');
+  });
+
+  it('a session is its credential\'s: another key presenting it, a forged or malformed id → 404; the answer is usable once; DELETE ends it', async () => {
+    const title = 'legacy replayed accept';
+    const { client, transport, answers } = await legacyClient(confirming.key, { answer: 'accept' });
+    const sessionId = transport.sessionId!;
+    const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+    expect((await rawPost(confirming.key, list, sessionId)).status).toBe(200);
+    for (const [key, id] of [
+      [plain.key, sessionId],
+      [confirming.key, 'A'.repeat(43)],
+      [confirming.key, 'not a session id'],
+      [confirming.key, `${sessionId}x`],
+    ] as const) {
+      const res = await rawPost(key, list, id);
+      expect(res.status).toBe(404);
+      expect(await res.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32001 } });
+    }
+
+    expect(((await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult).isError).toBeFalsy();
+    expect(answers).toHaveLength(1);
+    // The same answer again (a replay), an answer to an id never asked, malformed answers: 400, nothing runs.
+    const replay = await rawPost(confirming.key, JSON.parse(answers[0]), sessionId);
+    expect(replay.status).toBe(400);
+    expect(await replay.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32600 } });
+    const asked = JSON.parse(answers[0]) as { id: string };
+    for (const body of [
+      { jsonrpc: '2.0', id: 'atrium-confirm-never-asked', result: { action: 'accept', content: {} } },
+      { jsonrpc: '2.0', id: 12345, result: { action: 'accept' } },
+      { jsonrpc: '2.0', id: asked.id, result: { action: 'maybe' } },
+      { jsonrpc: '2.0', id: asked.id, result: 'accept' },
+      { jsonrpc: '2.0', id: asked.id, error: { code: -1, message: 'no' } },
+    ]) {
+      const res = await rawPost(confirming.key, body, sessionId);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ jsonrpc: '2.0', error: { code: expect.any(Number) } });
+    }
+    expect((await titles()).filter((t) => t === title)).toHaveLength(1);
+
+    // DELETE needs the credential that opened it, then ends the session everywhere.
+    const del = (key: string) => fetch(`${app.baseUrl}${MCP_PATH}`, { method: 'DELETE', headers: { ...bearer(key), 'Mcp-Session-Id': sessionId } });
+    expect((await del(plain.key)).status).toBe(404);
+    await transport.terminateSession();
+    expect(transport.sessionId).toBeUndefined();
+    expect((await rawPost(confirming.key, list, sessionId)).status).toBe(404);
+    expect((await del(confirming.key)).status).toBe(404);
+    expect((await fetch(`${app.baseUrl}${MCP_PATH}`, { method: 'DELETE', headers: { ...bearer(confirming.key), 'Mcp-Session-Id': sessionId } })).status).toBe(404);
+  });
+
+  itOnSharedServices('a session opened on one instance serves on another, and the answer may land on the first', async () => {
+    // Closed in afterAll, not here: passport's strategy registry is one per process, so the JWT strategy of the
+    // app booted last serves every app in this process, and later tests need its database connection alive.
+    second = await startTestApp({ env: deployment, database: app.database });
+    {
+      const opened = await legacyClient(confirming.key, { answer: 'accept' });
+      const title = 'legacy across instances';
+      // The call waits on the second instance; the client's answer is POSTed to the first.
+      const { client, asked } = await legacyClient(confirming.key, { answer: 'accept', baseUrl: second.baseUrl, sessionId: opened.transport.sessionId, answersTo: app.baseUrl });
+      const result = (await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult;
+      expect(result.isError).toBeFalsy();
+      expect(asked).toHaveLength(1);
+      expect((await titles()).filter((t) => t === title)).toHaveLength(1);
+      expect((await rawPost(plain.key, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, opened.transport.sessionId, second.baseUrl)).status).toBe(404);
+    }
+  }, 120_000);
 
   it('an OAuth grant consented with confirmWrites behaves the same and shows it in the grant view', async () => {
     const bob = await makeUser(app);
@@ -193,7 +368,7 @@ describe('confirmWrites on API keys and OAuth grants', () => {
     expect(write.body.error.code).toBe('confirmation_required');
     expect((await callTool(app, tokens.access_token, 'list_tasks', {})).status).toBe(200);
 
-    const { client: legacy } = await legacyClient(tokens.access_token, false);
+    const { client: legacy } = await legacyClient(tokens.access_token);
     const refused = (await legacy.callTool({ name: 'create_task', arguments: { title: 'grant mcp write' } })) as CallToolResult;
     expect(refused.structuredContent).toMatchObject({ error: { code: 'confirmation_required' } });
 

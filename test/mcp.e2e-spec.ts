@@ -208,7 +208,7 @@ describe('MCP Streamable HTTP at /api/v1/public/mcp', () => {
 
     it('GET and DELETE answer 405', async () => {
       const get = await app.http.get(MCP_PATH).set('Accept', 'text/event-stream').set(bearer(rw.key)).expect(405);
-      expect(get.headers.allow).toBe('POST');
+      expect(get.headers.allow).toBe('POST, DELETE');
       expect(get.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32000 } });
       await app.http.delete(MCP_PATH).set(bearer(rw.key)).expect(405);
     });

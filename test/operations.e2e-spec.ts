@@ -116,7 +116,8 @@ describeOnSharedServices('several processes at once on PostgreSQL', () => {
 
   beforeAll(async () => {
     buildOnce();
-    database = await createTestDatabase();
+    // Empty: the processes started below apply the migrations themselves (that is what is tested).
+    database = await createTestDatabase({ schema: 'empty' });
   }, 180_000);
   afterAll(async () => {
     await Promise.all(processes.map(stop));

@@ -1,8 +1,11 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { IdempotencyService } from '../src/common/idempotency/idempotency.service.js';
 import { bearer, callTool, makeApiKey, makeUser, type ApiKeyOptions, type TestUser } from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { WidgetsToolModule } from './fixtures/widgets-tool.module.js';
 
 /** See api-keys.e2e-spec.ts: one pooled connection keeps the embedded engine correct under concurrency. */
 describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency, truncation', () => {
@@ -18,7 +21,8 @@ describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency,
   const call = (key: string, name: string, args?: unknown, headers: Record<string, string> = {}) => callTool(app, key, name, args, headers);
 
   beforeAll(async () => {
-    app = await startTestApp();
+    // The throw-away provider (a new module under a new scope) rides along: see 'a provider added in its own module'.
+    app = await startTestApp({ extraModules: [WidgetsToolModule] });
     db = app.app.get(DataSource);
     alice = await makeUser(app);
     bob = await makeUser(app);
@@ -65,6 +69,67 @@ describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency,
       expect(create.parameters.title).toMatchObject({ type: 'str', required: true });
       expect(create.parameters.priority).toMatchObject({ default: 'medium', enum: ['low', 'medium', 'high', 'urgent'] });
       expect(create.parameters.due_date).toMatchObject({ type: 'date', default: null });
+    });
+  });
+
+  describe('a provider added in its own module, under a new scope, with no edit anywhere else', () => {
+    const mcpClient = async (key: string) => {
+      const client = new Client({ name: 'atrium-e2e', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${app.baseUrl}/api/v1/public/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+      return client;
+    };
+
+    it('is in the scope catalog, can be put on a key, and is listed and called on both doors; other keys get 403 insufficient_scope', async () => {
+      const catalog = await app.http.get('/api/api-keys/scopes').set(bearer(alice.token)).expect(200);
+      expect(catalog.body.data.items.map((s: { name: string }) => s.name)).toEqual(['tasks:read', 'tasks:write', 'docs:read', 'docs:write', 'github:read', 'github:write', 'widgets:read']);
+      expect(catalog.body.data.items.at(-1)).toEqual({ name: 'widgets:read', group: 'Widgets', allows: 'Count widgets', access: 'read', exampleTool: null }); // its one tool needs a colour
+      const widgets = (await makeKey(alice, ['widgets:read', 'tasks:read'])).key;
+
+      // JSON door: listed after the catalog's own tools, with the seed-style descriptor; called with typed, validated args.
+      const listed = await app.http.get('/api/v1/public/mcp/tools').set(bearer(widgets)).expect(200);
+      expect(listed.body.tools.map((t: { name: string }) => t.name)).toEqual(['list_tasks', 'get_task', 'search_tasks', 'task_stats', 'count_widgets']);
+      expect(listed.body.tools.at(-1)).toEqual({
+        name: 'count_widgets',
+        description: 'Counts the widgets of one colour in some boxes.',
+        scope: 'widgets:read',
+        parameters: {
+          color: { type: 'str', default: null, required: true, description: 'Widget colour', enum: ['red', 'blue'] },
+          times: { type: 'int', default: 1, required: false, description: 'How many boxes', minimum: 1, maximum: 10 },
+        },
+      });
+      expect((await call(widgets, 'count_widgets', { color: 'blue', times: '2' }).expect(200)).body).toEqual({ result: { color: 'blue', count: 10, owner: alice.id } });
+      expect((await call(widgets, 'count_widgets', { color: 'green' }).expect(400)).body.error).toMatchObject({ code: 'invalid_argument', details: { argument: 'color' } });
+      expect((await call(rw, 'count_widgets', { color: 'red' }).expect(403)).body.error).toMatchObject({ code: 'insufficient_scope', details: { required_scope: 'widgets:read' } });
+
+      // MCP door: the same tool with its JSON Schema, its provider's instructions, the same results and refusals.
+      const client = await mcpClient(widgets);
+      const other = await mcpClient(rw);
+      try {
+        const tools = (await client.listTools()).tools;
+        expect(tools.map((t) => t.name)).toEqual(['list_tasks', 'get_task', 'search_tasks', 'task_stats', 'count_widgets']);
+        expect(tools.at(-1)).toMatchObject({
+          name: 'count_widgets',
+          inputSchema: {
+            type: 'object',
+            properties: { color: { type: 'string', enum: ['red', 'blue'] }, times: { type: 'integer', minimum: 1, maximum: 10, default: 1 } },
+            required: ['color'],
+            additionalProperties: false,
+          },
+          annotations: { readOnlyHint: true },
+          _meta: { 'atrium/scope': 'widgets:read' },
+        });
+        expect(client.getInstructions()).toContain('Widget tools count widgets (a test fixture).');
+        expect(other.getInstructions()).not.toContain('Widget');
+        const result = await client.callTool({ name: 'count_widgets', arguments: { color: 'red' } });
+        expect(result.structuredContent).toEqual({ color: 'red', count: 3, owner: alice.id });
+        expect((await other.listTools()).tools.map((t) => t.name)).not.toContain('count_widgets');
+        const refused = await other.callTool({ name: 'count_widgets', arguments: { color: 'red' } });
+        expect(refused.isError).toBe(true);
+        expect(refused.structuredContent).toMatchObject({ error: { code: 'insufficient_scope', details: { required_scope: 'widgets:read' } } });
+      } finally {
+        await client.close();
+        await other.close();
+      }
     });
   });
 

@@ -65,7 +65,6 @@ describe('loadConfig', () => {
     [{ NODE_ENV: 'production' }, /JWT_SECRET is required when NODE_ENV=production/],
     [{ RAG_HYBRID_VECTOR_WEIGHT: '1.5' }, /RAG_HYBRID_VECTOR_WEIGHT must be between 0 and 1/],
     [{ RAG_HYBRID_VECTOR_WEIGHT: 'half' }, /RAG_HYBRID_VECTOR_WEIGHT must be a number/],
-    [{ RAG_SEARCH_POOL: 'no' }, /RAG_SEARCH_POOL must be one of on, off/],
   ])('rejects %j with one line naming the variable', (env, message) => {
     let error: unknown;
     try {
@@ -79,8 +78,8 @@ describe('loadConfig', () => {
   });
 
   it('reads the RAG search settings', () => {
-    expect(loadConfig({ DATA_DIR: dataDir }).ragSearch).toEqual({ hybridVectorWeight: 0.15, dedicatedPool: true });
-    expect(loadConfig({ DATA_DIR: dataDir, RAG_HYBRID_VECTOR_WEIGHT: '.4', RAG_SEARCH_POOL: 'off' }).ragSearch).toEqual({ hybridVectorWeight: 0.4, dedicatedPool: false });
+    expect(loadConfig({ DATA_DIR: dataDir }).ragSearch).toEqual({ hybridVectorWeight: 0.15 });
+    expect(loadConfig({ DATA_DIR: dataDir, RAG_HYBRID_VECTOR_WEIGHT: '.4' }).ragSearch).toEqual({ hybridVectorWeight: 0.4 });
   });
 
   it('starts in production when every secret is given', () => {

@@ -3,7 +3,6 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import { ConfigError } from './config-error.js';
-import { DEFAULT_HYBRID_VECTOR_WEIGHT } from '../modules/rag/rag.constants.js';
 import { EnvReader } from './env-readers.js';
 import { DEFAULT_EXTRACTION_LIMITS, type ExtractionLimits } from '../modules/documents/extraction-limits.js';
 
@@ -56,7 +55,13 @@ export interface AppConfig {
     areaBCallsPerMinute: number;
     loginAttemptsPer15Min: number;
   };
-  mcp: { allowedOrigins: string[] };
+  mcp: {
+    allowedOrigins: string[];
+    /** A 2025-era MCP session unused this long is gone (404, the client initializes again); pruned hourly. */
+    sessionTtlMs: number;
+    /** How long a write of a "confirm writes" credential waits for the user's elicitation answer before it fails. */
+    confirmTimeoutMs: number;
+  };
   /**
    * Express `trust proxy`: which peers may set the client address through X-Forwarded-For. false = none
    * (per-IP limits use the socket address); a hop count; or addresses, CIDR ranges and the names
@@ -99,13 +104,12 @@ export interface AppConfig {
   };
   /** RAG search. */
   ragSearch: {
-    /** Weight of the vector list in hybrid score fusion (0 = keyword only, 1 = vector only). */
-    hybridVectorWeight: number;
     /**
-     * Whether search statements run on their own small pool whose sessions start with the search
-     * settings (one round trip per ranked list). Off for a pooler that refuses startup options.
+     * Weight of the vector list in hybrid score fusion (0 = keyword only, 1 = vector only). Default 0.15, chosen
+     * on SciFact with the offline hashing embedder, whose vectors repeat BM25's lexical signal without its IDF,
+     * so they add a little and may not dominate. With a semantic provider, raise RAG_HYBRID_VECTOR_WEIGHT.
      */
-    dedicatedPool: boolean;
+    hybridVectorWeight: number;
   };
   /** RAG indexing jobs: when a job whose worker died is taken over. */
   indexing: {
@@ -196,7 +200,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       areaBCallsPerMinute: read.int('RATE_LIMIT_USER_PER_MIN', 600, 1, 1_000_000),
       loginAttemptsPer15Min: read.int('RATE_LIMIT_LOGIN_PER_15_MIN', 10, 1, 100_000),
     },
-    mcp: { allowedOrigins: read.list('MCP_ALLOWED_ORIGINS') },
+    mcp: {
+      allowedOrigins: read.list('MCP_ALLOWED_ORIGINS'),
+      sessionTtlMs: read.int('MCP_SESSION_TTL_MS', 86_400_000, 1_000, 30 * 86_400_000),
+      // The official v1 SDK client gives up on a request after 60 s unless told otherwise; a human needs longer.
+      confirmTimeoutMs: read.int('MCP_CONFIRM_TIMEOUT_MS', 120_000, 100, 3_600_000),
+    },
     trustProxy: readTrustProxy(read),
     publicUrl: readPublicUrl(read),
     oauth: {
@@ -206,8 +215,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     embeddings: readEmbeddingsConfig(read),
     llm: readLlmConfig(read),
     ragSearch: {
-      hybridVectorWeight: read.number('RAG_HYBRID_VECTOR_WEIGHT', DEFAULT_HYBRID_VECTOR_WEIGHT, 0, 1),
-      dedicatedPool: read.oneOf('RAG_SEARCH_POOL', ['on', 'off'] as const, 'on') === 'on',
+      hybridVectorWeight: read.number('RAG_HYBRID_VECTOR_WEIGHT', 0.15, 0, 1),
     },
     indexing: {
       staleAfterMs: read.int('RAG_STALE_AFTER_MS', 60_000, 500, 3_600_000),

@@ -190,6 +190,25 @@ export interface IndexingJobs {
   trace_id: string | null;
 }
 
+export interface McpElicitations {
+  answer: Json | null;
+  answered_at: Timestamp | null;
+  expires_at: Timestamp;
+  request_id: string;
+  session_hash: Buffer;
+}
+
+export interface McpSessions {
+  client_capabilities: Json;
+  client_name: string;
+  client_version: string;
+  created_at: Generated<Timestamp>;
+  credential_id: string;
+  expires_at: Timestamp;
+  id_hash: Buffer;
+  protocol_version: string;
+}
+
 export interface OauthClients {
   client_id: string;
   client_name: string | null;
@@ -337,6 +356,8 @@ export interface DB {
   github_repositories: GithubRepositories;
   idempotency_records: IdempotencyRecords;
   indexing_jobs: IndexingJobs;
+  mcp_elicitations: McpElicitations;
+  mcp_sessions: McpSessions;
   oauth_clients: OauthClients;
   oauth_codes: OauthCodes;
   oauth_grant_usage: OauthGrantUsage;

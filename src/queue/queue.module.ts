@@ -3,6 +3,8 @@ import { DynamicModule, Global, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { createPostgresBackend, setDefaultBackendFactory } from 'bullmq';
 import type { AppConfig } from '../config/app-config.js';
+import { ClaimableJobsRepository } from './claimable-jobs.repository.js';
+import { ClaimableJobsService } from './claimable-jobs.service.js';
 import { QueueErrorListener } from './queue-error-listener.js';
 import { QUEUE_BACKEND, SYSTEM_QUEUE, type QueueBackendKind } from './queue.constants.js';
 
@@ -34,8 +36,8 @@ export class QueueModule {
         BullModule.forRoot({ connection: connection as never, prefix: kind === 'redis' ? config.redis.prefix : undefined }),
         BullModule.registerQueue({ name: SYSTEM_QUEUE }),
       ],
-      providers: [{ provide: QUEUE_BACKEND, useValue: kind }, QueueErrorListener],
-      exports: [QUEUE_BACKEND, BullModule],
+      providers: [{ provide: QUEUE_BACKEND, useValue: kind }, QueueErrorListener, ClaimableJobsRepository, ClaimableJobsService],
+      exports: [QUEUE_BACKEND, BullModule, ClaimableJobsService],
     };
   }
 }

@@ -1,15 +1,26 @@
 import 'reflect-metadata';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import request from 'supertest';
-import { createHttpApp } from '../../src/app.factory.js';
+import { DataSource } from 'typeorm';
+import { createHttpApp, type CreateAppOptions } from '../../src/app.factory.js';
 import { JsonLogger } from '../../src/common/logging/json-logger.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
+import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
+import { runMigrationsUnderLock } from '../../src/database/migrations-runner.js';
+import { failOnOpenApiMismatches, openApiValidator, watchResponses } from './openapi-validator.js';
+
+// Every answer an in-process app gives during a test must match the served OpenAPI document for its route
+// and status; a test during which one did not fails with the mismatch (see openapi-validator.ts).
+if (typeof afterEach === 'function') {
+  afterEach(failOnOpenApiMismatches);
+  afterAll(failOnOpenApiMismatches);
+}
 
 /**
  * Where a test file's data lives: its own fresh database on TEST_DATABASE_URL's server, or a fresh
@@ -21,7 +32,17 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function createTestDatabase(): Promise<TestDatabase> {
+export interface TestDatabaseOptions {
+  /**
+   * `migrated` (default): on PostgreSQL, a copy of a template database that already holds every migration, so the
+   * app's start-up finds nothing pending (a file copy instead of 19 migrations per suite). `empty`: a database
+   * with no tables, for tests of the migrations themselves. The embedded engine always starts empty (the app
+   * migrates it), as a real first start does.
+   */
+  schema?: 'migrated' | 'empty';
+}
+
+export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
   const serverUrl = process.env.TEST_DATABASE_URL;
   if (!serverUrl) {
     const embedded = await EmbeddedPostgres.start(undefined);
@@ -30,12 +51,15 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `atrium_test_${randomBytes(6).toString('hex')}`;
   const admin = new Client({ connectionString: serverUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
+  try {
+    if (options.schema === 'empty') await admin.query(`CREATE DATABASE ${name}`);
+    else await createFromTemplate(admin, serverUrl, name);
+  } finally {
+    await admin.end();
+  }
+  const url = withDatabase(serverUrl, name);
   return {
-    url: url.toString(),
+    url,
     kind: 'postgres',
     drop: async () => {
       const client = new Client({ connectionString: serverUrl });
@@ -44,6 +68,82 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       await client.end();
     },
   };
+}
+
+function withDatabase(serverUrl: string, name: string): string {
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+const MIGRATIONS_DIR = join(__dirname, '..', '..', 'migrations');
+const TEMPLATE_PREFIX = 'atrium_test_tpl_';
+/** Advisory lock (on the server's maintenance database) held while a process builds or prunes templates. */
+const TEMPLATE_LOCK_KEY = '7022363516244667758';
+const KEPT_TEMPLATES = 8;
+
+/** The template's name follows the migrations' sources, so a changed or added migration gets a new template. */
+function templateName(): string {
+  const hash = createHash('sha256');
+  for (const file of readdirSync(MIGRATIONS_DIR).sort()) hash.update(file).update(readFileSync(join(MIGRATIONS_DIR, file)));
+  return `${TEMPLATE_PREFIX}${hash.digest('hex').slice(0, 16)}`;
+}
+
+let template: Promise<string> | undefined;
+
+/**
+ * CREATE DATABASE … TEMPLATE the migrated template, building the template first when this server lacks it
+ * (once per set of migrations; other test processes wait on the advisory lock and reuse it). The template is
+ * migrated under a temporary name and renamed when complete, so a half-built one is never copied. Only the
+ * newest few templates are kept; a run whose template was pruned meanwhile builds it again.
+ */
+async function createFromTemplate(admin: Client, serverUrl: string, name: string): Promise<void> {
+  template ??= ensureTemplate(serverUrl).catch((error) => {
+    template = undefined;
+    throw error;
+  });
+  const source = await template;
+  try {
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${source}`);
+  } catch (error) {
+    // 3D000: pruned by a process with other migrations since this one built or found it: build it again, once.
+    if ((error as { code?: string }).code !== '3D000') throw error;
+    template = ensureTemplate(serverUrl);
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${await template}`);
+  }
+}
+
+async function ensureTemplate(serverUrl: string): Promise<string> {
+  const name = templateName();
+  const admin = new Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query('SELECT pg_advisory_lock($1::bigint)', [TEMPLATE_LOCK_KEY]);
+    // Newest first (database oids grow with creation).
+    const existing = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE starts_with(datname, $1) ORDER BY oid DESC`, [TEMPLATE_PREFIX]);
+    if (!existing.rows.some((row) => row.datname === name)) {
+      const building = `${name}_building`;
+      await admin.query(`DROP DATABASE IF EXISTS ${building}`);
+      await admin.query(`CREATE DATABASE ${building}`);
+      const dataSource = await new DataSource(buildDataSourceOptions(withDatabase(serverUrl, building), 1)).initialize();
+      try {
+        await runMigrationsUnderLock(dataSource, withDatabase(serverUrl, building));
+      } finally {
+        await dataSource.destroy();
+      }
+      await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
+    }
+    // Keep the templates of the last few migration sets (branches tested side by side on one server), drop older ones.
+    const stale = existing.rows.map((row) => row.datname).filter((datname) => datname !== name && !datname.endsWith('_building')).slice(KEPT_TEMPLATES - 1);
+    for (const datname of stale) {
+      // Fails while someone copies it: then it stays until a later run.
+      await admin.query(`DROP DATABASE IF EXISTS ${datname}`).catch(() => undefined);
+    }
+    return name;
+  } finally {
+    await admin.query('SELECT pg_advisory_unlock($1::bigint)', [TEMPLATE_LOCK_KEY]).catch(() => undefined);
+    await admin.end();
+  }
 }
 
 /**
@@ -80,25 +180,32 @@ export interface TestAppOptions {
   database?: TestDatabase;
   /** Listen on this loopback port (e.g. one PUBLIC_URL names) instead of a random one. */
   port?: number;
+  /** Test-only feature modules booted with the app (e.g. a throw-away tool provider). */
+  extraModules?: CreateAppOptions['extraModules'];
+}
+
+/** The environment of an in-process test app: its own DATA_DIR and Redis prefix, TEST_REDIS_URL, quiet logs; then `overrides`. */
+export function testAppEnv(dataDir: string, overrides: Record<string, string> = {}): Record<string, string | undefined> {
+  return {
+    NODE_ENV: 'test',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',
+    REDIS_URL: process.env.TEST_REDIS_URL,
+    REDIS_PREFIX: `atrium-test-${randomBytes(4).toString('hex')}`,
+    ...overrides,
+  };
 }
 
 /** Boots the real app over HTTP on a random loopback port against real PostgreSQL (+ Redis when TEST_REDIS_URL is set). */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
   const dataDir = mkdtempSync(join(tmpdir(), 'atrium-test-'));
-  const env: Record<string, string | undefined> = {
-    NODE_ENV: 'test',
-    DATA_DIR: dataDir,
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'error',
-    REDIS_URL: process.env.TEST_REDIS_URL,
-    REDIS_PREFIX: `atrium-test-${randomBytes(4).toString('hex')}`,
-    ...options.env,
-  };
-  const config = loadConfig(env);
-  const app = await createHttpApp({ config, databaseUrl: database.url, logger: new JsonLogger(config.logLevel) });
+  const config = loadConfig(testAppEnv(dataDir, options.env));
+  const app = await createHttpApp({ config, databaseUrl: database.url, logger: new JsonLogger(config.logLevel), extraModules: options.extraModules });
   await app.listen(options.port ?? 0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   const baseUrl = `http://127.0.0.1:${address.port}`;
+  watchResponses(app.getHttpServer(), await openApiValidator(baseUrl));
   return {
     app,
     config,

@@ -1,11 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DataSource } from 'typeorm';
 import { AppException } from '../errors/app.exception.js';
 import { ErrorCode } from '../errors/error-code.js';
 import { canonicalJson } from './canonical-json.js';
+import { IdempotencyRepository } from './idempotency.repository.js';
 
 export interface IdempotencyRequest {
   /** Whose key space: the user (or key owner) on whose behalf the request runs. */
@@ -57,7 +56,7 @@ const WAIT_FOR_IN_FLIGHT_MS = 5000;
  */
 @Injectable()
 export class IdempotencyService {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly records: IdempotencyRepository) {}
 
   /** 400 for a header value that cannot be a key (empty, too long, control or non-ASCII chars). */
   static assertValidKey(key: string): void {
@@ -76,31 +75,17 @@ export class IdempotencyService {
   async run<T>(input: IdempotencyRequest, work: () => Promise<T>): Promise<IdempotentOutcome<T>> {
     IdempotencyService.assertValidKey(input.key);
     const requestHash = createHash('sha256').update(canonicalJson(input.request)).digest('hex');
+    const id = { ownerId: input.ownerId, scope: input.scope, key: input.key };
     const deadline = Date.now() + WAIT_FOR_IN_FLIGHT_MS;
-    for (;;) {
-      const claimed: unknown[] = await this.dataSource.query(
-        `INSERT INTO idempotency_records (owner_id, scope, key, request_hash, state, response, created_at, expires_at)
-         VALUES ($1, $2, $3, $4, 'pending', NULL, now(), now() + interval '${PENDING_LEASE_MINUTES} minutes')
-         ON CONFLICT (owner_id, scope, key) DO UPDATE
-           SET request_hash = EXCLUDED.request_hash, state = 'pending', response = NULL, created_at = now(), expires_at = EXCLUDED.expires_at
-           WHERE idempotency_records.expires_at <= now()
-         RETURNING key`,
-        [input.ownerId, input.scope, input.key, requestHash],
-      );
-      if (claimed.length > 0) break;
-
-      const rows: { request_hash: string; state: string; response: { value: T } | null }[] = await this.dataSource.query(
-        `SELECT request_hash, state, response FROM idempotency_records WHERE owner_id = $1 AND scope = $2 AND key = $3 AND expires_at > now()`,
-        [input.ownerId, input.scope, input.key],
-      );
-      const existing = rows[0];
+    while (!(await this.records.claim(id, requestHash, PENDING_LEASE_MINUTES))) {
+      const existing = await this.records.findLive(id);
       if (!existing) continue; // expired or released between the two statements: claim again
-      if (existing.request_hash !== requestHash) {
+      if (existing.requestHash !== requestHash) {
         throw new AppException(ErrorCode.IdempotencyConflict, 'This Idempotency-Key was already used with different arguments', {
           header: 'Idempotency-Key',
         });
       }
-      if (existing.state === 'completed' && existing.response) return { value: existing.response.value, replayed: true };
+      if (existing.state === 'completed' && existing.response) return { value: existing.response.value as T, replayed: true };
       if (Date.now() > deadline) {
         throw new AppException(ErrorCode.IdempotencyConflict, 'A request with this Idempotency-Key is still in progress; retry shortly', {
           header: 'Idempotency-Key',
@@ -114,23 +99,16 @@ export class IdempotencyService {
     try {
       value = await work();
     } catch (error) {
-      await this.dataSource.query(
-        `DELETE FROM idempotency_records WHERE owner_id = $1 AND scope = $2 AND key = $3 AND state = 'pending' AND request_hash = $4`,
-        [input.ownerId, input.scope, input.key, requestHash],
-      );
+      await this.records.release(id, requestHash);
       throw error;
     }
-    await this.dataSource.query(
-      `UPDATE idempotency_records SET state = 'completed', response = $5::jsonb, expires_at = now() + interval '${TTL_HOURS} hours'
-       WHERE owner_id = $1 AND scope = $2 AND key = $3 AND request_hash = $4`,
-      [input.ownerId, input.scope, input.key, requestHash, JSON.stringify({ value: value ?? null })],
-    );
+    await this.records.complete(id, requestHash, value, TTL_HOURS);
     if (Math.random() < 0.01) void this.purgeExpired().catch(() => undefined);
     return { value, replayed: false };
   }
 
   /** Expired records are dead weight; dropped now and then. */
   async purgeExpired(): Promise<void> {
-    await this.dataSource.query(`DELETE FROM idempotency_records WHERE expires_at < now() - interval '1 hour'`);
+    await this.records.deleteExpired(1);
   }
 }

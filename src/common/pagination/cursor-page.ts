@@ -1,3 +1,4 @@
+import { sql, type SelectQueryBuilder as KyselySelect, type SqlBool } from 'kysely';
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { AppException } from '../errors/app.exception.js';
 import { isUuid } from '../validation/uuid.js';
@@ -47,6 +48,24 @@ export function toPage<T extends { createdAt: Date; id: string }, R>(rows: T[], 
     items: pageRows.map(render),
     nextCursor: hasMore ? encodeCursor(pageRows[pageRows.length - 1]) : null,
   };
+}
+
+export interface PageQuery {
+  limit: number;
+  cursor?: string;
+}
+
+/**
+ * The one pagination of every list (Kysely repositories): rows after the cursor in the list order (newest
+ * first, ties by id), `limit + 1` of them so {@link toPage} can tell whether another page follows.
+ * `alias` is the table alias of the listed object in `qb`, from code. A bad cursor is a 400.
+ */
+export function pageOrder<DB, TB extends keyof DB, O>(qb: KyselySelect<DB, TB, O>, alias: string, query: PageQuery): KyselySelect<DB, TB, O> {
+  const cursor = decodeCursor(query.cursor);
+  const createdAt = sql.ref(`${alias}.created_at`);
+  const id = sql.ref(`${alias}.id`);
+  const after = cursor ? qb.where(sql<SqlBool>`(${createdAt}, ${id}) < (${cursor.createdAt}::timestamptz, ${cursor.id}::uuid)`) : qb;
+  return after.orderBy(sql`${createdAt} DESC, ${id} DESC`).limit(query.limit + 1);
 }
 
 /**

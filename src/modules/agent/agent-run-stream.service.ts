@@ -1,23 +1,17 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { Response } from 'express';
-import { DataSource } from 'typeorm';
 import type { Actor } from '../../common/auth/actor.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { AgentRunEventsListener } from './agent-run-events.listener.js';
+import { AgentRunEventsRepository } from './agent-run-events.repository.js';
+import { AgentRunsRepository } from './agent-runs.repository.js';
 import { AgentRunsService } from './agent-runs.service.js';
-import { FINAL_STATUSES, toStepView, type AgentRunStatus, type StoredStep } from './agent-run.types.js';
+import { FINAL_STATUSES, toStepView } from './agent-run.types.js';
 
 /** Re-read even without a notification this often (a lost LISTEN connection must not stall a stream). */
 const REREAD_EVERY_MS = 2_000;
 const PAGE = 500;
-
-interface EventRow {
-  seq: number;
-  type: 'step' | 'status';
-  data: StoredStep | { status: AgentRunStatus };
-}
 
 /**
  * `GET /api/agent/stream/:jobId` as Server-Sent Events, from the run's stored event log (agent_run_events,
@@ -32,7 +26,8 @@ export class AgentRunStreamService implements OnModuleDestroy {
   private readonly open = new Set<() => void>();
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly events: AgentRunEventsRepository,
+    private readonly runsRepository: AgentRunsRepository,
     private readonly runs: AgentRunsService,
     private readonly listener: AgentRunEventsListener,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -72,21 +67,18 @@ export class AgentRunStreamService implements OnModuleDestroy {
         // Subscribed before reading: a change committed meanwhile wakes the next wait at once.
         let pending = false;
         wake = () => (pending = true);
-        const events: EventRow[] = await this.dataSource.query(
-          `SELECT seq, type, data FROM agent_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT ${PAGE}`,
-          [jobId, after],
-        );
+        const events = await this.events.after(jobId, after, PAGE);
         for (const event of events) {
-          const data = event.type === 'step' ? toStepView(event.data as StoredStep) : event.data;
+          const data = event.type === 'step' ? toStepView(event.data) : event.data;
           response.write(`id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(data)}\n\n`);
           after = event.seq;
         }
         if (events.length === PAGE) continue;
-        const [run]: { status: AgentRunStatus; event_seq: number }[] = await this.dataSource.query(`SELECT status, event_seq FROM agent_runs WHERE id = $1`, [jobId]);
+        const run = await this.runsRepository.streamPosition(jobId);
         if (!run) break;
-        if (FINAL_STATUSES.includes(run.status) && after >= run.event_seq) {
+        if (FINAL_STATUSES.includes(run.status) && after >= run.eventSeq) {
           const view = await this.runs.get(actor, jobId);
-          response.write(`id: ${run.event_seq + 1}\nevent: done\ndata: ${JSON.stringify(view)}\n\n`);
+          response.write(`id: ${run.eventSeq + 1}\nevent: done\ndata: ${JSON.stringify(view)}\n\n`);
           break;
         }
         if (!pending && !closed) await new Promise<void>((resolve) => (wake = resolve));

@@ -48,10 +48,19 @@ export interface StoredStep {
   approval?: StepDecision;
 }
 
-export interface AgentRunRow {
+/** Who a run acts as: the caller pinned to the run's project (see AgentRunsService.start). */
+export interface AgentRunActor {
+  userId: string;
+  projectIds: readonly string[] | null;
+  repos: readonly string[] | null;
+  projectRoleCap?: 'editor' | 'viewer';
+}
+
+/** An agent run as the repository returns it (AgentRunsRepository; the claim and webhook columns stay inside). */
+export interface AgentRun {
   id: string;
-  user_id: string;
-  project_id: string;
+  userId: string;
+  projectId: string;
   status: AgentRunStatus;
   input: string;
   output: string | null;
@@ -61,21 +70,16 @@ export interface AgentRunRow {
   model: string;
   tools: string[] | null;
   scopes: string[];
-  actor: { userId: string; projectIds: string[] | null; repos: string[] | null; projectRoleCap?: 'editor' | 'viewer' };
-  max_steps: number;
+  actor: AgentRunActor;
+  maxSteps: number;
   approval: AgentRunApproval;
-  awaiting_since: Date | null;
-  paused_ms: number;
-  webhook_url: string | null;
-  webhook_secret: string | null;
-  cancel_requested: boolean;
-  claim_token: string | null;
-  heartbeat_at: Date | null;
+  pausedMs: number;
+  webhookUrl: string | null;
+  cancelRequested: boolean;
   attempts: number;
-  trace_id: string | null;
-  created_at: Date;
-  started_at: Date | null;
-  finished_at: Date | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
 }
 
 export interface AgentStepView {
@@ -129,27 +133,27 @@ export function toStepView(step: StoredStep): AgentStepView {
   return view;
 }
 
-export function toSummary(row: AgentRunRow): AgentRunSummary {
+export function toSummary(run: AgentRun): AgentRunSummary {
   return {
-    jobId: row.id,
-    projectId: row.project_id,
-    status: row.status,
-    provider: row.provider,
-    model: row.model,
-    tools: row.tools,
-    maxSteps: row.max_steps,
-    approval: row.approval,
-    input: row.input,
-    output: row.output,
-    error: row.error,
-    stepCount: row.steps.length,
-    createdAt: iso(row.created_at)!,
-    startedAt: iso(row.started_at),
-    finishedAt: iso(row.finished_at),
+    jobId: run.id,
+    projectId: run.projectId,
+    status: run.status,
+    provider: run.provider,
+    model: run.model,
+    tools: run.tools,
+    maxSteps: run.maxSteps,
+    approval: run.approval,
+    input: run.input,
+    output: run.output,
+    error: run.error,
+    stepCount: run.steps.length,
+    createdAt: iso(run.createdAt)!,
+    startedAt: iso(run.startedAt),
+    finishedAt: iso(run.finishedAt),
   };
 }
 
-export function toView(row: AgentRunRow): AgentRunView {
-  const { stepCount: _stepCount, ...summary } = toSummary(row);
-  return { ...summary, steps: row.steps.map(toStepView) };
+export function toView(run: AgentRun): AgentRunView {
+  const { stepCount: _stepCount, ...summary } = toSummary(run);
+  return { ...summary, steps: run.steps.map(toStepView) };
 }

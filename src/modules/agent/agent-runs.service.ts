@@ -1,11 +1,9 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DataSource } from 'typeorm';
-import { actorSqlValues, insidePinsSql, isProjectAllowed } from '../../common/access/access-rules.js';
+import { isProjectAllowed } from '../../common/access/access-rules.js';
 import { type Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
@@ -13,14 +11,13 @@ import { decodeCursor, encodeCursor, type Page } from '../../common/pagination/c
 import { RequestContext } from '../../common/request-context/request-context.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
-import { API_KEY_SCOPES } from '../api-keys/api-key-scopes.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ToolsService } from '../tools/tools.service.js';
-import { AGENT_RUNS_QUEUE, READ_SCOPES } from './agent.constants.js';
-import { FINAL_STATUSES, toSummary, type AgentRunApproval, type StoredStep, toView, type AgentRunRow, type AgentRunStatus, type AgentRunSummary, type AgentRunView } from './agent-run.types.js';
+import { AGENT_RUNS_QUEUE } from './agent.constants.js';
+import { FINAL_STATUSES, toSummary, type AgentRunApproval, type StoredStep, toView, type AgentRun, type AgentRunStatus, type AgentRunSummary, type AgentRunView } from './agent-run.types.js';
+import { AGENT_RUNS_TABLE, AgentRunsRepository } from './agent-runs.repository.js';
 import { LLM_CLIENT, type LlmClient } from './llm/llm-client.js';
-import { returningRows } from '../../database/returning-rows.js';
-import { startRecoverySweep } from '../../queue/recovery-sweep.js';
+import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
 import { isUuid } from '../../common/validation/uuid.js';
 import { assertWebhookUrl } from './webhooks/webhook-address.js';
 import { AgentWebhooksService, type WebhookDeliveryView } from './webhooks/agent-webhooks.service.js';
@@ -60,7 +57,8 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
   private stopSweep?: () => void;
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly repository: AgentRunsRepository,
+    private readonly claims: ClaimableJobsService,
     @InjectQueue(AGENT_RUNS_QUEUE) private readonly queue: Queue,
     private readonly projects: ProjectsService,
     private readonly tools: ToolsService,
@@ -70,8 +68,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    if (this.config.role === 'api') return; // the processes that run agents also look after them
-    this.stopSweep = await startRecoverySweep('agent run', () => this.recover(), this.config.agent.recoveryIntervalMs, this.logger);
+    this.stopSweep = await this.claims.startSweep('agent run', () => this.recover(), this.config.agent.recoveryIntervalMs, this.logger);
   }
 
   onModuleDestroy(): void {
@@ -96,7 +93,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       }
     }
     if (input.webhookUrl !== undefined) await assertWebhookUrl(input.webhookUrl, this.config.agent.webhookAllowPrivate);
-    return { input, allowlist, scopes: role === 'viewer' ? [...READ_SCOPES] : [...API_KEY_SCOPES] };
+    return { input, allowlist, scopes: role === 'viewer' ? this.tools.readScopes() : this.tools.allScopes() };
   }
 
   /** Creates and enqueues the run; `webhookSecret` (with a webhookUrl) is the only time the secret is shown. */
@@ -105,14 +102,22 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     const runActor = { userId: actor.userId, projectIds: [input.projectId], repos: actor.repos, ...(actor.projectRoleCap ? { projectRoleCap: actor.projectRoleCap } : {}) };
     const id = randomUUID();
     const webhookSecret = input.webhookUrl !== undefined ? this.webhooks.newSecret() : undefined;
-    await this.dataSource.query(
-      `INSERT INTO agent_runs (id, user_id, project_id, status, input, provider, model, tools, scopes, actor, max_steps, trace_id, approval, webhook_url, webhook_secret)
-       VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7::text[], $8::text[], $9::jsonb, $10, $11, $12, $13, $14)`,
-      [
-        id, actor.userId, input.projectId, input.input, this.llm.provider, this.llm.model, allowlist, scopes, JSON.stringify(runActor), input.maxSteps ?? 8,
-        RequestContext.requestId() ?? null, input.approval ?? 'none', input.webhookUrl ?? null, webhookSecret ? this.webhooks.sealSecret(webhookSecret, id) : null,
-      ],
-    );
+    await this.repository.insert({
+      id,
+      userId: actor.userId,
+      projectId: input.projectId,
+      input: input.input,
+      provider: this.llm.provider,
+      model: this.llm.model,
+      tools: allowlist,
+      scopes,
+      actor: runActor,
+      maxSteps: input.maxSteps ?? 8,
+      traceId: RequestContext.requestId() ?? null,
+      approval: input.approval ?? 'none',
+      webhookUrl: input.webhookUrl ?? null,
+      webhookSecret: webhookSecret ? this.webhooks.sealSecret(webhookSecret, id) : null,
+    });
     try {
       await this.enqueue(id);
     } catch (error) {
@@ -124,50 +129,34 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
 
   /** The run as status shows it; with a webhook, its URL and delivery log (never the secret). */
   async get(actor: Actor, jobId: string): Promise<AgentRunView & { webhook?: { url: string; deliveries: WebhookDeliveryView[] } }> {
-    const row = await this.findOwn(actor, jobId);
-    const view = toView(row);
-    return row.webhook_url ? { ...view, webhook: { url: row.webhook_url, deliveries: await this.webhooks.deliveries(row.id) } } : view;
+    const run = await this.findOwn(actor, jobId);
+    const view = toView(run);
+    return run.webhookUrl ? { ...view, webhook: { url: run.webhookUrl, deliveries: await this.webhooks.deliveries(run.id) } } : view;
   }
 
   /**
-   * A queued run, or one waiting for an approval, is cancelled at once; a running one is flagged, and its final write (Fence.finish) turns
+   * A queued run, or one waiting for an approval, is cancelled at once; a running one is flagged, and its final write (AgentRunsRepository.finish) turns
    * into `cancelled` whatever it reached, so a 202 here always ends `cancelled`. A run that finished first
    * is a 409. The route waits briefly so the answer usually shows the final status.
    */
   async cancel(actor: Actor, jobId: string): Promise<{ jobId: string; status: AgentRunStatus }> {
     const run = await this.findOwn(actor, jobId);
-    const rows = returningRows<{ status: AgentRunStatus }>(
-      await this.dataSource.query(
-      `UPDATE agent_runs SET cancel_requested = true,
-              status = CASE WHEN status IN ('queued', 'awaiting_approval') THEN 'cancelled' ELSE status END,
-              finished_at = CASE WHEN status IN ('queued', 'awaiting_approval') THEN now() ELSE finished_at END
-       WHERE id = $1 AND status IN ('queued', 'running', 'awaiting_approval') RETURNING status`,
-      [jobId],
-      ),
-    );
-    if (rows.length === 0) throw new AppException(ErrorCode.StateConflict, `The run has already finished (${run.status})`, { status: run.status });
-    if (rows[0].status === 'cancelled') {
+    const flagged = await this.repository.requestCancel(jobId);
+    if (flagged === undefined) throw new AppException(ErrorCode.StateConflict, `The run has already finished (${run.status})`, { status: run.status });
+    if (flagged === 'cancelled') {
       await this.queue.remove(jobId).catch(() => undefined);
       return { jobId, status: 'cancelled' };
     }
     const deadline = Date.now() + CANCEL_WAIT_MS;
     while (Date.now() < deadline) {
       await sleep(100);
-      const [row]: { status: AgentRunStatus }[] = await this.dataSource.query(`SELECT status FROM agent_runs WHERE id = $1`, [jobId]);
-      if (FINAL_STATUSES.includes(row.status)) return { jobId, status: row.status };
+      const status = await this.repository.statusOf(jobId);
+      if (status && FINAL_STATUSES.includes(status)) return { jobId, status };
     }
     // No live worker answered (its heartbeat is stale or gone): nobody else will stop it, so stop it here.
-    const [stopped] = returningRows<{ status: AgentRunStatus }>(
-      await this.dataSource.query(
-      `UPDATE agent_runs SET status = 'cancelled', finished_at = now(), claim_token = NULL
-       WHERE id = $1 AND status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < now() - make_interval(secs => $2)) RETURNING status`,
-      [jobId, this.config.agent.staleAfterMs / 1000],
-      ),
-    );
-    if (stopped) return { jobId, status: 'cancelled' };
+    if (await this.repository.cancelAbandoned(jobId, this.config.agent.staleAfterMs)) return { jobId, status: 'cancelled' };
     // Still running on a live worker: the cancel is recorded and its final write will be `cancelled`.
-    const [row]: { status: AgentRunStatus }[] = await this.dataSource.query(`SELECT status FROM agent_runs WHERE id = $1`, [jobId]);
-    return { jobId, status: row.status };
+    return { jobId, status: (await this.repository.statusOf(jobId)) ?? 'cancelled' };
   }
 
   /**
@@ -202,16 +191,8 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
         approval: { decision: 'reject', decidedBy: actor.userId, decidedAt },
       };
     }
-    const rows = returningRows<{ status: AgentRunStatus }>(
-      await this.dataSource.query(
-        `UPDATE agent_runs SET steps = jsonb_set(steps, ARRAY[$2::text], $3::jsonb), status = 'queued',
-                paused_ms = paused_ms + greatest(0, extract(epoch FROM now() - coalesce(awaiting_since, now())) * 1000), awaiting_since = NULL
-         WHERE id = $1 AND status = 'awaiting_approval' AND steps -> $4::int ->> 'status' = 'awaiting_approval' RETURNING status`,
-        [jobId, String(input.stepIndex), JSON.stringify(step), input.stepIndex],
-      ),
-    );
     // Lost a race with another decision, a cancel or the timeout.
-    if (rows.length === 0) throw new AppException(ErrorCode.StateConflict, `Step ${input.stepIndex} is no longer waiting for approval`, {});
+    if (!(await this.repository.decide(jobId, step))) throw new AppException(ErrorCode.StateConflict, `Step ${input.stepIndex} is no longer waiting for approval`, {});
     try {
       await this.enqueue(jobId, `-a${Date.now()}`);
     } catch (error) {
@@ -222,62 +203,32 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
 
   async history(actor: Actor, query: { projectId?: string; status?: AgentRunStatus; limit: number; cursor?: string }): Promise<Page<AgentRunSummary>> {
     const cursor = decodeCursor(query.cursor);
-    const params: unknown[] = actorSqlValues(actor);
-    const where = ['user_id = $1', insidePinsSql('project_id', '$2')];
-    if (query.projectId) {
-      params.push(query.projectId);
-      where.push(`project_id = $${params.length}`);
-    }
-    if (query.status) {
-      params.push(query.status);
-      where.push(`status = $${params.length}`);
-    }
-    if (cursor) {
-      params.push(cursor.createdAt, cursor.id);
-      where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
-    }
-    params.push(query.limit + 1);
-    const rows: AgentRunRow[] = await this.dataSource.query(
-      `SELECT * FROM agent_runs WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
-      params,
-    );
-    const hasMore = rows.length > query.limit;
-    const page = hasMore ? rows.slice(0, query.limit) : rows;
+    const runs = await this.repository.history(actor, { projectId: query.projectId, status: query.status, before: cursor ?? undefined, limit: query.limit });
+    const hasMore = runs.length > query.limit;
+    const page = hasMore ? runs.slice(0, query.limit) : runs;
     const last = page[page.length - 1];
-    return { items: page.map(toSummary), nextCursor: hasMore && last ? encodeCursor({ createdAt: new Date(last.created_at), id: last.id }) : null };
+    return { items: page.map(toSummary), nextCursor: hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null };
   }
 
-  /** Re-enqueues runs whose worker died (stale heartbeat) and queued runs whose queue entry is gone. */
+  /**
+   * Fails runs that waited too long for an approval, then re-enqueues runs whose worker died (stale heartbeat) and
+   * queued runs whose queue entry is gone (the job machinery's recovery, src/queue).
+   */
   async recover(): Promise<number> {
-    const staleSeconds = this.config.agent.staleAfterMs / 1000;
-    const expired = returningRows<{ id: string }>(
-      await this.dataSource.query(
-        `UPDATE agent_runs SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END,
-                error = CASE WHEN cancel_requested THEN NULL ELSE $2 END, finished_at = now()
-         WHERE status = 'awaiting_approval' AND awaiting_since < now() - make_interval(secs => $1) RETURNING id`,
-        [this.config.agent.approvalTimeoutMs / 1000, `No decision on the write call within ${this.config.agent.approvalTimeoutMs} ms (AGENT_APPROVAL_TIMEOUT_MS); the call was not executed`],
-      ),
+    const { approvalTimeoutMs } = this.config.agent;
+    const expired = await this.repository.expireApprovals(
+      approvalTimeoutMs,
+      `No decision on the write call within ${approvalTimeoutMs} ms (AGENT_APPROVAL_TIMEOUT_MS); the call was not executed`,
     );
-    for (const row of expired) this.logger.warn({ msg: 'agent run failed: approval timed out', runId: row.id });
-    const rows: { id: string; status: AgentRunStatus }[] = await this.dataSource.query(
-      `SELECT id, status FROM agent_runs
-       WHERE (status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < now() - make_interval(secs => $1)))
-          OR (status = 'queued' AND created_at < now() - make_interval(secs => $1))
-       ORDER BY created_at LIMIT 100`,
-      [staleSeconds],
-    );
-    let recovered = 0;
-    for (const row of rows) {
-      if (row.status === 'queued') {
-        const existing = await this.queue.getJob(row.id);
-        const state = existing ? await existing.getState() : 'missing';
-        if (['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'].includes(state)) continue;
-      }
-      await this.enqueue(row.id, `-r${Date.now()}`);
-      recovered += 1;
-      this.logger.warn({ msg: 'agent run re-enqueued', runId: row.id, status: row.status });
-    }
-    return recovered;
+    for (const runId of expired) this.logger.warn({ msg: 'agent run failed: approval timed out', runId });
+    return this.claims.recover({
+      table: AGENT_RUNS_TABLE,
+      what: 'agent run',
+      queue: this.queue,
+      staleAfterMs: this.config.agent.staleAfterMs,
+      enqueue: (id, suffix) => this.enqueue(id, suffix),
+      logger: this.logger,
+    });
   }
 
   private async enqueue(id: string, suffix = ''): Promise<void> {
@@ -285,10 +236,10 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     await this.queue.add('run', { runId: id, traceId: RequestContext.requestId() }, { jobId: `${id}${suffix}`, attempts: 1, removeOnComplete: 1000, removeOnFail: 1000 });
   }
 
-  private async findOwn(actor: Actor, jobId: string): Promise<AgentRunRow> {
+  private async findOwn(actor: Actor, jobId: string): Promise<AgentRun> {
     if (!isUuid(jobId)) throw AppException.notFound('Agent run');
-    const [row]: AgentRunRow[] = await this.dataSource.query(`SELECT * FROM agent_runs WHERE id = $1`, [jobId]);
-    if (!row || row.user_id !== actor.userId || !isProjectAllowed(actor, row.project_id)) throw AppException.notFound('Agent run');
-    return row;
+    const run = await this.repository.findById(jobId);
+    if (!run || run.userId !== actor.userId || !isProjectAllowed(actor, run.projectId)) throw AppException.notFound('Agent run');
+    return run;
   }
 }

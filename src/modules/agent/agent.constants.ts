@@ -11,6 +11,3 @@ export const MAX_RUN_ATTEMPTS = 3;
 /** What a tool result may occupy in the conversation sent back to the model. */
 export const TOOL_RESULT_MAX_CHARS = 12_000;
 export const RESULT_SUMMARY_MAX_CHARS = 200;
-
-/** Scopes a project viewer (user or viewer session token) gets in a run: read tools only. */
-export const READ_SCOPES = ['tasks:read', 'docs:read', 'github:read'] as const;

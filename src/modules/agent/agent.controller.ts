@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { ApiBearerAuth, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
 import { actorFromPrincipal } from '../auth/actor-from-principal.js';
 import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
@@ -11,9 +11,11 @@ import { AgentRunsService } from './agent-runs.service.js';
 import { AgentHistoryQueryDto } from './dto/agent-history-query.dto.js';
 import { ApproveStepDto } from './dto/approve-step.dto.js';
 import { ExecuteAgentDto } from './dto/execute-agent.dto.js';
+import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
+import { page } from '../../common/openapi/openapi-schema.js';
+import { AgentRunSchema, AgentRunStartedSchema, AgentRunStateSchema, AgentRunSummarySchema } from './agent.schemas.js';
 
 @ApiTags('agent')
-@ApiBearerAuth()
 @AllowProjectToken()
 @Controller('api/agent')
 export class AgentController {
@@ -27,6 +29,8 @@ export class AgentController {
   @HttpCode(202)
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'A repeat with the same key and body within 24 h returns the first run' })
   @ApiOperation({ summary: 'Start an agent run in a project (any member; viewers get read-only tools)' })
+  @ApiData(202, AgentRunStartedSchema, 'Queued (with webhookSecret when a webhookUrl was given; Cache-Control: no-store then)')
+  @ApiErrors(403, 404, 409)
   async execute(
     @CurrentPrincipal() principal: Principal,
     @Body() body: ExecuteAgentDto,
@@ -56,6 +60,8 @@ export class AgentController {
 
   @Get('status/:jobId')
   @ApiOperation({ summary: 'One of your runs, with its steps so far' })
+  @ApiData(200, AgentRunSchema, 'The run')
+  @ApiErrors(404)
   status(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
     return this.runs.get(actorFromPrincipal(principal), jobId);
   }
@@ -63,6 +69,8 @@ export class AgentController {
   @Get('stream/:jobId')
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this event id' })
   @ApiOperation({ summary: 'Server-Sent Events of one of your runs: step, status, then done; a finished run replays and closes' })
+  @ApiResponse({ status: 200, description: 'text/event-stream: `event: step` (a step as in status), `event: status` ({status}), `event: done` (the final status view); each with an id', content: { 'text/event-stream': { schema: { type: 'string' } } } })
+  @ApiErrors(404)
   async stream(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string, @Headers('last-event-id') lastEventId: string | undefined, @Res() response: Response): Promise<void> {
     await this.streams.stream(actorFromPrincipal(principal), jobId, lastEventId, response);
   }
@@ -70,6 +78,8 @@ export class AgentController {
   @Post('cancel/:jobId')
   @HttpCode(202)
   @ApiOperation({ summary: 'Cancel a queued or running run; a finished one is a 409' })
+  @ApiData(202, AgentRunStateSchema, 'Cancelled, or cancelling (the run ends cancelled)')
+  @ApiErrors(404, 409)
   cancel(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
     return this.runs.cancel(actorFromPrincipal(principal), jobId);
   }
@@ -77,12 +87,15 @@ export class AgentController {
   @Post('approve/:jobId')
   @HttpCode(202)
   @ApiOperation({ summary: 'Approve (optionally with edited arguments) or reject the write call a run waits on; the run resumes' })
+  @ApiData(202, AgentRunStateSchema, 'The decision is recorded; the run goes on')
+  @ApiErrors(404, 409)
   approve(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string, @Body() body: ApproveStepDto) {
     return this.runs.approve(actorFromPrincipal(principal), jobId, body);
   }
 
   @Get('history')
   @ApiOperation({ summary: 'Your runs, newest first' })
+  @ApiData(200, page(AgentRunSummarySchema), 'A page of runs (without steps)')
   history(@CurrentPrincipal() principal: Principal, @Query() query: AgentHistoryQueryDto) {
     return this.runs.history(actorFromPrincipal(principal, query.projectId), query);
   }

@@ -11,10 +11,13 @@ import { AgentRunProcessor } from './agent-run.processor.js';
 import { AgentRunner } from './agent-run.runner.js';
 import { AgentRunEventsListener } from './agent-run-events.listener.js';
 import { AgentRunStreamService } from './agent-run-stream.service.js';
+import { AgentRunEventsRepository } from './agent-run-events.repository.js';
+import { AgentRunsRepository } from './agent-runs.repository.js';
 import { AgentRunsService } from './agent-runs.service.js';
 import { LLM_CLIENT } from './llm/llm-client.js';
 import { TokenCipher } from '../github/token-cipher.js';
 import { AgentWebhookProcessor } from './webhooks/agent-webhook.processor.js';
+import { AgentWebhookDeliveriesRepository } from './webhooks/agent-webhook-deliveries.repository.js';
 import { AGENT_WEBHOOKS_QUEUE, AgentWebhooksService } from './webhooks/agent-webhooks.service.js';
 import { OfflineRetrievalAgent } from './llm/offline-retrieval.agent.js';
 import { OpenAiChatClient } from './llm/openai-chat.client.js';
@@ -32,6 +35,9 @@ export class AgentModule {
         inject: [APP_CONFIG],
         useFactory: (appConfig: AppConfig) => (appConfig.llm.provider === 'openai' ? new OpenAiChatClient(appConfig.llm) : new OfflineRetrievalAgent()),
       },
+      AgentRunsRepository,
+      AgentRunEventsRepository,
+      AgentWebhookDeliveriesRepository,
       AgentRunsService,
       AgentRunner,
       AgentRunEventsListener,

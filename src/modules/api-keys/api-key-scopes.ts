@@ -1,10 +1,4 @@
-/** Every scope a key can carry, in the order the account page shows them. */
-export const API_KEY_SCOPES = ['tasks:read', 'tasks:write', 'docs:read', 'docs:write', 'github:read', 'github:write'] as const;
-export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
-
-export function isApiKeyScope(value: unknown): value is ApiKeyScope {
-  return typeof value === 'string' && (API_KEY_SCOPES as readonly string[]).includes(value);
-}
+// The scopes a key can carry are declared by the tool providers and read from ScopeCatalog (scope-catalog.ts).
 
 export const API_KEY_EXPIRY_CHOICES = ['never', '30d', '90d', '180d', '1y'] as const;
 export type ApiKeyExpiry = (typeof API_KEY_EXPIRY_CHOICES)[number];

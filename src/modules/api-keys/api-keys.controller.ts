@@ -1,42 +1,63 @@
 import { Body, Controller, Delete, Get, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import type { Principal } from '../auth/principal.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { ApiKeysService } from './api-keys.service.js';
+import { ScopeCatalog } from './scope-catalog.js';
 import { CreateApiKeyDto } from './dto/create-api-key.dto.js';
 import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
+import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
+import { page } from '../../common/openapi/openapi-schema.js';
+import { ApiKeyDetailSchema, ApiKeySchema, CreatedApiKeySchema, RevokedApiKeySchema, ScopeCatalogSchema } from './api-keys.schemas.js';
 
 /** The account page's key management; user access token only (the global guard enforces it). */
 @ApiTags('api-keys')
-@ApiBearerAuth()
 @Controller('api/api-keys')
 export class ApiKeysController {
-  constructor(private readonly apiKeys: ApiKeysService) {}
+  constructor(
+    private readonly apiKeys: ApiKeysService,
+    private readonly scopeCatalog: ScopeCatalog,
+  ) {}
 
   @CarriesSecret()
   @Post()
   @ApiOperation({ summary: 'Create a personal API key; the plaintext key is in this response only' })
+  @ApiData(201, CreatedApiKeySchema, 'The key with its plaintext (Cache-Control: no-store)')
+  @ApiErrors(404)
   create(@CurrentPrincipal() principal: Principal, @Body() body: CreateApiKeyDto) {
     return this.apiKeys.create(userOnly(principal), body);
   }
 
   @Get()
   @ApiOperation({ summary: "The caller's API keys, newest first: {items, nextCursor}" })
+  @ApiData(200, page(ApiKeySchema), 'A page of keys')
   list(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto) {
     return this.apiKeys.list(userOnly(principal), query);
   }
 
+  @Get('scopes')
+  @ApiOperation({ summary: 'The scopes a key can carry, in catalog order: {items: [{name, group, access, allows, exampleTool}]}' })
+  @ApiData(200, ScopeCatalogSchema, 'The scope catalog (what the account and consent pages show)')
+  scopes(@CurrentPrincipal() principal: Principal) {
+    userOnly(principal);
+    return { items: this.scopeCatalog.list() };
+  }
+
   @Get(':id')
   @ApiOperation({ summary: 'One key with its last 50 calls' })
+  @ApiData(200, ApiKeyDetailSchema, 'The key and its recent usage')
+  @ApiErrors(404)
   get(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
     return this.apiKeys.get(userOnly(principal), id);
   }
 
   @Delete(':id')
   @ApiOperation({ summary: 'Revoke a key; it answers 401 revoked_api_key from the next request on' })
+  @ApiData(200, RevokedApiKeySchema, 'The key, now revoked')
+  @ApiErrors(404)
   revoke(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
     return this.apiKeys.revoke(userOnly(principal), id);
   }

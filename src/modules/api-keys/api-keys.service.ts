@@ -12,6 +12,7 @@ import { ApiKeysRepository, type ApiKey } from './api-keys.repository.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
 import type { CreateApiKeyDto } from './dto/create-api-key.dto.js';
 import { isUuid } from '../../common/validation/uuid.js';
+import { ScopeCatalog } from './scope-catalog.js';
 import { toToolCredentialView, type ToolCredentialView } from './tool-credential-view.js';
 import { ToolCredentialsRepository } from './tool-credentials.repository.js';
 
@@ -41,9 +42,11 @@ export class ApiKeysService {
     private readonly credentials: ToolCredentialsRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly usage: ApiKeyUsageRecorder,
+    private readonly scopes: ScopeCatalog,
   ) {}
 
   async create(userId: string, input: CreateApiKeyDto): Promise<Omit<ApiKeyView, 'daysUntilExpiry' | 'lastUsedAt' | 'callCount' | 'status'> & { key: string }> {
+    this.scopes.assertKnown(input.scopes);
     const { key, prefix } = generateApiKey();
     const now = new Date();
     const created = {

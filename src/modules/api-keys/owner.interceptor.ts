@@ -9,7 +9,7 @@ export interface KeyCaller {
   actor: Actor;
   scopes: readonly string[];
   keyId: string;
-  /** The credential asks the user to confirm write tools (see KeyToolCalls.confirmationNeeded). */
+  /** The credential asks the user to confirm write tools (see KeyToolCallsService.confirmationNeeded). */
   confirmWrites: boolean;
 }
 

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Ip, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AuthService } from './auth.service.js';
 import { LoginDto } from './dto/login.dto.js';
 import { RegisterDto } from './dto/register.dto.js';
@@ -7,6 +7,8 @@ import { CurrentPrincipal } from './guards/current-principal.decorator.js';
 import { Public } from './guards/public.decorator.js';
 import type { Principal } from './principal.js';
 import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
+import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
+import { LoginResultSchema, SignupStateSchema, UserSchema } from './auth.schemas.js';
 
 @ApiTags('auth')
 @Controller('api/auth')
@@ -16,6 +18,7 @@ export class AuthController {
   @Public()
   @Get('signup')
   @ApiOperation({ summary: 'Whether anyone may create an account here (AUTH_SIGNUP); the account page shows its sign-up form only then' })
+  @ApiData(200, SignupStateSchema, 'Whether sign-up is open')
   signup() {
     return { open: this.auth.signupOpen() };
   }
@@ -23,6 +26,8 @@ export class AuthController {
   @Public()
   @Post('register')
   @ApiOperation({ summary: 'Create an account (the first account is an admin)' })
+  @ApiData(201, UserSchema, 'The new user')
+  @ApiErrors(403, 409)
   register(@Body() body: RegisterDto) {
     return this.auth.register(body);
   }
@@ -32,13 +37,15 @@ export class AuthController {
   @Post('login')
   @HttpCode(200)
   @ApiOperation({ summary: 'Exchange email + password for a short-lived access token' })
+  @ApiData(200, LoginResultSchema, 'The access token (Cache-Control: no-store)')
+  @ApiErrors(401)
   login(@Body() body: LoginDto, @Ip() ip: string) {
     return this.auth.login(body, ip);
   }
 
   @Get('me')
-  @ApiBearerAuth()
-  @ApiOperation({ summary: 'The signed-in user' })
+    @ApiOperation({ summary: 'The signed-in user' })
+  @ApiData(200, UserSchema, 'The user')
   me(@CurrentPrincipal() principal: Principal) {
     return this.auth.me(principal.userId);
   }

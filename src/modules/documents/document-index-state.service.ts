@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
-import { Document } from './document.entity.js';
+import type { DbExecutor } from '../../database/kysely.provider.js';
+import type { Document } from './document.model.js';
+import { DocumentsRepository } from './documents.repository.js';
 
 export interface DocumentForIndexing {
   id: string;
@@ -23,10 +23,10 @@ export interface DocumentForIndexing {
  */
 @Injectable()
 export class DocumentIndexStateService {
-  constructor(@InjectRepository(Document) private readonly documents: Repository<Document>) {}
+  constructor(private readonly documents: DocumentsRepository) {}
 
   async load(documentId: string): Promise<DocumentForIndexing | null> {
-    const row = await this.documents.createQueryBuilder('d').addSelect('d.textContent').where('d.id = :documentId', { documentId }).getOne();
+    const row = await this.documents.loadForIndexing(documentId);
     if (!row) return null;
     return {
       id: row.id,
@@ -42,36 +42,44 @@ export class DocumentIndexStateService {
   }
 
   /** The stored bytes, for extraction. */
-  async loadBytes(documentId: string): Promise<Buffer | null> {
-    const row = await this.documents.createQueryBuilder('d').select('d.id').addSelect('d.content').where('d.id = :documentId', { documentId }).getOne();
-    return row ? row.content : null;
+  loadBytes(documentId: string): Promise<Buffer | null> {
+    return this.documents.contentBytes(documentId);
   }
 
   /** Keeps the extracted text of exactly this content; false when the content changed meanwhile. */
-  async storeText(documentId: string, sha256: string, text: string): Promise<boolean> {
-    const result = await this.documents.update({ id: documentId, sha256 }, { textContent: text });
-    return (result.affected ?? 0) > 0;
+  storeText(documentId: string, sha256: string, text: string): Promise<boolean> {
+    return this.documents.storeText(documentId, sha256, text);
   }
 
   /** Chunks written so far of `chunksTotal` (the document stays `processing`). */
-  async markProgress(documentId: string, sha256: string, chunksWritten: number, chunksTotal: number): Promise<void> {
-    await this.documents.update({ id: documentId, sha256, status: 'processing' }, { chunkCount: chunksWritten, chunksTotal });
+  markProgress(documentId: string, sha256: string, chunksWritten: number, chunksTotal: number): Promise<void> {
+    return this.documents.markProgress(documentId, sha256, chunksWritten, chunksTotal);
   }
 
-  /** Documents of a project with text that is not indexed at its current content. */
   /** Like markIndexed, only for the content read: a job holding older content must not send a newer, indexed one back. */
-  async markProcessing(documentId: string, sha256: string): Promise<void> {
-    await this.documents.update({ id: documentId, sha256 }, { status: 'processing', error: null, chunksTotal: null });
+  markProcessing(documentId: string, sha256: string): Promise<void> {
+    return this.documents.markProcessing(documentId, sha256);
   }
 
   /** Returns false when the content changed since `sha256` was read (the result is stale and not recorded). */
-  async markIndexed(documentId: string, sha256: string, chunkCount: number): Promise<boolean> {
-    const result = await this.documents.update({ id: documentId, sha256 }, { status: 'indexed', error: null, chunkCount, chunksTotal: null, indexedAt: new Date() });
-    return (result.affected ?? 0) > 0;
+  markIndexed(documentId: string, sha256: string, chunkCount: number): Promise<boolean> {
+    return this.documents.markIndexed(documentId, sha256, chunkCount);
   }
 
-  async markFailed(documentId: string, sha256: string, reason: string): Promise<boolean> {
-    const result = await this.documents.update({ id: documentId, sha256 }, { status: 'failed', error: reason.slice(0, 2000), chunksTotal: null });
-    return (result.affected ?? 0) > 0;
+  markFailed(documentId: string, sha256: string, reason: string): Promise<boolean> {
+    return this.documents.markFailed(documentId, sha256, reason);
+  }
+
+  /** The documents of a job that was given up, still unfinished, fail with it (in the job's transaction). */
+  failUnfinished(documentIds: string[], reason: string, executor: DbExecutor): Promise<void> {
+    return this.documents.failUnfinished(documentIds, reason, executor);
+  }
+
+  /**
+   * Locks the document for the caller's transaction (a concurrent update or delete waits until it ends) and
+   * tells whether it still holds the content `sha256`: false when it changed or is gone.
+   */
+  async lockIfContent(documentId: string, sha256: string, executor: DbExecutor): Promise<boolean> {
+    return (await this.documents.lockContent(documentId, executor)) === sha256;
   }
 }

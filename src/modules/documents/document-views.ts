@@ -1,4 +1,4 @@
-import type { Document, DocumentStatus } from './document.entity.js';
+import type { Document, DocumentStatus } from './document.model.js';
 
 /** Area B shape (camelCase). */
 export interface DocumentView {

@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, Headers, Param, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
-import { ApiBearerAuth, ApiBody, ApiConsumes, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { createHash } from 'node:crypto';
 import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
 import { AppException } from '../../common/errors/app.exception.js';
@@ -12,6 +12,9 @@ import { DocumentsService } from './documents.service.js';
 import { ListDocumentsDto } from './dto/list-documents.dto.js';
 import { UploadDocumentDto } from './dto/upload-document.dto.js';
 import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
+import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
+import { page } from '../../common/openapi/openapi-schema.js';
+import { DeletedSchema, DocumentSchema } from './documents.schemas.js';
 
 interface UploadedMulterFile {
   originalname: string;
@@ -21,7 +24,6 @@ interface UploadedMulterFile {
 }
 
 @ApiTags('documents')
-@ApiBearerAuth()
 @AllowProjectToken()
 @Controller('api/documents')
 export class DocumentsController {
@@ -47,6 +49,8 @@ export class DocumentsController {
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'A repeat with the same key and the same upload within 24 h returns the first answer' })
   @ApiOperation({ summary: 'Upload a file into a project (editor or owner); it is indexed in the background' })
+  @ApiData(201, DocumentSchema, 'The document, status uploaded')
+  @ApiErrors(403, 404, 409, 413, 415)
   async upload(
     @CurrentPrincipal() principal: Principal,
     @UploadedFile() file: UploadedMulterFile | undefined,
@@ -80,18 +84,24 @@ export class DocumentsController {
 
   @Get()
   @ApiOperation({ summary: 'Documents of a project visible to the caller, newest first' })
+  @ApiData(200, page(DocumentSchema), 'A page of documents')
+  @ApiErrors(404)
   list(@CurrentPrincipal() principal: Principal, @Query() query: ListDocumentsDto) {
     return this.documents.list(actorFromPrincipal(principal, query.projectId), query);
   }
 
   @Get(':id')
   @ApiOperation({ summary: 'One document (its author, or any member of its project when public)' })
+  @ApiData(200, DocumentSchema, 'The document')
+  @ApiErrors(404)
   get(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
     return this.documents.get(actorFromPrincipal(principal), id);
   }
 
   @Delete(':id')
   @ApiOperation({ summary: 'Delete a document and its chunks (author only)' })
+  @ApiData(200, DeletedSchema, 'Deleted')
+  @ApiErrors(403, 404)
   remove(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
     return this.documents.delete(actorFromPrincipal(principal), id);
   }

@@ -1,14 +1,13 @@
 import { Module } from '@nestjs/common';
 import { MulterModule } from '@nestjs/platform-express';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { IdempotencyModule } from '../../common/idempotency/idempotency.module.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ProjectsModule } from '../projects/projects.module.js';
 import { DocumentEvents } from './document-events.js';
 import { DocumentIndexStateService } from './document-index-state.service.js';
-import { Document } from './document.entity.js';
 import { DocumentsController } from './documents.controller.js';
+import { DocumentsRepository } from './documents.repository.js';
 import { DocumentsService } from './documents.service.js';
 import { DocumentsToolProvider } from './documents.tool-provider.js';
 import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
@@ -20,7 +19,6 @@ import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
  */
 @Module({
   imports: [
-    TypeOrmModule.forFeature([Document]),
     ProjectsModule,
     IdempotencyModule,
     MulterModule.registerAsync({
@@ -33,7 +31,7 @@ import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
     }),
   ],
   controllers: [DocumentsController],
-  providers: [DocumentsService, DocumentEvents, DocumentIndexStateService, UploadLimitInterceptor, DocumentsToolProvider],
+  providers: [DocumentsRepository, DocumentsService, DocumentEvents, DocumentIndexStateService, UploadLimitInterceptor, DocumentsToolProvider],
   exports: [DocumentsService, DocumentEvents, DocumentIndexStateService],
 })
 export class DocumentsModule {}

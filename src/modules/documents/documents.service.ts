@@ -1,19 +1,18 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
 import { createHash, randomUUID } from 'node:crypto';
-import { Repository, type SelectQueryBuilder } from 'typeorm';
-import { actorSqlValues, mayCreateWithoutProject, visibleDocumentSql } from '../../common/access/access-rules.js';
+import { mayCreateWithoutProject } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
-import { pageOf, type Page } from '../../common/pagination/cursor-page.js';
+import { decodeCursor, toPage, type Page } from '../../common/pagination/cursor-page.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
 import { isUniqueViolation } from '../../database/pg-errors.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { DocumentEvents, type DocumentEventType } from './document-events.js';
 import { detectDocumentType, MIME_BY_KIND } from './document-type.js';
 import { toDocumentView, type DocumentView } from './document-views.js';
-import { Document, type DocumentStatus } from './document.entity.js';
+import type { Document, DocumentStatus } from './document.model.js';
+import { DocumentsRepository, type DocumentChanges, type DocumentWithText } from './documents.repository.js';
 import { isUuid } from '../../common/validation/uuid.js';
 
 /** Text written through a tool or an update: at most 1 MB of UTF-8. */
@@ -55,7 +54,7 @@ export interface ListVisibleInput {
 @Injectable()
 export class DocumentsService {
   constructor(
-    @InjectRepository(Document) private readonly documents: Repository<Document>,
+    private readonly documents: DocumentsRepository,
     private readonly projects: ProjectsService,
     private readonly events: DocumentEvents,
   ) {}
@@ -78,32 +77,27 @@ export class DocumentsService {
     // Beyond the type check above, nothing of the file is interpreted here: text extraction runs in the
     // indexing worker's sandbox (IngestSandbox), outside the request and the HTTP event loop, under
     // limits. The document is `uploaded` until then.
-    const document = this.documents.create({
-      id: randomUUID(),
-      projectId: input.projectId,
-      authorId: actor.userId,
-      // A file name may carry NUL bytes, which PostgreSQL text cannot hold.
-      title: (input.title?.trim() || input.file.originalName.replace(/\u0000/g, '') || 'Untitled').slice(0, 300),
-      mimeType: type.mimeType,
-      sizeBytes: bytes.length,
-      sha256,
-      isPublic: input.isPublic ?? false,
-      origin: 'upload',
-      status: 'uploaded',
-      error: null,
-      content: bytes,
-      textContent: null,
-      chunkCount: 0,
-      indexedAt: null,
-    });
+    let saved: Document;
     try {
-      await this.documents.insert(document);
+      saved = await this.documents.insert({
+        id: randomUUID(),
+        projectId: input.projectId,
+        authorId: actor.userId,
+        // A file name may carry NUL bytes, which PostgreSQL text cannot hold.
+        title: (input.title?.trim() || input.file.originalName.replace(/\u0000/g, '') || 'Untitled').slice(0, 300),
+        mimeType: type.mimeType,
+        sizeBytes: bytes.length,
+        sha256,
+        isPublic: input.isPublic ?? false,
+        origin: 'upload',
+        content: bytes,
+        textContent: null,
+      });
     } catch (cause) {
       // Two identical uploads at once: the unique index decides, the loser gets the same 409.
       if (isUniqueViolation(cause)) await this.assertNotDuplicate(actor.userId, input.projectId, sha256);
       throw cause;
     }
-    const saved = await this.documents.findOneByOrFail({ id: document.id });
     await this.emit('created', saved);
     return toDocumentView(saved);
   }
@@ -111,20 +105,19 @@ export class DocumentsService {
   /** Area B list: one project's documents the actor may see, newest first. */
   async list(actor: Actor, query: { projectId: string; status?: DocumentStatus; limit: number; cursor?: string }): Promise<Page<DocumentView>> {
     await this.projects.requireRole(actor, query.projectId, 'viewer');
-    const qb = this.visible(actor).andWhere('d.project_id = :projectId', { projectId: query.projectId });
-    if (query.status) qb.andWhere('d.status = :status', { status: query.status });
-    return pageOf(qb, query, toDocumentView);
+    const after = decodeCursor(query.cursor);
+    const rows = await this.documents.pageVisibleInProject(actor, { projectId: query.projectId, status: query.status || undefined, limit: query.limit, after });
+    return toPage(rows, query.limit, toDocumentView);
   }
 
   /** Tool list: every document the actor may see, optionally of one project and by title. */
   async listVisible(actor: Actor, input: ListVisibleInput): Promise<{ items: Document[]; truncated: boolean }> {
-    const qb = this.visible(actor);
-    if (input.projectId) {
-      if ((await this.projects.roleOf(actor, input.projectId)) === null) throw AppException.notFound('Project');
-      qb.andWhere('d.project_id = :projectId', { projectId: input.projectId });
-    }
-    if (input.query) qb.andWhere(`d.title ILIKE :title ESCAPE '\\'`, { title: `%${escapeLike(input.query)}%` });
-    const rows = await qb.orderBy('d.createdAt', 'DESC').addOrderBy('d.id', 'DESC').limit(input.limit + 1).getMany();
+    if (input.projectId && (await this.projects.roleOf(actor, input.projectId)) === null) throw AppException.notFound('Project');
+    const rows = await this.documents.listVisible(actor, {
+      projectId: input.projectId,
+      titleLike: input.query ? `%${escapeLike(input.query)}%` : undefined,
+      limit: input.limit + 1,
+    });
     return { items: rows.slice(0, input.limit), truncated: rows.length > input.limit };
   }
 
@@ -133,11 +126,7 @@ export class DocumentsService {
    * their current content (`needingIndex`), or all. What an ingest or reindex may touch.
    */
   async visibleIdsInProject(actor: Actor, projectId: string, filter: { ids?: string[]; needingIndex?: boolean }): Promise<string[]> {
-    const qb = this.visible(actor).select('d.id', 'id').andWhere('d.project_id = :projectId', { projectId });
-    if (filter.ids) qb.andWhere('d.id = ANY(:ids::uuid[])', { ids: filter.ids });
-    if (filter.needingIndex) qb.andWhere(`d.status NOT IN ('indexed', 'failed')`);
-    const rows: { id: string }[] = await qb.orderBy('d.createdAt', 'ASC').addOrderBy('d.id', 'ASC').getRawMany();
-    return rows.map((row) => row.id);
+    return this.documents.visibleIdsInProject(actor, projectId, filter);
   }
 
   async get(actor: Actor, documentId: string): Promise<DocumentView> {
@@ -146,15 +135,16 @@ export class DocumentsService {
 
   /** The document with its extracted text (null when extraction failed). */
   async getWithContent(actor: Actor, documentId: string): Promise<{ document: Document; content: string | null }> {
-    const document = await this.findVisible(actor, documentId, true);
+    const document = await this.findVisibleWithText(actor, documentId);
     return { document, content: document.textContent };
   }
 
   /** The original bytes, for a download or a re-extraction. */
   async getOriginal(actor: Actor, documentId: string): Promise<{ document: Document; bytes: Buffer }> {
     const document = await this.findVisible(actor, documentId);
-    const row = await this.documents.createQueryBuilder('d').addSelect('d.content').where('d.id = :id', { id: documentId }).getOneOrFail();
-    return { document, bytes: row.content };
+    const bytes = await this.documents.contentBytes(documentId);
+    if (!bytes) throw AppException.notFound('Document');
+    return { document, bytes };
   }
 
   /** A document written as text (markdown), e.g. by the create_document tool. Indexed in the background. */
@@ -167,7 +157,7 @@ export class DocumentsService {
       });
     }
     const bytes = textBytes(input.content);
-    const document = this.documents.create({
+    const saved = await this.documents.insert({
       id: randomUUID(),
       projectId,
       authorId: actor.userId,
@@ -177,15 +167,9 @@ export class DocumentsService {
       sha256: sha256Hex(bytes),
       isPublic: input.isPublic ?? false,
       origin: 'text',
-      status: 'uploaded',
-      error: null,
       content: bytes,
       textContent: input.content,
-      chunkCount: 0,
-      indexedAt: null,
     });
-    await this.documents.insert(document);
-    const saved = await this.documents.findOneByOrFail({ id: document.id });
     await this.emit('created', saved);
     return saved;
   }
@@ -194,7 +178,7 @@ export class DocumentsService {
   async update(actor: Actor, documentId: string, input: UpdateInput): Promise<Document> {
     const document = await this.findVisible(actor, documentId);
     await this.assertMayChange(actor, document);
-    const changes: Partial<Document> = {};
+    const changes: DocumentChanges = {};
     if (input.title !== undefined) changes.title = validTitle(input.title);
     if (input.isPublic !== undefined) changes.isPublic = input.isPublic;
     let contentChanged = false;
@@ -213,16 +197,12 @@ export class DocumentsService {
           status: 'processing',
           error: null,
           chunksTotal: null,
-        } satisfies Partial<Document>);
+        } satisfies DocumentChanges);
       }
     }
     // A delete that won a race with this update leaves nothing to change or return: not_found, as a
     // request arriving a moment later would get.
-    if (Object.keys(changes).length > 0) {
-      const result = await this.documents.update({ id: documentId }, { ...changes, updatedAt: new Date() });
-      if (result.affected === 0) throw AppException.notFound('Document');
-    }
-    const saved = await this.documents.findOneBy({ id: documentId });
+    const saved = Object.keys(changes).length > 0 ? await this.documents.update(documentId, changes) : await this.documents.findVisible(actor, documentId);
     if (!saved) throw AppException.notFound('Document');
     if (contentChanged) await this.emit('content-changed', saved);
     else if (changes.title !== undefined && changes.title !== document.title) await this.emit('retitled', saved);
@@ -236,26 +216,22 @@ export class DocumentsService {
     // The RAG module's document_chunks.document_id references documents(id) ON DELETE CASCADE, so the
     // document's chunks leave the search index in this same statement. Of two concurrent deletes only
     // the one that removed the row answers 200; the other gets not_found, as it would a moment later.
-    const result = await this.documents.delete({ id: documentId });
-    if (result.affected === 0) throw AppException.notFound('Document');
+    if (!(await this.documents.delete(documentId))) throw AppException.notFound('Document');
     await this.emit('deleted', document);
     return { id: documentId, deleted: true };
   }
 
   /** The visible document or not_found; never reveals whether an invisible one exists. */
-  async findVisible(actor: Actor, documentId: string, withText = false): Promise<Document> {
-    if (!isUuid(documentId)) throw AppException.notFound('Document');
-    const qb = this.visible(actor).andWhere('d.id = :documentId', { documentId });
-    if (withText) qb.addSelect('d.textContent');
-    const document = await qb.getOne();
+  async findVisible(actor: Actor, documentId: string): Promise<Document> {
+    const document = isUuid(documentId) ? await this.documents.findVisible(actor, documentId) : null;
     if (!document) throw AppException.notFound('Document');
     return document;
   }
 
-  /** Documents the actor may see (the access rules): pinned actors only inside their projects. */
-  private visible(actor: Actor): SelectQueryBuilder<Document> {
-    const [actorId, pins] = actorSqlValues(actor);
-    return this.documents.createQueryBuilder('d').where(visibleDocumentSql('d', { user: ':actorId', pins: ':pins' }), { actorId, pins });
+  private async findVisibleWithText(actor: Actor, documentId: string): Promise<DocumentWithText> {
+    const document = isUuid(documentId) ? await this.documents.findVisible(actor, documentId, true) : null;
+    if (!document) throw AppException.notFound('Document');
+    return document;
   }
 
   private async assertMayChange(actor: Actor, document: Document): Promise<void> {
@@ -268,7 +244,7 @@ export class DocumentsService {
   }
 
   private async assertNotDuplicate(authorId: string, projectId: string, sha256: string): Promise<void> {
-    const existing = await this.documents.findOne({ where: { authorId, projectId, sha256, origin: 'upload' }, select: { id: true, status: true } });
+    const existing = await this.documents.findUpload(authorId, projectId, sha256);
     if (existing) {
       // The status tells a client retrying after an outage whether the earlier upload is still on its way.
       throw new AppException(ErrorCode.Conflict, 'You already uploaded this file to this project', { existingId: existing.id, existingStatus: existing.status });

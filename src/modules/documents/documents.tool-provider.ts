@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
 import { ToolList } from '../tools/tool-definition.js';
-import { param } from '../tools/tool-parameters.js';
+import { filterOrUndefined, param, type ToolArgs } from '../tools/tool-parameters.js';
 import { Tool, ToolProvider } from '../tools/tool.decorators.js';
 import { toToolDocumentView } from './document-views.js';
-import { DOCUMENT_STATUSES } from './document.entity.js';
+import { DOCUMENT_STATUSES } from './document.model.js';
 import { DocumentsService, MAX_TEXT_CONTENT_BYTES } from './documents.service.js';
 
 const nullableUuid = { type: ['string', 'null'], format: 'uuid' };
@@ -40,11 +40,41 @@ const DELETED_SCHEMA = {
 const documentId = param.str({ description: 'The document id (UUID)', required: true, format: 'uuid' });
 const READ = { readOnlyHint: true, openWorldHint: false } as const;
 
+const LIST_DOCUMENTS = {
+  project_id: param.str({ description: 'Only documents of this project id', default: '', format: 'uuid' }),
+  query: param.str({ description: 'Only documents whose title contains this text (case-insensitive); empty = no filter', default: '', maxLength: 300 }),
+  limit: param.int({ description: 'Maximum number of documents', default: 50, minimum: 1, maximum: 200 }),
+};
+const GET_DOCUMENT = {
+  document_id: documentId,
+  include_content: param.bool({ description: 'Include the extracted text', default: true }),
+};
+const CREATE_DOCUMENT = {
+  title: param.str({ description: 'Title (1..300 chars)', required: true, minLength: 1, maxLength: 300 }),
+  content: param.str({ description: 'Text or markdown (at most 1 MB)', required: true, maxLength: MAX_TEXT_CONTENT_BYTES }),
+  project_id: param.str({ description: 'Id of a project you may edit; empty = no project', default: '', format: 'uuid' }),
+  is_public: param.bool({ description: 'Visible to others (members of its project; everyone when it has no project)', default: false }),
+};
+const UPDATE_DOCUMENT = {
+  document_id: documentId,
+  title: param.str({ description: 'New title (1..300 chars)', minLength: 1, maxLength: 300 }),
+  content: param.str({ description: 'New text or markdown (at most 1 MB)', maxLength: MAX_TEXT_CONTENT_BYTES }),
+  is_public: param.bool({ description: 'Visible to others' }),
+};
+const ONE_DOCUMENT = { document_id: documentId };
+
 /**
  * The document tools: thin adapters from tool arguments to DocumentsService, which owns visibility
  * (author, or public) and the author-only edit rule. `search_documents` belongs to the RAG module.
  */
-@ToolProvider()
+@ToolProvider({
+  position: 200,
+  instructions: 'Document tools see the documents you wrote and the public ones of your projects.',
+  scopes: [
+    { name: 'docs:read', group: 'Documents', allows: 'List, search and detail of documents' },
+    { name: 'docs:write', group: 'Documents', allows: 'Create, update and delete documents' },
+  ],
+})
 @Injectable()
 export class DocumentsToolProvider {
   constructor(private readonly documents: DocumentsService) {}
@@ -56,17 +86,13 @@ export class DocumentsToolProvider {
     scope: 'docs:read',
     annotations: READ,
     output: { type: 'array', items: DOCUMENT_SUMMARY_SCHEMA },
-    parameters: {
-      project_id: param.str({ description: 'Only documents of this project id', default: '', format: 'uuid' }),
-      query: param.str({ description: 'Only documents whose title contains this text (case-insensitive); empty = no filter', default: '', maxLength: 300 }),
-      limit: param.int({ description: 'Maximum number of documents', default: 50, minimum: 1, maximum: 200 }),
-    },
+    parameters: LIST_DOCUMENTS,
   })
-  async listDocuments(args: Record<string, unknown>, actor: Actor): Promise<ToolList> {
+  async listDocuments(args: ToolArgs<typeof LIST_DOCUMENTS>, actor: Actor): Promise<ToolList> {
     const { items, truncated } = await this.documents.listVisible(actor, {
-      projectId: (args.project_id as string) || null,
-      query: (args.query as string) || undefined,
-      limit: args.limit as number,
+      projectId: filterOrUndefined(args.project_id) ?? null,
+      query: filterOrUndefined(args.query),
+      limit: args.limit,
     });
     return new ToolList(
       items.map((document) => toToolDocumentView(document)),
@@ -81,16 +107,13 @@ export class DocumentsToolProvider {
     scope: 'docs:read',
     annotations: READ,
     output: DOCUMENT_SCHEMA,
-    parameters: {
-      document_id: documentId,
-      include_content: param.bool({ description: 'Include the extracted text', default: true }),
-    },
+    parameters: GET_DOCUMENT,
   })
-  async getDocument(args: Record<string, unknown>, actor: Actor) {
-    if (args.include_content === false) {
-      return toToolDocumentView(await this.documents.findVisible(actor, args.document_id as string));
+  async getDocument(args: ToolArgs<typeof GET_DOCUMENT>, actor: Actor) {
+    if (!args.include_content) {
+      return toToolDocumentView(await this.documents.findVisible(actor, args.document_id));
     }
-    const { document, content } = await this.documents.getWithContent(actor, args.document_id as string);
+    const { document, content } = await this.documents.getWithContent(actor, args.document_id);
     return toToolDocumentView(document, content);
   }
 
@@ -101,21 +124,16 @@ export class DocumentsToolProvider {
     scope: 'docs:write',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     output: DOCUMENT_SCHEMA,
-    parameters: {
-      title: param.str({ description: 'Title (1..300 chars)', required: true, minLength: 1, maxLength: 300 }),
-      content: param.str({ description: 'Text or markdown (at most 1 MB)', required: true, maxLength: MAX_TEXT_CONTENT_BYTES }),
-      project_id: param.str({ description: 'Id of a project you may edit; empty = no project', default: '', format: 'uuid' }),
-      is_public: param.bool({ description: 'Visible to others (members of its project; everyone when it has no project)', default: false }),
-    },
+    parameters: CREATE_DOCUMENT,
   })
-  async createDocument(args: Record<string, unknown>, actor: Actor) {
+  async createDocument(args: ToolArgs<typeof CREATE_DOCUMENT>, actor: Actor) {
     const document = await this.documents.createFromText(actor, {
-      title: args.title as string,
-      content: args.content as string,
-      projectId: (args.project_id as string) || null,
-      isPublic: args.is_public as boolean,
+      title: args.title,
+      content: args.content,
+      projectId: filterOrUndefined(args.project_id) ?? null,
+      isPublic: args.is_public,
     });
-    return toToolDocumentView(document, args.content as string);
+    return toToolDocumentView(document, args.content);
   }
 
   @Tool({
@@ -125,21 +143,11 @@ export class DocumentsToolProvider {
     scope: 'docs:write',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     output: DOCUMENT_SCHEMA,
-    parameters: {
-      document_id: documentId,
-      title: param.str({ description: 'New title (1..300 chars)', minLength: 1, maxLength: 300 }),
-      content: param.str({ description: 'New text or markdown (at most 1 MB)', maxLength: MAX_TEXT_CONTENT_BYTES }),
-      is_public: param.bool({ description: 'Visible to others' }),
-    },
+    parameters: UPDATE_DOCUMENT,
   })
-  async updateDocument(args: Record<string, unknown>, actor: Actor) {
-    const id = args.document_id as string;
-    await this.documents.update(actor, id, {
-      title: args.title as string | undefined,
-      content: args.content as string | undefined,
-      isPublic: args.is_public as boolean | undefined,
-    });
-    const { document, content } = await this.documents.getWithContent(actor, id);
+  async updateDocument(args: ToolArgs<typeof UPDATE_DOCUMENT>, actor: Actor) {
+    await this.documents.update(actor, args.document_id, { title: args.title, content: args.content, isPublic: args.is_public });
+    const { document, content } = await this.documents.getWithContent(actor, args.document_id);
     return toToolDocumentView(document, content);
   }
 
@@ -150,9 +158,9 @@ export class DocumentsToolProvider {
     scope: 'docs:write',
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     output: DELETED_SCHEMA,
-    parameters: { document_id: documentId },
+    parameters: ONE_DOCUMENT,
   })
-  deleteDocument(args: Record<string, unknown>, actor: Actor) {
-    return this.documents.delete(actor, args.document_id as string);
+  deleteDocument(args: ToolArgs<typeof ONE_DOCUMENT>, actor: Actor) {
+    return this.documents.delete(actor, args.document_id);
   }
 }

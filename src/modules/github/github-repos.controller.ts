@@ -1,14 +1,17 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, ParseUUIDPipe, Post, Query, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import type { Principal } from '../auth/principal.js';
 import { RegisterRepoDto } from './dto/register-repo.dto.js';
 import { GithubReposService } from './github-repos.service.js';
 import { AdminOnlyGuard } from './guards/admin-only.guard.js';
+import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
+import { page } from '../../common/openapi/openapi-schema.js';
+import { DeletedSchema } from '../documents/documents.schemas.js';
+import { RegisteredRepoSchema } from './github.schemas.js';
 
 @ApiTags('admin: github')
-@ApiBearerAuth()
 @UseGuards(AdminOnlyGuard)
 @Controller('api/admin/github/repos')
 export class GithubReposController {
@@ -16,12 +19,16 @@ export class GithubReposController {
 
   @Post()
   @ApiOperation({ summary: 'Register a shared repository (checked with GitHub first; the token is stored encrypted)' })
+  @ApiData(201, RegisteredRepoSchema, 'The registered repository (never its token)')
+  @ApiErrors(403, 409, 502)
   register(@Body() body: RegisterRepoDto, @CurrentPrincipal() principal: Principal) {
     return this.repos.register(body, principal.userId);
   }
 
   @Get()
   @ApiOperation({ summary: 'Registered repositories, newest first' })
+  @ApiData(200, page(RegisteredRepoSchema), 'A page of repositories')
+  @ApiErrors(403)
   list(@Query() query: PageQueryDto) {
     return this.repos.list(query);
   }
@@ -29,6 +36,8 @@ export class GithubReposController {
   @Delete(':id')
   @HttpCode(200)
   @ApiOperation({ summary: 'Unregister a repository; the GitHub tools stop reaching it at once' })
+  @ApiData(200, DeletedSchema, 'Unregistered')
+  @ApiErrors(403, 404)
   remove(@Param('id', new ParseUUIDPipe({ version: '4' })) id: string) {
     return this.repos.remove(id);
   }

@@ -1,19 +1,18 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import { Repository } from 'typeorm';
 import { isRepoAllowed } from '../../common/access/access-rules.js';
 import { type Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
-import { pageOf, type Page } from '../../common/pagination/cursor-page.js';
+import { toPage, type Page, type PageQuery } from '../../common/pagination/cursor-page.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { isUniqueViolation } from '../../database/pg-errors.js';
 import { GithubClientFactory } from './github-client.factory.js';
 import { describeFailure } from './github-errors.js';
-import { GithubRepository } from './github-repository.entity.js';
+import { GithubReposRepository, type RegisteredRepo } from './github-repos.repository.js';
 import { TokenCipher } from './token-cipher.js';
+import { isRepoFullName } from '../../common/validation/repo.js';
 
 /** What admins see of a registered repository. The token never appears, only where it comes from. */
 export interface RegisteredRepoView {
@@ -29,12 +28,10 @@ export interface RegisteredRepoView {
 
 /** A registered repository ready to be called, with the token to call it with. Never leaves the module. */
 export interface ResolvedRepo {
-  record: GithubRepository;
+  record: RegisteredRepo;
   /** Decrypted per-repository token; undefined = the server's GITHUB_TOKEN. */
   token: string | undefined;
 }
-
-const REPO_PATTERN = /^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/;
 
 /** The admin-managed registry of shared repositories; the only way the GitHub tools reach a repository. */
 @Injectable()
@@ -42,7 +39,7 @@ export class GithubReposService {
   private readonly logger = new Logger('GitHub');
 
   constructor(
-    @InjectRepository(GithubRepository) private readonly repos: Repository<GithubRepository>,
+    private readonly repos: GithubReposRepository,
     private readonly clients: GithubClientFactory,
     private readonly cipher: TokenCipher,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -72,44 +69,43 @@ export class GithubReposService {
 
     const id = randomUUID();
     const [owner, name] = github.full_name.split('/');
-    const record = this.repos.create({
-      id,
-      owner,
-      name,
-      fullName: github.full_name,
-      githubId: String(github.id),
-      defaultBranch: github.default_branch,
-      description: github.description,
-      isPrivate: github.private,
-      tokenCiphertext: input.token === undefined ? null : this.cipher.encrypt(input.token, id),
-      createdBy: adminId,
-    });
+    const tokenCiphertext = input.token === undefined ? null : this.cipher.encrypt(input.token, id);
     try {
-      await this.repos.insert(record);
+      await this.repos.insert({
+        id,
+        owner,
+        name,
+        fullName: github.full_name,
+        githubId: String(github.id),
+        defaultBranch: github.default_branch,
+        description: github.description,
+        isPrivate: github.private,
+        tokenCiphertext,
+        createdBy: adminId,
+      });
     } catch (error) {
       if (isUniqueViolation(error)) throw this.duplicate(github.full_name);
       throw error;
     }
-    const saved = await this.repos.findOneByOrFail({ id });
-    this.logger.log({ msg: 'github repository registered', repository: saved.fullName, id, tokenSource: record.tokenCiphertext ? 'repository' : 'server' });
-    return toRegisteredRepoView(saved, record.tokenCiphertext !== null);
+    const saved = await this.repos.findById(id);
+    if (!saved) throw AppException.notFound('Registered repository'); // unregistered by another admin in between
+    this.logger.log({ msg: 'github repository registered', repository: saved.fullName, id, tokenSource: tokenCiphertext ? 'repository' : 'server' });
+    return toRegisteredRepoView(saved);
   }
 
-  async list(query: { limit: number; cursor?: string }): Promise<Page<RegisteredRepoView>> {
-    return pageOf(this.repos.createQueryBuilder('r').addSelect('r.tokenCiphertext'), query, (row) => toRegisteredRepoView(row, row.tokenCiphertext !== null));
+  async list(query: PageQuery): Promise<Page<RegisteredRepoView>> {
+    return toPage(await this.repos.page(query), query.limit, toRegisteredRepoView);
   }
 
   async remove(id: string): Promise<{ id: string; deleted: true }> {
-    const result = await this.repos.delete({ id });
-    if (!result.affected) throw AppException.notFound('Registered repository');
+    if (!(await this.repos.delete(id))) throw AppException.notFound('Registered repository');
     this.logger.log({ msg: 'github repository unregistered', id });
     return { id, deleted: true };
   }
 
   /** Every registered repository the actor may see (key `repos` pins apply), by name. */
-  async listForActor(actor: Actor): Promise<GithubRepository[]> {
-    const rows = await this.repos.createQueryBuilder('r').orderBy('lower(r.full_name)', 'ASC').getMany();
-    return rows.filter((row) => isRepoAllowed(actor, row.fullName));
+  listForActor(actor: Actor): Promise<RegisteredRepo[]> {
+    return this.repos.listVisible(actor);
   }
 
   /**
@@ -118,24 +114,20 @@ export class GithubReposService {
    */
   async resolveForActor(actor: Actor, repo: string): Promise<ResolvedRepo> {
     const fullName = typeof repo === 'string' ? repo.trim() : '';
-    if (!REPO_PATTERN.test(fullName)) {
+    if (!isRepoFullName(fullName)) {
       throw new AppException(ErrorCode.InvalidArgument, 'repo must be "owner/name" of a registered repository', { argument: 'repo' });
     }
-    const record = await this.repos
-      .createQueryBuilder('r')
-      .addSelect('r.tokenCiphertext')
-      .where('lower(r.full_name) = lower(:fullName)', { fullName })
-      .getOne();
-    if (!record || !isRepoAllowed(actor, record.fullName)) {
+    const found = await this.repos.findByFullNameWithToken(fullName);
+    if (!found || !isRepoAllowed(actor, found.repo.fullName)) {
       throw new AppException(ErrorCode.NotFound, `Repository ${fullName} is not registered; call list_repositories for the available ones`);
     }
-    return { record, token: this.decryptToken(record) };
+    return { record: found.repo, token: this.decryptToken(found.repo, found.tokenCiphertext) };
   }
 
-  private decryptToken(record: GithubRepository): string | undefined {
-    if (record.tokenCiphertext === null) return undefined;
+  private decryptToken(record: RegisteredRepo, tokenCiphertext: string | null): string | undefined {
+    if (tokenCiphertext === null) return undefined;
     try {
-      return this.cipher.decrypt(record.tokenCiphertext, record.id);
+      return this.cipher.decrypt(tokenCiphertext, record.id);
     } catch {
       // Wrong ENCRYPTION_KEY (e.g. DATA_DIR/secrets.json replaced) or a damaged row: say so, without the token.
       this.logger.error({ msg: 'stored GitHub token cannot be decrypted', repository: record.fullName });
@@ -147,8 +139,8 @@ export class GithubReposService {
     }
   }
 
-  private findByFullName(fullName: string): Promise<GithubRepository | null> {
-    return this.repos.createQueryBuilder('r').where('lower(r.full_name) = lower(:fullName)', { fullName }).getOne();
+  private findByFullName(fullName: string): Promise<RegisteredRepo | undefined> {
+    return this.repos.findByFullName(fullName);
   }
 
   private duplicate(fullName: string): AppException {
@@ -192,14 +184,14 @@ export class GithubReposService {
   }
 }
 
-export function toRegisteredRepoView(row: GithubRepository, hasOwnToken: boolean): RegisteredRepoView {
+export function toRegisteredRepoView(row: RegisteredRepo): RegisteredRepoView {
   return {
     id: row.id,
     fullName: row.fullName,
     defaultBranch: row.defaultBranch,
     description: row.description,
     private: row.isPrivate,
-    tokenSource: hasOwnToken ? 'repository' : 'server',
+    tokenSource: row.hasOwnToken ? 'repository' : 'server',
     createdBy: row.createdBy,
     createdAt: row.createdAt.toISOString(),
   };

@@ -1,7 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
-import { AppException } from '../../common/errors/app.exception.js';
-import { ErrorCode } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { type GithubClient, GithubClientFactory } from './github-client.factory.js';
@@ -27,43 +25,48 @@ export const WORKFLOW_RUN_STATUSES = ['queued', 'in_progress', 'completed', 'suc
 export const GITHUB_LIST_MAX = 100;
 /** Issues are filtered (pull requests dropped) after fetching, so a list may need several pages; cap them. */
 const MAX_PAGES = 10;
-const TITLE_MAX = 256;
-const BODY_MAX = 65_536;
 
+export type IssueState = (typeof ISSUE_STATES)[number];
+export type WorkflowRunStatus = (typeof WORKFLOW_RUN_STATUSES)[number];
+
+/*
+ * Inputs arrive validated by the tool parameter definitions (github.tool-provider.ts: lengths, enums, limit
+ * range, real dates, `owner/name`, trimmed title and labels); the service does not check them again.
+ */
 export interface ListCommitsInput {
   repo: string;
   branch?: string;
-  /** YYYY-MM-DD (or a full ISO timestamp). */
+  /** A calendar date YYYY-MM-DD: commits from its start, UTC. */
   since?: string;
-  limit?: number;
+  limit: number;
 }
 export interface ListIssuesInput {
   repo: string;
-  state?: string;
+  state: IssueState;
   /** Comma-separated label names; an issue must carry all of them. */
   labels?: string;
-  limit?: number;
+  limit: number;
 }
 export interface ListPullRequestsInput {
   repo: string;
-  state?: string;
-  limit?: number;
+  state: IssueState;
+  limit: number;
 }
 export interface ListWorkflowRunsInput {
   repo: string;
   branch?: string;
-  status?: string;
-  limit?: number;
+  status?: WorkflowRunStatus;
+  limit: number;
 }
 export interface CreateIssueInput {
   repo: string;
   title: string;
-  body?: string;
-  labels?: string[];
+  body: string;
+  labels: readonly string[];
 }
 export interface CreateIssueCommentInput {
   repo: string;
-  issue_number: number;
+  issueNumber: number;
   body: string;
 }
 
@@ -91,8 +94,8 @@ export class GithubService {
   }
 
   async listCommits(actor: Actor, input: ListCommitsInput): Promise<ListResult<CommitSummary>> {
-    const limit = checkLimit(input.limit ?? 30);
-    const since = input.since ? toSinceTimestamp(input.since) : undefined;
+    const { limit } = input;
+    const since = input.since ? `${input.since}T00:00:00.000Z` : undefined;
     return this.call(actor, input.repo, 'list commits', async (client, { owner, repo }) => {
       const pages = client.paginate.iterator(client.rest.repos.listCommits, {
         owner,
@@ -108,8 +111,7 @@ export class GithubService {
 
   /** Issues only: GitHub's issues endpoint also returns pull requests, which are dropped here. */
   async listIssues(actor: Actor, input: ListIssuesInput): Promise<ListResult<IssueSummary>> {
-    const limit = checkLimit(input.limit ?? 30);
-    const state = checkOneOf('state', input.state || 'open', ISSUE_STATES);
+    const { limit, state } = input;
     const labels = (input.labels ?? '')
       .split(',')
       .map((label) => label.trim())
@@ -130,8 +132,7 @@ export class GithubService {
   }
 
   async listPullRequests(actor: Actor, input: ListPullRequestsInput): Promise<ListResult<PullRequestSummary>> {
-    const limit = checkLimit(input.limit ?? 30);
-    const state = checkOneOf('state', input.state || 'open', ISSUE_STATES);
+    const { limit, state } = input;
     return this.call(actor, input.repo, 'list pull requests', async (client, { owner, repo }) => {
       const pages = client.paginate.iterator(client.rest.pulls.list, { owner, repo, state, per_page: limit });
       const result = await collect(pages as AsyncIterable<Page<Parameters<typeof toPullRequestSummary>[0]>>, limit);
@@ -140,8 +141,7 @@ export class GithubService {
   }
 
   async listWorkflowRuns(actor: Actor, input: ListWorkflowRunsInput): Promise<ListResult<WorkflowRunSummary>> {
-    const limit = checkLimit(input.limit ?? 30);
-    const status = input.status ? checkOneOf('status', input.status, WORKFLOW_RUN_STATUSES) : undefined;
+    const { limit, status } = input;
     return this.call(actor, input.repo, 'list workflow runs', async (client, { owner, repo }) => {
       // The paginate plugin unwraps {total_count, workflow_runs} into plain arrays per page.
       const pages = client.paginate.iterator(client.rest.actions.listWorkflowRunsForRepo, {
@@ -157,16 +157,14 @@ export class GithubService {
   }
 
   async createIssue(actor: Actor, input: CreateIssueInput): Promise<CreatedIssue> {
-    const title = checkText('title', input.title, 1, TITLE_MAX);
-    const body = checkText('body', input.body ?? '', 0, BODY_MAX);
-    const labels = (input.labels ?? []).map((label) => checkText('labels', label, 1, 100));
+    const { title, body, labels } = input;
     return this.call(actor, input.repo, 'create an issue', async (client, { owner, repo }) => {
       const { data } = await client.rest.issues.create({
         owner,
         repo,
         title,
         ...(body ? { body } : {}),
-        ...(labels.length > 0 ? { labels } : {}),
+        ...(labels.length > 0 ? { labels: [...labels] } : {}),
         // A write that timed out may still have happened: never repeat it blindly.
         request: { retries: 0 },
       });
@@ -175,11 +173,7 @@ export class GithubService {
   }
 
   async createIssueComment(actor: Actor, input: CreateIssueCommentInput): Promise<CreatedComment> {
-    const issueNumber = input.issue_number;
-    if (!Number.isSafeInteger(issueNumber) || issueNumber < 1) {
-      throw new AppException(ErrorCode.InvalidArgument, 'issue_number must be a positive integer', { argument: 'issue_number' });
-    }
-    const body = checkText('body', input.body, 1, BODY_MAX);
+    const { issueNumber, body } = input;
     return this.call(actor, input.repo, `comment on issue #${issueNumber}`, async (client, { owner, repo }) => {
       const { data } = await client.rest.issues.createComment({ owner, repo, issue_number: issueNumber, body, request: { retries: 0 } });
       return { id: data.id, url: data.html_url };
@@ -218,43 +212,4 @@ async function collect<T>(pages: AsyncIterable<Page<T>>, limit: number, keep: (i
     if (items.length === limit || pageCount >= MAX_PAGES) return { items, truncated: hasNext };
   }
   return { items, truncated: false };
-}
-
-function checkLimit(limit: number): number {
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > GITHUB_LIST_MAX) {
-    throw new AppException(ErrorCode.InvalidArgument, `limit must be an integer from 1 to ${GITHUB_LIST_MAX}`, { argument: 'limit' });
-  }
-  return limit;
-}
-
-function checkOneOf<T extends string>(argument: string, value: string, allowed: readonly T[]): T {
-  if (!(allowed as readonly string[]).includes(value)) {
-    throw new AppException(ErrorCode.InvalidArgument, `${argument} must be one of ${allowed.join(', ')}`, { argument, allowed });
-  }
-  return value as T;
-}
-
-function checkText(argument: string, value: unknown, min: number, max: number): string {
-  if (typeof value !== 'string') {
-    throw new AppException(ErrorCode.InvalidArgument, `${argument} must be a string`, { argument });
-  }
-  const trimmed = argument === 'body' ? value : value.trim();
-  if (trimmed.length < min || trimmed.length > max) {
-    // Present but blank is a bad value (invalid_argument); an absent required argument never gets here.
-    if (min > 0 && trimmed.length === 0) throw new AppException(ErrorCode.InvalidArgument, `${argument} must not be empty`, { argument });
-    throw new AppException(ErrorCode.InvalidArgument, `${argument} must be ${min} to ${max} characters`, { argument });
-  }
-  return trimmed;
-}
-
-/** `since` as GitHub wants it: an ISO 8601 timestamp. A calendar date means its start, UTC. */
-function toSinceTimestamp(since: string): string {
-  const dateOnly = /^(\d{4})-(\d{2})-(\d{2})$/.exec(since);
-  if (dateOnly) {
-    const date = new Date(`${since}T00:00:00.000Z`);
-    if (!Number.isNaN(date.getTime()) && date.toISOString().startsWith(since)) return date.toISOString();
-  } else if (/^\d{4}-\d{2}-\d{2}T/.test(since) && !Number.isNaN(Date.parse(since))) {
-    return new Date(since).toISOString();
-  }
-  throw new AppException(ErrorCode.InvalidArgument, 'since must be a real date, YYYY-MM-DD', { argument: 'since' });
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
 import { ToolList } from '../tools/tool-definition.js';
-import { param } from '../tools/tool-parameters.js';
+import { filterOrUndefined, param, type ToolArgs } from '../tools/tool-parameters.js';
 import { Tool, ToolProvider } from '../tools/tool.decorators.js';
 import { GITHUB_LIST_MAX, GithubService, ISSUE_STATES, WORKFLOW_RUN_STATUSES } from './github.service.js';
 import type { ListResult } from './github-views.js';
@@ -13,6 +13,37 @@ const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHint: fal
 const repo = param.str({ description: 'A registered repository, "owner/name" (see list_repositories)', required: true, format: 'repo' });
 const limit = param.int({ description: 'Maximum number of results', default: 30, minimum: 1, maximum: GITHUB_LIST_MAX });
 const state = param.str({ description: 'open, closed or all', default: 'open', enum: ISSUE_STATES });
+
+const LIST_COMMITS = {
+  repo,
+  branch: param.str({ description: 'Branch (or tag / SHA) to list; empty = the default branch', default: '', maxLength: 255 }),
+  since: param.date({ description: 'Only commits on or after this date (YYYY-MM-DD, UTC)', default: '' }),
+  limit,
+};
+const LIST_ISSUES = {
+  repo,
+  state,
+  labels: param.str({ description: 'Comma-separated label names; an issue must carry all of them. Empty = any', default: '', maxLength: 1000 }),
+  limit,
+};
+const LIST_PULL_REQUESTS = { repo, state, limit };
+const LIST_WORKFLOW_RUNS = {
+  repo,
+  branch: param.str({ description: 'Only runs for this branch; empty = all branches', default: '', maxLength: 255 }),
+  status: param.str({ description: 'Only runs with this status or conclusion; empty = any', default: '', enum: WORKFLOW_RUN_STATUSES }),
+  limit,
+};
+const CREATE_ISSUE = {
+  repo,
+  title: param.str({ description: 'Issue title', required: true, minLength: 1, maxLength: 256, trim: true }),
+  body: param.str({ description: 'Issue text (Markdown)', default: '', maxLength: 65_536 }),
+  labels: param.strList({ description: 'Label names to apply', default: [], maxItems: 20, maxLength: 100, trim: true }),
+};
+const CREATE_ISSUE_COMMENT = {
+  repo,
+  issue_number: param.int({ description: 'The issue or pull request number', required: true, minimum: 1 }),
+  body: param.str({ description: 'Comment text (Markdown)', required: true, minLength: 1, maxLength: 65_536 }),
+};
 
 const str = { type: 'string' };
 const nullableStr = { type: ['string', 'null'] };
@@ -64,11 +95,17 @@ const WORKFLOW_RUN_SCHEMA = objectOf({
   url: uri,
 });
 
-const orUndefined = (value: unknown): string | undefined => (value === '' || value === undefined || value === null ? undefined : String(value));
 const toToolList = <T>(result: ListResult<T>): ToolList<T> => new ToolList(result.items, result.truncated);
 
 /** The seven GitHub tools: thin adapters over GithubService, which owns registration, pins and GitHub's errors. */
-@ToolProvider()
+@ToolProvider({
+  position: 300,
+  instructions: 'GitHub tools reach only the repositories an admin registered; list_repositories names them.',
+  scopes: [
+    { name: 'github:read', group: 'GitHub', allows: 'Read commits, issues, pull requests and workflows' },
+    { name: 'github:write', group: 'GitHub', allows: 'Create issues and write comments' },
+  ],
+})
 @Injectable()
 export class GithubToolProvider {
   constructor(private readonly github: GithubService) {}
@@ -82,7 +119,7 @@ export class GithubToolProvider {
     output: arrayOf(REPOSITORY_SCHEMA),
     parameters: {},
   })
-  listRepositories(_args: Record<string, unknown>, actor: Actor) {
+  listRepositories(_args: Record<string, never>, actor: Actor) {
     return this.github.listRepositories(actor);
   }
 
@@ -93,21 +130,11 @@ export class GithubToolProvider {
     scope: 'github:read',
     annotations: READ,
     output: arrayOf(COMMIT_SCHEMA),
-    parameters: {
-      repo,
-      branch: param.str({ description: 'Branch (or tag / SHA) to list; empty = the default branch', default: '', maxLength: 255 }),
-      since: param.date({ description: 'Only commits on or after this date (YYYY-MM-DD, UTC)', default: '' }),
-      limit,
-    },
+    parameters: LIST_COMMITS,
   })
-  async listCommits(args: Record<string, unknown>, actor: Actor) {
+  async listCommits(args: ToolArgs<typeof LIST_COMMITS>, actor: Actor) {
     return toToolList(
-      await this.github.listCommits(actor, {
-        repo: args.repo as string,
-        branch: orUndefined(args.branch),
-        since: orUndefined(args.since),
-        limit: args.limit as number,
-      }),
+      await this.github.listCommits(actor, { repo: args.repo, branch: filterOrUndefined(args.branch), since: filterOrUndefined(args.since), limit: args.limit }),
     );
   }
 
@@ -118,22 +145,10 @@ export class GithubToolProvider {
     scope: 'github:read',
     annotations: READ,
     output: arrayOf(ISSUE_SCHEMA),
-    parameters: {
-      repo,
-      state,
-      labels: param.str({ description: 'Comma-separated label names; an issue must carry all of them. Empty = any', default: '', maxLength: 1000 }),
-      limit,
-    },
+    parameters: LIST_ISSUES,
   })
-  async listIssues(args: Record<string, unknown>, actor: Actor) {
-    return toToolList(
-      await this.github.listIssues(actor, {
-        repo: args.repo as string,
-        state: args.state as string,
-        labels: orUndefined(args.labels),
-        limit: args.limit as number,
-      }),
-    );
+  async listIssues(args: ToolArgs<typeof LIST_ISSUES>, actor: Actor) {
+    return toToolList(await this.github.listIssues(actor, { repo: args.repo, state: args.state, labels: filterOrUndefined(args.labels), limit: args.limit }));
   }
 
   @Tool({
@@ -143,10 +158,10 @@ export class GithubToolProvider {
     scope: 'github:read',
     annotations: READ,
     output: arrayOf(PULL_REQUEST_SCHEMA),
-    parameters: { repo, state, limit },
+    parameters: LIST_PULL_REQUESTS,
   })
-  async listPullRequests(args: Record<string, unknown>, actor: Actor) {
-    return toToolList(await this.github.listPullRequests(actor, { repo: args.repo as string, state: args.state as string, limit: args.limit as number }));
+  async listPullRequests(args: ToolArgs<typeof LIST_PULL_REQUESTS>, actor: Actor) {
+    return toToolList(await this.github.listPullRequests(actor, { repo: args.repo, state: args.state, limit: args.limit }));
   }
 
   @Tool({
@@ -156,21 +171,11 @@ export class GithubToolProvider {
     scope: 'github:read',
     annotations: READ,
     output: arrayOf(WORKFLOW_RUN_SCHEMA),
-    parameters: {
-      repo,
-      branch: param.str({ description: 'Only runs for this branch; empty = all branches', default: '', maxLength: 255 }),
-      status: param.str({ description: 'Only runs with this status or conclusion; empty = any', default: '', enum: WORKFLOW_RUN_STATUSES }),
-      limit,
-    },
+    parameters: LIST_WORKFLOW_RUNS,
   })
-  async listWorkflowRuns(args: Record<string, unknown>, actor: Actor) {
+  async listWorkflowRuns(args: ToolArgs<typeof LIST_WORKFLOW_RUNS>, actor: Actor) {
     return toToolList(
-      await this.github.listWorkflowRuns(actor, {
-        repo: args.repo as string,
-        branch: orUndefined(args.branch),
-        status: orUndefined(args.status),
-        limit: args.limit as number,
-      }),
+      await this.github.listWorkflowRuns(actor, { repo: args.repo, branch: filterOrUndefined(args.branch), status: filterOrUndefined(args.status), limit: args.limit }),
     );
   }
 
@@ -181,20 +186,10 @@ export class GithubToolProvider {
     scope: 'github:write',
     annotations: WRITE,
     output: objectOf({ number: int, url: uri, title: str }),
-    parameters: {
-      repo,
-      title: param.str({ description: 'Issue title', required: true, minLength: 1, maxLength: 256 }),
-      body: param.str({ description: 'Issue text (Markdown)', default: '', maxLength: 65_536 }),
-      labels: param.strList({ description: 'Label names to apply', default: [], maxItems: 20, maxLength: 100 }),
-    },
+    parameters: CREATE_ISSUE,
   })
-  createIssue(args: Record<string, unknown>, actor: Actor) {
-    return this.github.createIssue(actor, {
-      repo: args.repo as string,
-      title: args.title as string,
-      body: args.body as string,
-      labels: args.labels as string[],
-    });
+  createIssue(args: ToolArgs<typeof CREATE_ISSUE>, actor: Actor) {
+    return this.github.createIssue(actor, { repo: args.repo, title: args.title, body: args.body, labels: args.labels });
   }
 
   @Tool({
@@ -204,17 +199,9 @@ export class GithubToolProvider {
     scope: 'github:write',
     annotations: WRITE,
     output: objectOf({ id: int, url: uri }),
-    parameters: {
-      repo,
-      issue_number: param.int({ description: 'The issue or pull request number', required: true, minimum: 1 }),
-      body: param.str({ description: 'Comment text (Markdown)', required: true, minLength: 1, maxLength: 65_536 }),
-    },
+    parameters: CREATE_ISSUE_COMMENT,
   })
-  createIssueComment(args: Record<string, unknown>, actor: Actor) {
-    return this.github.createIssueComment(actor, {
-      repo: args.repo as string,
-      issue_number: args.issue_number as number,
-      body: args.body as string,
-    });
+  createIssueComment(args: ToolArgs<typeof CREATE_ISSUE_COMMENT>, actor: Actor) {
+    return this.github.createIssueComment(actor, { repo: args.repo, issueNumber: args.issue_number, body: args.body });
   }
 }

@@ -1,12 +1,11 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { DataSource } from 'typeorm';
 import { REDIS_CLIENT } from '../../common/redis/redis.module.js';
 import { SYSTEM_QUEUE } from '../../queue/queue.constants.js';
+import { DatabaseProbeRepository } from './database-probe.repository.js';
 
 export interface CheckResult {
   status: 'up' | 'down';
@@ -21,7 +20,7 @@ const CHECK_TIMEOUT_MS = 2000;
 export class DependencyChecksService {
   constructor(
     private readonly indicators: HealthIndicatorService,
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly databaseProbe: DatabaseProbeRepository,
     @InjectQueue(SYSTEM_QUEUE) private readonly systemQueue: Queue,
     @Inject(REDIS_CLIENT) private readonly redis: Redis | null,
   ) {}
@@ -29,15 +28,13 @@ export class DependencyChecksService {
   async runAll(): Promise<Record<string, CheckResult>> {
     const probes: Record<string, () => Promise<string | undefined>> = {
       database: async () => {
-        await this.dataSource.query('SELECT 1');
+        await this.databaseProbe.ping();
         return undefined;
       },
       vector: async () => {
-        const rows: { extversion: string }[] = await this.dataSource.query(
-          `SELECT extversion FROM pg_extension WHERE extname = 'vector'`,
-        );
-        if (rows.length === 0) throw new Error('pgvector extension is not installed');
-        return `pgvector ${rows[0].extversion}`;
+        const version = await this.databaseProbe.vectorExtensionVersion();
+        if (version === null) throw new Error('pgvector extension is not installed');
+        return `pgvector ${version}`;
       },
       queue: async () => {
         await this.systemQueue.getJobCounts('waiting');

@@ -7,6 +7,8 @@ import { ErrorCode } from '../../common/errors/error-code.js';
 import { Public } from '../auth/guards/public.decorator.js';
 import { DependencyChecksService } from './dependency-checks.service.js';
 import { ShutdownState } from './shutdown-state.js';
+import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
+import { HealthSchema, ReadySchema } from './health.schemas.js';
 
 @ApiTags('health')
 @Public()
@@ -22,6 +24,7 @@ export class HealthController {
 
   @Get('health')
   @ApiOperation({ summary: 'Liveness: 200 while the process serves, with each dependency checked' })
+  @ApiData(200, HealthSchema, 'Up (status ok) or degraded (a dependency is down, or draining)')
   async health() {
     const checks = await this.checks.runAll();
     const allUp = Object.values(checks).every((check) => check.status === 'up');
@@ -35,6 +38,8 @@ export class HealthController {
 
   @Get('ready')
   @ApiOperation({ summary: 'Readiness: 200 when every dependency passes, 503 otherwise or while shutting down' })
+  @ApiData(200, ReadySchema, 'Every dependency is up')
+  @ApiErrors(503)
   async ready() {
     if (this.shutdown.draining) {
       throw new AppException(ErrorCode.DependencyUnavailable, 'Shutting down', { draining: true });

@@ -1,5 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
+import { DatabaseProbeRepository } from './database-probe.repository.js';
 import { DependencyChecksService } from './dependency-checks.service.js';
 import { HealthController } from './health.controller.js';
 import { ShutdownState } from './shutdown-state.js';
@@ -8,7 +9,7 @@ import { ShutdownState } from './shutdown-state.js';
 @Module({
   imports: [TerminusModule],
   controllers: [HealthController],
-  providers: [DependencyChecksService, ShutdownState],
+  providers: [DatabaseProbeRepository, DependencyChecksService, ShutdownState],
   exports: [ShutdownState, DependencyChecksService],
 })
 export class HealthModule {}

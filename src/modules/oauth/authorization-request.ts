@@ -1,5 +1,4 @@
 import { InvalidRequestError, InvalidScopeError, InvalidTargetError, OAuthError, UnsupportedResponseTypeError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
-import { API_KEY_SCOPES, isApiKeyScope } from '../api-keys/api-key-scopes.js';
 import type { OAuthClient } from './oauth-clients.service.js';
 import { PKCE_VALUE } from './oauth-secret-format.js';
 import { redirectUriMatches } from './redirect-uri.js';
@@ -48,7 +47,14 @@ export function checkRedirectUri(client: OAuthClient, requested: unknown): strin
  * Step 2: everything else. These failures may be reported to the (now trusted) redirect URI as
  * RFC 6749 errors. PKCE S256 is required; `plain` and no PKCE are refused (OAuth 2.1).
  */
-export function checkAuthorizationParams(client: OAuthClient, redirectUri: string, params: AuthorizationParams, mcpResource: string): AuthorizationRequest {
+export function checkAuthorizationParams(
+  client: OAuthClient,
+  redirectUri: string,
+  params: AuthorizationParams,
+  mcpResource: string,
+  /** Every scope, in catalog order (ScopeCatalog.names()). */
+  knownScopes: readonly string[],
+): AuthorizationRequest {
   const state = typeof params.state === 'string' && params.state !== '' ? params.state : undefined;
   const fail = (error: OAuthError): never => {
     throw Object.assign(error, { state });
@@ -61,13 +67,13 @@ export function checkAuthorizationParams(client: OAuthClient, redirectUri: strin
   if (params.resource !== undefined && !isMcpResource(params.resource, mcpResource)) {
     fail(new InvalidTargetError(`resource must be the MCP endpoint ${mcpResource}`));
   }
-  let scopes: string[] = [...API_KEY_SCOPES];
+  let scopes: string[] = [...knownScopes];
   if (params.scope !== undefined && params.scope !== '') {
     if (typeof params.scope !== 'string') fail(new InvalidScopeError('scope must be a space-separated string'));
     const requested = [...new Set((params.scope as string).split(' ').filter(Boolean))];
-    const unknown = requested.filter((scope) => !isApiKeyScope(scope));
-    if (unknown.length > 0 || requested.length === 0) fail(new InvalidScopeError(`unknown scope ${unknown.join(' ')}; allowed: ${API_KEY_SCOPES.join(' ')}`));
-    scopes = API_KEY_SCOPES.filter((scope) => requested.includes(scope));
+    const unknown = requested.filter((scope) => !knownScopes.includes(scope));
+    if (unknown.length > 0 || requested.length === 0) fail(new InvalidScopeError(`unknown scope ${unknown.join(' ')}; allowed: ${knownScopes.join(' ')}`));
+    scopes = knownScopes.filter((scope) => requested.includes(scope));
   }
   return { client, redirectUri, codeChallenge: params.code_challenge as string, scopes, state, resource: mcpResource };
 }

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { Response } from 'express';
 import { AppException } from '../../common/errors/app.exception.js';
@@ -7,26 +7,32 @@ import { ErrorCode } from '../../common/errors/error-code.js';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import type { Principal } from '../auth/principal.js';
+import { ScopeCatalog } from '../api-keys/scope-catalog.js';
 import { checkAuthorizationParams, checkRedirectUri, redirectWith, UntrustedRedirectError } from './authorization-request.js';
 import { AuthorizeConsentDto } from './dto/authorize-consent.dto.js';
 import { OAuthClientsService, UnknownClientError } from './oauth-clients.service.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';
+import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
+import { page } from '../../common/openapi/openapi-schema.js';
+import { AuthorizeAnswerSchema, OAuthGrantSchema, RevokedGrantSchema } from './oauth.schemas.js';
 
 /** Area B, user access token only: the consent page's answer and the account page's "connected apps". */
 @ApiTags('oauth')
-@ApiBearerAuth()
 @Controller('api/oauth')
 export class OAuthAccountController {
   constructor(
     private readonly clients: OAuthClientsService,
     private readonly grants: OAuthGrantsService,
+    private readonly scopes: ScopeCatalog,
   ) {}
 
   @Post('authorize')
   @HttpCode(200)
   @ApiOperation({ summary: 'Approve or deny an authorization request; answers where to send the browser ({redirectTo})' })
+  @ApiData(200, AuthorizeAnswerSchema, 'Where to send the browser (Cache-Control: no-store)')
   async authorize(@CurrentPrincipal() principal: Principal, @Body() body: AuthorizeConsentDto, @Res({ passthrough: true }) response: Response): Promise<{ redirectTo: string }> {
     const userId = userOnly(principal);
+    if (body.scopes) this.scopes.assertKnown(body.scopes);
     // The answer carries a one-time code.
     response.setHeader('Cache-Control', 'no-store');
     let request;
@@ -38,6 +44,7 @@ export class OAuthAccountController {
         redirectUri,
         { response_type: 'code', code_challenge: body.codeChallenge, code_challenge_method: body.codeChallengeMethod, scope: body.scope, state: body.state, resource: body.resource },
         this.grants.mcpResource(),
+        this.scopes.names(),
       );
     } catch (error) {
       if (error instanceof UnknownClientError || error instanceof UntrustedRedirectError || error instanceof OAuthError) {
@@ -63,12 +70,15 @@ export class OAuthAccountController {
 
   @Get('grants')
   @ApiOperation({ summary: "The caller's connected apps (OAuth grants), newest first: {items, nextCursor}" })
+  @ApiData(200, page(OAuthGrantSchema), 'A page of grants')
   list(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto) {
     return this.grants.list(userOnly(principal), query);
   }
 
   @Delete('grants/:id')
   @ApiOperation({ summary: "Disconnect an app: every token of the grant stops working at once, on every instance" })
+  @ApiData(200, RevokedGrantSchema, 'Revoked')
+  @ApiErrors(404)
   revoke(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
     return this.grants.revoke(userOnly(principal), id);
   }

@@ -1,19 +1,30 @@
 import { Controller, Get, Inject, Options, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
-import { ApiExcludeController } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiExcludeEndpoint, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import {
+  AuthorizationServerMetadataSchema,
+  ClientRegistrationRequestSchema,
+  OAuthErrorSchema,
+  ProtectedResourceMetadataSchema,
+  RegisteredClientSchema,
+  RevokeRequestSchema,
+  TokenRequestSchema,
+  TokenResponseSchema,
+} from './oauth.schemas.js';
 import { InvalidRequestError, OAuthError, UnsupportedGrantTypeError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
-import type { OAuthMetadata, OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Request, Response } from 'express';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
-import { API_KEY_SCOPES } from '../api-keys/api-key-scopes.js';
+import { ScopeCatalog } from '../api-keys/scope-catalog.js';
 import { Public } from '../auth/guards/public.decorator.js';
 import { checkAuthorizationParams, checkRedirectUri, redirectWith, UntrustedRedirectError, type AuthorizationParams } from './authorization-request.js';
 import { OAuthClientsService, UnknownClientError } from './oauth-clients.service.js';
 import { OAuthErrorFilter } from './oauth-error.filter.js';
 import { formBody } from './form-body.middleware.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';
+import { authorizationServerMetadata } from './authorization-server-metadata.js';
 
 /** The consent page template (public/consent.html); its placeholder receives the checked request as JSON. */
 const CONSENT_TEMPLATE_PATH = join(__dirname, '..', '..', '..', 'public', 'consent.html');
@@ -26,7 +37,7 @@ const REQUEST_PLACEHOLDER = '{{AUTHORIZATION_REQUEST}}';
  * RFC 7009 revocation. Hand-written Nest routes rather than the SDK's Express `mcpAuthRouter`; see the
  * module README for why. Errors are RFC 6749 bodies (OAuthErrorFilter).
  */
-@ApiExcludeController()
+@ApiTags('oauth (authorization server)')
 @Public()
 @UseFilters(OAuthErrorFilter)
 @Controller()
@@ -37,14 +48,17 @@ export class OAuthServerController {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly clients: OAuthClientsService,
     private readonly grants: OAuthGrantsService,
+    private readonly scopes: ScopeCatalog,
   ) {}
 
   @Get(['.well-known/oauth-protected-resource', '.well-known/oauth-protected-resource/api/v1/public/mcp'])
+  @ApiOperation({ summary: 'RFC 9728 protected resource metadata of the MCP endpoint (where an MCP client finds its authorization server)' })
+  @ApiResponse({ status: 200, description: 'The metadata', schema: { $ref: ProtectedResourceMetadataSchema.$ref } })
   protectedResource(@Res() response: Response): void {
     const metadata: OAuthProtectedResourceMetadata = {
       resource: this.grants.mcpResource(),
       authorization_servers: [this.config.publicUrl],
-      scopes_supported: [...API_KEY_SCOPES],
+      scopes_supported: this.scopes.names(),
       bearer_methods_supported: ['header'],
       resource_name: 'Atrium MCP',
       resource_documentation: `${this.config.publicUrl}/api/docs`,
@@ -53,24 +67,10 @@ export class OAuthServerController {
   }
 
   @Get('.well-known/oauth-authorization-server')
+  @ApiOperation({ summary: 'RFC 8414 authorization server metadata' })
+  @ApiResponse({ status: 200, description: 'The metadata', schema: { $ref: AuthorizationServerMetadataSchema.$ref } })
   authorizationServer(@Res() response: Response): void {
-    const base = this.config.publicUrl;
-    const metadata: OAuthMetadata & { client_id_metadata_document_supported: boolean } = {
-      issuer: base,
-      authorization_endpoint: `${base}/oauth/authorize`,
-      token_endpoint: `${base}/oauth/token`,
-      registration_endpoint: `${base}/oauth/register`,
-      revocation_endpoint: `${base}/oauth/revoke`,
-      response_types_supported: ['code'],
-      response_modes_supported: ['query'],
-      grant_types_supported: ['authorization_code', 'refresh_token'],
-      code_challenge_methods_supported: ['S256'],
-      token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
-      revocation_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
-      scopes_supported: [...API_KEY_SCOPES],
-      client_id_metadata_document_supported: true,
-    };
-    publicJson(response, metadata);
+    publicJson(response, authorizationServerMetadata(this.config, this.scopes.names()));
   }
 
   /**
@@ -78,6 +78,7 @@ export class OAuthServerController {
    * endpoints take no cookies, so any origin may call them, as the SDK's own auth router allows).
    */
   @Options(['.well-known/oauth-protected-resource', '.well-known/oauth-protected-resource/api/v1/public/mcp', '.well-known/oauth-authorization-server', 'oauth/register', 'oauth/token', 'oauth/revoke'])
+  @ApiExcludeEndpoint()
   preflight(@Res() response: Response): void {
     allowAnyOrigin(response);
     response
@@ -89,6 +90,10 @@ export class OAuthServerController {
   }
 
   @Post('oauth/register')
+  @ApiOperation({ summary: 'RFC 7591 dynamic client registration' })
+  @ApiBody({ schema: { $ref: ClientRegistrationRequestSchema.$ref } })
+  @ApiResponse({ status: 201, description: 'The registered client (Cache-Control: no-store)', schema: { $ref: RegisteredClientSchema.$ref } })
+  @ApiResponse({ status: 400, description: 'invalid_redirect_uri or invalid_client_metadata', schema: { $ref: OAuthErrorSchema.$ref } })
   async register(@Req() request: Request, @Res() response: Response): Promise<void> {
     const registered = await this.clients.register(request.body);
     response.status(201).setHeader('Cache-Control', 'no-store').setHeader('Pragma', 'no-cache');
@@ -102,6 +107,18 @@ export class OAuthServerController {
    * request gets the consent page.
    */
   @Get('oauth/authorize')
+  @ApiOperation({ summary: 'Authorization endpoint: the consent page for a valid request (authorization code + PKCE S256)' })
+  @ApiQuery({ name: 'response_type', required: true, schema: { type: 'string', enum: ['code'] } })
+  @ApiQuery({ name: 'client_id', required: true, schema: { type: 'string' } })
+  @ApiQuery({ name: 'redirect_uri', required: true, schema: { type: 'string' } })
+  @ApiQuery({ name: 'code_challenge', required: true, schema: { type: 'string' } })
+  @ApiQuery({ name: 'code_challenge_method', required: true, schema: { type: 'string', enum: ['S256'] } })
+  @ApiQuery({ name: 'scope', required: false, schema: { type: 'string' }, description: 'Space-separated scopes' })
+  @ApiQuery({ name: 'state', required: false, schema: { type: 'string' } })
+  @ApiQuery({ name: 'resource', required: false, schema: { type: 'string', format: 'uri' }, description: 'RFC 8707: the MCP endpoint' })
+  @ApiResponse({ status: 200, description: 'The consent page', content: { 'text/html': { schema: { type: 'string' } } } })
+  @ApiResponse({ status: 302, description: 'A bad parameter of a known client goes back to its redirect URI with error and state', headers: { Location: { schema: { type: 'string' } } } })
+  @ApiResponse({ status: 400, description: 'Unknown client or unregistered redirect URI: an error page, never a redirect', content: { 'text/html': { schema: { type: 'string' } } } })
   async authorize(@Query() query: Record<string, unknown>, @Res() response: Response): Promise<void> {
     response.setHeader('Cache-Control', 'no-store');
     const params = singleValued(query) as AuthorizationParams;
@@ -118,7 +135,7 @@ export class OAuthServerController {
       throw error;
     }
     try {
-      const checked = checkAuthorizationParams(client, redirectUri, params, this.grants.mcpResource());
+      const checked = checkAuthorizationParams(client, redirectUri, params, this.grants.mcpResource(), this.scopes.names());
       const request = {
         clientId: client.clientId,
         clientName: client.clientName,
@@ -139,6 +156,12 @@ export class OAuthServerController {
   }
 
   @Post('oauth/token')
+  @ApiOperation({ summary: 'Token endpoint: authorization_code (with the PKCE verifier) or refresh_token (rotating)' })
+  @ApiConsumes('application/x-www-form-urlencoded')
+  @ApiBody({ schema: { $ref: TokenRequestSchema.$ref }, required: true })
+  @ApiResponse({ status: 200, description: 'Tokens (Cache-Control: no-store)', schema: { $ref: TokenResponseSchema.$ref } })
+  @ApiResponse({ status: 400, description: 'invalid_request, invalid_grant, unsupported_grant_type, invalid_scope', schema: { $ref: OAuthErrorSchema.$ref } })
+  @ApiResponse({ status: 401, description: 'invalid_client', schema: { $ref: OAuthErrorSchema.$ref } })
   async token(@Req() request: Request, @Res() response: Response): Promise<void> {
     const body = formBody(request);
     const client = await this.clients.authenticate(request, body);
@@ -153,6 +176,12 @@ export class OAuthServerController {
   }
 
   @Post('oauth/revoke')
+  @ApiOperation({ summary: 'RFC 7009 revocation of an access or refresh token' })
+  @ApiConsumes('application/x-www-form-urlencoded')
+  @ApiBody({ schema: { $ref: RevokeRequestSchema.$ref }, required: true })
+  @ApiResponse({ status: 200, description: 'Revoked (or unknown: RFC 7009 answers 200 either way)', schema: { type: 'object', maxProperties: 0 } })
+  @ApiResponse({ status: 400, description: 'invalid_request', schema: { $ref: OAuthErrorSchema.$ref } })
+  @ApiResponse({ status: 401, description: 'invalid_client', schema: { $ref: OAuthErrorSchema.$ref } })
   async revoke(@Req() request: Request, @Res() response: Response): Promise<void> {
     const body = formBody(request);
     const client = await this.clients.authenticate(request, body);

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { actorFromPrincipal } from '../auth/actor-from-principal.js';
@@ -11,23 +11,27 @@ import { CreateProjectDto } from './dto/create-project.dto.js';
 import { CreateSessionTokenDto } from './dto/create-session-token.dto.js';
 import { UpdateProjectDto } from './dto/update-project.dto.js';
 import { ProjectsService } from './projects.service.js';
+import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
+import { page } from '../../common/openapi/openapi-schema.js';
+import { ProjectMemberSchema, ProjectSchema, ProjectSessionTokenSchema } from './projects.schemas.js';
 
 const projectId = new ParseUUIDPipe();
 
 @ApiTags('projects')
-@ApiBearerAuth()
 @Controller('api/projects')
 export class ProjectsController {
   constructor(private readonly projects: ProjectsService) {}
 
   @Get()
   @ApiOperation({ summary: 'Projects the caller is a member of, newest first' })
+  @ApiData(200, page(ProjectSchema), 'A page of projects')
   list(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto) {
     return this.projects.list(actorFromPrincipal(principal), query);
   }
 
   @Post()
   @ApiOperation({ summary: 'Create a project; the caller becomes its owner' })
+  @ApiData(201, ProjectSchema, 'The new project (role owner)')
   create(@CurrentPrincipal() principal: Principal, @Body() body: CreateProjectDto) {
     return this.projects.create(actorFromPrincipal(principal), body);
   }
@@ -35,18 +39,24 @@ export class ProjectsController {
   @Get(':id')
   @AllowProjectToken()
   @ApiOperation({ summary: 'One project with the caller’s role and counts (members only)' })
+  @ApiData(200, ProjectSchema, 'The project')
+  @ApiErrors(404)
   get(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string) {
     return this.projects.get(actorFromPrincipal(principal, id), id);
   }
 
   @Patch(':id')
   @ApiOperation({ summary: 'Rename or describe a project (owner or editor)' })
+  @ApiData(200, ProjectSchema, 'The updated project')
+  @ApiErrors(403, 404)
   update(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Body() body: UpdateProjectDto) {
     return this.projects.update(actorFromPrincipal(principal, id), id, body);
   }
 
   @Post(':id/members')
   @ApiOperation({ summary: 'Add a member or change a member’s role (owner only)' })
+  @ApiData(201, ProjectMemberSchema, 'The membership')
+  @ApiErrors(403, 404, 409)
   addMember(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Body() body: AddMemberDto) {
     return this.projects.setMember(actorFromPrincipal(principal, id), id, body);
   }
@@ -54,6 +64,8 @@ export class ProjectsController {
   @Post(':id/session-tokens')
   @CarriesSecret()
   @ApiOperation({ summary: 'Mint a project session token (atp_…), shown once (owner or editor)' })
+  @ApiData(201, ProjectSessionTokenSchema, 'The token, shown this once (Cache-Control: no-store)')
+  @ApiErrors(403, 404)
   mintSessionToken(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Body() body: CreateSessionTokenDto) {
     return this.projects.mintSessionToken(actorFromPrincipal(principal, id), id, body);
   }

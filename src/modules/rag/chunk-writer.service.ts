@@ -1,15 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { DataSource } from 'typeorm';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { chunkText } from './chunking/chunker.js';
 import { EMBEDDING_PROVIDER, toVectorLiteral, type EmbeddingProvider } from './embeddings/embedding-provider.js';
-import { TEXT_SEARCH_CONFIG, TSV_TF_SQL } from './rag.constants.js';
 import { IngestSandbox } from './sandbox/ingest-sandbox.service.js';
-import { returningRows } from '../../database/returning-rows.js';
+import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import { DocumentIndexStateService } from '../documents/document-index-state.service.js';
+import type { TextChunk } from './chunking/chunker.js';
+import { DocumentChunksRepository, type NewChunk } from './document-chunks.repository.js';
 
 export interface IndexableDocument {
   id: string;
@@ -52,7 +52,9 @@ const SANDBOX_CHUNKING_MIN_CHARS = 64 * 1024;
 @Injectable()
 export class ChunkWriterService {
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectDb() private readonly db: Db,
+    private readonly chunks: DocumentChunksRepository,
+    private readonly indexState: DocumentIndexStateService,
     @Inject(EMBEDDING_PROVIDER) private readonly embedder: EmbeddingProvider,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly sandbox: IngestSandbox,
@@ -64,16 +66,10 @@ export class ChunkWriterService {
    * that stored its total was interrupted after the last batch.
    */
   async isCurrent(documentId: string, sha256: string): Promise<number | null> {
-    const [row] = await this.dataSource.query(
-      `SELECT c.n, c.current, d.status, d.chunk_count, d.chunks_total
-       FROM (SELECT count(*)::int AS n, bool_and(content_sha256 = $2 AND embedding_model = $3) AS current FROM document_chunks WHERE document_id = $1) c,
-            documents d
-       WHERE d.id = $1`,
-      [documentId, sha256, this.embedder.key],
-    );
-    if (!row || row.n === 0 || !row.current) return null;
-    const complete = (row.status === 'indexed' && row.chunk_count === row.n) || row.chunks_total === row.n;
-    return complete ? row.n : null;
+    const state = await this.chunks.storedState(documentId, sha256, this.embedder.key);
+    if (!state || state.count === 0 || !state.allCurrent) return null;
+    const complete = (state.documentStatus === 'indexed' && state.documentChunkCount === state.count) || state.documentChunksTotal === state.count;
+    return complete ? state.count : null;
   }
 
   /**
@@ -84,7 +80,7 @@ export class ChunkWriterService {
    * not if that fails. In batches: no statement grows with the document.
    */
   async dropOutdated(documentId: string, currentSha256: string | null): Promise<void> {
-    await this.deleteInBatches(`document_id = $1 AND ($2::text IS NULL OR content_sha256 <> $2)`, [documentId, currentSha256]);
+    await this.deleteInBatches(documentId, currentSha256 === null ? {} : { sha256: currentSha256 });
   }
 
   async write(document: IndexableDocument, force = false, onProgress?: WriteProgress): Promise<WriteOutcome> {
@@ -92,47 +88,50 @@ export class ChunkWriterService {
       const existing = await this.isCurrent(document.id, document.sha256);
       if (existing !== null) return { status: 'unchanged', chunkCount: existing };
     }
+    const plan = await this.planChunks(document);
+    const from = await this.clearForWrite(document, force, plan.indexTexts.length);
+    if (onProgress) await onProgress(from, plan.indexTexts.length);
+    return this.writeBatches(document, plan, from, onProgress);
+  }
+
+  /**
+   * The document's chunks (cited spans) and the text indexed for each. The title travels with every chunk
+   * into the indexed text (not into the cited span): a passage often only makes sense, and only matches,
+   * together with the title of its document. A document without text but with a title is one chunk.
+   */
+  private async planChunks(document: IndexableDocument): Promise<ChunkPlan> {
     const options = { targetChars: this.config.embeddings.chunkTargetChars, overlapChars: this.config.embeddings.chunkOverlapChars };
     const chunks = document.text.length >= SANDBOX_CHUNKING_MIN_CHARS ? await this.sandbox.chunk(document.text, options) : chunkText(document.text, options);
-    // The title travels with every chunk into the indexed text (not into the cited span): a passage
-    // often only makes sense, and only matches, together with the title of its document.
     const indexTexts = chunks.map((chunk) => `${document.title}\n\n${chunk.text}`);
     if (chunks.length === 0 && document.title.trim()) indexTexts.push(document.title);
-    const total = indexTexts.length;
+    return { chunks, indexTexts };
+  }
 
-    // What stays: chunks of this content in this vector space (a forced run rewrites even those).
-    if (force) await this.deleteInBatches(`document_id = $1`, [document.id]);
-    else await this.deleteInBatches(`document_id = $1 AND (content_sha256 <> $2 OR embedding_model <> $3)`, [document.id, document.sha256, this.embedder.key]);
-    let from = force ? 0 : await this.committedPrefix(document.id, total);
-    if (onProgress) await onProgress(from, total);
+  /**
+   * Removes what does not stay (chunks of other content or another vector space; everything on a forced
+   * run) and returns the chunk index to continue at: after the chunks an interrupted run committed.
+   */
+  private async clearForWrite(document: IndexableDocument, force: boolean, total: number): Promise<number> {
+    if (force) {
+      await this.deleteInBatches(document.id, {});
+      return 0;
+    }
+    await this.deleteInBatches(document.id, { sha256: document.sha256, embeddingModel: this.embedder.key });
+    return this.committedPrefix(document.id, total);
+  }
 
-    let batchSize = 16;
+  /** Embeds and stores the chunks from `from` on, batch by batch (see BatchSizer), reporting progress. */
+  private async writeBatches(document: IndexableDocument, plan: ChunkPlan, from: number, onProgress?: WriteProgress): Promise<WriteOutcome> {
+    const total = plan.indexTexts.length;
+    const sizer = new BatchSizer();
     let reportedAt = performance.now();
-    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
-    loopDelay.enable();
     try {
       while (from < total) {
-        const to = Math.min(total, from + batchSize);
-        const batchTexts = indexTexts.slice(from, to);
-        const vectors = await this.embedder.embed(batchTexts, 'document');
-        const rows = batchTexts.map((indexText, offset) => {
-          const i = from + offset;
-          return {
-            id: randomUUID(),
-            index: i,
-            text: chunks[i]?.text ?? '',
-            start: chunks[i]?.startOffset ?? 0,
-            end: chunks[i]?.endOffset ?? 0,
-            indexText,
-            vector: vectors[offset].some((value) => value !== 0) ? toVectorLiteral(vectors[offset]) : null,
-          };
-        });
-        loopDelay.reset();
-        const stale = await this.insertBatch(document, rows);
-        if (stale) return { status: 'stale' };
-        const blockedMs = loopDelay.max / 1e6;
-        if (blockedMs > LOOP_BLOCK_TARGET_MS) batchSize = Math.max(MIN_BATCH_CHUNKS, Math.floor(batchSize / 2));
-        else if (blockedMs < LOOP_BLOCK_TARGET_MS / 3) batchSize = Math.min(INDEX_BATCH_CHUNKS, batchSize * 2);
+        const to = Math.min(total, from + sizer.size);
+        const rows = await this.embedBatch(plan, from, to);
+        sizer.startBatch();
+        if (await this.insertBatch(document, rows)) return { status: 'stale' };
+        sizer.endBatch();
         from = to;
         // Progress at most every second: on the embedded engine a batch may be a handful of chunks.
         if (onProgress && (to === total || performance.now() - reportedAt >= 1000)) {
@@ -143,51 +142,38 @@ export class ChunkWriterService {
         await new Promise((resolve) => setImmediate(resolve));
       }
     } finally {
-      loopDelay.disable();
+      sizer.stop();
     }
     return { status: 'indexed', chunkCount: total };
   }
 
-  /** One batch in one short transaction; true when the document's content changed since it was read. */
-  private async insertBatch(
-    document: IndexableDocument,
-    rows: { id: string; index: number; text: string; start: number; end: number; indexText: string; vector: string | null }[],
-  ): Promise<boolean> {
-    return this.dataSource.transaction(async (manager) => {
-      // Lock the document so a concurrent update or delete waits; content that changed since it was read is not indexed.
-      const [current] = await manager.query(`SELECT sha256 FROM documents WHERE id = $1 FOR UPDATE`, [document.id]);
-      if (!current || current.sha256 !== document.sha256) return true;
-      await manager.query(
-        `WITH input AS (
-           SELECT * FROM unnest($2::uuid[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], $8::text[])
-             AS t(id, chunk_index, text, start_offset, end_offset, index_text, embedding)),
-         prepared AS (SELECT input.*, to_tsvector('${TEXT_SEARCH_CONFIG}', index_text) AS tsv FROM input),
-         inserted AS (
-           INSERT INTO document_chunks (id, document_id, chunk_index, text, start_offset, end_offset, content_sha256,
-                                        embedding_model, embedding_dims, embedding, tsv, token_count)
-           SELECT id, $1, chunk_index, text, start_offset, end_offset, $9, $10, $11, embedding::vector, tsv,
-                  (SELECT coalesce(sum(${TSV_TF_SQL}), 0) FROM unnest(tsv) u)
-           FROM prepared
-           ON CONFLICT (document_id, chunk_index) DO NOTHING
-           RETURNING id, tsv, token_count)
-         INSERT INTO rag_postings (lexeme, chunk_id, document_id, tf, dl)
-         SELECT u.lexeme, inserted.id, $1, ${TSV_TF_SQL}, inserted.token_count
-         FROM inserted, unnest(inserted.tsv) u
-         ORDER BY u.lexeme`,
-        [
-          document.id,
-          rows.map((row) => row.id),
-          rows.map((row) => row.index),
-          rows.map((row) => row.text),
-          rows.map((row) => row.start),
-          rows.map((row) => row.end),
-          rows.map((row) => row.indexText),
-          rows.map((row) => row.vector),
-          document.sha256,
-          this.embedder.key,
-          this.embedder.dimensions,
-        ],
-      );
+  /** Chunks `from`..`to` with their vectors, ready to store. */
+  private async embedBatch(plan: ChunkPlan, from: number, to: number): Promise<NewChunk[]> {
+    const batchTexts = plan.indexTexts.slice(from, to);
+    const vectors = await this.embedder.embed(batchTexts, 'document');
+    return batchTexts.map((indexText, offset) => {
+      const chunk: TextChunk | undefined = plan.chunks[from + offset];
+      return {
+        id: randomUUID(),
+        index: from + offset,
+        text: chunk?.text ?? '',
+        start: chunk?.startOffset ?? 0,
+        end: chunk?.endOffset ?? 0,
+        indexText,
+        vector: vectors[offset].some((value) => value !== 0) ? toVectorLiteral(vectors[offset]) : null,
+      };
+    });
+  }
+
+  /**
+   * One batch in one short transaction, under a lock of the document row (a concurrent update or delete
+   * waits); true when the document's content changed since it was read (nothing is stored then).
+   */
+  private async insertBatch(document: IndexableDocument, rows: NewChunk[]): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      if (!(await this.indexState.lockIfContent(document.id, document.sha256, trx))) return true;
+      const source = { documentId: document.id, sha256: document.sha256, embeddingModel: this.embedder.key, embeddingDims: this.embedder.dimensions };
+      await this.chunks.insertBatch(source, rows, trx);
       return false;
     });
   }
@@ -197,36 +183,52 @@ export class ChunkWriterService {
    * chunk indexes 0..n-1; anything else (a gap, more than the text makes) is rewritten from the start.
    */
   private async committedPrefix(documentId: string, total: number): Promise<number> {
-    const [row] = await this.dataSource.query(
-      `SELECT count(*)::int AS n, coalesce(max(chunk_index) + 1, 0)::int AS next FROM document_chunks WHERE document_id = $1`,
-      [documentId],
-    );
-    if (row.n === row.next && row.n <= total) return row.n;
-    await this.deleteInBatches(`document_id = $1`, [documentId]);
+    const { count, next } = await this.chunks.extent(documentId);
+    if (count === next && count <= total) return count;
+    await this.deleteInBatches(documentId, {});
     return 0;
   }
 
-  private async deleteInBatches(condition: string, parameters: unknown[]): Promise<void> {
-    for (;;) {
-      const deleted = returningRows(
-        await this.dataSource.query(
-          `DELETE FROM document_chunks WHERE id IN (SELECT id FROM document_chunks WHERE ${condition} LIMIT ${DELETE_BATCH_CHUNKS}) RETURNING 1 AS gone`,
-          parameters,
-        ),
-      );
-      if (deleted.length < DELETE_BATCH_CHUNKS) return;
-    }
+  /** Deletes a document's chunks but those `keep` describes, DELETE_BATCH_CHUNKS per statement. */
+  private async deleteInBatches(documentId: string, keep: { sha256?: string; embeddingModel?: string }): Promise<void> {
+    while ((await this.chunks.deleteSome(documentId, keep, DELETE_BATCH_CHUNKS)) === DELETE_BATCH_CHUNKS);
   }
 
   /** Documents whose chunks are in another vector space than the configured one (provider/model/dimension changed). */
-  async projectsWithStaleVectors(): Promise<{ projectId: string | null; documentIds: string[] }[]> {
-    const rows: { project_id: string | null; ids: string[] }[] = await this.dataSource.query(
-      `SELECT d.project_id, array_agg(DISTINCT d.id) AS ids
-       FROM document_chunks c JOIN documents d ON d.id = c.document_id
-       WHERE c.embedding_model <> $1
-       GROUP BY d.project_id`,
-      [this.embedder.key],
-    );
-    return rows.map((row) => ({ projectId: row.project_id, documentIds: row.ids }));
+  projectsWithStaleVectors(): Promise<{ projectId: string | null; documentIds: string[] }[]> {
+    return this.chunks.documentsOutsideVectorSpace(this.embedder.key);
+  }
+}
+
+interface ChunkPlan {
+  chunks: TextChunk[];
+  indexTexts: string[];
+}
+
+/**
+ * Sizes batches by how long they block the event loop (see LOOP_BLOCK_TARGET_MS): halves after a batch that
+ * blocked it longer than the target, doubles after one far below it, between MIN_BATCH_CHUNKS and
+ * INDEX_BATCH_CHUNKS.
+ */
+class BatchSizer {
+  size = 16;
+  private readonly loopDelay = monitorEventLoopDelay({ resolution: 10 });
+
+  constructor() {
+    this.loopDelay.enable();
+  }
+
+  startBatch(): void {
+    this.loopDelay.reset();
+  }
+
+  endBatch(): void {
+    const blockedMs = this.loopDelay.max / 1e6;
+    if (blockedMs > LOOP_BLOCK_TARGET_MS) this.size = Math.max(MIN_BATCH_CHUNKS, Math.floor(this.size / 2));
+    else if (blockedMs < LOOP_BLOCK_TARGET_MS / 3) this.size = Math.min(INDEX_BATCH_CHUNKS, this.size * 2);
+  }
+
+  stop(): void {
+    this.loopDelay.disable();
   }
 }

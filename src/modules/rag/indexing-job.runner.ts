@@ -1,15 +1,18 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { DocumentIndexStateService, type DocumentForIndexing } from '../documents/document-index-state.service.js';
 import { TextExtractionError } from '../documents/document-text-extractor.js';
 import { kindOfMime } from '../documents/document-type.js';
 import { ChunkWriterService } from './chunk-writer.service.js';
 import { IngestSandbox } from './sandbox/ingest-sandbox.service.js';
-import { returningRows } from '../../database/returning-rows.js';
+import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
-import type { IndexingJobRow } from './indexing-jobs.service.js';
+import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
+import type { ClaimableTable } from '../../queue/claimable-jobs.repository.js';
+import { IndexingJobsRepository, toIndexingJob } from './indexing-jobs.repository.js';
+
+/** Indexing jobs as claimable jobs (src/queue): a claim's number (`attempts`) fences its writes. */
+export const INDEXING_JOBS_TABLE: ClaimableTable<'indexing_jobs'> = { table: 'indexing_jobs', fencedBy: 'attempts' };
 
 /**
  * Runs one indexing job. Claiming is an atomic UPDATE (queued, or running with a dead worker's stale
@@ -30,7 +33,9 @@ export class IndexingJobRunner {
   private readonly logger = new Logger(IndexingJobRunner.name);
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectDb() private readonly db: Db,
+    private readonly jobs: IndexingJobsRepository,
+    private readonly claims: ClaimableJobsService,
     private readonly chunks: ChunkWriterService,
     private readonly indexState: DocumentIndexStateService,
     private readonly sandbox: IngestSandbox,
@@ -38,51 +43,29 @@ export class IndexingJobRunner {
   ) {}
 
   async run(jobId: string): Promise<'finished' | 'not-claimed'> {
-    const [job] = returningRows<IndexingJobRow>(await this.dataSource.query(
-      `UPDATE indexing_jobs SET status = 'running', started_at = coalesce(started_at, now()), heartbeat_at = now(), attempts = attempts + 1
-       WHERE id = $1 AND (status = 'queued' OR (status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < now() - make_interval(secs => $2))))
-       RETURNING *`,
-      [jobId, this.config.indexing.staleAfterMs / 1000],
-    ));
-    if (!job) return 'not-claimed';
-    const claim = job.attempts;
-    const heartbeat = setInterval(() => {
-      this.dataSource
-        .query(`UPDATE indexing_jobs SET heartbeat_at = now() WHERE id = $1 AND status = 'running' AND attempts = $2`, [jobId, claim])
-        .catch(() => undefined);
-    }, Math.min(10_000, Math.floor(this.config.indexing.staleAfterMs / 3)));
+    const claimed = await this.claims.claim(INDEXING_JOBS_TABLE, jobId, this.config.indexing.staleAfterMs, (row) => row);
+    if (!claimed) return 'not-claimed';
+    const { claim: held } = claimed;
+    const job = toIndexingJob(claimed.job);
+    const claim = job.attempts; // the fencing token (INDEXING_JOBS_TABLE.fencedBy) every write below names
+    const heartbeatEveryMs = Math.min(10_000, Math.floor(this.config.indexing.staleAfterMs / 3));
+    const stopHeartbeat = this.claims.watch(held, { checkEveryMs: heartbeatEveryMs, beatEveryMs: heartbeatEveryMs });
     try {
-      for (let position = job.done + job.failed; position < job.document_ids.length; position += 1) {
-        const [{ status }] = await this.dataSource.query(`SELECT status FROM indexing_jobs WHERE id = $1`, [jobId]);
-        if (status !== 'running') return 'finished'; // cancelled
-        const documentId = job.document_ids[position];
+      for (let position = job.done + job.failed; position < job.documentIds.length; position += 1) {
+        if (!(await this.claims.held(held))) return 'finished'; // cancelled, or taken over by another worker
+        const documentId = job.documentIds[position];
         const error = await this.indexDocument(documentId, job.kind === 'reindex', jobId, claim);
-        const counted = returningRows(
-          await this.dataSource.query(
-            error === null
-              ? `UPDATE indexing_jobs SET done = done + 1, heartbeat_at = now() WHERE id = $1 AND status = 'running' AND attempts = $2 RETURNING id`
-              : `UPDATE indexing_jobs SET failed = failed + 1, heartbeat_at = now(), errors = errors || jsonb_build_array(jsonb_build_object('documentId', $3::text, 'message', $4::text))
-                 WHERE id = $1 AND status = 'running' AND attempts = $2 RETURNING id`,
-            error === null ? [jobId, claim] : [jobId, claim, documentId, error],
-          ),
-        );
-        if (counted.length === 0) return 'finished'; // cancelled, or taken over by another worker: no longer ours
+        const counted = await this.jobs.countDocument(jobId, claim, { failure: error === null ? null : { documentId, message: error } });
+        if (!counted) return 'finished'; // cancelled, or taken over by another worker: no longer ours
       }
-      await this.dataSource.query(
-        `UPDATE indexing_jobs SET status = CASE WHEN failed > 0 AND done = 0 THEN 'failed' ELSE 'succeeded' END,
-                finished_at = now(), current_document_id = NULL, error = CASE WHEN failed > 0 AND done = 0 THEN 'every document failed to index' END
-         WHERE id = $1 AND status = 'running' AND attempts = $2`,
-        [jobId, claim],
-      );
+      await this.jobs.finish(jobId, claim);
       return 'finished';
     } catch (error) {
       // Let the queue's retry claim the job at once instead of waiting for the heartbeat to go stale.
-      await this.dataSource
-        .query(`UPDATE indexing_jobs SET heartbeat_at = NULL WHERE id = $1 AND status = 'running' AND attempts = $2`, [jobId, claim])
-        .catch(() => undefined);
+      await this.claims.release(held).catch(() => undefined);
       throw error;
     } finally {
-      clearInterval(heartbeat);
+      stopHeartbeat();
     }
   }
 
@@ -91,19 +74,10 @@ export class IndexingJobRunner {
    * unfinished: an upload answered 201 ends `indexed` or `failed`, never `uploaded` for good.
    */
   async markFailed(jobId: string, reason: string): Promise<void> {
-    await this.dataSource.transaction(async (manager) => {
-      const failed = returningRows<{ document_ids: string[] }>(
-        await manager.query(
-          `UPDATE indexing_jobs SET status = 'failed', error = $2, finished_at = now() WHERE id = $1 AND status IN ('queued', 'running') RETURNING document_ids`,
-          [jobId, reason.slice(0, 2000)],
-        ),
-      );
-      if (failed.length === 0) return;
-      await manager.query(
-        `UPDATE documents SET status = 'failed', error = $2, chunks_total = NULL, updated_at = now()
-         WHERE id = ANY($1::uuid[]) AND status IN ('uploaded', 'processing')`,
-        [failed[0].document_ids, `indexing failed: ${reason}`.slice(0, 2000)],
-      );
+    await this.db.transaction().execute(async (trx) => {
+      const documentIds = await this.jobs.fail(jobId, reason, trx);
+      if (documentIds === null) return;
+      await this.indexState.failUnfinished(documentIds, `indexing failed: ${reason}`, trx);
     });
   }
 
@@ -113,11 +87,7 @@ export class IndexingJobRunner {
     if (!document) return null; // deleted meanwhile: nothing to index, nothing left to find
     const progress = async (written: number, total: number): Promise<void> => {
       await this.indexState.markProgress(documentId, document.sha256, written, total);
-      await this.dataSource.query(
-        `UPDATE indexing_jobs SET current_document_id = $3, current_chunks_done = $4, current_chunks_total = $5, heartbeat_at = now()
-         WHERE id = $1 AND status = 'running' AND attempts = $2`,
-        [jobId, claim, documentId, written, total],
-      );
+      await this.jobs.recordProgress(jobId, claim, documentId, written, total);
     };
     let text = document.text;
     if (text === null) {

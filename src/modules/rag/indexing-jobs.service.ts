@@ -14,10 +14,10 @@ import { DocumentEvents, type DocumentEvent } from '../documents/document-events
 import { DocumentsService } from '../documents/documents.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ChunkWriterService } from './chunk-writer.service.js';
-import { IndexingJobRunner } from './indexing-job.runner.js';
+import { INDEXING_JOBS_TABLE, IndexingJobRunner } from './indexing-job.runner.js';
+import { IndexingJobsRepository, type IndexingJob, type IndexingJobKind, type IndexingJobStatus } from './indexing-jobs.repository.js';
 import { RAG_INDEXING_QUEUE } from './rag.constants.js';
-import { returningRows } from '../../database/returning-rows.js';
-import { startRecoverySweep } from '../../queue/recovery-sweep.js';
+import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
 import { isUuid } from '../../common/validation/uuid.js';
 
 /** An authorised indexing request: which documents a job will index. */
@@ -29,8 +29,7 @@ export interface IndexingPlan {
 /** Claims of a job whose worker kept dying before recovery fails it (and its unfinished documents). */
 const MAX_JOB_CLAIMS = 5;
 
-export type IndexingJobKind = 'ingest' | 'reindex';
-export type IndexingJobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+export type { IndexingJobKind, IndexingJobStatus } from './indexing-jobs.repository.js';
 
 export interface IndexingJobView {
   jobId: string;
@@ -45,28 +44,6 @@ export interface IndexingJobView {
   finishedAt: string | null;
 }
 
-export interface IndexingJobRow {
-  id: string;
-  project_id: string | null;
-  created_by: string | null;
-  kind: IndexingJobKind;
-  status: IndexingJobStatus;
-  document_ids: string[];
-  total: number;
-  done: number;
-  failed: number;
-  errors: { documentId: string; message: string }[];
-  /** Claims so far; each run writes only while its own claim is the latest (see IndexingJobRunner). */
-  attempts: number;
-  current_document_id: string | null;
-  current_chunks_done: number;
-  current_chunks_total: number;
-  created_at: Date;
-  started_at: Date | null;
-  finished_at: Date | null;
-}
-
-
 /**
  * Indexing jobs: the `indexing_jobs` row is what users read; BullMQ only carries "run job X". Creating a
  * job inserts the row and enqueues it; a sweep (at start-up and every RAG_RECOVERY_INTERVAL_MS, 30 s) re-enqueues rows that are
@@ -80,12 +57,14 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly jobs: IndexingJobsRepository,
     @InjectQueue(RAG_INDEXING_QUEUE) private readonly queue: Queue,
     private readonly projects: ProjectsService,
     private readonly events: DocumentEvents,
     private readonly documents: DocumentsService,
     private readonly chunks: ChunkWriterService,
     private readonly runner: IndexingJobRunner,
+    private readonly claims: ClaimableJobsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -97,7 +76,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     await this.scheduleStaleVectorReindex().catch((error: unknown) =>
       this.logger.error({ msg: 'could not check for vectors of another embedding model', error: String(error) }),
     );
-    this.stopSweep = await startRecoverySweep('indexing job', () => this.recover(), this.config.indexing.recoveryIntervalMs, this.logger);
+    this.stopSweep = await this.claims.startSweep('indexing job', () => this.recover(), this.config.indexing.recoveryIntervalMs, this.logger);
   }
 
   onModuleDestroy(): void {
@@ -140,37 +119,27 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
 
   async cancel(actor: Actor, jobId: string): Promise<IndexingJobView> {
     const job = await this.findVisible(actor, jobId);
-    if (job.project_id) await this.projects.requireRole(actor, job.project_id, 'editor');
-    const rows = returningRows<IndexingJobRow>(
-      await this.dataSource.query(
-        `UPDATE indexing_jobs SET status = 'cancelled', finished_at = now() WHERE id = $1 AND status IN ('queued', 'running') RETURNING *`,
-        [jobId],
-      ),
-    );
-    if (rows.length === 0) throw new AppException(ErrorCode.StateConflict, `The job is already ${job.status}`, { status: job.status });
+    if (job.projectId) await this.projects.requireRole(actor, job.projectId, 'editor');
+    const cancelled = await this.jobs.cancel(jobId);
+    if (!cancelled) throw new AppException(ErrorCode.StateConflict, `The job is already ${job.status}`, { status: job.status });
     // A queued job leaves the queue at once; a running one stops at its next document.
     await this.queue.remove(jobId).catch(() => undefined);
-    return toView(rows[0]);
+    return toView(cancelled);
   }
 
-  private async findVisible(actor: Actor, jobId: string): Promise<IndexingJobRow> {
-    if (!isUuid(jobId)) throw AppException.notFound('Indexing job');
-    const [row]: IndexingJobRow[] = await this.dataSource.query(`SELECT * FROM indexing_jobs WHERE id = $1`, [jobId]);
-    if (!row) throw AppException.notFound('Indexing job');
-    const allowed = row.project_id ? (await this.projects.roleOf(actor, row.project_id)) !== null : row.created_by === actor.userId && actor.projectIds === null;
+  private async findVisible(actor: Actor, jobId: string): Promise<IndexingJob> {
+    const job = isUuid(jobId) ? await this.jobs.findById(jobId) : null;
+    if (!job) throw AppException.notFound('Indexing job');
+    const allowed = job.projectId ? (await this.projects.roleOf(actor, job.projectId)) !== null : job.createdBy === actor.userId && actor.projectIds === null;
     if (!allowed) throw AppException.notFound('Indexing job');
-    return row;
+    return job;
   }
 
-  private async insert(kind: IndexingJobKind, projectId: string | null, createdBy: string | null, ids: string[], traceId?: string): Promise<IndexingJobRow> {
+  private async insert(kind: IndexingJobKind, projectId: string | null, createdBy: string | null, ids: string[], traceId?: string): Promise<IndexingJob> {
     const id = randomUUID();
-    let row: IndexingJobRow;
+    let job: IndexingJob;
     try {
-      [row] = await this.dataSource.query(
-        `INSERT INTO indexing_jobs (id, project_id, created_by, kind, status, document_ids, total, trace_id)
-         VALUES ($1, $2, $3, $4, 'queued', $5::uuid[], $6, $7) RETURNING *`,
-        [id, projectId, createdBy, kind, ids, ids.length, traceId ?? null],
-      );
+      job = await this.jobs.insert({ id, projectId, createdBy, kind, documentIds: ids, traceId: traceId ?? null });
     } catch (error) {
       if (isUniqueViolation(error)) {
         throw new AppException(ErrorCode.StateConflict, 'A reindex of this project is already queued or running', { projectId });
@@ -180,7 +149,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     // Even a job with nothing to do goes through the queue: every job starts `queued` (API.md), and the
     // worker finishes an empty one at once.
     await this.enqueue(id);
-    return row;
+    return job;
   }
 
   private async enqueue(id: string, suffix = ''): Promise<void> {
@@ -208,29 +177,21 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     return (await this.recoverJobs()) + (await this.recoverOrphanDocuments());
   }
 
-  private async recoverJobs(): Promise<number> {
-    const rows: { id: string; status: string; attempts: number }[] = await this.dataSource.query(
-      `SELECT id, status, attempts FROM indexing_jobs
-       WHERE (status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < now() - make_interval(secs => $1)))
-          OR (status = 'queued' AND created_at < now() - make_interval(secs => $1))
-       ORDER BY created_at LIMIT 100`,
-      [this.config.indexing.staleAfterMs / 1000],
-    );
-    let recovered = 0;
-    for (const row of rows) {
-      if (row.status === 'running' && row.attempts >= MAX_JOB_CLAIMS) {
-        await this.runner.markFailed(row.id, `the indexing was interrupted ${row.attempts} times (its worker stopped each time)`);
-        this.logger.error({ msg: 'indexing job given up after repeated interruptions', jobId: row.id, attempts: row.attempts });
-        continue;
-      }
-      const existing = await this.queue.getJob(row.id);
-      const state = existing ? await existing.getState() : 'missing';
-      if (row.status === 'queued' && ['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'].includes(state)) continue;
-      await this.enqueue(row.id, `-r${Date.now()}`);
-      recovered += 1;
-      this.logger.warn({ msg: 'indexing job re-enqueued', jobId: row.id, status: row.status, queueState: state });
-    }
-    return recovered;
+  private recoverJobs(): Promise<number> {
+    return this.claims.recover({
+      table: INDEXING_JOBS_TABLE,
+      what: 'indexing job',
+      queue: this.queue,
+      staleAfterMs: this.config.indexing.staleAfterMs,
+      enqueue: (id, suffix) => this.enqueue(id, suffix),
+      giveUp: async (job) => {
+        if (job.status !== 'running' || job.attempts < MAX_JOB_CLAIMS) return false;
+        await this.runner.markFailed(job.id, `the indexing was interrupted ${job.attempts} times (its worker stopped each time)`);
+        this.logger.error({ msg: 'indexing job given up after repeated interruptions', jobId: job.id, attempts: job.attempts });
+        return true;
+      },
+      logger: this.logger,
+    });
   }
 
   /**
@@ -274,24 +235,24 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
   }
 }
 
-export function toView(row: IndexingJobRow): IndexingJobView {
+export function toView(job: IndexingJob): IndexingJobView {
   return {
-    jobId: row.id,
-    projectId: row.project_id,
-    kind: row.kind,
-    status: row.status,
+    jobId: job.id,
+    projectId: job.projectId,
+    kind: job.kind,
+    status: job.status,
     progress: {
-      total: row.total,
-      done: row.done,
-      failed: row.failed,
+      total: job.total,
+      done: job.done,
+      failed: job.failed,
       current:
-        row.status === 'running' && row.current_document_id
-          ? { documentId: row.current_document_id, chunksDone: row.current_chunks_done, chunksTotal: row.current_chunks_total }
+        job.status === 'running' && job.currentDocumentId
+          ? { documentId: job.currentDocumentId, chunksDone: job.currentChunksDone, chunksTotal: job.currentChunksTotal }
           : null,
     },
-    errors: row.errors,
-    createdAt: new Date(row.created_at).toISOString(),
-    startedAt: row.started_at ? new Date(row.started_at).toISOString() : null,
-    finishedAt: row.finished_at ? new Date(row.finished_at).toISOString() : null,
+    errors: job.errors,
+    createdAt: job.createdAt.toISOString(),
+    startedAt: job.startedAt ? job.startedAt.toISOString() : null,
+    finishedAt: job.finishedAt ? job.finishedAt.toISOString() : null,
   };
 }

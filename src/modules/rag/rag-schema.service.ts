@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DocumentChunksRepository } from './document-chunks.repository.js';
 import { EMBEDDING_PROVIDER, type EmbeddingProvider } from './embeddings/embedding-provider.js';
 
 /**
@@ -12,17 +11,14 @@ export class RagSchemaService implements OnModuleInit {
   private readonly logger = new Logger(RagSchemaService.name);
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly chunks: DocumentChunksRepository,
     @Inject(EMBEDDING_PROVIDER) private readonly embedder: EmbeddingProvider,
   ) {}
 
   async onModuleInit(): Promise<void> {
     const dims = this.embedder.dimensions;
     if (!Number.isInteger(dims) || dims < 1 || dims > 2000) throw new Error(`EMBEDDINGS_DIMENSIONS=${dims} cannot be indexed by HNSW`);
-    await this.dataSource.query(
-      `CREATE INDEX IF NOT EXISTS document_chunks_embedding_hnsw_${dims} ON document_chunks
-         USING hnsw ((embedding::vector(${dims})) vector_cosine_ops) WHERE embedding_dims = ${dims}`,
-    );
+    await this.chunks.ensureVectorIndex(dims);
     this.logger.log({ msg: 'vector index ready', embedding: this.embedder.key });
   }
 }

@@ -1,3 +1,5 @@
+import { sql } from 'kysely';
+
 /** BullMQ queue carrying indexing work; the `indexing_jobs` row is the truth users read. */
 export const RAG_INDEXING_QUEUE = 'rag-indexing';
 
@@ -9,18 +11,11 @@ export const TEXT_SEARCH_CONFIG = 'english';
  * stripped lexeme). The BM25 postings are written with this expression, and search reads it back from a
  * chunk's tsvector where that is cheaper than a posting lookup: both must agree.
  */
-export const TSV_TF_SQL = 'coalesce(array_length(u.positions, 1), 1)';
+export const TSV_TF_SQL = sql<number>`coalesce(array_length(u.positions, 1), 1)`;
 
 /** BM25 parameters (Robertson defaults; measured on SciFact, see docs in rag-search.service.ts). */
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
-
-/**
- * Hybrid fusion: min-max-normalised BM25 and cosine scores, combined with this weight on the vector side.
- * Chosen on SciFact with the offline hashing embedder, whose vectors repeat BM25's lexical signal without
- * its IDF, so they add a little and may not dominate. With a semantic provider, raise RAG_HYBRID_VECTOR_WEIGHT.
- */
-export const DEFAULT_HYBRID_VECTOR_WEIGHT = 0.15;
 
 /**
  * Candidates taken from each list before fusion (more when a search asks for more results); the HNSW
@@ -41,7 +36,7 @@ export const DETAIL_MARGIN = 5;
  * 1763795000000, whose expression this must match exactly). It only orders postings; scores use the
  * current average chunk length.
  */
-export const POSTING_IMPACT_SQL = '(p.tf::float8 / (p.tf::float8 + 0.3::float8 + 0.009::float8 * p.dl::float8))';
+export const POSTING_IMPACT_SQL = sql<number>`(p.tf::float8 / (p.tf::float8 + 0.3::float8 + 0.009::float8 * p.dl::float8))`;
 
 /**
  * Keyword search reads at most this many visible postings per query term, best impact first: a term in

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
 import { actorFromPrincipal } from '../auth/actor-from-principal.js';
@@ -10,9 +10,10 @@ import { IndexingRequestDto } from './dto/indexing-request.dto.js';
 import { SearchDto } from './dto/search.dto.js';
 import { IndexingJobsService, type IndexingJobKind } from './indexing-jobs.service.js';
 import { RagSearchService } from './rag-search.service.js';
+import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
+import { IndexingJobSchema, IndexingJobStartedSchema, SearchResultSchema } from './rag.schemas.js';
 
 @ApiTags('rag')
-@ApiBearerAuth()
 @AllowProjectToken()
 @Controller('api/rag')
 export class RagController {
@@ -25,6 +26,8 @@ export class RagController {
   @Post('search')
   @HttpCode(200)
   @ApiOperation({ summary: 'Hybrid / vector / keyword search over the chunks of documents the caller may see' })
+  @ApiData(200, SearchResultSchema, 'Best chunks first')
+  @ApiErrors(404, 502)
   async searchChunks(@CurrentPrincipal() principal: Principal, @Body() body: SearchDto) {
     return this.search.search(actorFromPrincipal(principal, body.projectId), {
       query: body.query,
@@ -39,6 +42,8 @@ export class RagController {
   @HttpCode(202)
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiOperation({ summary: 'Index documents of a project (editor or owner); default: those not indexed at their current content' })
+  @ApiData(202, IndexingJobStartedSchema, 'Queued')
+  @ApiErrors(403, 404, 409)
   ingest(@CurrentPrincipal() principal: Principal, @Body() body: IndexingRequestDto, @Headers('idempotency-key') key?: string) {
     return this.start('ingest', principal, body, key);
   }
@@ -47,12 +52,16 @@ export class RagController {
   @HttpCode(202)
   @ApiHeader({ name: 'Idempotency-Key', required: false })
   @ApiOperation({ summary: 'Rebuild chunks and vectors of a project; one at a time per project (409 otherwise)' })
+  @ApiData(202, IndexingJobStartedSchema, 'Queued')
+  @ApiErrors(403, 404, 409)
   reindex(@CurrentPrincipal() principal: Principal, @Body() body: IndexingRequestDto, @Headers('idempotency-key') key?: string) {
     return this.start('reindex', principal, body, key);
   }
 
   @Get('ingest/:jobId')
   @ApiOperation({ summary: 'An indexing job (ingest or reindex): status, progress, per-document errors' })
+  @ApiData(200, IndexingJobSchema, 'The job')
+  @ApiErrors(404)
   getJob(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
     return this.jobs.get(actorFromPrincipal(principal), jobId);
   }
@@ -60,6 +69,8 @@ export class RagController {
   @Post('ingest/:jobId/cancel')
   @HttpCode(202)
   @ApiOperation({ summary: 'Cancel a queued or running indexing job; a finished one is 409 STATE_CONFLICT' })
+  @ApiData(202, IndexingJobSchema, 'The job, cancelled or cancelling')
+  @ApiErrors(403, 404, 409)
   cancel(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
     return this.jobs.cancel(actorFromPrincipal(principal), jobId);
   }

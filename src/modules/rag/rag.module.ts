@@ -6,6 +6,9 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { DocumentsModule } from '../documents/documents.module.js';
 import { ProjectsModule } from '../projects/projects.module.js';
 import { ChunkWriterService } from './chunk-writer.service.js';
+import { DocumentChunksRepository } from './document-chunks.repository.js';
+import { IndexingJobsRepository } from './indexing-jobs.repository.js';
+import { RagSearchRepository } from './rag-search.repository.js';
 import { EMBEDDING_PROVIDER } from './embeddings/embedding-provider.js';
 import { createEmbeddingProvider } from './embeddings/embedding-provider.factory.js';
 import { IndexingJobRunner } from './indexing-job.runner.js';
@@ -27,6 +30,9 @@ export class RagModule {
   static forRoot(config: AppConfig): DynamicModule {
     const providers: Provider[] = [
       { provide: EMBEDDING_PROVIDER, inject: [APP_CONFIG], useFactory: (appConfig: AppConfig) => createEmbeddingProvider(appConfig.embeddings) },
+      DocumentChunksRepository,
+      IndexingJobsRepository,
+      RagSearchRepository,
       RagSchemaService,
       ChunkWriterService,
       IngestSandbox,

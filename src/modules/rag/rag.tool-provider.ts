@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
-import { param } from '../tools/tool-parameters.js';
+import { filterOrUndefined, param, type ToolArgs } from '../tools/tool-parameters.js';
 import { Tool, ToolProvider } from '../tools/tool.decorators.js';
 import { RagSearchService } from './rag-search.service.js';
 
@@ -17,8 +17,15 @@ const HIT_SCHEMA = {
   additionalProperties: false,
 };
 
+const SEARCH_DOCUMENTS = {
+  query: param.str({ description: 'What to look for', required: true, minLength: 1, maxLength: 2000 }),
+  project_id: param.str({ description: 'Only documents of this project id; empty = every project you may see', default: '', format: 'uuid' }),
+  limit: param.int({ description: 'Maximum number of passages', default: 5, minimum: 1, maximum: 50 }),
+};
+
 /** `search_documents`: a thin adapter over RagSearchService (same visibility rule as POST /api/rag/search). */
-@ToolProvider()
+// Between get_document (201) and create_document (202), as API.md lists the catalog; docs:read is declared by the documents provider.
+@ToolProvider({ position: 201.5, instructions: 'search_documents finds passages by keywords and meaning; cite its document_id.' })
 @Injectable()
 export class RagToolProvider {
   constructor(private readonly search: RagSearchService) {}
@@ -31,17 +38,13 @@ export class RagToolProvider {
     scope: 'docs:read',
     annotations: { readOnlyHint: true, openWorldHint: false },
     output: { type: 'array', items: HIT_SCHEMA },
-    parameters: {
-      query: param.str({ description: 'What to look for', required: true, minLength: 1, maxLength: 2000 }),
-      project_id: param.str({ description: 'Only documents of this project id; empty = every project you may see', default: '', format: 'uuid' }),
-      limit: param.int({ description: 'Maximum number of passages', default: 5, minimum: 1, maximum: 50 }),
-    },
+    parameters: SEARCH_DOCUMENTS,
   })
-  async searchDocuments(args: Record<string, unknown>, actor: Actor) {
+  async searchDocuments(args: ToolArgs<typeof SEARCH_DOCUMENTS>, actor: Actor) {
     const { results } = await this.search.search(actor, {
-      query: args.query as string,
-      projectId: (args.project_id as string) || null,
-      topK: args.limit as number,
+      query: args.query,
+      projectId: filterOrUndefined(args.project_id) ?? null,
+      topK: args.limit,
       mode: 'hybrid',
     });
     return results.map((hit) => ({ document_id: hit.documentId, title: hit.documentTitle, chunk_index: hit.chunkIndex, text: hit.text, score: hit.score }));

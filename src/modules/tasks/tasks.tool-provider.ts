@@ -1,20 +1,60 @@
 import { Injectable } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
 import { ToolList } from '../tools/tool-definition.js';
-import { param } from '../tools/tool-parameters.js';
+import { filterOrUndefined, param, type ToolArgs } from '../tools/tool-parameters.js';
 import { Tool, ToolProvider } from '../tools/tool.decorators.js';
-import { DELETED_JSON_SCHEMA, TASK_JSON_SCHEMA, TASK_PRIORITIES, TASK_STATS_JSON_SCHEMA, TASK_STATUSES, type TaskPriority, type TaskStatus } from './task.model.js';
+import { DELETED_JSON_SCHEMA, TASK_JSON_SCHEMA, TASK_PRIORITIES, TASK_STATS_JSON_SCHEMA, TASK_STATUSES } from './task.model.js';
 import { TasksService } from './tasks.service.js';
 
 const TASK_LIST_SCHEMA = { type: 'array', items: TASK_JSON_SCHEMA };
 const taskId = param.str({ description: 'The task id (UUID)', required: true, format: 'uuid' });
 const READ = { readOnlyHint: true, openWorldHint: false } as const;
 
-/** Empty string means "no filter" for the list tools. */
-const orUndefined = <T extends string>(value: unknown): T | undefined => (value === '' || value === undefined ? undefined : (value as T));
+const LIST_TASKS = {
+  status: param.str({ description: 'Only tasks in this status', default: '', enum: TASK_STATUSES }),
+  assignee_id: param.str({ description: 'Only tasks assigned to this user id', default: '', format: 'uuid' }),
+  project_id: param.str({ description: 'Only tasks of this project id', default: '', format: 'uuid' }),
+  priority: param.str({ description: 'Only tasks with this priority', default: '', enum: TASK_PRIORITIES }),
+  due_before: param.date({ description: 'Only tasks due before this date (YYYY-MM-DD)', default: '' }),
+  limit: param.int({ description: 'Maximum number of tasks', default: 50, minimum: 1, maximum: 200 }),
+};
+const ONE_TASK = { task_id: taskId };
+const SEARCH_TASKS = {
+  query: param.str({ description: 'Words to look for', required: true, minLength: 1, maxLength: 500 }),
+  status: param.str({ description: 'Only tasks in this status', default: '', enum: TASK_STATUSES }),
+  limit: param.int({ description: 'Maximum number of tasks', default: 20, minimum: 1, maximum: 100 }),
+};
+const TASK_STATS = {
+  project_id: param.str({ description: 'Only tasks of this project id', default: '', format: 'uuid' }),
+};
+const CREATE_TASK = {
+  title: param.str({ description: 'Title (1..200 chars)', required: true, minLength: 1, maxLength: 200 }),
+  description: param.str({ description: 'Details (up to 20,000 chars)', default: '', maxLength: 20_000 }),
+  priority: param.str({ description: 'Priority', default: 'medium', enum: TASK_PRIORITIES }),
+  status: param.str({ description: 'Status', default: 'todo', enum: TASK_STATUSES }),
+  due_date: param.date({ description: 'Due date (YYYY-MM-DD) or null', default: null, nullable: true }),
+  assignee_id: param.str({ description: 'Id of an existing user to assign, or null', default: null, nullable: true, format: 'uuid' }),
+  project_id: param.str({ description: 'Id of a project you are a member of, or null', default: null, nullable: true, format: 'uuid' }),
+};
+const UPDATE_TASK = {
+  task_id: taskId,
+  title: param.str({ description: 'New title (1..200 chars)', minLength: 1, maxLength: 200 }),
+  description: param.str({ description: 'New details', maxLength: 20_000 }),
+  status: param.str({ description: 'New status', enum: TASK_STATUSES }),
+  priority: param.str({ description: 'New priority', enum: TASK_PRIORITIES }),
+  due_date: param.date({ description: 'New due date (YYYY-MM-DD), or null to clear', nullable: true }),
+  assignee_id: param.str({ description: 'Id of an existing user, or null to unassign', nullable: true, format: 'uuid' }),
+};
 
 /** The seven task tools: thin adapters from tool arguments to TasksService, which owns every rule. */
-@ToolProvider()
+@ToolProvider({
+  position: 100,
+  instructions: 'Task tools see the tasks you created or are assigned to.',
+  scopes: [
+    { name: 'tasks:read', group: 'Tasks', allows: 'List, statistics and search of tasks' },
+    { name: 'tasks:write', group: 'Tasks', allows: 'Create, update and delete tasks' },
+  ],
+})
 @Injectable()
 export class TasksToolProvider {
   constructor(private readonly tasks: TasksService) {}
@@ -26,26 +66,18 @@ export class TasksToolProvider {
     scope: 'tasks:read',
     annotations: READ,
     output: TASK_LIST_SCHEMA,
-    parameters: {
-      status: param.str({ description: 'Only tasks in this status', default: '', enum: TASK_STATUSES }),
-      assignee_id: param.str({ description: 'Only tasks assigned to this user id', default: '', format: 'uuid' }),
-      project_id: param.str({ description: 'Only tasks of this project id', default: '', format: 'uuid' }),
-      priority: param.str({ description: 'Only tasks with this priority', default: '', enum: TASK_PRIORITIES }),
-      due_before: param.date({ description: 'Only tasks due before this date (YYYY-MM-DD)', default: '' }),
-      limit: param.int({ description: 'Maximum number of tasks', default: 50, minimum: 1, maximum: 200 }),
-    },
+    parameters: LIST_TASKS,
   })
-  async listTasks(args: Record<string, unknown>, actor: Actor): Promise<ToolList> {
-    const limit = args.limit as number;
+  async listTasks(args: ToolArgs<typeof LIST_TASKS>, actor: Actor): Promise<ToolList> {
     const rows = await this.tasks.list(actor, {
-      status: orUndefined<TaskStatus>(args.status),
-      assigneeId: orUndefined(args.assignee_id),
-      projectId: orUndefined(args.project_id),
-      priority: orUndefined<TaskPriority>(args.priority),
-      dueBefore: orUndefined(args.due_before),
-      limit,
+      status: filterOrUndefined(args.status),
+      assigneeId: filterOrUndefined(args.assignee_id),
+      projectId: filterOrUndefined(args.project_id),
+      priority: filterOrUndefined(args.priority),
+      dueBefore: filterOrUndefined(args.due_before),
+      limit: args.limit,
     });
-    return ToolList.fromRows(rows, limit);
+    return ToolList.fromRows(rows, args.limit);
   }
 
   @Tool({
@@ -55,10 +87,10 @@ export class TasksToolProvider {
     scope: 'tasks:read',
     annotations: READ,
     output: TASK_JSON_SCHEMA,
-    parameters: { task_id: taskId },
+    parameters: ONE_TASK,
   })
-  getTask(args: Record<string, unknown>, actor: Actor) {
-    return this.tasks.get(actor, args.task_id as string);
+  getTask(args: ToolArgs<typeof ONE_TASK>, actor: Actor) {
+    return this.tasks.get(actor, args.task_id);
   }
 
   @Tool({
@@ -68,16 +100,11 @@ export class TasksToolProvider {
     scope: 'tasks:read',
     annotations: READ,
     output: TASK_LIST_SCHEMA,
-    parameters: {
-      query: param.str({ description: 'Words to look for', required: true, minLength: 1, maxLength: 500 }),
-      status: param.str({ description: 'Only tasks in this status', default: '', enum: TASK_STATUSES }),
-      limit: param.int({ description: 'Maximum number of tasks', default: 20, minimum: 1, maximum: 100 }),
-    },
+    parameters: SEARCH_TASKS,
   })
-  async searchTasks(args: Record<string, unknown>, actor: Actor): Promise<ToolList> {
-    const limit = args.limit as number;
-    const rows = await this.tasks.search(actor, args.query as string, orUndefined<TaskStatus>(args.status), limit);
-    return ToolList.fromRows(rows, limit);
+  async searchTasks(args: ToolArgs<typeof SEARCH_TASKS>, actor: Actor): Promise<ToolList> {
+    const rows = await this.tasks.search(actor, args.query, filterOrUndefined(args.status), args.limit);
+    return ToolList.fromRows(rows, args.limit);
   }
 
   @Tool({
@@ -87,12 +114,10 @@ export class TasksToolProvider {
     scope: 'tasks:read',
     annotations: READ,
     output: TASK_STATS_JSON_SCHEMA,
-    parameters: {
-      project_id: param.str({ description: 'Only tasks of this project id', default: '', format: 'uuid' }),
-    },
+    parameters: TASK_STATS,
   })
-  taskStats(args: Record<string, unknown>, actor: Actor) {
-    return this.tasks.stats(actor, orUndefined(args.project_id));
+  taskStats(args: ToolArgs<typeof TASK_STATS>, actor: Actor) {
+    return this.tasks.stats(actor, filterOrUndefined(args.project_id));
   }
 
   @Tool({
@@ -102,25 +127,17 @@ export class TasksToolProvider {
     scope: 'tasks:write',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     output: TASK_JSON_SCHEMA,
-    parameters: {
-      title: param.str({ description: 'Title (1..200 chars)', required: true, minLength: 1, maxLength: 200 }),
-      description: param.str({ description: 'Details (up to 20,000 chars)', default: '', maxLength: 20_000 }),
-      priority: param.str({ description: 'Priority', default: 'medium', enum: TASK_PRIORITIES }),
-      status: param.str({ description: 'Status', default: 'todo', enum: TASK_STATUSES }),
-      due_date: param.date({ description: 'Due date (YYYY-MM-DD) or null', default: null, nullable: true }),
-      assignee_id: param.str({ description: 'Id of an existing user to assign, or null', default: null, nullable: true, format: 'uuid' }),
-      project_id: param.str({ description: 'Id of a project you are a member of, or null', default: null, nullable: true, format: 'uuid' }),
-    },
+    parameters: CREATE_TASK,
   })
-  createTask(args: Record<string, unknown>, actor: Actor) {
+  createTask(args: ToolArgs<typeof CREATE_TASK>, actor: Actor) {
     return this.tasks.create(actor, {
-      title: args.title as string,
-      description: args.description as string,
-      priority: args.priority as TaskPriority,
-      status: args.status as TaskStatus,
-      dueDate: (args.due_date as string | null) ?? null,
-      assigneeId: (args.assignee_id as string | null) ?? null,
-      projectId: (args.project_id as string | null) ?? null,
+      title: args.title,
+      description: args.description,
+      priority: args.priority,
+      status: args.status,
+      dueDate: args.due_date,
+      assigneeId: args.assignee_id,
+      projectId: args.project_id,
     });
   }
 
@@ -131,24 +148,16 @@ export class TasksToolProvider {
     scope: 'tasks:write',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     output: TASK_JSON_SCHEMA,
-    parameters: {
-      task_id: taskId,
-      title: param.str({ description: 'New title (1..200 chars)', minLength: 1, maxLength: 200 }),
-      description: param.str({ description: 'New details', maxLength: 20_000 }),
-      status: param.str({ description: 'New status', enum: TASK_STATUSES }),
-      priority: param.str({ description: 'New priority', enum: TASK_PRIORITIES }),
-      due_date: param.date({ description: 'New due date (YYYY-MM-DD), or null to clear', nullable: true }),
-      assignee_id: param.str({ description: 'Id of an existing user, or null to unassign', nullable: true, format: 'uuid' }),
-    },
+    parameters: UPDATE_TASK,
   })
-  updateTask(args: Record<string, unknown>, actor: Actor) {
-    return this.tasks.update(actor, args.task_id as string, {
-      title: args.title as string | undefined,
-      description: args.description as string | undefined,
-      status: args.status as TaskStatus | undefined,
-      priority: args.priority as TaskPriority | undefined,
-      dueDate: args.due_date as string | null | undefined,
-      assigneeId: args.assignee_id as string | null | undefined,
+  updateTask(args: ToolArgs<typeof UPDATE_TASK>, actor: Actor) {
+    return this.tasks.update(actor, args.task_id, {
+      title: args.title,
+      description: args.description,
+      status: args.status,
+      priority: args.priority,
+      dueDate: args.due_date,
+      assigneeId: args.assignee_id,
     });
   }
 
@@ -159,9 +168,9 @@ export class TasksToolProvider {
     scope: 'tasks:write',
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     output: DELETED_JSON_SCHEMA,
-    parameters: { task_id: taskId },
+    parameters: ONE_TASK,
   })
-  deleteTask(args: Record<string, unknown>, actor: Actor) {
-    return this.tasks.delete(actor, args.task_id as string);
+  deleteTask(args: ToolArgs<typeof ONE_TASK>, actor: Actor) {
+    return this.tasks.delete(actor, args.task_id);
   }
 }

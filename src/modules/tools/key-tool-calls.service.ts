@@ -7,7 +7,7 @@ import { ToolsService, type PreparedToolCall, type ToolCallOutcome } from './too
 
 /** What both Area A doors (JSON and MCP) do with a prepared call for an API key. */
 @Injectable()
-export class KeyToolCalls {
+export class KeyToolCallsService {
   constructor(
     private readonly tools: ToolsService,
     private readonly idempotency: IdempotencyService,
@@ -55,6 +55,6 @@ export class KeyToolCalls {
 export function confirmationRequired(prepared: PreparedToolCall): AppException {
   return new AppException(
     ErrorCode.ConfirmationRequired,
-    `${prepared.tool.definition.name} writes, and this credential asks the user to confirm every write: call it over MCP from a client that supports elicitation (revision 2026-07-28)`,
+    `${prepared.tool.definition.name} writes, and this credential asks the user to confirm every write: call it over MCP from a client that declared elicitation (revision 2026-07-28, or 2025-06-18/2025-11-25 with the session the server then issues)`,
   );
 }

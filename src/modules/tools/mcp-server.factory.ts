@@ -2,7 +2,15 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { createMcpHandler, inputRequired, Server as ModernServer, type InputRequiredResult, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { CallToolRequestSchema, ErrorCode as JsonRpcErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode as JsonRpcErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type ElicitRequestFormParams,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { renderError } from '../../common/errors/error-body.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
@@ -13,7 +21,9 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { KeyCaller } from '../api-keys/owner.interceptor.js';
 import type { RegisteredTool } from './tool-definition.js';
 import type { JsonSchema } from './tool-parameters.js';
-import { KeyToolCalls } from './key-tool-calls.service.js';
+import { KeyToolCallsService } from './key-tool-calls.service.js';
+import type { McpClientInfo } from './mcp-client-info.js';
+import { McpWriteConfirmations, type ElicitOutcome, type McpSession } from './mcp-sessions.service.js';
 import { ToolsService, type PreparedToolCall, type ToolCallOutcome } from './tools.service.js';
 
 /** What one HTTP request brings to the MCP server built for it. */
@@ -25,6 +35,12 @@ export interface McpRequestContext {
   idempotencyKey?: string;
   /** Told the outcome of a tools/call (tool name, Area A-equivalent HTTP status) for the usage log. */
   onToolCall?: (tool: string, status: number) => void;
+  /** The 2025-era session the request presented (checked: live, this credential's). */
+  session?: McpSession;
+  /** The MCP client, for attribution (see mcpClientOf). */
+  client?: McpClientInfo;
+  /** Aborted when the HTTP exchange closes: a call waiting for the user stops waiting. */
+  signal?: AbortSignal;
 }
 
 /** `structuredContent` of an `isError` result: the Area A error body. */
@@ -42,32 +58,36 @@ const TOOL_ERROR_SCHEMA: JsonSchema = {
 };
 
 const SERVER_INFO = { name: 'atrium', title: 'Atrium' } as const;
-const INSTRUCTIONS = 'Atrium tasks, documents and GitHub tools. Each tool acts for the owner of the API key or OAuth grant, within its scopes.';
 /** The key of the write confirmation in an `input_required` result and in the retried call's `inputResponses`. */
 const CONFIRM_WRITE = 'atrium_confirm_write';
 
 /**
- * How a tools/call can confirm a write with the user. Only the 2026-07-28 revision can: its multi-round-trip
- * results carry the elicitation in the answer and the client retries with the user's answer, which works on a
- * stateless server. The 2025-era door is stateless too (a fresh server per POST, JSON answers), so it has no
- * channel to send `elicitation/create` mid-call nor a session to receive the client's answer on: it never asks.
+ * How a tools/call can confirm a write with the user, one way per protocol era:
+ * - 2026-07-28 (`input-required`): the multi-round-trip result carries the elicitation in the answer and the client
+ *   retries with the user's answer, which works on a stateless server;
+ * - 2025-06-18/2025-11-25 with a session whose client declared `elicitation` (`elicit`): `elicitation/create` is sent
+ *   mid-call on the POST's SSE stream and the answer comes back in a separate POST (McpWriteConfirmations).
+ * Without either (no elicitation, 2025-03-26, a sessionless 2025-era request) the call cannot ask: confirmation_required.
  */
-interface WriteConfirmation {
-  /** The client declared `elicitation` in this request's capabilities. */
-  canAsk: boolean;
-  /** `inputResponses` of a retried call (untrusted client input). */
-  responses?: Record<string, unknown>;
-  /** `requestState` echoed by a retried call (untrusted; checked against our HMAC). */
-  state?: string;
-}
+type WriteConfirmation =
+  | {
+      kind: 'input-required';
+      /** The client declared `elicitation` in this request's capabilities. */
+      canAsk: boolean;
+      /** `inputResponses` of a retried call (untrusted client input). */
+      responses?: Record<string, unknown>;
+      /** `requestState` echoed by a retried call (untrusted; checked against our HMAC). */
+      state?: string;
+    }
+  | { kind: 'elicit'; ask: (params: ElicitRequestFormParams) => Promise<ElicitOutcome> };
 
 /** Where the per-request context rides through the modern handler (its authInfo pass-through). */
 const ATRIUM_CONTEXT = 'atrium:mcp-context';
 
 /**
  * Builds one low-level MCP server per HTTP request, bound to the caller, for both protocol eras:
- * 2025-era requests (2025-03-26, 2025-06-18, 2025-11-25) get a v1 SDK `Server` on the stateless
- * Streamable HTTP transport; 2026-07-28 requests (sessionless, `server/discover`, version in each
+ * 2025-era requests (2025-03-26, 2025-06-18, 2025-11-25) get a v1 SDK `Server` on the Streamable HTTP
+ * transport run stateless (sessions, when there is one, are checked by the controller against PostgreSQL); 2026-07-28 requests (sessionless, `server/discover`, version in each
  * request's `_meta`) go through the v2 SDK's `createMcpHandler`, whose factory builds a v2 `Server`.
  * Both register the same two handlers below, so the registry, order, schemas and results cannot drift
  * apart. The low-level servers are used because tool schemas come from the one parameter definition
@@ -83,7 +103,8 @@ export class McpServerFactory implements OnApplicationShutdown {
 
   constructor(
     private readonly tools: ToolsService,
-    private readonly keyCalls: KeyToolCalls,
+    private readonly keyCalls: KeyToolCallsService,
+    private readonly confirmations: McpWriteConfirmations,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.modern = createMcpHandler(
@@ -102,11 +123,37 @@ export class McpServerFactory implements OnApplicationShutdown {
   create(context: McpRequestContext): Server {
     const server = new Server(
       { ...SERVER_INFO, version: this.config.version },
-      { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS },
+      { capabilities: { tools: { listChanged: false } }, instructions: this.tools.instructionsFor(context.caller.scopes) },
     );
     server.setRequestHandler(ListToolsRequestSchema, () => this.listTools(context));
-    server.setRequestHandler(CallToolRequestSchema, (request) => this.callTool(request.params.name, request.params.arguments, context));
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+      const session = context.session;
+      const confirmation: WriteConfirmation | undefined = session?.canElicit
+        ? {
+            kind: 'elicit',
+            ask: (params) =>
+              this.confirmations.ask(
+                session,
+                params,
+                // On the SSE stream of this very POST (the transport maps relatedRequestId to it).
+                (message) => server.transport?.send(message, { relatedRequestId: extra.requestId }) ?? Promise.reject(new Error('closed')),
+                context.signal ? AbortSignal.any([extra.signal, context.signal]) : extra.signal,
+              ),
+          }
+        : undefined;
+      return this.callTool(request.params.name, request.params.arguments, context, confirmation);
+    });
     return server;
+  }
+
+  /**
+   * Whether a 2025-era tools/call of this tool may ask the user mid-call, so its POST must be answered as an SSE
+   * stream (the question goes out before the result). Every other request keeps its JSON answer.
+   */
+  mayAskMidCall(context: McpRequestContext, toolName: string | undefined): boolean {
+    if (!context.session?.canElicit || !context.caller.confirmWrites || toolName === undefined) return false;
+    const tool = this.tools.find(toolName);
+    return tool !== undefined && tool.definition.annotations.readOnlyHint !== true;
   }
 
   /** Serves one 2026-07-28 request for this caller through the v2 SDK entry. */
@@ -123,11 +170,12 @@ export class McpServerFactory implements OnApplicationShutdown {
     if (!context) throw new Error('MCP modern request without a caller');
     const server = new ModernServer(
       { ...SERVER_INFO, version: this.config.version },
-      { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS },
+      { capabilities: { tools: { listChanged: false } }, instructions: this.tools.instructionsFor(context.caller.scopes) },
     );
     server.setRequestHandler('tools/list', () => this.listTools(context) as never);
     server.setRequestHandler('tools/call', (request, ctx) => {
       const confirmation: WriteConfirmation = {
+        kind: 'input-required',
         canAsk: server.getClientCapabilities()?.elicitation !== undefined,
         responses: ctx.mcpReq.inputResponses,
         state: rawRequestState(ctx.mcpReq.requestState),
@@ -155,9 +203,9 @@ export class McpServerFactory implements OnApplicationShutdown {
       const prepared = this.tools.prepare(name, args, caller.scopes);
       let confirmed = false;
       if (this.keyCalls.needsConfirmation(prepared, caller)) {
-        const step = this.confirmWrite(prepared, caller.keyId, confirmation);
+        const step = await this.confirmWrite(prepared, caller.keyId, confirmation);
         if (typeof step === 'object') return step;
-        // 'cannot-ask' leaves confirmed false: KeyToolCalls refuses with confirmation_required.
+        // 'cannot-ask' leaves confirmed false: KeyToolCallsService refuses with confirmation_required.
         confirmed = step === 'confirmed';
       }
       const outcome = await this.keyCalls.invoke(prepared, caller, context.idempotencyKey, { confirmed });
@@ -176,26 +224,41 @@ export class McpServerFactory implements OnApplicationShutdown {
   }
 
   /**
-   * A write of a "confirm writes" credential: first call → ask the user (elicitation inside an `input_required`
-   * result, with a requestState binding the question to this credential, tool and arguments); retried call with
-   * the user's answer → 'confirmed', or a `declined` error. A client that cannot be asked falls through to
-   * KeyToolCalls, which refuses with confirmation_required.
+   * A write of a "confirm writes" credential. 2026-07-28: first call → ask the user (elicitation inside an
+   * `input_required` result, with a requestState binding the question to this credential, tool and arguments);
+   * retried call with the user's answer → 'confirmed', or a `declined` error. 2025-era session: ask mid-call and
+   * wait for the answer → 'confirmed', `declined`, or confirmation_required when nobody answered in time. A client
+   * that cannot be asked falls through to KeyToolCallsService, which refuses with confirmation_required.
    */
-  private confirmWrite(prepared: PreparedToolCall, keyId: string, confirmation: WriteConfirmation | undefined): 'confirmed' | 'cannot-ask' | InputRequiredResult {
+  private async confirmWrite(
+    prepared: PreparedToolCall,
+    keyId: string,
+    confirmation: WriteConfirmation | undefined,
+  ): Promise<'confirmed' | 'cannot-ask' | InputRequiredResult> {
+    const name = prepared.tool.definition.name;
+    if (confirmation?.kind === 'elicit') {
+      const outcome = await confirmation.ask(confirmationQuestion(prepared));
+      if ('action' in outcome) {
+        if (outcome.action === 'accept') return 'confirmed';
+        throw declined(name);
+      }
+      const why =
+        outcome.failed === 'timeout'
+          ? `nobody answered the confirmation within ${Math.round(this.config.mcp.confirmTimeoutMs / 1000)} s`
+          : outcome.failed === 'client-error'
+            ? `the client answered the confirmation with an error (${outcome.detail})`
+            : 'the client left before the confirmation was answered';
+      throw new AppException(ErrorCode.ConfirmationRequired, `${name} was not confirmed: ${why}; nothing was run`);
+    }
     if (!confirmation?.canAsk) return 'cannot-ask';
     const binding = this.confirmationBinding(prepared, keyId);
     const answer = confirmation.responses?.[CONFIRM_WRITE] as { action?: unknown } | undefined;
     if (answer !== undefined && confirmation.state !== undefined && sameText(confirmation.state, binding)) {
       if (answer.action === 'accept') return 'confirmed';
-      throw new AppException(ErrorCode.Declined, `The user did not confirm ${prepared.tool.definition.name}; nothing was run`);
+      throw declined(name);
     }
     return inputRequired({
-      inputRequests: {
-        [CONFIRM_WRITE]: inputRequired.elicit({
-          message: `Allow ${prepared.tool.definition.name} to run with ${truncate(JSON.stringify(prepared.args), 1500)}?`,
-          requestedSchema: { type: 'object', properties: {} },
-        }),
-      },
+      inputRequests: { [CONFIRM_WRITE]: inputRequired.elicit(confirmationQuestion(prepared)) },
       requestState: binding,
     });
   }
@@ -246,6 +309,18 @@ function successResult(outcome: ToolCallOutcome): CallToolResult {
     ? { items: outcome.result, ...(outcome.truncated ? { truncated: true } : {}) }
     : (outcome.result as Record<string, unknown>);
   return { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured };
+}
+
+/** The one question both eras ask: the tool and the arguments it would run with, and nothing to fill in. */
+function confirmationQuestion(prepared: PreparedToolCall): ElicitRequestFormParams {
+  return {
+    message: `Allow ${prepared.tool.definition.name} to run with ${truncate(JSON.stringify(prepared.args), 1500)}?`,
+    requestedSchema: { type: 'object', properties: {} },
+  };
+}
+
+function declined(tool: string): AppException {
+  return new AppException(ErrorCode.Declined, `The user did not confirm ${tool}; nothing was run`);
 }
 
 function sameText(a: string, b: string): boolean {

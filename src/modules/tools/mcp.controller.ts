@@ -1,7 +1,8 @@
 import { Controller, Delete, Get, Headers, Post, Req, Res, UseGuards, UseInterceptors } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { JsonRpcErrorSchema, JsonRpcMessageSchema, JsonRpcResponseSchema } from './mcp.schemas.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest, isJSONRPCErrorResponse, isJSONRPCResultResponse, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import { isLegacyRequest } from '@modelcontextprotocol/server';
 import type { Request, Response } from 'express';
 import { AppException } from '../../common/errors/app.exception.js';
@@ -10,32 +11,71 @@ import { JSON_RPC_SERVER_ERROR } from '../../common/errors/json-rpc-error-body.j
 import { ApiKeyAuthGuard, setUsageStatus, setUsageTool } from '../api-keys/api-key-auth.guard.js';
 import { KeyRateLimitGuard } from '../api-keys/key-rate-limit.guard.js';
 import { Caller, OwnerInterceptor, type KeyCaller } from '../api-keys/owner.interceptor.js';
+import { setMcpClient, toMcpClientInfo } from './mcp-client-info.js';
 import { McpOriginGuard } from './mcp-origin.guard.js';
-import { McpServerFactory } from './mcp-server.factory.js';
+import { McpServerFactory, type McpRequestContext } from './mcp-server.factory.js';
+import { McpSessions, McpWriteConfirmations } from './mcp-sessions.service.js';
 import { AnyKeyScope, ScopeGuard } from './scope.guard.js';
 
 /**
- * Area A, second door: MCP Streamable HTTP (stateless, JSON responses) on the same registry. Each POST
- * gets its own Server + transport, so concurrent requests share nothing but ToolsService. Guards run
+ * Area A, second door: MCP Streamable HTTP on the same registry. Each POST gets its own Server + transport, so
+ * concurrent requests share nothing but ToolsService and PostgreSQL. 2025-era clients that declared `elicitation`
+ * (2025-06-18/2025-11-25) get an `Mcp-Session-Id` at initialize; the session lives in PostgreSQL (McpSessions), so
+ * any instance serves it, and a write of a "confirm writes" credential is then answered as an SSE stream carrying
+ * `elicitation/create` before the result. Every other request is stateless with a JSON answer, as it always was. Guards run
  * Origin (403) → key (401) → any-scope; the per-key limit counts every POST (one message: batches are
  * refused) like the JSON door, and is
  * answered in-band for tools/call (an `isError` result with rate_limited) and as HTTP 429 otherwise.
  * Transport-level errors are JSON-RPC error objects (see renderJsonRpcError).
  */
 @ApiTags('tool API (Area A)')
-@ApiBearerAuth()
 @Controller('api/v1/public/mcp')
 export class McpController {
   constructor(
     private readonly servers: McpServerFactory,
     private readonly keyLimit: KeyRateLimitGuard,
+    private readonly sessions: McpSessions,
+    private readonly confirmations: McpWriteConfirmations,
   ) {}
 
   @Post()
   @UseGuards(McpOriginGuard, ApiKeyAuthGuard, ScopeGuard)
   @AnyKeyScope('mcp')
   @UseInterceptors(OwnerInterceptor)
-  @ApiOperation({ summary: 'MCP Streamable HTTP: JSON-RPC 2.0 (initialize, ping, tools/list, tools/call)' })
+  @ApiOperation({
+    summary: 'MCP Streamable HTTP: JSON-RPC 2.0 (initialize, ping, tools/list, tools/call)',
+    description:
+      'One JSON-RPC message per POST (stateless; Accept: application/json, text/event-stream). Tool failures are tools/call results with isError: true carrying the Area A error code; refusals before the call are JSON-RPC errors whose data is the Area A error body.',
+  })
+  @ApiBody({ schema: { $ref: JsonRpcMessageSchema.$ref } })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Write tools: as on POST /call' })
+  @ApiResponse({
+    status: 200,
+    description:
+      'The JSON-RPC response; in a 2025-era session whose client declared elicitation, a write of a confirmWrites credential is answered as text/event-stream instead (elicitation/create, then the result)',
+    schema: { $ref: JsonRpcResponseSchema.$ref },
+  })
+  @ApiResponse({ status: 202, description: 'A notification or response was accepted (no body)' })
+  @ApiResponse({ status: 400, description: 'Not JSON (-32700), not a single JSON-RPC message (-32600), or a bad request for the protocol revision', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({
+    status: 401,
+    description: 'No credential or a bad one',
+    headers: { 'WWW-Authenticate': { required: true, description: 'Bearer challenge with resource_metadata (OAuth discovery)', schema: { type: 'string' } } },
+    schema: { $ref: JsonRpcErrorSchema.$ref },
+  })
+  @ApiResponse({ status: 403, description: 'An Origin not in MCP_ALLOWED_ORIGINS', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 404, description: 'Mcp-Session-Id names no session of this credential (unknown, ended or expired): initialize again', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 406, description: 'Accept does not allow application/json and text/event-stream', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 413, description: 'Body too large', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 415, description: 'Content-Type is not application/json', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({
+    status: 429,
+    description: 'Rate limited (a tools/call is answered in-band instead, as an isError result)',
+    headers: { 'Retry-After': { required: true, description: 'Seconds to wait', schema: { type: 'integer', minimum: 1 } } },
+    schema: { $ref: JsonRpcErrorSchema.$ref },
+  })
+  @ApiResponse({ status: 500, description: 'Unexpected failure', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 503, description: 'The database or Redis is unavailable (the credential cannot be checked)', schema: { $ref: JsonRpcErrorSchema.$ref } })
   async post(
     @Caller() caller: KeyCaller,
     @Req() request: Request,
@@ -54,7 +94,7 @@ export class McpController {
       rateLimited = error;
     }
 
-    const context = {
+    const context: McpRequestContext = {
       caller,
       rateLimited,
       idempotencyKey,
@@ -68,13 +108,50 @@ export class McpController {
     if (body !== undefined) {
       const webRequest = toWebRequest(request, body);
       if (!(await isLegacyRequest(webRequest, body))) {
+        context.client = toMcpClientInfo((body as { params?: { _meta?: Record<string, unknown> } }).params?._meta?.['io.modelcontextprotocol/clientInfo']);
+        setMcpClient(request, context.client);
         await sendWebResponse(response, await this.servers.serveModern(webRequest, body, context));
         return;
       }
     }
+
+    // 2025-era. The session is stored before the initialize answer names it (the client's next POST may reach
+    // another instance); the SDK transport then only carries the id in its answer (sessionIdGenerator).
+    let sessionId: string | undefined;
+    const sessionHeader = request.headers['mcp-session-id'];
+    if (isInitializeRequest(body)) {
+      // A new initialize starts over: a session header on it is not looked at (the spec has none there).
+      context.client = toMcpClientInfo(body.params.clientInfo);
+      setMcpClient(request, context.client);
+      const opening = this.sessions.openingFor(body.params);
+      if (opening) {
+        sessionId = this.sessions.newId();
+        await this.sessions.open(sessionId, caller.keyId, opening);
+      }
+    } else if (sessionHeader !== undefined) {
+      const session = typeof sessionHeader === 'string' ? await this.sessions.resolve(sessionHeader, caller.keyId) : undefined;
+      // Unknown, expired, ended, malformed or another credential's: the spec's 404, after which a client initializes again.
+      if (!session) return sessionNotFound(response);
+      context.session = session;
+      context.client = session.client;
+      setMcpClient(request, session.client);
+      if (isJSONRPCResultResponse(body) || isJSONRPCErrorResponse(body)) {
+        // The answer to one of our elicitation requests; the call waiting for it may be on another instance.
+        await this.confirmations.answer(session, body);
+        response.status(202).end();
+        return;
+      }
+    }
+    const closed = new AbortController();
+    context.signal = closed.signal;
     const server = this.servers.create(context);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new StreamableHTTPServerTransport({
+      // Sessions are checked above against PostgreSQL; the transport's own check is in-memory, one instance only.
+      sessionIdGenerator: sessionId === undefined ? undefined : () => sessionId,
+      enableJsonResponse: !this.servers.mayAskMidCall(context, toolCall?.tool),
+    });
     response.on('close', () => {
+      closed.abort();
       void transport.close();
       void server.close();
     });
@@ -84,21 +161,36 @@ export class McpController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'Not offered: the server is stateless and opens no SSE stream (405)' })
+  @ApiOperation({ summary: 'Not offered: the server sends nothing unasked, so it opens no standalone SSE stream (405)' })
+  @ApiResponse({ status: 405, description: 'Allow: POST, DELETE', schema: { $ref: JsonRpcErrorSchema.$ref } })
   get(@Res() response: Response): void {
-    methodNotAllowed(response);
+    methodNotAllowed(response, 'POST, DELETE', 'Method not allowed: this MCP server opens no standalone SSE stream; send JSON-RPC with POST');
   }
 
   @Delete()
-  @ApiOperation({ summary: 'Not offered: the server is stateless and has no sessions to end (405)' })
-  remove(@Res() response: Response): void {
-    methodNotAllowed(response);
+  @UseGuards(McpOriginGuard, ApiKeyAuthGuard, ScopeGuard)
+  @AnyKeyScope('mcp')
+  @UseInterceptors(OwnerInterceptor)
+  @ApiOperation({ summary: 'Ends the MCP session named by Mcp-Session-Id (204; 404 if unknown; 405 without the header)' })
+  @ApiResponse({ status: 204, description: 'The session is ended' })
+  @ApiResponse({ status: 404, description: 'No such session for this credential', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 405, description: 'No Mcp-Session-Id header (Allow: POST, DELETE)', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  async remove(@Caller() caller: KeyCaller, @Req() request: Request, @Res() response: Response): Promise<void> {
+    const header = request.headers['mcp-session-id'];
+    if (header === undefined) {
+      methodNotAllowed(response, 'POST, DELETE', 'Method not allowed: DELETE ends a session; send it with the Mcp-Session-Id header');
+      return;
+    }
+    if (typeof header !== 'string' || !(await this.sessions.end(header, caller.keyId))) return sessionNotFound(response);
+    response.status(204).end();
   }
 }
 
 interface BodyInfo {
   /** Usage-log label: the JSON-RPC method, or the tool name of a tools/call. */
   label?: string;
+  /** The tool name of a tools/call, as sent. */
+  tool?: string;
   isSingleToolCall: boolean;
 }
 
@@ -118,7 +210,7 @@ function inspectBody(body: unknown): BodyInfo {
   const message = body as { method?: unknown; params?: { name?: unknown } };
   if (typeof message.method !== 'string') return { isSingleToolCall: false };
   if (message.method === 'tools/call' && typeof message.params?.name === 'string') {
-    return { label: message.params.name.slice(0, 100), isSingleToolCall: true };
+    return { label: message.params.name.slice(0, 100), tool: message.params.name, isSingleToolCall: true };
   }
   return { label: message.method.slice(0, 100), isSingleToolCall: false };
 }
@@ -141,9 +233,11 @@ async function sendWebResponse(response: Response, answer: globalThis.Response):
   response.end(Buffer.from(await answer.arrayBuffer()));
 }
 
-function methodNotAllowed(response: Response): void {
-  response
-    .status(405)
-    .setHeader('Allow', 'POST')
-    .json({ jsonrpc: '2.0', id: null, error: { code: JSON_RPC_SERVER_ERROR, message: 'Method not allowed: this MCP server is stateless; send JSON-RPC with POST' } });
+function methodNotAllowed(response: Response, allow: string, message: string): void {
+  response.status(405).setHeader('Allow', allow).json({ jsonrpc: '2.0', id: null, error: { code: JSON_RPC_SERVER_ERROR, message } });
+}
+
+/** The SDK's own answer for a session it does not know (-32001), so clients recognise it and initialize again. */
+function sessionNotFound(response: Response): void {
+  response.status(404).json({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found: initialize again' } });
 }

@@ -1,12 +1,14 @@
 import { Body, Controller, Get, Headers, HttpCode, Post, Res, UseGuards, UseInterceptors } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBareData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
+import { TOOL_CALL_REQUEST, TOOL_CALL_RESPONSE, TOOL_LIST_RESPONSE } from './tool-openapi.js';
 import type { Response } from 'express';
 import { ApiKeyAuthGuard } from '../api-keys/api-key-auth.guard.js';
 import { KeyRateLimitGuard } from '../api-keys/key-rate-limit.guard.js';
 import { Caller, OwnerInterceptor, type KeyCaller } from '../api-keys/owner.interceptor.js';
 import { AnyKeyScope, RequiresToolScope, ScopeGuard } from './scope.guard.js';
 import { parseToolCallBody } from './tool-call-body.js';
-import { KeyToolCalls } from './key-tool-calls.service.js';
+import { KeyToolCallsService } from './key-tool-calls.service.js';
 import { ToolsService } from './tools.service.js';
 
 /**
@@ -15,19 +17,19 @@ import { ToolsService } from './tools.service.js';
  * Bodies are bare; errors are rendered by the global filter in the Area A shape.
  */
 @ApiTags('tool API (Area A)')
-@ApiBearerAuth()
 @Controller('api/v1/public/mcp')
 @UseGuards(ApiKeyAuthGuard, KeyRateLimitGuard, ScopeGuard)
 @UseInterceptors(OwnerInterceptor)
 export class ToolApiController {
   constructor(
     private readonly tools: ToolsService,
-    private readonly keyCalls: KeyToolCalls,
+    private readonly keyCalls: KeyToolCallsService,
   ) {}
 
   @Get('tools')
   @AnyKeyScope('tools/list')
   @ApiOperation({ summary: "The tools this key's scopes allow, with their parameters" })
+  @ApiBareData(200, { $ref: `#/components/schemas/${TOOL_LIST_RESPONSE}` }, 'The tools, in catalog order')
   list(@Caller() caller: KeyCaller) {
     const tools = this.tools.toolsFor(caller.scopes).map((tool) => this.tools.descriptor(tool));
     return { scopes: caller.scopes, tool_count: tools.length, tools };
@@ -36,7 +38,22 @@ export class ToolApiController {
   @Post('call')
   @HttpCode(200)
   @RequiresToolScope()
-  @ApiOperation({ summary: 'Call one tool: {name, arguments} → {result}' })
+  @ApiOperation({
+    summary: 'Call one tool: {name, arguments} → {result}',
+    description: 'Ints may also come as decimal strings. A write tool with an Idempotency-Key returns the first result for a repeat within 24 h (Idempotent-Replayed: true) and 409 idempotency_conflict for other arguments. x-atrium-tools names each tool’s argument and result schemas.',
+  })
+  @ApiBody({ schema: { $ref: `#/components/schemas/${TOOL_CALL_REQUEST}` } })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Write tools: a repeat with the same key and arguments within 24 h returns the first result' })
+  @ApiResponse({
+    status: 200,
+    description: 'The tool’s result',
+    headers: {
+      'X-Truncated': { description: 'true when a list result stopped at its limit', schema: { type: 'string', enum: ['true'] } },
+      'Idempotent-Replayed': { description: 'true when this is the stored answer of an earlier call with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
+    },
+    schema: { $ref: `#/components/schemas/${TOOL_CALL_RESPONSE}` },
+  })
+  @ApiErrors(403, 404, 409, 502)
   async call(
     @Caller() caller: KeyCaller,
     @Body() body: unknown,

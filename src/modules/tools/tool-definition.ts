@@ -1,6 +1,5 @@
 import type { Actor } from '../../common/auth/actor.js';
-import type { ApiKeyScope } from '../api-keys/api-key-scopes.js';
-import type { JsonSchema, ToolParameters } from './tool-parameters.js';
+import type { JsonSchema, ToolArgs, ToolParameters } from './tool-parameters.js';
 
 /** MCP tool annotations; `readOnlyHint: false` marks a write tool (Idempotency-Key applies). */
 export interface ToolAnnotations {
@@ -10,21 +9,25 @@ export interface ToolAnnotations {
   openWorldHint?: boolean;
 }
 
-/** What `@Tool({...})` takes. */
-export interface ToolDefinition {
+/** What `@Tool({...})` takes; `P` types the handler's `args` (`ToolArgs<P>`). */
+export interface ToolDefinition<P extends ToolParameters = ToolParameters> {
   /** snake_case, unique across the installation. */
   name: string;
   title: string;
   description: string;
-  scope: ApiKeyScope;
-  parameters: ToolParameters;
+  /** A scope some `@ToolProvider({scopes})` declares (start-up fails otherwise). */
+  scope: string;
+  parameters: P;
   annotations: ToolAnnotations;
   /** JSON Schema of the result (an array schema for list tools). */
   output: JsonSchema;
 }
 
 /** A handler gets validated arguments (defaults applied) and the Actor it works for, nothing else. */
-export type ToolHandler = (args: Record<string, unknown>, actor: Actor) => Promise<unknown>;
+export type TypedToolHandler<P extends ToolParameters> = (args: ToolArgs<P>, actor: Actor) => unknown;
+
+/** The registry's view of a handler: its arguments were validated against its own definition before the call. */
+export type ToolHandler = (args: Readonly<Record<string, unknown>>, actor: Actor) => Promise<unknown>;
 
 export interface RegisteredTool {
   readonly definition: ToolDefinition;

@@ -59,6 +59,27 @@ describe('tool argument validation', () => {
     expect((details as { argument: string }).argument).toBe(argument);
   });
 
+  it('refuses an int string beyond the safe integer range instead of rounding it', () => {
+    expect(failure({ task_id: ID, limit: '9999999999999999' })).toMatchObject({ code: ErrorCode.InvalidArgument, details: { argument: 'limit', expected: 'int' } });
+  });
+
+  it('trims where the definition says so: a blank value is then too short, a blank list item refused', () => {
+    const TRIMMED = {
+      title: param.str({ description: 'Title', required: true, minLength: 1, maxLength: 5, trim: true }),
+      labels: param.strList({ description: 'Labels', default: [], trim: true }),
+    };
+    expect(validateArguments(TRIMMED, { title: '  abc  ', labels: [' bug '] })).toEqual({ title: 'abc', labels: ['bug'] });
+    expect(() => validateArguments(TRIMMED, { title: '   ' })).toThrow(/at least 1 characters/);
+    expect(() => validateArguments(TRIMMED, { title: 'x', labels: ['ok', '  '] })).toThrow(/must not be blank/);
+    // Trimming is normalisation only: the JSON Schema the clients see is unchanged.
+    expect(parametersJsonSchema(TRIMMED)).toEqual(
+      parametersJsonSchema({
+        title: param.str({ description: 'Title', required: true, minLength: 1, maxLength: 5 }),
+        labels: param.strList({ description: 'Labels', default: [] }),
+      }),
+    );
+  });
+
   it('lists allowed values for an enum', () => {
     expect(failure({ task_id: ID, status: 'open' }).details).toEqual({ argument: 'status', allowed: ['', 'todo', 'done'] });
   });

@@ -1,16 +1,28 @@
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
+import { isRepoFullName, REPO_FULL_NAME_PATTERN } from '../../common/validation/repo.js';
 import { isUuid, UUID_PATTERN } from '../../common/validation/uuid.js';
 
 /** The seed's parameter types, as the descriptor names them. */
 export type ParamType = 'str' | 'int' | 'bool' | 'date' | 'list[str]';
 export const PARAM_TYPES: readonly ParamType[] = ['str', 'int', 'bool', 'date', 'list[str]'];
 
+/** Phantom keys: they exist only in the type, so a handler's `args` type follows from the definition. */
+declare const VALUE: unique symbol;
+declare const PRESENT: unique symbol;
+
 /**
  * One parameter, defined once. The same object yields argument validation, the seed-style descriptor
- * and the JSON Schema, so the three can never disagree.
+ * and the JSON Schema, so the three can never disagree; its type parameters give the handler's type:
+ * `T` is the validated value, `Present` whether the argument is always there (required or defaulted).
  */
-export interface ParamSpec {
+export interface ParamSpec<T = unknown, Present extends boolean = boolean> extends ParamRules {
+  readonly [VALUE]?: T;
+  readonly [PRESENT]?: Present;
+}
+
+/** What a parameter definition holds at run time. */
+export interface ParamRules {
   type: ParamType;
   description: string;
   required: boolean;
@@ -20,6 +32,8 @@ export interface ParamSpec {
   nullable: boolean;
   /** `""` is accepted and means "no filter". */
   allowEmpty: boolean;
+  /** Surrounding whitespace is removed before the length checks (a blank value is then empty; a blank list item is refused). */
+  trim?: boolean;
   enum?: readonly string[];
   minimum?: number;
   maximum?: number;
@@ -29,7 +43,22 @@ export interface ParamSpec {
   format?: 'uuid' | 'repo';
 }
 
-export type ToolParameters = Readonly<Record<string, ParamSpec>>;
+// `any` (not unknown) so that every ParamSpec<T, P> is a ToolParameters member whatever its T.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ToolParameters = Readonly<Record<string, ParamSpec<any, boolean>>>;
+
+type ValueOf<S> = S extends ParamSpec<infer T, boolean> ? T : never;
+type PresentKeys<P> = { [K in keyof P]: P[K] extends ParamSpec<unknown, true> ? K : never }[keyof P];
+type Flatten<T> = { [K in keyof T]: T[K] } & {};
+
+/**
+ * What a handler receives for parameters `P`, after validation: required and defaulted arguments are
+ * always there, the others optional; enums are their literal unions, `""` included where it means
+ * "no filter", `null` where the parameter is nullable, ints are numbers.
+ */
+export type ToolArgs<P extends ToolParameters> = Flatten<
+  { readonly [K in PresentKeys<P>]: ValueOf<P[K]> } & { readonly [K in Exclude<keyof P, PresentKeys<P>>]?: ValueOf<P[K]> }
+>;
 
 interface CommonOptions {
   description: string;
@@ -37,26 +66,65 @@ interface CommonOptions {
   nullable?: boolean;
 }
 
-function spec(type: ParamType, options: CommonOptions & Partial<ParamSpec>): ParamSpec {
+/** Always present when required or given a default (`default: null` counts: the value is then null). */
+type IsPresent<O> = O extends { required: true } ? true : O extends { default: infer D } ? ([D] extends [undefined] ? false : true) : false;
+type OrNull<O> = O extends { nullable: true } ? null : never;
+/** `""` is a value when it is allowed ("no filter"): explicitly, or by being the default. */
+type OrEmpty<O> = O extends { allowEmpty: true } ? '' : O extends { default: '' } ? '' : never;
+type StrValue<O> = (O extends { enum: readonly (infer E extends string)[] } ? E : string) | OrEmpty<O> | OrNull<O>;
+
+interface StrOptions extends CommonOptions {
+  default?: string | null;
+  enum?: readonly string[];
+  minLength?: number;
+  maxLength?: number;
+  format?: 'uuid' | 'repo';
+  allowEmpty?: boolean;
+  trim?: boolean;
+}
+interface IntOptions extends CommonOptions {
+  default?: number | null;
+  minimum?: number;
+  maximum?: number;
+}
+interface BoolOptions extends CommonOptions {
+  default?: boolean | null;
+}
+interface DateOptions extends CommonOptions {
+  default?: string | null;
+  allowEmpty?: boolean;
+}
+interface StrListOptions extends CommonOptions {
+  default?: string[] | null;
+  maxItems?: number;
+  maxLength?: number;
+  trim?: boolean;
+}
+
+function spec<T, Present extends boolean>(type: ParamType, options: CommonOptions & Partial<ParamRules>): ParamSpec<T, Present> {
   const { required = false, nullable = false, ...rest } = options;
   return { allowEmpty: false, ...rest, type, required, nullable };
 }
 
-/** Builders for tool parameters: `param.str({description, default: ''})`. */
+/**
+ * Builders for tool parameters: `param.str({description, default: ''})`. The options are read as
+ * literal types (`const O`), so `required: true`, a default, an enum or `nullable: true` show in `ToolArgs`.
+ */
 export const param = {
-  str(options: CommonOptions & { default?: string | null; enum?: readonly string[]; minLength?: number; maxLength?: number; format?: 'uuid' | 'repo'; allowEmpty?: boolean }): ParamSpec {
+  str<const O extends StrOptions>(options: O): ParamSpec<StrValue<O>, IsPresent<O>> {
     return spec('str', { ...options, allowEmpty: options.allowEmpty ?? options.default === '' });
   },
-  int(options: CommonOptions & { default?: number | null; minimum?: number; maximum?: number }): ParamSpec {
+  int<const O extends IntOptions>(options: O): ParamSpec<number | OrNull<O>, IsPresent<O>> {
     return spec('int', options);
   },
-  bool(options: CommonOptions & { default?: boolean | null }): ParamSpec {
+  bool<const O extends BoolOptions>(options: O): ParamSpec<boolean | OrNull<O>, IsPresent<O>> {
     return spec('bool', options);
   },
-  date(options: CommonOptions & { default?: string | null; allowEmpty?: boolean }): ParamSpec {
+  /** A calendar date `YYYY-MM-DD`, as a string. */
+  date<const O extends DateOptions>(options: O): ParamSpec<string | OrNull<O>, IsPresent<O>> {
     return spec('date', { ...options, allowEmpty: options.allowEmpty ?? options.default === '' });
   },
-  strList(options: CommonOptions & { default?: string[] | null; maxItems?: number; maxLength?: number }): ParamSpec {
+  strList<const O extends StrListOptions>(options: O): ParamSpec<string[] | OrNull<O>, IsPresent<O>> {
     return spec('list[str]', options);
   },
 };
@@ -64,7 +132,6 @@ export const param = {
 // ---------------------------------------------------------------------------------------------
 // Validation
 
-const REPO = /^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DECIMAL_INT = /^-?\d{1,16}$/;
 
@@ -83,7 +150,7 @@ function invalid(argument: string, message: string, extra: Record<string, unknow
   return new AppException(ErrorCode.InvalidArgument, message, { argument, ...extra });
 }
 
-function checkValue(name: string, spec: ParamSpec, value: unknown): unknown {
+function checkValue(name: string, spec: ParamRules, value: unknown): unknown {
   if (value === null) {
     if (spec.nullable) return null;
     throw invalid(name, `Argument "${name}" must not be null`);
@@ -91,24 +158,25 @@ function checkValue(name: string, spec: ParamSpec, value: unknown): unknown {
   switch (spec.type) {
     case 'str': {
       if (typeof value !== 'string') throw invalid(name, `Argument "${name}" must be a string`, { expected: 'str' });
-      if (value === '' && spec.allowEmpty) return value;
-      if (spec.enum && !spec.enum.includes(value)) {
+      const text = spec.trim ? value.trim() : value;
+      if (text === '' && spec.allowEmpty) return text;
+      if (spec.enum && !spec.enum.includes(text)) {
         throw invalid(name, `Argument "${name}" must be one of: ${spec.enum.join(', ')}`, { allowed: spec.allowEmpty ? ['', ...spec.enum] : [...spec.enum] });
       }
-      if (spec.minLength !== undefined && value.length < spec.minLength) {
+      if (spec.minLength !== undefined && text.length < spec.minLength) {
         throw invalid(name, `Argument "${name}" must be at least ${spec.minLength} characters`, { minLength: spec.minLength });
       }
-      if (spec.maxLength !== undefined && value.length > spec.maxLength) {
+      if (spec.maxLength !== undefined && text.length > spec.maxLength) {
         throw invalid(name, `Argument "${name}" must be at most ${spec.maxLength} characters`, { maxLength: spec.maxLength });
       }
-      if (spec.format === 'uuid' && !isUuid(value)) throw invalid(name, `Argument "${name}" must be a UUID`, { expected: 'uuid' });
-      if (spec.format === 'repo' && !REPO.test(value)) throw invalid(name, `Argument "${name}" must be "owner/name"`, { expected: 'owner/name' });
-      return value;
+      if (spec.format === 'uuid' && !isUuid(text)) throw invalid(name, `Argument "${name}" must be a UUID`, { expected: 'uuid' });
+      if (spec.format === 'repo' && !isRepoFullName(text)) throw invalid(name, `Argument "${name}" must be "owner/name"`, { expected: 'owner/name' });
+      return text;
     }
     case 'int': {
       let number: number;
       if (typeof value === 'number' && Number.isSafeInteger(value)) number = value;
-      else if (typeof value === 'string' && DECIMAL_INT.test(value.trim())) number = Number(value.trim());
+      else if (typeof value === 'string' && DECIMAL_INT.test(value.trim()) && Number.isSafeInteger(Number(value.trim()))) number = Number(value.trim());
       else throw invalid(name, `Argument "${name}" must be an integer`, { expected: 'int' });
       if ((spec.minimum !== undefined && number < spec.minimum) || (spec.maximum !== undefined && number > spec.maximum)) {
         throw invalid(name, `Argument "${name}" must be between ${spec.minimum ?? '-∞'} and ${spec.maximum ?? '∞'}`, {
@@ -133,10 +201,12 @@ function checkValue(name: string, spec: ParamSpec, value: unknown): unknown {
       if (spec.maxItems !== undefined && value.length > spec.maxItems) {
         throw invalid(name, `Argument "${name}" takes at most ${spec.maxItems} items`, { maxItems: spec.maxItems });
       }
-      if (spec.maxLength !== undefined && value.some((item: string) => item.length > spec.maxLength!)) {
+      const items = spec.trim ? value.map((item: string) => item.trim()) : [...(value as string[])];
+      if (spec.trim && items.some((item) => item === '')) throw invalid(name, `Items of "${name}" must not be blank`);
+      if (spec.maxLength !== undefined && items.some((item) => item.length > spec.maxLength!)) {
         throw invalid(name, `Items of "${name}" must be at most ${spec.maxLength} characters`, { maxLength: spec.maxLength });
       }
-      return [...value];
+      return items;
     }
   }
 }
@@ -145,7 +215,7 @@ function checkValue(name: string, spec: ParamSpec, value: unknown): unknown {
  * Validates raw call arguments against a tool's parameters: unknown names, types, ranges, enums and
  * real dates. Returns a new object with defaults applied and ints normalised. Throws AppException.
  */
-export function validateArguments(parameters: ToolParameters, raw: Record<string, unknown>): Record<string, unknown> {
+export function validateArguments<P extends ToolParameters>(parameters: P, raw: Record<string, unknown>): ToolArgs<P> {
   for (const name of Object.keys(raw)) {
     if (!Object.hasOwn(parameters, name)) {
       throw invalid(name, `Unknown argument "${name}"`, { allowed: Object.keys(parameters) });
@@ -161,7 +231,8 @@ export function validateArguments(parameters: ToolParameters, raw: Record<string
     }
     out[name] = checkValue(name, spec, value);
   }
-  return out;
+  // The one place the type is asserted: every name of P was checked against its spec just above.
+  return out as ToolArgs<P>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -208,7 +279,7 @@ function paramSchema(spec: ParamSpec): JsonSchema {
         if (spec.allowEmpty) schema.pattern = `^(${UUID_PATTERN.source.slice(1, -1)})?$`;
         else schema.format = 'uuid';
       }
-      if (spec.format === 'repo') schema.pattern = REPO.source;
+      if (spec.format === 'repo') schema.pattern = REPO_FULL_NAME_PATTERN.source;
       break;
     case 'int':
       schema.type = 'integer';
@@ -274,4 +345,9 @@ export function parameterDefinitionProblems(parameters: unknown): string[] {
     }
   }
   return problems;
+}
+
+/** A filter argument whose `""` means "no filter" (`default: ''`), as the service takes it: absent when empty. */
+export function filterOrUndefined<T extends string>(value: T | null | undefined): Exclude<T, ''> | undefined {
+  return value === '' || value === null || value === undefined ? undefined : (value as Exclude<T, ''>);
 }

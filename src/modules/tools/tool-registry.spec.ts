@@ -2,35 +2,51 @@ import { Injectable, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import type { Actor } from '../../common/auth/actor.js';
+import { ScopeCatalog } from '../api-keys/scope-catalog.js';
 import { ToolDefinitionError, ToolList, type ToolDefinition } from './tool-definition.js';
-import { param } from './tool-parameters.js';
+import { param, type ToolArgs, type ToolParameters } from './tool-parameters.js';
 import { Tool, ToolProvider } from './tool.decorators.js';
 import { ToolExplorer } from './tool.explorer.js';
 import { ToolRegistry } from './tool-registry.js';
 import { ToolsService } from './tools.service.js';
 
-const base = (name: string, extra: Partial<ToolDefinition> = {}): ToolDefinition => ({
+const LIMIT = { limit: param.int({ description: 'limit', default: 2, minimum: 1, maximum: 5 }) };
+
+const base = <P extends ToolParameters = typeof LIMIT>(name: string, extra: Partial<ToolDefinition<P>> = {}): ToolDefinition<P> => ({
   name,
   title: name,
   description: `The ${name} tool`,
-  scope: 'tasks:read',
-  parameters: { limit: param.int({ description: 'limit', default: 2, minimum: 1, maximum: 5 }) },
+  scope: 'numbers:read',
+  parameters: LIMIT as unknown as P,
   annotations: { readOnlyHint: true },
   output: { type: 'array', items: { type: 'integer' } },
   ...extra,
 });
 
-@ToolProvider()
+const NUMBER_SCOPES = ['read', 'write'].map((access) => ({ name: `numbers:${access}`, group: 'Numbers', allows: `${access === 'read' ? 'Read' : 'Write'} numbers` }));
+
+@ToolProvider({ position: 10, instructions: 'Numbers count.', scopes: NUMBER_SCOPES })
 @Injectable()
 class NumbersProvider {
+  // Declared first: listed first (position 10), although its name sorts last.
   @Tool(base('zzz_numbers'))
-  async numbers(args: Record<string, unknown>, actor: Actor) {
-    return ToolList.fromRows([1, 2, 3, 4, 5, 6].map((n) => n + actor.userId.length * 0), args.limit as number);
+  async numbers(args: ToolArgs<typeof LIMIT>, actor: Actor) {
+    return ToolList.fromRows([1, 2, 3, 4, 5, 6].map((n) => n + actor.userId.length * 0), args.limit);
   }
 
-  @Tool(base('get_task', { parameters: {} , output: { type: 'object' } }))
-  async whoami(_args: Record<string, unknown>, actor: Actor) {
+  @Tool(base('aaa_whoami', { parameters: {}, output: { type: 'object' } }))
+  async whoami(_args: Record<string, never>, actor: Actor) {
     return { user: actor.userId };
+  }
+}
+
+/** No position: after every positioned tool, by name; its instructions only for callers that see its tools. */
+@ToolProvider({ instructions: 'Letters spell.', scopes: [{ name: 'letters:read', group: 'Letters', allows: 'Read letters' }] })
+@Injectable()
+class LettersProvider {
+  @Tool(base('bbb_letters', { scope: 'letters:read' }))
+  async letters() {
+    return ['a'];
   }
 }
 
@@ -45,15 +61,19 @@ class DuplicateProvider {
 
 @ToolProvider()
 @Injectable()
-class BadProvider {
-  @Tool(base('bad_tool', { scope: 'tasks:delete' as never }))
+class UndeclaredScopeProvider {
+  @Tool(base('bad_tool', { scope: 'tasks:delete' }))
   async bad() {
     return [];
   }
 }
 
+@ToolProvider({ scopes: [{ name: 'numbers:read', group: 'Again', allows: 'Read numbers again' }] })
+@Injectable()
+class RedeclaringProvider {}
+
 async function boot(...providers: unknown[]) {
-  @Module({ imports: [DiscoveryModule], providers: [ToolRegistry, ToolExplorer, ToolsService, ...(providers as never[])] })
+  @Module({ imports: [DiscoveryModule], providers: [ToolRegistry, ToolExplorer, ToolsService, ScopeCatalog, ...(providers as never[])] })
   class Harness {}
   const ref = await Test.createTestingModule({ imports: [Harness] }).compile();
   await ref.init();
@@ -63,18 +83,41 @@ async function boot(...providers: unknown[]) {
 const actor: Actor = { userId: 'u-1', projectIds: null, repos: null };
 
 describe('tool registry', () => {
-  it('discovers @Tool methods, orders catalog tools first, validates and dispatches', async () => {
-    const ref = await boot(NumbersProvider);
+  it('discovers @Tool methods, orders them by provider position then declaration, validates and dispatches', async () => {
+    const ref = await boot(LettersProvider, NumbersProvider);
     const tools = ref.get(ToolsService);
-    expect(tools.toolsFor(['tasks:read']).map((t) => t.definition.name)).toEqual(['get_task', 'zzz_numbers']);
+    expect(tools.toolsFor(['numbers:read', 'letters:read']).map((t) => t.definition.name)).toEqual(['zzz_numbers', 'aaa_whoami', 'bbb_letters']);
     expect(tools.toolsFor(['docs:read'])).toEqual([]);
-    expect(await tools.call('zzz_numbers', { limit: '3' }, actor, ['tasks:read'])).toEqual({ result: [1, 2, 3], truncated: true });
-    expect(await tools.call('get_task', undefined, actor, ['tasks:read'])).toEqual({ result: { user: 'u-1' }, truncated: false });
-    await expect(tools.call('zzz_numbers', {}, actor, ['tasks:write'])).rejects.toMatchObject({ code: 'insufficient_scope' });
-    await expect(tools.call('nope', {}, actor, ['tasks:read'])).rejects.toMatchObject({ code: 'unknown_tool' });
+    expect(await tools.call('zzz_numbers', { limit: '3' }, actor, ['numbers:read'])).toEqual({ result: [1, 2, 3], truncated: true });
+    expect(await tools.call('aaa_whoami', undefined, actor, ['numbers:read'])).toEqual({ result: { user: 'u-1' }, truncated: false });
+    await expect(tools.call('zzz_numbers', {}, actor, ['numbers:write'])).rejects.toMatchObject({ code: 'insufficient_scope' });
+    await expect(tools.call('nope', {}, actor, ['numbers:read'])).rejects.toMatchObject({ code: 'unknown_tool' });
     const view = tools.schemaView(tools.require('zzz_numbers'));
     expect(view.outputSchema).toEqual({ type: 'object', properties: { items: { type: 'array', items: { type: 'integer' } } }, required: ['items'] });
+    expect(tools.inputSchemas().map((s) => [s.name, s.inputSchema])).toEqual([
+      ['zzz_numbers', view.inputSchema],
+      ['aaa_whoami', { type: 'object', properties: {}, additionalProperties: false }],
+      ['bbb_letters', view.inputSchema],
+    ]);
     expect(Object.isFrozen(tools.require('zzz_numbers').definition)).toBe(true);
+    await ref.close();
+  });
+
+  it('builds the scope catalog and the MCP instructions from the providers', async () => {
+    const ref = await boot(LettersProvider, NumbersProvider);
+    const tools = ref.get(ToolsService);
+    const scopes = ref.get(ScopeCatalog);
+    // Catalog order follows provider position (unpositioned last), then declaration order.
+    expect(scopes.list()).toEqual([
+      { name: 'numbers:read', group: 'Numbers', allows: 'Read numbers', access: 'read', exampleTool: 'zzz_numbers' },
+      { name: 'numbers:write', group: 'Numbers', allows: 'Write numbers', access: 'write', exampleTool: null },
+      { name: 'letters:read', group: 'Letters', allows: 'Read letters', access: 'read', exampleTool: 'bbb_letters' },
+    ]);
+    expect(scopes.readNames()).toEqual(['numbers:read', 'letters:read']);
+    expect(() => scopes.assertKnown(['numbers:read', 'tasks:read'])).toThrow('each value in scopes must be one of: numbers:read, numbers:write, letters:read');
+    expect(tools.instructionsFor(['numbers:read'])).toMatch(/within its scopes\. Numbers count\.$/);
+    expect(tools.instructionsFor(['numbers:read', 'letters:read'])).toMatch(/ Numbers count\. Letters spell\.$/);
+    expect(tools.instructionsFor(['numbers:write'])).toMatch(/within its scopes\.$/);
     await ref.close();
   });
 
@@ -83,7 +126,35 @@ describe('tool registry', () => {
     await expect(boot(NumbersProvider, DuplicateProvider)).rejects.toThrow(/defined twice/);
   });
 
-  it('fails start-up on an invalid definition', async () => {
-    await expect(boot(BadProvider)).rejects.toThrow(/scope "tasks:delete" is not a known scope/);
+  it('fails start-up on a scope no provider declares, or one declared twice', async () => {
+    await expect(boot(NumbersProvider, UndeclaredScopeProvider)).rejects.toThrow(/scope "tasks:delete" is not a known scope/);
+    await expect(boot(NumbersProvider, RedeclaringProvider)).rejects.toThrow(/declared twice: NumbersProvider and RedeclaringProvider/);
   });
 });
+
+// Compile-time: the handler's args must be exactly ToolArgs of its parameters (typecheck proves these lines).
+const TYPED = {
+  id: param.str({ description: 'id', required: true, format: 'uuid' }),
+  state: param.str({ description: 'state', default: '', enum: ['open', 'closed'] }),
+  due: param.date({ description: 'due', default: null, nullable: true }),
+  title: param.str({ description: 'title', maxLength: 5 }),
+  tags: param.strList({ description: 'tags', default: [] }),
+};
+export class TypedProviderForTypecheck {
+  @Tool(base('typed_ok', { parameters: TYPED }))
+  ok(args: { readonly id: string; readonly state: '' | 'open' | 'closed'; readonly due: string | null; readonly tags: string[]; readonly title?: string }) {
+    return args;
+  }
+
+  // @ts-expect-error a wide Record<string, unknown> is refused: the definition knows every type
+  @Tool(base('typed_wide', { parameters: TYPED }))
+  wide(args: Record<string, unknown>) {
+    return args;
+  }
+
+  // @ts-expect-error a hand-written shape that drifts from the definition (limit is a number) is refused
+  @Tool(base('typed_drift'))
+  drift(args: { readonly limit: string }) {
+    return args;
+  }
+}

@@ -1,15 +1,24 @@
 import { Injectable } from '@nestjs/common';
-import { isApiKeyScope } from '../api-keys/api-key-scopes.js';
-import { compareToolNames } from './tool-catalog-order.js';
 import { ToolDefinitionError, type RegisteredTool, type ToolDefinition, type ToolHandler } from './tool-definition.js';
 import { parameterDefinitionProblems } from './tool-parameters.js';
 
-export function definitionProblems(definition: Partial<ToolDefinition>): string[] {
+/** One `@Tool` method as the explorer found it. */
+export interface ToolEntry {
+  definition: ToolDefinition;
+  handler: ToolHandler;
+  source: string;
+  /** Catalog position (its provider's position + its index there); undefined = after every positioned tool, by name. */
+  position: number | undefined;
+  /** Its provider's MCP instructions fragment. */
+  instructions: string | undefined;
+}
+
+export function definitionProblems(definition: Partial<ToolDefinition>, isKnownScope: (scope: unknown) => boolean): string[] {
   const problems: string[] = [];
   if (typeof definition.name !== 'string' || !/^[a-z][a-z0-9_]{0,63}$/.test(definition.name)) problems.push('name must be snake_case (a-z, 0-9, _), at most 64 chars');
   if (typeof definition.title !== 'string' || definition.title.trim() === '') problems.push('title is required');
   if (typeof definition.description !== 'string' || definition.description.trim() === '') problems.push('description is required');
-  if (!isApiKeyScope(definition.scope)) problems.push(`scope "${String(definition.scope)}" is not a known scope`);
+  if (!isKnownScope(definition.scope)) problems.push(`scope "${String(definition.scope)}" is not a known scope (declare it in a @ToolProvider({scopes}))`);
   if (typeof definition.annotations?.readOnlyHint !== 'boolean') problems.push('annotations.readOnlyHint must be true or false');
   else if (definition.scope?.endsWith(':read') && !definition.annotations.readOnlyHint) problems.push('a tool with a read scope must be read-only');
   else if (definition.scope?.endsWith(':write') && definition.annotations.readOnlyHint) problems.push('a tool with a write scope cannot be read-only');
@@ -19,20 +28,23 @@ export function definitionProblems(definition: Partial<ToolDefinition>): string[
 }
 
 /**
- * The immutable name → handler map, filled once by the explorer at start-up and frozen. Anything
- * wrong (duplicate name, bad definition) throws a ToolDefinitionError and start-up fails.
+ * The immutable name → handler map, filled once by the explorer at start-up and frozen, in catalog order:
+ * by position, then by name. Anything wrong (duplicate name, bad definition, undeclared scope) throws a
+ * ToolDefinitionError and start-up fails.
  */
 @Injectable()
 export class ToolRegistry {
   private tools: ReadonlyMap<string, RegisteredTool> = new Map();
   private ordered: readonly RegisteredTool[] = [];
+  /** Instructions fragments with the tools they speak for, in catalog order of their first tool. */
+  private fragments: readonly { text: string; tools: ReadonlySet<string> }[] = [];
   private sealed = false;
 
-  seal(entries: { definition: ToolDefinition; handler: ToolHandler; source: string }[]): void {
+  seal(entries: readonly ToolEntry[], knownScopes: ReadonlyMap<string, unknown>): void {
     if (this.sealed) throw new Error('The tool registry is already built');
     const map = new Map<string, RegisteredTool>();
     for (const entry of entries) {
-      const problems = definitionProblems(entry.definition);
+      const problems = definitionProblems(entry.definition, (scope) => typeof scope === 'string' && knownScopes.has(scope));
       if (problems.length > 0) throw new ToolDefinitionError(String(entry.definition?.name), problems.map((p) => `${p} (in ${entry.source})`));
       const existing = map.get(entry.definition.name);
       if (existing) {
@@ -40,8 +52,17 @@ export class ToolRegistry {
       }
       map.set(entry.definition.name, Object.freeze({ definition: deepFreeze(entry.definition), handler: entry.handler, source: entry.source }));
     }
+    const sorted = [...entries].sort(compareEntries);
     this.tools = map;
-    this.ordered = Object.freeze([...map.values()].sort((a, b) => compareToolNames(a.definition.name, b.definition.name)));
+    this.ordered = Object.freeze(sorted.map((entry) => map.get(entry.definition.name)!));
+    const fragments = new Map<string, Set<string>>();
+    for (const entry of sorted) {
+      if (!entry.instructions) continue;
+      const tools = fragments.get(entry.instructions) ?? new Set<string>();
+      tools.add(entry.definition.name);
+      fragments.set(entry.instructions, tools);
+    }
+    this.fragments = Object.freeze([...fragments].map(([text, tools]) => ({ text, tools })));
     this.sealed = true;
   }
 
@@ -49,10 +70,24 @@ export class ToolRegistry {
     return this.tools.get(name);
   }
 
-  /** Every tool in the fixed catalog order. */
+  /** Every tool in catalog order. */
   all(): readonly RegisteredTool[] {
     return this.ordered;
   }
+
+  /** The providers' instructions fragments that speak for at least one of these tools, in catalog order. */
+  instructionsFor(tools: readonly RegisteredTool[]): string[] {
+    const names = new Set(tools.map((tool) => tool.definition.name));
+    return this.fragments.filter((fragment) => [...fragment.tools].some((name) => names.has(name))).map((fragment) => fragment.text);
+  }
+}
+
+function compareEntries(a: ToolEntry, b: ToolEntry): number {
+  const pa = a.position ?? Infinity;
+  const pb = b.position ?? Infinity;
+  if (pa !== pb) return pa - pb;
+  const [na, nb] = [a.definition.name, b.definition.name];
+  return na < nb ? -1 : na > nb ? 1 : 0;
 }
 
 function deepFreeze<T>(value: T): T {

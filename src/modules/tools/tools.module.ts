@@ -2,10 +2,12 @@ import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { IdempotencyModule } from '../../common/idempotency/idempotency.module.js';
 import { ApiKeysModule } from '../api-keys/api-keys.module.js';
-import { KeyToolCalls } from './key-tool-calls.service.js';
+import { KeyToolCallsService } from './key-tool-calls.service.js';
 import { McpController } from './mcp.controller.js';
 import { McpOriginGuard } from './mcp-origin.guard.js';
 import { McpServerFactory } from './mcp-server.factory.js';
+import { McpSessionsRepository } from './mcp-sessions.repository.js';
+import { McpAnswerListener, McpSessions, McpWriteConfirmations } from './mcp-sessions.service.js';
 import { ScopeGuard } from './scope.guard.js';
 import { ToolApiController } from './tool-api.controller.js';
 import { ToolExplorer } from './tool.explorer.js';
@@ -19,7 +21,19 @@ import { ToolsService } from './tools.service.js';
 @Module({
   imports: [DiscoveryModule, ApiKeysModule, IdempotencyModule],
   controllers: [ToolApiController, McpController],
-  providers: [ToolRegistry, ToolExplorer, ToolsService, KeyToolCalls, ScopeGuard, McpServerFactory, McpOriginGuard],
+  providers: [
+    ToolRegistry,
+    ToolExplorer,
+    ToolsService,
+    KeyToolCallsService,
+    ScopeGuard,
+    McpServerFactory,
+    McpOriginGuard,
+    McpSessionsRepository,
+    McpSessions,
+    McpAnswerListener,
+    McpWriteConfirmations,
+  ],
   exports: [ToolsService],
 })
 export class ToolsModule {}

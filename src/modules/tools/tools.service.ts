@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
+import { ScopeCatalog } from '../api-keys/scope-catalog.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { ToolList, type RegisteredTool } from './tool-definition.js';
@@ -37,17 +38,48 @@ export interface ToolCallOutcome {
   truncated: boolean;
 }
 
+/** What every MCP `instructions` starts with; the providers' fragments for the caller's tools follow. */
+const INSTRUCTIONS_LEAD = 'Atrium tools. Each tool acts for the owner of the API key or OAuth grant, within its scopes.';
+
+/** A tool's input JSON Schema (draft 2020-12 compatible), as MCP `inputSchema` lists it: from its one parameter definition. */
+export function toolInputJsonSchema(tool: RegisteredTool): JsonSchema {
+  return parametersJsonSchema(tool.definition.parameters);
+}
+
 /**
  * Validates arguments and dispatches to the registered handler. Every door (Area A JSON, MCP, the
  * agent loop) goes through here, so scope checks and validation cannot be skipped.
  */
 @Injectable()
 export class ToolsService {
-  constructor(private readonly registry: ToolRegistry) {}
+  constructor(
+    private readonly registry: ToolRegistry,
+    private readonly scopes: ScopeCatalog,
+  ) {}
 
   /** The tools the scopes allow, in catalog order. */
   toolsFor(scopes: readonly string[]): readonly RegisteredTool[] {
     return this.registry.all().filter((tool) => scopes.includes(tool.definition.scope));
+  }
+
+  /** Every tool's input JSON Schema, in catalog order (e.g. for an OpenAPI description of the tool call body). */
+  inputSchemas(): { name: string; scope: string; inputSchema: JsonSchema }[] {
+    return this.registry.all().map((tool) => ({ name: tool.definition.name, scope: tool.definition.scope, inputSchema: toolInputJsonSchema(tool) }));
+  }
+
+  /** MCP `instructions` for a caller: the lead sentence and the fragments of the providers whose tools it may call. */
+  instructionsFor(scopes: readonly string[]): string {
+    return [INSTRUCTIONS_LEAD, ...this.registry.instructionsFor(this.toolsFor(scopes))].join(' ');
+  }
+
+  /** Every scope, in catalog order (what a project editor's agent run may use). */
+  allScopes(): string[] {
+    return this.scopes.names();
+  }
+
+  /** The read scopes (what a project viewer's agent run may use). */
+  readScopes(): string[] {
+    return this.scopes.readNames();
   }
 
   find(name: string): RegisteredTool | undefined {
@@ -93,8 +125,8 @@ export class ToolsService {
   }
 
   schemaView(tool: RegisteredTool): ToolSchemaView {
-    const { name, title, description, scope, parameters, output, annotations } = tool.definition;
+    const { name, title, description, scope, output, annotations } = tool.definition;
     const outputSchema = output.type === 'object' ? output : { type: 'object', properties: { items: output }, required: ['items'] };
-    return { name, title, description, scope, inputSchema: parametersJsonSchema(parameters), outputSchema, annotations };
+    return { name, title, description, scope, inputSchema: toolInputJsonSchema(tool), outputSchema, annotations };
   }
 }

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsInt, IsObject, IsOptional, Max, Min } from 'class-validator';
 
 export class ApproveStepDto {
-  @ApiProperty({ minimum: 0, description: 'The index of the step waiting for approval' })
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'The index of the step waiting for approval' })
   @IsInt()
   @Min(0)
   @Max(10_000)

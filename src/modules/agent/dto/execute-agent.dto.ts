@@ -20,7 +20,7 @@ export class ExecuteAgentDto {
   @Matches(/^[a-z][a-z0-9_]{0,63}$/, { each: true, message: 'each tool name must be a snake_case tool name' })
   tools?: string[];
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 20, default: 8, description: 'Maximum model turns before the run fails' })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 20, default: 8, description: 'Maximum model turns before the run fails' })
   @IsOptional()
   @IsInt()
   @Min(1)

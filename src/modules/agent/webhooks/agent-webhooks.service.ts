@@ -1,15 +1,14 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import { createHmac, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
-import { DataSource } from 'typeorm';
 import type { AppConfig } from '../../../config/app-config.js';
 import { APP_CONFIG } from '../../../config/app-config.token.js';
 import { TokenCipher } from '../../github/token-cipher.js';
+import { AgentWebhookDeliveriesRepository, type WebhookDelivery } from './agent-webhook-deliveries.repository.js';
 import { isPublicAddress, publicOnlyLookup } from './webhook-address.js';
 
 export const AGENT_WEBHOOKS_QUEUE = 'agent-webhooks';
@@ -28,18 +27,6 @@ export interface WebhookDeliveryView {
   deliveredAt: string | null;
 }
 
-interface DeliveryRow {
-  id: string;
-  run_id: string;
-  type: string;
-  occurred_at: Date;
-  status: string;
-  attempts: number;
-  last_status_code: number | null;
-  last_error: string | null;
-  delivered_at: Date | null;
-}
-
 /**
  * Run webhooks: the secret (made here, shown once, stored encrypted), the signature, the dispatcher that hands
  * the trigger-created deliveries to the `agent-webhooks` queue, and one delivery attempt (the queue retries it
@@ -53,7 +40,7 @@ export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDes
   private busy = false;
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly deliveriesRepository: AgentWebhookDeliveriesRepository,
     @InjectQueue(AGENT_WEBHOOKS_QUEUE) private readonly queue: Queue,
     private readonly cipher: TokenCipher,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -82,17 +69,7 @@ export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDes
   }
 
   async deliveries(runId: string): Promise<WebhookDeliveryView[]> {
-    const rows: DeliveryRow[] = await this.dataSource.query(`SELECT * FROM agent_run_webhook_deliveries WHERE run_id = $1 ORDER BY occurred_at, id`, [runId]);
-    return rows.map((row) => ({
-      deliveryId: row.id,
-      type: row.type,
-      status: row.status as WebhookDeliveryView['status'],
-      attempts: row.attempts,
-      lastStatusCode: row.last_status_code,
-      lastError: row.last_error,
-      occurredAt: new Date(row.occurred_at).toISOString(),
-      deliveredAt: row.delivered_at ? new Date(row.delivered_at).toISOString() : null,
-    }));
+    return (await this.deliveriesRepository.forRun(runId)).map(toDeliveryView);
   }
 
   /** Hands new deliveries to the queue (job id = delivery id, so a repeat adds nothing). */
@@ -100,18 +77,15 @@ export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDes
     if (this.busy) return;
     this.busy = true;
     try {
-      const rows: { id: string }[] = await this.dataSource.query(
-        `SELECT id FROM agent_run_webhook_deliveries WHERE status = 'pending' AND enqueued_at IS NULL ORDER BY occurred_at LIMIT 100`,
-      );
-      for (const row of rows) {
-        await this.queue.add('deliver', { deliveryId: row.id }, {
-          jobId: row.id,
+      for (const id of await this.deliveriesRepository.notEnqueued(100)) {
+        await this.queue.add('deliver', { deliveryId: id }, {
+          jobId: id,
           attempts: this.config.agent.webhookMaxAttempts,
           backoff: { type: 'exponential', delay: this.config.agent.webhookRetryBaseMs },
           removeOnComplete: 1000,
           removeOnFail: 1000,
         });
-        await this.dataSource.query(`UPDATE agent_run_webhook_deliveries SET enqueued_at = now() WHERE id = $1`, [row.id]);
+        await this.deliveriesRepository.markEnqueued(id);
       }
     } catch (error) {
       this.logger.warn({ msg: 'webhook dispatch failed; retried shortly', error: error instanceof Error ? error.message : String(error) });
@@ -122,37 +96,28 @@ export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDes
 
   /** One attempt. Throws to have the queue retry; records the outcome either way. */
   async deliver(deliveryId: string, lastAttempt: boolean): Promise<void> {
-    const [row]: (DeliveryRow & { webhook_url: string; webhook_secret: string; output: string | null; error: string | null })[] = await this.dataSource.query(
-      `SELECT d.*, r.webhook_url, r.webhook_secret, r.output, r.error FROM agent_run_webhook_deliveries d JOIN agent_runs r ON r.id = d.run_id WHERE d.id = $1`,
-      [deliveryId],
-    );
+    const row = await this.deliveriesRepository.toSend(deliveryId);
     if (!row || row.status !== 'pending') return;
     const status = row.type.replace(/^agent_run\./, '');
     const final = status !== 'awaiting_approval';
     const body = JSON.stringify({
       type: row.type,
-      jobId: row.run_id,
+      jobId: row.runId,
       status,
       output: final ? row.output : null,
       error: final ? row.error : null,
-      occurredAt: new Date(row.occurred_at).toISOString(),
+      occurredAt: row.occurredAt.toISOString(),
     });
-    const secret = this.cipher.decrypt(row.webhook_secret, `agent-run-webhook:${row.run_id}`);
+    const secret = this.cipher.decrypt(row.sealedSecret, `agent-run-webhook:${row.runId}`);
     let code: number | null = null;
     let failure: string | null = null;
     try {
-      code = await this.post(row.webhook_url, body, { 'Atrium-Signature': AgentWebhooksService.signature(secret, body, Math.floor(Date.now() / 1000)), 'Atrium-Delivery-Id': row.id });
+      code = await this.post(row.webhookUrl, body, { 'Atrium-Signature': AgentWebhooksService.signature(secret, body, Math.floor(Date.now() / 1000)), 'Atrium-Delivery-Id': row.id });
       if (code < 200 || code >= 300) failure = `receiver answered ${code}`;
     } catch (error) {
       failure = error instanceof Error ? error.message : String(error);
     }
-    await this.dataSource.query(
-      `UPDATE agent_run_webhook_deliveries SET attempts = attempts + 1, last_status_code = $2, last_error = $3,
-              status = CASE WHEN $3::text IS NULL THEN 'delivered' WHEN $4 THEN 'failed' ELSE 'pending' END,
-              delivered_at = CASE WHEN $3::text IS NULL THEN now() ELSE NULL END
-       WHERE id = $1`,
-      [row.id, code, failure, lastAttempt],
-    );
+    await this.deliveriesRepository.recordAttempt(row.id, code, failure, lastAttempt);
     if (failure) throw new Error(failure);
   }
 
@@ -184,4 +149,17 @@ export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDes
       req.end(body);
     });
   }
+}
+
+function toDeliveryView(delivery: WebhookDelivery): WebhookDeliveryView {
+  return {
+    deliveryId: delivery.id,
+    type: delivery.type,
+    status: delivery.status,
+    attempts: delivery.attempts,
+    lastStatusCode: delivery.lastStatusCode,
+    lastError: delivery.lastError,
+    occurredAt: delivery.occurredAt.toISOString(),
+    deliveredAt: delivery.deliveredAt ? delivery.deliveredAt.toISOString() : null,
+  };
 }

@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { ArrayMinSize, IsArray, IsIn, IsString, Length } from 'class-validator';
 import { CredentialPinsDto } from './credential-pins.dto.js';
-import { API_KEY_EXPIRY_CHOICES, API_KEY_SCOPES, type ApiKeyExpiry, type ApiKeyScope } from '../api-key-scopes.js';
+import { API_KEY_EXPIRY_CHOICES, type ApiKeyExpiry } from '../api-key-scopes.js';
 
 export class CreateApiKeyDto extends CredentialPinsDto {
   @ApiProperty({ minLength: 1, maxLength: 100 })
@@ -9,11 +9,11 @@ export class CreateApiKeyDto extends CredentialPinsDto {
   @Length(1, 100)
   name: string;
 
-  @ApiProperty({ enum: API_KEY_SCOPES, isArray: true })
+  @ApiProperty({ type: [String], description: 'Scope names from GET /api/api-keys/scopes (checked against that catalog)' })
   @IsArray()
   @ArrayMinSize(1)
-  @IsIn(API_KEY_SCOPES, { each: true, message: `each value in scopes must be one of: ${API_KEY_SCOPES.join(', ')}` })
-  scopes: ApiKeyScope[];
+  @IsString({ each: true })
+  scopes: string[];
 
   @ApiProperty({ enum: API_KEY_EXPIRY_CHOICES })
   @IsIn(API_KEY_EXPIRY_CHOICES, { message: `expiresIn must be one of: ${API_KEY_EXPIRY_CHOICES.join(', ')}` })

@@ -1,5 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsBoolean, IsOptional, IsString, IsUUID, Matches } from 'class-validator';
+import { REPO_FULL_NAME_PATTERN } from '../../../common/validation/repo.js';
 
 /** Pins of an Area A credential (an API key, or an OAuth grant chosen on the consent page). */
 export class CredentialPinsDto {
@@ -15,7 +16,7 @@ export class CredentialPinsDto {
   @IsArray()
   @ArrayMaxSize(100)
   @IsString({ each: true })
-  @Matches(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/, { each: true, message: 'each value in repos must be "owner/name"' })
+  @Matches(REPO_FULL_NAME_PATTERN, { each: true, message: 'each value in repos must be "owner/name"' })
   repos?: string[];
 
   @ApiPropertyOptional({ default: false, description: 'Confirm every write tool call with the user first (MCP elicitation; other doors refuse with confirmation_required)' })

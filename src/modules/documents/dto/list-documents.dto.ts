@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsUUID } from 'class-validator';
 import { PageQueryDto } from '../../../common/pagination/page-query.dto.js';
-import { DOCUMENT_STATUSES, type DocumentStatus } from '../document.entity.js';
+import { DOCUMENT_STATUSES, type DocumentStatus } from '../document.model.js';
 
 export class ListDocumentsDto extends PageQueryDto {
   @ApiProperty({ format: 'uuid' })

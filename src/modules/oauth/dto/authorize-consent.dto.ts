@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMinSize, IsArray, IsBoolean, IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
 import { CredentialPinsDto } from '../../api-keys/dto/credential-pins.dto.js';
-import { API_KEY_EXPIRY_CHOICES, API_KEY_SCOPES, type ApiKeyExpiry, type ApiKeyScope } from '../../api-keys/api-key-scopes.js';
+import { API_KEY_EXPIRY_CHOICES, type ApiKeyExpiry } from '../../api-keys/api-key-scopes.js';
 
 /** What the consent page sends: the authorization request it was opened with, plus the user's answer. */
 export class AuthorizeConsentDto extends CredentialPinsDto {
@@ -46,12 +46,12 @@ export class AuthorizeConsentDto extends CredentialPinsDto {
   @IsBoolean()
   approve: boolean;
 
-  @ApiPropertyOptional({ enum: API_KEY_SCOPES, isArray: true, description: 'A subset of the requested scopes (default: all of them)' })
+  @ApiPropertyOptional({ type: [String], description: 'A subset of the requested scopes (default: all of them)' })
   @IsOptional()
   @IsArray()
   @ArrayMinSize(1)
-  @IsIn(API_KEY_SCOPES, { each: true, message: `each value in scopes must be one of: ${API_KEY_SCOPES.join(', ')}` })
-  scopes?: ApiKeyScope[];
+  @IsString({ each: true })
+  scopes?: string[];
 
   @ApiPropertyOptional({ enum: API_KEY_EXPIRY_CHOICES, default: '90d', description: 'How long the app stays connected' })
   @IsOptional()

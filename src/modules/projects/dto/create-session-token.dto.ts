@@ -13,7 +13,7 @@ export class CreateSessionTokenDto {
   @MaxLength(100)
   name: string;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 43200, default: 1440 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 43200, default: 1440 })
   @IsOptional()
   @IsInt()
   @Min(1)

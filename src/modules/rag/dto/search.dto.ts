@@ -11,7 +11,7 @@ export class SearchDto {
   @IsUUID()
   projectId!: string;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 50, default: 5 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 50, default: 5 })
   @IsOptional()
   @IsInt()
   @Min(1)

@@ -1,0 +1,100 @@
+import { Injectable } from '@nestjs/common';
+import { sql, type Selectable } from 'kysely';
+import type { AgentRunWebhookDeliveries } from '../../../database/database.types.js';
+import { InjectDb, type Db } from '../../../database/kysely.provider.js';
+
+export type WebhookDeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+/** One delivery of a run's webhook, created by a database trigger when the run reaches a status worth telling. */
+export interface WebhookDelivery {
+  id: string;
+  runId: string;
+  type: string;
+  status: WebhookDeliveryStatus;
+  attempts: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  occurredAt: Date;
+  deliveredAt: Date | null;
+}
+
+/** A delivery with what sending it needs from its run: the URL, the sealed secret and the run's outcome. */
+export interface WebhookDeliveryToSend extends WebhookDelivery {
+  webhookUrl: string;
+  sealedSecret: string;
+  output: string | null;
+  error: string | null;
+}
+
+/**
+ * The `agent_run_webhook_deliveries` table (rows created by the `agent_runs` trigger). Reading a delivery to send
+ * joins its run for the URL and secret: a delivery belongs to its run's aggregate.
+ */
+@Injectable()
+export class AgentWebhookDeliveriesRepository {
+  constructor(@InjectDb() private readonly db: Db) {}
+
+  async forRun(runId: string): Promise<WebhookDelivery[]> {
+    const rows = await this.db.selectFrom('agent_run_webhook_deliveries').selectAll().where('run_id', '=', runId).orderBy('occurred_at').orderBy('id').execute();
+    return rows.map(toDelivery);
+  }
+
+  /** Pending deliveries not yet handed to the queue, oldest first. */
+  async notEnqueued(limit: number): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('agent_run_webhook_deliveries')
+      .select('id')
+      .where('status', '=', 'pending')
+      .where('enqueued_at', 'is', null)
+      .orderBy('occurred_at')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => row.id);
+  }
+
+  async markEnqueued(id: string): Promise<void> {
+    await this.db.updateTable('agent_run_webhook_deliveries').set({ enqueued_at: sql`now()` }).where('id', '=', id).execute();
+  }
+
+  async toSend(id: string): Promise<WebhookDeliveryToSend | undefined> {
+    const row = await this.db
+      .selectFrom('agent_run_webhook_deliveries as d')
+      .innerJoin('agent_runs as r', 'r.id', 'd.run_id')
+      .selectAll('d')
+      .select(['r.webhook_url', 'r.webhook_secret', 'r.output', 'r.error'])
+      .where('d.id', '=', id)
+      .executeTakeFirst();
+    if (!row || row.webhook_url === null || row.webhook_secret === null) return undefined;
+    return { ...toDelivery(row), webhookUrl: row.webhook_url, sealedSecret: row.webhook_secret, output: row.output, error: row.error };
+  }
+
+  /** Records one attempt: delivered on success, failed after the last attempt, otherwise still pending. */
+  async recordAttempt(id: string, statusCode: number | null, failure: string | null, lastAttempt: boolean): Promise<void> {
+    const status: WebhookDeliveryStatus = failure === null ? 'delivered' : lastAttempt ? 'failed' : 'pending';
+    await this.db
+      .updateTable('agent_run_webhook_deliveries')
+      .set({
+        attempts: sql`attempts + 1`,
+        last_status_code: statusCode,
+        last_error: failure,
+        status,
+        delivered_at: failure === null ? sql`now()` : null,
+      })
+      .where('id', '=', id)
+      .execute();
+  }
+}
+
+function toDelivery(row: Selectable<AgentRunWebhookDeliveries>): WebhookDelivery {
+  return {
+    id: row.id,
+    runId: row.run_id,
+    type: row.type,
+    status: row.status as WebhookDeliveryStatus,
+    attempts: row.attempts,
+    lastStatusCode: row.last_status_code,
+    lastError: row.last_error,
+    occurredAt: row.occurred_at,
+    deliveredAt: row.delivered_at,
+  };
+}

@@ -1,0 +1,135 @@
+import { Injectable } from '@nestjs/common';
+import { sql, type Selectable } from 'kysely';
+import { visibleRepo } from '../../common/access/access-rules.js';
+import type { Actor } from '../../common/auth/actor.js';
+import { pageOrder, type PageQuery } from '../../common/pagination/cursor-page.js';
+import type { GithubRepositories } from '../../database/database.types.js';
+import { InjectDb, type Db } from '../../database/kysely.provider.js';
+
+/** A repository an admin registered; the GitHub tools only ever reach these. */
+export interface RegisteredRepo {
+  id: string;
+  owner: string;
+  name: string;
+  /** `owner/name` as GitHub spells it; unique case-insensitively. */
+  fullName: string;
+  /** bigint comes back from pg as a string; GitHub ids exceed 2^31. */
+  githubId: string;
+  defaultBranch: string;
+  description: string | null;
+  isPrivate: boolean;
+  createdBy: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  /** Whether the repository has its own (encrypted) token; the ciphertext itself only comes from {@link GithubReposRepository.findByFullNameWithToken}. */
+  hasOwnToken: boolean;
+}
+
+export interface NewRegisteredRepo extends Omit<RegisteredRepo, 'createdAt' | 'updatedAt' | 'hasOwnToken'> {
+  /** AES-256-GCM envelope from TokenCipher; null = use the server's GITHUB_TOKEN. */
+  tokenCiphertext: string | null;
+}
+
+const COLUMNS = [
+  'r.id',
+  'r.owner',
+  'r.name',
+  'r.full_name',
+  'r.github_id',
+  'r.default_branch',
+  'r.description',
+  'r.is_private',
+  'r.created_by',
+  'r.created_at',
+  'r.updated_at',
+] as const;
+
+type SelectedRepo = Omit<Selectable<GithubRepositories>, 'token_ciphertext'> & { has_own_token: boolean };
+
+/** The github_repositories table. The token ciphertext is read by one method only, the one that calls GitHub. */
+@Injectable()
+export class GithubReposRepository {
+  constructor(@InjectDb() private readonly db: Db) {}
+
+  async insert(repo: NewRegisteredRepo): Promise<void> {
+    await this.db
+      .insertInto('github_repositories')
+      .values({
+        id: repo.id,
+        owner: repo.owner,
+        name: repo.name,
+        full_name: repo.fullName,
+        github_id: repo.githubId,
+        default_branch: repo.defaultBranch,
+        description: repo.description,
+        is_private: repo.isPrivate,
+        token_ciphertext: repo.tokenCiphertext,
+        created_by: repo.createdBy,
+      })
+      .execute();
+  }
+
+  async findById(id: string): Promise<RegisteredRepo | undefined> {
+    const row = await this.select().where('r.id', '=', id).executeTakeFirst();
+    return row && toRecord(row);
+  }
+
+  /** By `owner/name` in any case. */
+  async findByFullName(fullName: string): Promise<RegisteredRepo | undefined> {
+    const row = await this.select().where((eb) => eb(eb.fn('lower', ['r.full_name']), '=', eb.fn('lower', [eb.val(fullName)]))).executeTakeFirst();
+    return row && toRecord(row);
+  }
+
+  /** By `owner/name` in any case, with the stored token ciphertext (null = the server's token). */
+  async findByFullNameWithToken(fullName: string): Promise<{ repo: RegisteredRepo; tokenCiphertext: string | null } | undefined> {
+    const row = await this.select()
+      .select('r.token_ciphertext')
+      .where((eb) => eb(eb.fn('lower', ['r.full_name']), '=', eb.fn('lower', [eb.val(fullName)])))
+      .executeTakeFirst();
+    return row && { repo: toRecord(row), tokenCiphertext: row.token_ciphertext };
+  }
+
+  /** One page of every registered repository (admins), newest first; `limit + 1` rows, see pageOrder. */
+  async page(query: PageQuery): Promise<RegisteredRepo[]> {
+    const rows = await pageOrder(this.select(), 'r', query).execute();
+    return rows.map(toRecord);
+  }
+
+  /** Every registered repository the actor may reach (its `repos` pins), by name. */
+  async listVisible(actor: Actor): Promise<RegisteredRepo[]> {
+    const rows = await this.select()
+      .where(visibleRepo(actor, 'r'))
+      .orderBy((eb) => eb.fn('lower', ['r.full_name']), 'asc')
+      .execute();
+    return rows.map(toRecord);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('github_repositories').where('id', '=', id).executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+
+  private select() {
+    return this.db
+      .selectFrom('github_repositories as r')
+      .select(COLUMNS)
+      .select(sql<boolean>`r.token_ciphertext IS NOT NULL`.as('has_own_token'));
+  }
+}
+
+function toRecord(row: SelectedRepo): RegisteredRepo {
+  return {
+    id: row.id,
+    owner: row.owner,
+    name: row.name,
+    fullName: row.full_name,
+    githubId: row.github_id,
+    defaultBranch: row.default_branch,
+    description: row.description,
+    isPrivate: row.is_private,
+    createdBy: row.created_by,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    hasOwnToken: row.has_own_token,
+  };
+}

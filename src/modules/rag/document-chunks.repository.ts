@@ -1,0 +1,144 @@
+import { Injectable } from '@nestjs/common';
+import { sql } from 'kysely';
+import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
+import { TEXT_SEARCH_CONFIG, TSV_TF_SQL } from './rag.constants.js';
+
+/** One chunk as a batch writes it. */
+export interface NewChunk {
+  id: string;
+  index: number;
+  text: string;
+  start: number;
+  end: number;
+  /** The text indexed for BM25 (title and chunk), which is not the cited span. */
+  indexText: string;
+  /** pgvector literal, or null for a zero vector (no direction, outside the vector space). */
+  vector: string | null;
+}
+
+/** The content and vector space a batch of chunks is computed for. */
+export interface ChunkSource {
+  documentId: string;
+  sha256: string;
+  embeddingModel: string;
+  embeddingDims: number;
+}
+
+/** A document's stored chunks against its index marks, to tell whether they are complete for a content. */
+export interface StoredChunkState {
+  /** Chunks stored. */
+  count: number;
+  /** Every stored chunk is of this content in this vector space (null when none is stored). */
+  allCurrent: boolean | null;
+  documentStatus: string;
+  documentChunkCount: number;
+  documentChunksTotal: number | null;
+}
+
+/**
+ * `document_chunks` and its BM25 postings (`rag_postings`, written with the chunks they come from): the only
+ * place their SQL lives, search statements aside (rag-search.repository.ts). The BM25 statistics per scope
+ * follow by triggers (migration 1764015000000), exact under deletes and cascades.
+ */
+@Injectable()
+export class DocumentChunksRepository {
+  constructor(@InjectDb() private readonly db: Db) {}
+
+  /** Null when the document is gone. */
+  async storedState(documentId: string, sha256: string, embeddingModel: string): Promise<StoredChunkState | null> {
+    const { rows } = await sql<{ n: number; current: boolean | null; status: string; chunk_count: number; chunks_total: number | null }>`
+      SELECT c.n, c.current, d.status, d.chunk_count, d.chunks_total
+      FROM (SELECT count(*)::int AS n, bool_and(content_sha256 = ${sha256} AND embedding_model = ${embeddingModel}) AS current
+            FROM document_chunks WHERE document_id = ${documentId}) c,
+           documents d
+      WHERE d.id = ${documentId}`.execute(this.db);
+    const row = rows[0];
+    if (!row) return null;
+    return { count: row.n, allCurrent: row.current, documentStatus: row.status, documentChunkCount: row.chunk_count, documentChunksTotal: row.chunks_total };
+  }
+
+  /**
+   * Deletes up to `limit` chunks of a document, except those of the content and vector space in `keep`
+   * (nothing kept when it is empty); returns how many went. Their postings follow by cascade.
+   */
+  async deleteSome(documentId: string, keep: { sha256?: string; embeddingModel?: string }, limit: number): Promise<number> {
+    const result = await this.db
+      .deleteFrom('document_chunks')
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('document_chunks')
+          .select('id')
+          .where('document_id', '=', documentId)
+          .$if(keep.sha256 !== undefined || keep.embeddingModel !== undefined, (qb) =>
+            qb.where((inner) =>
+              inner.or([
+                ...(keep.sha256 !== undefined ? [inner('content_sha256', '<>', keep.sha256)] : []),
+                ...(keep.embeddingModel !== undefined ? [inner('embedding_model', '<>', keep.embeddingModel)] : []),
+              ]),
+            ),
+          )
+          .limit(limit),
+      )
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  /** How many chunks a document has and one past its highest chunk index. */
+  async extent(documentId: string): Promise<{ count: number; next: number }> {
+    const row = await this.db
+      .selectFrom('document_chunks')
+      .select([sql<number>`count(*)::int`.as('count'), sql<number>`coalesce(max(chunk_index) + 1, 0)::int`.as('next')])
+      .where('document_id', '=', documentId)
+      .executeTakeFirstOrThrow();
+    return row;
+  }
+
+  /**
+   * One batch of chunks and their postings in one statement (rows passed as arrays and unnested: one round
+   * trip per batch); a chunk index already stored is skipped. Runs in the caller's transaction.
+   */
+  async insertBatch(source: ChunkSource, chunks: readonly NewChunk[], executor: DbExecutor): Promise<void> {
+    await sql`
+      WITH input AS (
+        SELECT * FROM unnest(${chunks.map((chunk) => chunk.id)}::uuid[], ${chunks.map((chunk) => chunk.index)}::int[],
+                             ${chunks.map((chunk) => chunk.text)}::text[], ${chunks.map((chunk) => chunk.start)}::int[],
+                             ${chunks.map((chunk) => chunk.end)}::int[], ${chunks.map((chunk) => chunk.indexText)}::text[],
+                             ${chunks.map((chunk) => chunk.vector)}::text[])
+          AS t(id, chunk_index, text, start_offset, end_offset, index_text, embedding)),
+      prepared AS (SELECT input.*, to_tsvector(${sql.lit(TEXT_SEARCH_CONFIG)}, index_text) AS tsv FROM input),
+      inserted AS (
+        INSERT INTO document_chunks (id, document_id, chunk_index, text, start_offset, end_offset, content_sha256,
+                                     embedding_model, embedding_dims, embedding, tsv, token_count)
+        SELECT id, ${source.documentId}, chunk_index, text, start_offset, end_offset, ${source.sha256}, ${source.embeddingModel},
+               ${source.embeddingDims}, embedding::vector, tsv, (SELECT coalesce(sum(${TSV_TF_SQL}), 0) FROM unnest(tsv) u)
+        FROM prepared
+        ON CONFLICT (document_id, chunk_index) DO NOTHING
+        RETURNING id, tsv, token_count)
+      INSERT INTO rag_postings (lexeme, chunk_id, document_id, tf, dl)
+      SELECT u.lexeme, inserted.id, ${source.documentId}, ${TSV_TF_SQL}, inserted.token_count
+      FROM inserted, unnest(inserted.tsv) u
+      ORDER BY u.lexeme`.execute(executor);
+  }
+
+  /** Documents (by project) with chunks in another vector space than `embeddingModel`. */
+  async documentsOutsideVectorSpace(embeddingModel: string): Promise<{ projectId: string | null; documentIds: string[] }[]> {
+    const rows = await this.db
+      .selectFrom('document_chunks as c')
+      .innerJoin('documents as d', 'd.id', 'c.document_id')
+      .select(['d.project_id', sql<string[]>`array_agg(DISTINCT d.id)`.as('ids')])
+      .where('c.embedding_model', '<>', embeddingModel)
+      .groupBy('d.project_id')
+      .execute();
+    return rows.map((row) => ({ projectId: row.project_id, documentIds: row.ids }));
+  }
+
+  /**
+   * The partial HNSW index of a vector dimension (`dims` from config, checked by the caller; identifiers and
+   * the predicate are literals because the planner matches the index by its expression and predicate).
+   */
+  async ensureVectorIndex(dims: number): Promise<void> {
+    if (!Number.isInteger(dims)) throw new Error(`not a dimension: ${dims}`);
+    await sql`CREATE INDEX IF NOT EXISTS ${sql.id(`document_chunks_embedding_hnsw_${dims}`)} ON document_chunks
+                USING hnsw ((embedding::vector(${sql.lit(dims)})) vector_cosine_ops) WHERE embedding_dims = ${sql.lit(dims)}`.execute(this.db);
+  }
+}

@@ -1,0 +1,177 @@
+import { Injectable } from '@nestjs/common';
+import { sql, type Selectable } from 'kysely';
+import type { IndexingJobs } from '../../database/database.types.js';
+import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
+
+export type IndexingJobKind = 'ingest' | 'reindex';
+export type IndexingJobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+
+/** An indexing job as the services see it. */
+export interface IndexingJob {
+  id: string;
+  projectId: string | null;
+  createdBy: string | null;
+  kind: IndexingJobKind;
+  status: IndexingJobStatus;
+  documentIds: string[];
+  total: number;
+  done: number;
+  failed: number;
+  errors: { documentId: string; message: string }[];
+  /** Claims so far; each run writes only while its own claim is the latest (see IndexingJobRunner). */
+  attempts: number;
+  currentDocumentId: string | null;
+  currentChunksDone: number;
+  currentChunksTotal: number;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+/**
+ * The row as `SELECT *` / `RETURNING *` gives it. Only for the claim statement still in IndexingJobRunner
+ * (moving to the shared claimable-job repository in src/queue/, issue-17-jobs); map it with {@link toIndexingJob}.
+ */
+export type IndexingJobRow = Selectable<IndexingJobs>;
+
+export function toIndexingJob(row: IndexingJobRow): IndexingJob {
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    createdBy: row.created_by,
+    kind: row.kind as IndexingJobKind,
+    status: row.status as IndexingJobStatus,
+    documentIds: row.document_ids,
+    total: row.total,
+    done: row.done,
+    failed: row.failed,
+    errors: row.errors as IndexingJob['errors'],
+    attempts: row.attempts,
+    currentDocumentId: row.current_document_id,
+    currentChunksDone: row.current_chunks_done,
+    currentChunksTotal: row.current_chunks_total,
+    createdAt: new Date(row.created_at),
+    startedAt: row.started_at ? new Date(row.started_at) : null,
+    finishedAt: row.finished_at ? new Date(row.finished_at) : null,
+  };
+}
+
+export interface NewIndexingJob {
+  id: string;
+  projectId: string | null;
+  createdBy: string | null;
+  kind: IndexingJobKind;
+  documentIds: string[];
+  traceId: string | null;
+}
+
+/**
+ * `indexing_jobs`: the only place its SQL lives, but for the claim, heartbeat and recovery statements, which
+ * move to the shared claimable-job repository (src/queue/). Every write of a running job is fenced by the
+ * claim (`attempts`) that made it: a worker whose claim was taken over finds its writes refused and stops.
+ */
+@Injectable()
+export class IndexingJobsRepository {
+  constructor(@InjectDb() private readonly db: Db) {}
+
+  /** Inserts the job `queued`; a second queued/running reindex of a project violates a unique index (the caller maps it). */
+  async insert(job: NewIndexingJob): Promise<IndexingJob> {
+    const row = await this.db
+      .insertInto('indexing_jobs')
+      .values({
+        id: job.id,
+        project_id: job.projectId,
+        created_by: job.createdBy,
+        kind: job.kind,
+        status: 'queued',
+        document_ids: job.documentIds,
+        total: job.documentIds.length,
+        trace_id: job.traceId,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return toIndexingJob(row);
+  }
+
+  async findById(jobId: string): Promise<IndexingJob | null> {
+    const row = await this.db.selectFrom('indexing_jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
+    return row ? toIndexingJob(row) : null;
+  }
+
+  /** The job's status, or null when it is gone. */
+  async statusOf(jobId: string): Promise<IndexingJobStatus | null> {
+    const row = await this.db.selectFrom('indexing_jobs').select('status').where('id', '=', jobId).executeTakeFirst();
+    return row ? (row.status as IndexingJobStatus) : null;
+  }
+
+  /** Cancels a queued or running job; null when it was neither. */
+  async cancel(jobId: string): Promise<IndexingJob | null> {
+    const row = await this.db
+      .updateTable('indexing_jobs')
+      .set({ status: 'cancelled', finished_at: sql<Date>`now()` })
+      .where('id', '=', jobId)
+      .where('status', 'in', ['queued', 'running'])
+      .returningAll()
+      .executeTakeFirst();
+    return row ? toIndexingJob(row) : null;
+  }
+
+  /** Counts one document done, or failed with its error; false when the claim is no longer this run's. */
+  async countDocument(jobId: string, claim: number, outcome: { failure: null } | { failure: { documentId: string; message: string } }): Promise<boolean> {
+    const result = await this.db
+      .updateTable('indexing_jobs')
+      .set((eb) =>
+        outcome.failure === null
+          ? { done: eb('done', '+', 1), heartbeat_at: sql<Date>`now()` }
+          : {
+              failed: eb('failed', '+', 1),
+              heartbeat_at: sql<Date>`now()`,
+              errors: sql`errors || jsonb_build_array(jsonb_build_object('documentId', ${outcome.failure.documentId}::text, 'message', ${outcome.failure.message}::text))`,
+            },
+      )
+      .where('id', '=', jobId)
+      .where('status', '=', 'running')
+      .where('attempts', '=', claim)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /** The document under way and its chunks written so far (also a heartbeat). */
+  async recordProgress(jobId: string, claim: number, documentId: string, chunksDone: number, chunksTotal: number): Promise<void> {
+    await this.db
+      .updateTable('indexing_jobs')
+      .set({ current_document_id: documentId, current_chunks_done: chunksDone, current_chunks_total: chunksTotal, heartbeat_at: sql<Date>`now()` })
+      .where('id', '=', jobId)
+      .where('status', '=', 'running')
+      .where('attempts', '=', claim)
+      .execute();
+  }
+
+  /** Finishes the run: `failed` when every document failed, else `succeeded`. */
+  async finish(jobId: string, claim: number): Promise<void> {
+    await this.db
+      .updateTable('indexing_jobs')
+      .set({
+        status: sql<string>`CASE WHEN failed > 0 AND done = 0 THEN 'failed' ELSE 'succeeded' END`,
+        finished_at: sql<Date>`now()`,
+        current_document_id: null,
+        error: sql<string | null>`CASE WHEN failed > 0 AND done = 0 THEN 'every document failed to index' END`,
+      })
+      .where('id', '=', jobId)
+      .where('status', '=', 'running')
+      .where('attempts', '=', claim)
+      .execute();
+  }
+
+  /** Fails a queued or running job; returns its documents, or null when it had already ended. */
+  async fail(jobId: string, reason: string, executor: DbExecutor = this.db): Promise<string[] | null> {
+    const row = await executor
+      .updateTable('indexing_jobs')
+      .set({ status: 'failed', error: reason.slice(0, 2000), finished_at: sql<Date>`now()` })
+      .where('id', '=', jobId)
+      .where('status', 'in', ['queued', 'running'])
+      .returning('document_ids')
+      .executeTakeFirst();
+    return row ? row.document_ids : null;
+  }
+}

@@ -1,0 +1,333 @@
+import { Injectable } from '@nestjs/common';
+import { sql, type RawBuilder } from 'kysely';
+import { viewerStatScopes, visibleDocument } from '../../common/access/access-rules.js';
+import type { Actor } from '../../common/auth/actor.js';
+import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
+import { BM25_B, BM25_K1, KEYWORD_POSTINGS_PER_TERM, POSTING_IMPACT_SQL, TEXT_SEARCH_CONFIG, TSV_TF_SQL } from './rag.constants.js';
+
+/** Which documents a search covers: those the actor may see, narrowed to a project and/or to some documents. */
+export interface SearchScope {
+  actor: Actor;
+  projectId: string | null;
+  documentIds: string[] | null;
+}
+
+/** The vector space of the query: its pgvector literal (null without a usable query vector), dimension and embedding key. */
+export interface QueryVector {
+  literal: string | null;
+  dims: number;
+  model: string;
+}
+
+/** A chunk as a result shows it. */
+export interface ChunkDetail {
+  documentId: string;
+  documentTitle: string;
+  chunkIndex: number;
+  text: string;
+  startOffset: number;
+  endOffset: number;
+}
+
+/** A ranked-list entry; its best entries come loaded, with the other list's score (null: it has none). */
+export interface RankedChunk {
+  id: string;
+  score: number;
+  detail?: ChunkDetail & { other: number | null };
+}
+
+/** A chunk loaded after fusion, with the scores asked for (null when not asked or when it has none). */
+export interface LoadedChunk extends ChunkDetail {
+  vectorScore: number | null;
+  keywordScore: number | null;
+}
+
+/** Session settings a ranked-list statement is planned and run with (see RagSearchRepository.withSettings). */
+export interface SearchSettings {
+  /** Off for the keyword list: ordered scans of the impact index that stop after a term's best postings. */
+  bitmapScan?: false;
+  /** HNSW candidate-list size. */
+  efSearch?: number;
+  /** pgvector >= 0.8: keep walking the graph until enough rows pass the visibility filter. */
+  iterativeScan?: boolean;
+}
+
+interface ChunkRow {
+  document_id: string;
+  title: string;
+  chunk_index: number;
+  text: string;
+  start_offset: number;
+  end_offset: number;
+}
+
+interface DetailRow extends ChunkRow {
+  detailed: boolean | null;
+  other: number | null;
+}
+
+/** The chunk columns every statement selects for a result (chunk `c`, document `d`), in the order of ChunkRow. */
+const CHUNK_COLUMNS = sql`c.document_id, d.title, c.chunk_index, c.text, c.start_offset, c.end_offset`;
+
+function chunkOf(row: ChunkRow): ChunkDetail {
+  return {
+    documentId: row.document_id,
+    documentTitle: row.title,
+    chunkIndex: row.chunk_index,
+    text: row.text,
+    startOffset: row.start_offset,
+    endOffset: row.end_offset,
+  };
+}
+
+function detailOf(row: DetailRow): RankedChunk['detail'] {
+  return row.detailed ? { ...chunkOf(row), other: row.other === null ? null : Number(row.other) } : undefined;
+}
+
+// ---- SQL pieces the ranking and loading statements share ------------------------------------------------
+
+/** Documents `d` in the search's scope: the access rule (visibleDocument) plus the search's own filters. */
+function inScope(scope: SearchScope): RawBuilder<boolean> {
+  return sql<boolean>`${visibleDocument(scope.actor, 'd')}
+      AND (${scope.projectId}::uuid IS NULL OR d.project_id = ${scope.projectId}::uuid)
+      AND (${scope.documentIds}::uuid[] IS NULL OR d.id = ANY(${scope.documentIds}::uuid[]))`;
+}
+
+/**
+ * CTEs `st` (the caller's chunk count `n` and mean chunk length `avgdl`, over the statistic scopes the caller may
+ * see: viewerStatScopes) and `q` (the query's terms found in the caller's documents, each with its document
+ * frequency `df` there and its IDF). Every BM25 figure comes from the documents the caller may see, so nobody
+ * else's private document moves a score (API.md: statistics per viewer).
+ */
+function viewerTermsCtes(query: string, actor: SearchScope['actor']): RawBuilder<unknown> {
+  return sql`st AS MATERIALIZED (
+              SELECT greatest(coalesce(sum(s.chunk_count), 0), 1)::float8 AS n,
+                     greatest(coalesce(sum(s.total_tokens), 0)::float8 / greatest(coalesce(sum(s.chunk_count), 0), 1), 1) AS avgdl,
+                     coalesce(array_agg(s.scope) FILTER (WHERE s.chunk_count > 0), '{}') AS scopes
+              FROM rag_scope_stats s WHERE ${viewerStatScopes(actor, 's.scope')}),
+            q AS MATERIALIZED (
+              SELECT t.lexeme, t.df, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf, st.avgdl
+              FROM st CROSS JOIN LATERAL (
+                SELECT l.lexeme, sum(l.df)::float8 AS df
+                FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector(${sql.lit(TEXT_SEARCH_CONFIG)}, ${query}::text))) u
+                JOIN rag_scope_lexicon l ON l.lexeme = u.lexeme AND l.scope = ANY(st.scopes)
+                GROUP BY l.lexeme HAVING sum(l.df) > 0) t)`;
+}
+
+/**
+ * A tsvector reduced to the lexemes of a text[]: they are marked with weight A (all of a to_tsvector are D)
+ * and kept by ts_filter, far cheaper than unnesting every lexeme.
+ */
+function onlyLexemes(tsv: RawBuilder<unknown>, lexemes: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`ts_filter(setweight(setweight(${tsv}, 'D'), 'A', ${lexemes}), '{a}')`;
+}
+
+/** BM25 of one posting: IDF `idf`, term frequency `tf`, chunk length `dl`, mean length `st.avgdl`. */
+function bm25(idf: RawBuilder<unknown>, tf: RawBuilder<unknown>, dl: RawBuilder<unknown>): RawBuilder<number> {
+  return sql<number>`${idf} * ${tf} * (${BM25_K1}::float8 + 1) / (${tf} + ${BM25_K1}::float8 * (1 - ${BM25_B}::float8 + ${BM25_B}::float8 * ${dl} / st.avgdl))`;
+}
+
+/** Exact BM25 of chunk `c` for the terms of CTE `q` (viewerTermsCtes), read from the tsvector expression `tsv`. */
+function chunkBm25(tsv: RawBuilder<unknown>): RawBuilder<number> {
+  return sql<number>`(SELECT coalesce(sum(q.idf * t.tf * (${BM25_K1}::float8 + 1) / (t.tf + ${BM25_K1}::float8 * (1 - ${BM25_B}::float8 + ${BM25_B}::float8 * c.token_count / q.avgdl))), 0)::float8
+                 FROM (SELECT u.lexeme, ${TSV_TF_SQL} AS tf FROM unnest(${tsv}) u) t JOIN q ON q.lexeme = t.lexeme)`;
+}
+
+/** The query vector cast to the configured dimension (a literal, so the partial HNSW index matches). */
+function vectorOf(vector: QueryVector): RawBuilder<unknown> {
+  return sql`${vector.literal}::vector(${sql.lit(vector.dims)})`;
+}
+
+/** Chunk `c`'s vector at the configured dimension: the expression of the partial HNSW index. */
+function chunkVector(dims: number): RawBuilder<unknown> {
+  return sql`c.embedding::vector(${sql.lit(dims)})`;
+}
+
+/** Cosine similarity of chunk `c` to the query vector; null without one or outside the configured vector space. */
+function cosine(vector: QueryVector): RawBuilder<number | null> {
+  return sql<number | null>`CASE WHEN ${vector.literal}::text IS NOT NULL AND c.embedding IS NOT NULL AND c.embedding_dims = ${sql.lit(vector.dims)} AND c.embedding_model = ${vector.model}
+                     THEN (1 - (${chunkVector(vector.dims)} <=> ${vectorOf(vector)}))::float8 END`;
+}
+
+/**
+ * The search statements over `document_chunks`, `rag_postings` and the BM25 statistics per scope. Each ranked
+ * list is one statement that applies the access rule in SQL (a chunk of a document the caller may not see never
+ * leaves the database) and also loads its best `detailRows` chunks with the other list's score, in the same
+ * snapshot as its visibility check. See RagSearchService for the ranking itself.
+ */
+@Injectable()
+export class RagSearchRepository {
+  constructor(@InjectDb() private readonly db: Db) {}
+
+  /**
+   * Runs `statement` with session settings that only search wants (planner and HNSW settings), set for one
+   * transaction on a connection of the shared pool: `BEGIN` and the `SET LOCAL`s go in one round trip (a
+   * simple-protocol batch), then the statement, then `COMMIT`. The settings end with the transaction, so no
+   * other statement on that pooled connection ever runs with them.
+   */
+  async withSettings<T>(settings: SearchSettings, statement: (executor: DbExecutor) => Promise<T>): Promise<T> {
+    const assignments = [
+      ...(settings.bitmapScan === false ? ['SET LOCAL enable_bitmapscan = off'] : []),
+      ...(settings.efSearch !== undefined ? [`SET LOCAL hnsw.ef_search = ${Math.trunc(settings.efSearch)}`] : []),
+      ...(settings.iterativeScan ? ['SET LOCAL hnsw.iterative_scan = relaxed_order'] : []),
+    ];
+    return this.db.connection().execute(async (connection) => {
+      // Constants of this method only (the ef_search an integer): no value from input enters this text.
+      await sql.raw(['BEGIN', ...assignments].join('; ')).execute(connection);
+      try {
+        const result = await statement(connection);
+        await sql`COMMIT`.execute(connection);
+        return result;
+      } catch (error) {
+        await sql`ROLLBACK`.execute(connection).catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+
+  /** Whether this pgvector knows `hnsw.iterative_scan` (>= 0.8). */
+  async supportsIterativeScan(): Promise<boolean> {
+    try {
+      await this.withSettings({ iterativeScan: true }, async () => undefined);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * BM25 top-`limit` over the chunks in scope, in two steps in one statement:
+   * 1. For each query term, its best `KEYWORD_POSTINGS_PER_TERM` postings in scope in impact order (an
+   *    index-only scan of `rag_postings_impact_idx` that stops there; scope is a hashed lookup in the
+   *    documents in scope). A term in fewer of the caller's chunks than that is read entirely, and exactly.
+   * 2. The best `limit` chunks by that sum get the exact contribution of the cut-off terms too, read from the
+   *    chunk's own tsvector (the postings are derived from it: same tf and length), so the scores and their
+   *    order are exact BM25. One chunk row per winner instead of a posting lookup per (cut term, winner):
+   *    at 100k chunks the postings' primary key is far larger than memory, and those scattered lookups were
+   *    most of the pages a cold query read.
+   * When no term is cut off this is BM25 over all postings; otherwise a chunk can only be missed if what
+   * lifts it is very common terms (low IDF) in which it is not among the best postings.
+   * Wants `{ bitmapScan: false }` (withSettings): with a generic estimate of a lexeme's postings the planner
+   * would bitmap-scan them all and sort.
+   */
+  async keywordCandidates(
+    executor: DbExecutor,
+    scope: SearchScope,
+    query: string,
+    limit: number,
+    vector: QueryVector,
+    detailRows: number,
+  ): Promise<RankedChunk[]> {
+    const cutAt = KEYWORD_POSTINGS_PER_TERM;
+    const { rows } = await sql<{ id: string; score: number } & DetailRow>`
+      WITH ${viewerTermsCtes(query, scope.actor)},
+            vis AS MATERIALIZED (SELECT d.id FROM documents d WHERE ${inScope(scope)}),
+            -- "IN (...) IS TRUE" keeps the check a hashed filter on the ordered index scan (a semi-join would
+            -- lose the order and read every posting of the term).
+            -- Each read posting's BM25 contribution, computed once; cut: the term is in more of the caller's
+            -- chunks than are read, so its list may be incomplete.
+            post AS (
+              SELECT t.chunk_id, q.df > ${cutAt} AS cut, ${bm25(sql`q.idf`, sql`t.tf`, sql`t.dl`)} AS s
+              FROM q CROSS JOIN st CROSS JOIN LATERAL (
+                SELECT p.chunk_id, p.tf::float8 AS tf, p.dl::float8 AS dl
+                FROM rag_postings p
+                WHERE p.lexeme = q.lexeme AND (p.document_id IN (SELECT vis.id FROM vis)) IS TRUE
+                ORDER BY ${POSTING_IMPACT_SQL} DESC
+                LIMIT ${cutAt}) t),
+            best AS MATERIALIZED (
+              SELECT chunk_id, sum(s) AS approx, coalesce(sum(s) FILTER (WHERE NOT cut), 0) AS uncut
+              FROM post
+              GROUP BY chunk_id
+              ORDER BY approx DESC, chunk_id
+              LIMIT ${limit}),
+            cut AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM q WHERE q.df > ${cutAt}),
+       -- The cut terms' exact tf in a winner, from its tsvector reduced to those terms.
+       scored AS MATERIALIZED (
+         SELECT best.chunk_id AS id,
+                (best.uncut + coalesce((
+                   SELECT sum(${bm25(sql`q.idf`, sql`t.tf`, sql`c.token_count`)})
+                   FROM document_chunks c CROSS JOIN st CROSS JOIN cut
+                   CROSS JOIN LATERAL (
+                     SELECT u.lexeme, ${TSV_TF_SQL} AS tf
+                     FROM unnest(${onlyLexemes(sql`c.tsv`, sql`cut.lexemes`)}) u) t
+                   JOIN q ON q.lexeme = t.lexeme AND q.df > ${cutAt}
+                   WHERE c.id = best.chunk_id AND cut.lexemes IS NOT NULL), 0))::float8 AS score
+         FROM best)
+       -- The best detailRows also come loaded, with their cosine when there is a query vector.
+       SELECT r.id, r.score, x.*
+       FROM (SELECT scored.*, row_number() OVER (ORDER BY score DESC, id) AS rank FROM scored) r
+       LEFT JOIN LATERAL (
+         SELECT true AS detailed, ${CHUNK_COLUMNS}, ${cosine(vector)} AS other
+         FROM document_chunks c JOIN documents d ON d.id = c.document_id
+         WHERE c.id = r.id AND r.rank <= ${detailRows}) x ON true
+       ORDER BY r.score DESC, r.id`.execute(executor);
+    return rows.map((row) => ({ id: row.id, score: Number(row.score), detail: detailOf(row) }));
+  }
+
+  /**
+   * Cosine top-`limit` over the chunks in scope of the configured vector space. The ORDER BY expression matches
+   * the partial HNSW index `(embedding::vector(dims)) WHERE embedding_dims = dims`; scope is a per-row join
+   * filter so the planner walks the graph (iterative scan) instead of driving an exact scan from every visible
+   * document. The best `detailRows` also come loaded, with their BM25 score from their tsvector reduced to the
+   * query's terms (see keywordCandidates). Wants `{ efSearch, iterativeScan }` (withSettings).
+   */
+  async vectorCandidates(
+    executor: DbExecutor,
+    scope: SearchScope,
+    query: string,
+    vector: QueryVector & { literal: string },
+    limit: number,
+    detailRows: number,
+  ): Promise<RankedChunk[]> {
+    const { rows } = await sql<{ id: string; distance: number } & DetailRow>`
+      WITH v AS MATERIALIZED (
+              SELECT c.id, (${chunkVector(vector.dims)} <=> ${vectorOf(vector)})::float8 AS distance
+              FROM document_chunks c JOIN documents d ON d.id = c.document_id
+              WHERE c.embedding_dims = ${sql.lit(vector.dims)} AND c.embedding_model = ${vector.model} AND c.embedding IS NOT NULL
+                AND ${inScope(scope)}
+              ORDER BY ${chunkVector(vector.dims)} <=> ${vectorOf(vector)}
+              LIMIT ${limit}),
+            ${viewerTermsCtes(query, scope.actor)},
+            terms AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM q)
+       SELECT r.id, r.distance, x.*
+       FROM (SELECT v.*, row_number() OVER (ORDER BY distance, id) AS rank FROM v) r
+       LEFT JOIN LATERAL (
+         SELECT true AS detailed, ${CHUNK_COLUMNS}, ${chunkBm25(onlyLexemes(sql`c.tsv`, sql`terms.lexemes`))} AS other
+         FROM document_chunks c JOIN documents d ON d.id = c.document_id CROSS JOIN terms
+         WHERE c.id = r.id AND r.rank <= ${detailRows}) x ON true
+       ORDER BY r.distance, r.id`.execute(executor);
+    return rows.map((row) => ({ id: row.id, score: 1 - Number(row.distance), detail: detailOf(row) }));
+  }
+
+  /**
+   * Loads chunks their lists did not, with the scores asked for, and the scope checked again: ranking and
+   * loading are separate statements (separate snapshots under READ COMMITTED), and a document made private in
+   * between must not come back. A hidden or deleted chunk is absent from the map.
+   */
+  async load(
+    scope: SearchScope,
+    ids: string[],
+    needVector: string[],
+    needKeyword: string[],
+    query: string,
+    vector: QueryVector,
+  ): Promise<Map<string, LoadedChunk>> {
+    const { rows } = await sql<{ id: string; vector_score: number | null; keyword_score: number | null } & ChunkRow>`
+      WITH ${viewerTermsCtes(query, scope.actor)}
+       SELECT c.id, ${CHUNK_COLUMNS},
+              CASE WHEN c.id = ANY(${needVector}::uuid[]) THEN ${cosine(vector)} END AS vector_score,
+              CASE WHEN c.id = ANY(${needKeyword}::uuid[]) THEN ${chunkBm25(sql`c.tsv`)} END AS keyword_score
+       FROM document_chunks c JOIN documents d ON d.id = c.document_id
+       WHERE c.id = ANY(${ids}::uuid[]) AND ${inScope(scope)}`.execute(this.db);
+    return new Map(
+      rows.map((row) => [
+        row.id,
+        {
+          ...chunkOf(row),
+          vectorScore: row.vector_score === null ? null : Number(row.vector_score),
+          keywordScore: row.keyword_score === null ? null : Number(row.keyword_score),
+        },
+      ]),
+    );
+  }
+}

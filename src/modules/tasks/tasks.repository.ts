@@ -1,0 +1,182 @@
+import { Injectable } from '@nestjs/common';
+import { sql, type Selectable } from 'kysely';
+import { deletableTask, editableTask, visibleTask } from '../../common/access/access-rules.js';
+import type { Actor } from '../../common/auth/actor.js';
+import type { Tasks } from '../../database/database.types.js';
+import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import type { TaskPriority, TaskStatus, TaskView } from './task.model.js';
+
+export interface TaskFilter {
+  status?: TaskStatus;
+  priority?: TaskPriority;
+  assigneeId?: string;
+  projectId?: string;
+  /** YYYY-MM-DD: due strictly before this day. */
+  dueBefore?: string;
+}
+
+export interface NewTask {
+  id: string;
+  title: string;
+  description: string;
+  status: TaskStatus;
+  priority: TaskPriority;
+  /** YYYY-MM-DD */
+  dueDate: string | null;
+  assigneeId: string | null;
+  creatorId: string;
+  projectId: string | null;
+}
+
+export type TaskChanges = Partial<Pick<NewTask, 'title' | 'description' | 'status' | 'priority' | 'dueDate' | 'assigneeId'>>;
+
+/** Task counts of one (status, priority) pair, for the stats. */
+export interface TaskCountGroup {
+  status: TaskStatus;
+  priority: TaskPriority;
+  count: number;
+  overdue: number;
+  dueNext7Days: number;
+}
+
+type SelectedTask = Omit<Selectable<Tasks>, 'due_date' | 'search_vector'> & { due_date: string | null };
+
+// due_date comes back as text so no timezone can shift a calendar date.
+const dueDateText = sql<string | null>`t.due_date::text`.as('due_date');
+const COLUMNS = ['t.id', 't.title', 't.description', 't.status', 't.priority', 't.assignee_id', 't.creator_id', 't.project_id', 't.created_at', 't.updated_at'] as const;
+// INSERT cannot alias its table in Kysely: the same columns unqualified.
+const INSERTED_COLUMNS = ['id', 'title', 'description', 'status', 'priority', 'assignee_id', 'creator_id', 'project_id', 'created_at', 'updated_at'] as const;
+const insertedDueDateText = sql<string | null>`due_date::text`.as('due_date');
+const today = sql`(now() AT TIME ZONE 'UTC')::date`;
+const OPEN = sql`t.status NOT IN ('done', 'cancelled')`;
+
+/**
+ * The tasks table. Every statement that reads or changes a task an actor names composes the access predicates
+ * (visibleTask, editableTask, deletableTask), so none can return or touch a task the actor may not.
+ */
+@Injectable()
+export class TasksRepository {
+  constructor(@InjectDb() private readonly db: Db) {}
+
+  /** Newest first, `limit` rows (callers pass one more than they show). One statement: the Area A hot path. */
+  async list(actor: Actor, filter: TaskFilter, limit: number): Promise<TaskView[]> {
+    let query = this.db.selectFrom('tasks as t').select(COLUMNS).select(dueDateText).where(visibleTask(actor, 't'));
+    if (filter.status) query = query.where('t.status', '=', filter.status);
+    if (filter.priority) query = query.where('t.priority', '=', filter.priority);
+    if (filter.assigneeId) query = query.where('t.assignee_id', '=', filter.assigneeId);
+    if (filter.projectId) query = query.where('t.project_id', '=', filter.projectId);
+    if (filter.dueBefore) query = query.where(sql<boolean>`t.due_date < ${filter.dueBefore}::date`);
+    const rows = await query.orderBy('t.created_at', 'desc').orderBy('t.id', 'desc').limit(limit).execute();
+    return rows.map(toView);
+  }
+
+  async findVisible(actor: Actor, taskId: string): Promise<TaskView | undefined> {
+    const row = await this.db.selectFrom('tasks as t').select(COLUMNS).select(dueDateText).where('t.id', '=', taskId).where(visibleTask(actor, 't')).executeTakeFirst();
+    return row && toView(row);
+  }
+
+  /** Full-text match (`tsquery` over the simple configuration); best match first, `limit` rows. */
+  async search(actor: Actor, tsquery: string, status: TaskStatus | undefined, limit: number): Promise<TaskView[]> {
+    const match = sql`to_tsquery('simple', ${tsquery}::text)`;
+    let query = this.db
+      .selectFrom('tasks as t')
+      .select(COLUMNS)
+      .select(dueDateText)
+      .where(sql<boolean>`t.search_vector @@ ${match}`)
+      .where(visibleTask(actor, 't'));
+    if (status) query = query.where('t.status', '=', status);
+    const rows = await query
+      .orderBy(sql`ts_rank(t.search_vector, ${match})`, 'desc')
+      .orderBy('t.created_at', 'desc')
+      .orderBy('t.id', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map(toView);
+  }
+
+  /** Visible tasks grouped by (status, priority), with the open ones overdue or due in the next 7 days (today and the 6 after). */
+  async countGroups(actor: Actor, projectId: string | undefined): Promise<TaskCountGroup[]> {
+    let query = this.db
+      .selectFrom('tasks as t')
+      .select([
+        't.status',
+        't.priority',
+        sql<string>`count(*)`.as('n'),
+        sql<string>`count(*) FILTER (WHERE t.due_date < ${today} AND ${OPEN})`.as('overdue'),
+        sql<string>`count(*) FILTER (WHERE t.due_date >= ${today} AND t.due_date < ${today} + 7 AND ${OPEN})`.as('due_soon'),
+      ])
+      .where(visibleTask(actor, 't'));
+    if (projectId) query = query.where('t.project_id', '=', projectId);
+    const rows = await query.groupBy(['t.status', 't.priority']).execute();
+    return rows.map((row) => ({
+      status: row.status as TaskStatus,
+      priority: row.priority as TaskPriority,
+      count: Number(row.n),
+      overdue: Number(row.overdue),
+      dueNext7Days: Number(row.due_soon),
+    }));
+  }
+
+  async insert(task: NewTask): Promise<TaskView> {
+    const row = await this.db
+      .insertInto('tasks')
+      .values({
+        id: task.id,
+        title: task.title,
+        description: task.description,
+        status: task.status,
+        priority: task.priority,
+        due_date: task.dueDate === null ? null : sql<Date>`${task.dueDate}::date`,
+        assignee_id: task.assigneeId,
+        creator_id: task.creatorId,
+        project_id: task.projectId,
+      })
+      .returning(INSERTED_COLUMNS)
+      .returning(insertedDueDateText)
+      .executeTakeFirstOrThrow();
+    return toView(row);
+  }
+
+  /** Applies `changes` when the actor may edit the task; undefined when it may not (or the task is gone). */
+  async updateEditable(actor: Actor, taskId: string, changes: TaskChanges): Promise<TaskView | undefined> {
+    const row = await this.db
+      .updateTable('tasks as t')
+      .set({
+        ...(changes.title !== undefined && { title: changes.title }),
+        ...(changes.description !== undefined && { description: changes.description }),
+        ...(changes.status !== undefined && { status: changes.status }),
+        ...(changes.priority !== undefined && { priority: changes.priority }),
+        ...(changes.dueDate !== undefined && { due_date: changes.dueDate === null ? null : sql<Date>`${changes.dueDate}::date` }),
+        ...(changes.assigneeId !== undefined && { assignee_id: changes.assigneeId }),
+        updated_at: sql<Date>`now()`,
+      })
+      .where('t.id', '=', taskId)
+      .where(editableTask(actor, 't'))
+      .returning(COLUMNS)
+      .returning(dueDateText)
+      .executeTakeFirst();
+    return row && toView(row);
+  }
+
+  /** Deletes the task when the actor may delete it and returns its id; undefined otherwise (invisible, not its creator, or gone). */
+  async deleteDeletable(actor: Actor, taskId: string): Promise<string | undefined> {
+    const row = await this.db.deleteFrom('tasks as t').where('t.id', '=', taskId).where(deletableTask(actor, 't')).returning('t.id').executeTakeFirst();
+    return row?.id;
+  }
+}
+
+function toView(row: SelectedTask): TaskView {
+  return {
+    id: row.id,
+    title: row.title,
+    description: row.description,
+    status: row.status as TaskStatus,
+    priority: row.priority as TaskPriority,
+    due_date: row.due_date,
+    assignee_id: row.assignee_id,
+    creator_id: row.creator_id,
+    project_id: row.project_id,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}

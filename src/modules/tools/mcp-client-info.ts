@@ -1,0 +1,34 @@
+import type { Request } from 'express';
+
+/** The MCP client behind a request, as it named itself in `initialize` (clientInfo): for attribution (usage, audit). */
+export interface McpClientInfo {
+  name: string;
+  version: string;
+}
+
+const MCP_CLIENT = Symbol('atrium:mcp-client');
+type ClientRequest = Request & { [MCP_CLIENT]?: McpClientInfo };
+
+/** Longest name or version kept: a client chooses these strings, they are labels, not data. */
+const MAX_LABEL = 200;
+
+/**
+ * The client of this MCP request, when the door knows it: from the session (2025-era requests with an
+ * `Mcp-Session-Id`), from the `initialize` itself, or from a 2026-07-28 request's `_meta` clientInfo. Undefined for
+ * sessionless 2025-era requests after initialize (that revision names the client only once) and off the MCP door.
+ */
+export function mcpClientOf(request: Request): McpClientInfo | undefined {
+  return (request as ClientRequest)[MCP_CLIENT];
+}
+
+export function setMcpClient(request: Request, client: McpClientInfo | undefined): void {
+  if (client) (request as ClientRequest)[MCP_CLIENT] = client;
+}
+
+/** A clientInfo object as sent (untrusted): name and version as bounded strings, or undefined if there is no name. */
+export function toMcpClientInfo(raw: unknown): McpClientInfo | undefined {
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const { name, version } = raw as { name?: unknown; version?: unknown };
+  if (typeof name !== 'string' || name.length === 0) return undefined;
+  return { name: name.slice(0, MAX_LABEL), version: typeof version === 'string' ? version.slice(0, MAX_LABEL) : '' };
+}

@@ -1,0 +1,132 @@
+import { Injectable } from '@nestjs/common';
+import { sql } from 'kysely';
+import type { JsonObject } from '../../database/database.types.js';
+import { InjectDb, type Db } from '../../database/kysely.provider.js';
+
+/** The channel a stored elicitation answer is announced on (payload: the request id). */
+export const MCP_ANSWER_CHANNEL = 'mcp_elicitation_answers';
+
+export interface McpSessionRecord {
+  credentialId: string;
+  protocolVersion: string;
+  clientCapabilities: Record<string, unknown>;
+  clientName: string;
+  clientVersion: string;
+  expiresAt: Date;
+}
+
+export interface NewMcpSession {
+  idHash: Buffer;
+  credentialId: string;
+  protocolVersion: string;
+  clientCapabilities: Record<string, unknown>;
+  clientName: string;
+  clientVersion: string;
+  ttlMs: number;
+}
+
+/** What a claimed answer holds: the client's JSON-RPC `result` (its action), or its `error`. */
+export type StoredAnswer = { result: { action: string } } | { error: { code: number; message: string } };
+
+const inMs = (ms: number) => sql<Date>`now() + ${ms} * interval '1 millisecond'`;
+
+/** SQL of the MCP sessions and their pending elicitations (migration 1764210600000). */
+@Injectable()
+export class McpSessionsRepository {
+  constructor(@InjectDb() private readonly db: Db) {}
+
+  async insert(session: NewMcpSession): Promise<void> {
+    await this.db
+      .insertInto('mcp_sessions')
+      .values({
+        id_hash: session.idHash,
+        credential_id: session.credentialId,
+        protocol_version: session.protocolVersion,
+        client_capabilities: session.clientCapabilities as JsonObject,
+        client_name: session.clientName,
+        client_version: session.clientVersion,
+        expires_at: inMs(session.ttlMs),
+      })
+      .execute();
+  }
+
+  /** The live session with this hash, whoever owns it (the caller compares the credential). */
+  async findLive(idHash: Buffer): Promise<McpSessionRecord | undefined> {
+    const row = await this.db
+      .selectFrom('mcp_sessions')
+      .select(['credential_id', 'protocol_version', 'client_capabilities', 'client_name', 'client_version', 'expires_at'])
+      .where('id_hash', '=', idHash)
+      .where('expires_at', '>', sql<Date>`now()`)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    return {
+      credentialId: row.credential_id,
+      protocolVersion: row.protocol_version,
+      clientCapabilities: (row.client_capabilities ?? {}) as Record<string, unknown>,
+      clientName: row.client_name,
+      clientVersion: row.client_version,
+      expiresAt: new Date(row.expires_at),
+    };
+  }
+
+  async extend(idHash: Buffer, ttlMs: number): Promise<void> {
+    await this.db.updateTable('mcp_sessions').set({ expires_at: inMs(ttlMs) }).where('id_hash', '=', idHash).execute();
+  }
+
+  /** Ends the session (its pending elicitations go with it); false if there was none for this credential. */
+  async delete(idHash: Buffer, credentialId: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('mcp_sessions').where('id_hash', '=', idHash).where('credential_id', '=', credentialId).executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+
+  async pruneExpired(): Promise<{ sessions: number; elicitations: number }> {
+    const elicitations = await this.db.deleteFrom('mcp_elicitations').where('expires_at', '<', sql<Date>`now()`).executeTakeFirst();
+    const sessions = await this.db.deleteFrom('mcp_sessions').where('expires_at', '<', sql<Date>`now()`).executeTakeFirst();
+    return { sessions: Number(sessions.numDeletedRows), elicitations: Number(elicitations.numDeletedRows) };
+  }
+
+  async insertElicitation(requestId: string, sessionHash: Buffer, ttlMs: number): Promise<void> {
+    await this.db.insertInto('mcp_elicitations').values({ request_id: requestId, session_hash: sessionHash, expires_at: inMs(ttlMs) }).execute();
+  }
+
+  /**
+   * Stores the client's answer if this session has this question open and unanswered (once: a replay or a second
+   * answer finds answered_at set), and wakes the waiting instance in the same statement (delivered at commit).
+   */
+  async claimAnswer(requestId: string, sessionHash: Buffer, answer: StoredAnswer): Promise<boolean> {
+    const rows = await this.db
+      .with('claimed', (db) =>
+        db
+          .updateTable('mcp_elicitations')
+          .set({ answer: answer as unknown as JsonObject, answered_at: sql<Date>`now()` })
+          .where('request_id', '=', requestId)
+          .where('session_hash', '=', sessionHash)
+          .where('answered_at', 'is', null)
+          .returning('request_id'),
+      )
+      .selectFrom('claimed')
+      .select(sql<string>`pg_notify(${MCP_ANSWER_CHANNEL}, claimed.request_id)`.as('notified'))
+      .execute();
+    return rows.length > 0;
+  }
+
+  /** Takes the answer if there is one (the row goes: an answer is used once). */
+  async takeAnswer(requestId: string): Promise<StoredAnswer | undefined> {
+    const row = await this.db
+      .deleteFrom('mcp_elicitations')
+      .where('request_id', '=', requestId)
+      .where('answered_at', 'is not', null)
+      .returning('answer')
+      .executeTakeFirst();
+    return (row?.answer ?? undefined) as StoredAnswer | undefined;
+  }
+
+  /**
+   * Closes the question for good (time-out, client gone): an answer stored just before still counts and is returned;
+   * an answer arriving after finds no row.
+   */
+  async withdraw(requestId: string): Promise<StoredAnswer | undefined> {
+    const row = await this.db.deleteFrom('mcp_elicitations').where('request_id', '=', requestId).returning('answer').executeTakeFirst();
+    return (row?.answer ?? undefined) as StoredAnswer | undefined;
+  }
+}

@@ -1,0 +1,116 @@
+import { Injectable } from '@nestjs/common';
+import { sql, type RawBuilder, type Selectable } from 'kysely';
+import type { DB } from '../database/database.types.js';
+import { InjectDb, type Db, type DbExecutor } from '../database/kysely.provider.js';
+
+/** The tables whose rows are jobs that workers claim. */
+export type ClaimableTableName = 'agent_runs' | 'indexing_jobs';
+
+/**
+ * A table of claimable jobs: every such table has `id`, `status` (`queued` → `running` → final), `attempts`
+ * (claims so far), `heartbeat_at`, `started_at` and `created_at`; the claim fences every later write.
+ */
+export interface ClaimableTable<T extends ClaimableTableName = ClaimableTableName> {
+  table: T;
+  /**
+   * What fences a claim's writes. `claim_token`: a fresh uuid per claim, cleared when the claim is handed back
+   * (agent runs: a pause restarts `attempts`, so a claim number could come round again). `attempts`: the claim's
+   * number, bumped by every claim (indexing jobs).
+   */
+  fencedBy: 'claim_token' | 'attempts';
+  /** The column a claim holder watches for a cancel request while it runs, when the kind has one. */
+  cancelFlag?: 'cancel_requested';
+}
+
+/** A claim held by this process: the row and the fencing token every write of the claim names. */
+export interface Claim<T extends ClaimableTableName = ClaimableTableName> {
+  table: ClaimableTable<T>;
+  id: string;
+  token: string | number;
+}
+
+/** What a claim holder learns when it looks at its row: still ours, and whether a cancel was asked for. */
+export interface ClaimState {
+  held: boolean;
+  cancelRequested: boolean;
+}
+
+/** A row the recovery sweep looks at: running with a dead worker, or queued for longer than the stale bound. */
+export interface StaleJob {
+  id: string;
+  status: 'queued' | 'running';
+  attempts: number;
+}
+
+/** A `running` row whose worker is gone: no heartbeat, or none for `staleAfterMs`. The one stale rule of every job table. */
+export function staleHeartbeat(staleAfterMs: number): RawBuilder<boolean> {
+  return sql<boolean>`(heartbeat_at IS NULL OR heartbeat_at < now() - make_interval(secs => ${staleAfterMs / 1000}))`;
+}
+
+/**
+ * The claim, heartbeat and recovery statements of every job table, written once and parameterised by the table.
+ * They are written with the `sql` tag because the table is a parameter (the builder types one table at a time);
+ * identifiers come from {@link ClaimableTable}, never from input.
+ */
+@Injectable()
+export class ClaimableJobsRepository {
+  constructor(@InjectDb() private readonly db: Db) {}
+
+  /**
+   * Claims a job atomically: `queued`, or `running` with a dead worker's stale heartbeat, becomes `running` under a
+   * new claim (attempts + 1). A duplicate queue entry or a live worker's job is simply not claimed (undefined).
+   */
+  async claim<T extends ClaimableTableName>(spec: ClaimableTable<T>, id: string, staleAfterMs: number, newToken: string): Promise<{ row: Selectable<DB[T]>; token: string | number } | undefined> {
+    const setToken = spec.fencedBy === 'claim_token' ? sql`, claim_token = ${newToken}` : sql``;
+    const { rows } = await sql<Selectable<DB[T]>>`
+      UPDATE ${sql.table(spec.table)} SET status = 'running', started_at = coalesce(started_at, now()), heartbeat_at = now(), attempts = attempts + 1${setToken}
+      WHERE id = ${id} AND (status = 'queued' OR (status = 'running' AND ${staleHeartbeat(staleAfterMs)}))
+      RETURNING *`.execute(this.db);
+    const row = rows[0];
+    if (!row) return undefined;
+    return { row, token: spec.fencedBy === 'claim_token' ? newToken : (row as { attempts: number }).attempts };
+  }
+
+  /** Keeps the claim alive; a claim no longer held (finished, cancelled, taken over) is not touched. */
+  async heartbeat(claim: Claim): Promise<ClaimState> {
+    const { rows } = await sql<{ cancel_requested: boolean }>`
+      UPDATE ${sql.table(claim.table.table)} SET heartbeat_at = now() WHERE ${claimedBy(claim)}
+      RETURNING ${cancelRequested(claim.table)} AS cancel_requested`.execute(this.db);
+    return { held: rows.length > 0, cancelRequested: rows[0]?.cancel_requested === true };
+  }
+
+  /** Looks at the claim without refreshing its heartbeat. */
+  async state(claim: Claim): Promise<ClaimState> {
+    const { rows } = await sql<{ cancel_requested: boolean }>`
+      SELECT ${cancelRequested(claim.table)} AS cancel_requested FROM ${sql.table(claim.table.table)} WHERE ${claimedBy(claim)}`.execute(this.db);
+    return { held: rows.length > 0, cancelRequested: rows[0]?.cancel_requested === true };
+  }
+
+  /** Hands the claim back without finishing the job (no heartbeat), so the next worker takes it over at once. */
+  async release(claim: Claim, executor: DbExecutor = this.db): Promise<void> {
+    const clearToken = claim.table.fencedBy === 'claim_token' ? sql`, claim_token = NULL` : sql``;
+    await sql`UPDATE ${sql.table(claim.table.table)} SET heartbeat_at = NULL${clearToken} WHERE ${claimedBy(claim)}`.execute(executor);
+  }
+
+  /** Rows the recovery sweep looks at, oldest first. */
+  async stale(spec: ClaimableTable, staleAfterMs: number, limit = 100): Promise<StaleJob[]> {
+    const secs = staleAfterMs / 1000;
+    const { rows } = await sql<StaleJob>`
+      SELECT id, status, attempts FROM ${sql.table(spec.table)}
+      WHERE (status = 'running' AND ${staleHeartbeat(staleAfterMs)}) OR (status = 'queued' AND created_at < now() - make_interval(secs => ${secs}))
+      ORDER BY created_at LIMIT ${limit}`.execute(this.db);
+    return rows;
+  }
+}
+
+/**
+ * The fence: the row is still `running` under this claim. Every write of a claim holder carries it, so a worker
+ * that lost its claim (declared dead and taken over, cancelled, finished elsewhere) can write nothing more.
+ */
+export function claimedBy(claim: Claim): RawBuilder<boolean> {
+  return sql<boolean>`(id = ${claim.id} AND status = 'running' AND ${sql.ref(claim.table.fencedBy)} = ${claim.token})`;
+}
+
+function cancelRequested(spec: ClaimableTable): RawBuilder<boolean> {
+  return spec.cancelFlag ? sql<boolean>`${sql.ref(spec.cancelFlag)}` : sql<boolean>`false`;
+}
