@@ -9,13 +9,14 @@ import { ApiKeysController } from './api-keys.controller.js';
 import { ApiKeysRepository } from './api-keys.repository.js';
 import { ApiKeysService } from './api-keys.service.js';
 import { ToolCredentialsModule } from './tool-credentials.module.js';
+import { KeyCallLimiterService } from './key-call-limiter.service.js';
 import { KeyRateLimitGuard } from './key-rate-limit.guard.js';
 import { OwnerInterceptor } from './owner.interceptor.js';
 
 @Module({
   imports: [PassportModule, OAuthModule, ToolCredentialsModule],
   controllers: [ApiKeysController],
-  providers: [ApiKeysRepository, ApiKeysService, ApiKeyCallCounter, ApiKeyUsageRecorder, ApiKeyStrategy, ApiKeyAuthGuard, KeyRateLimitGuard, OwnerInterceptor],
-  exports: [ApiKeysService, ApiKeyUsageRecorder, ApiKeyAuthGuard, KeyRateLimitGuard, OwnerInterceptor],
+  providers: [ApiKeysRepository, ApiKeysService, ApiKeyCallCounter, ApiKeyUsageRecorder, ApiKeyStrategy, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, OwnerInterceptor],
+  exports: [ApiKeysService, ApiKeyUsageRecorder, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, OwnerInterceptor],
 })
 export class ApiKeysModule {}

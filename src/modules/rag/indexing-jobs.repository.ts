@@ -174,4 +174,22 @@ export class IndexingJobsRepository {
       .executeTakeFirst();
     return row ? row.document_ids : null;
   }
+
+  /**
+   * Documents unfinished (`uploaded`/`processing`) since longer than `staleAfterMs` that no queued or running
+   * job names: uploads whose job row never committed. Oldest first, at most `limit`.
+   */
+  async orphanDocuments(staleAfterMs: number, limit: number): Promise<{ id: string; projectId: string | null; authorId: string }[]> {
+    return this.db
+      .selectFrom('documents as d')
+      .select(['d.id', 'd.project_id as projectId', 'd.author_id as authorId'])
+      .where('d.status', 'in', ['uploaded', 'processing'])
+      .where('d.updated_at', '<', sql<Date>`now() - make_interval(secs => ${staleAfterMs / 1000})`)
+      .where(({ not, exists, selectFrom }) =>
+        not(exists(selectFrom('indexing_jobs as j').select(sql`1`.as('one')).where('j.status', 'in', ['queued', 'running']).where(sql<boolean>`d.id = ANY(j.document_ids)`))),
+      )
+      .orderBy('d.updated_at')
+      .limit(limit)
+      .execute();
+  }
 }

@@ -1,9 +1,7 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
 import type { Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
@@ -56,7 +54,6 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
   private stopSweep?: () => void;
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly jobs: IndexingJobsRepository,
     @InjectQueue(RAG_INDEXING_QUEUE) private readonly queue: Queue,
     private readonly projects: ProjectsService,
@@ -201,17 +198,11 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
    * was answered 201 reaches `indexed` or `failed` within about RAG_STALE_AFTER_MS + RAG_RECOVERY_INTERVAL_MS.
    */
   private async recoverOrphanDocuments(): Promise<number> {
-    const rows: { id: string; project_id: string | null; author_id: string }[] = await this.dataSource.query(
-      `SELECT d.id, d.project_id, d.author_id FROM documents d
-       WHERE d.status IN ('uploaded', 'processing') AND d.updated_at < now() - make_interval(secs => $1)
-         AND NOT EXISTS (SELECT 1 FROM indexing_jobs j WHERE j.status IN ('queued', 'running') AND d.id = ANY(j.document_ids))
-       ORDER BY d.updated_at LIMIT 200`,
-      [this.config.indexing.staleAfterMs / 1000],
-    );
+    const rows = await this.jobs.orphanDocuments(this.config.indexing.staleAfterMs, 200);
     const byOwner = new Map<string, { projectId: string | null; authorId: string; ids: string[] }>();
     for (const row of rows) {
-      const key = `${row.project_id}:${row.author_id}`;
-      const group = byOwner.get(key) ?? { projectId: row.project_id, authorId: row.author_id, ids: [] };
+      const key = `${row.projectId}:${row.authorId}`;
+      const group = byOwner.get(key) ?? { projectId: row.projectId, authorId: row.authorId, ids: [] };
       group.ids.push(row.id);
       byOwner.set(key, group);
     }

@@ -9,7 +9,7 @@ import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { JSON_RPC_SERVER_ERROR } from '../../common/errors/json-rpc-error-body.js';
 import { ApiKeyAuthGuard, setUsageStatus, setUsageTool } from '../api-keys/api-key-auth.guard.js';
-import { KeyRateLimitGuard } from '../api-keys/key-rate-limit.guard.js';
+import { KeyCallLimiterService } from '../api-keys/key-call-limiter.service.js';
 import { Caller, OwnerInterceptor, type KeyCaller } from '../api-keys/owner.interceptor.js';
 import { setMcpClient, toMcpClientInfo } from './mcp-client-info.js';
 import { McpOriginGuard } from './mcp-origin.guard.js';
@@ -33,7 +33,7 @@ import { AnyKeyScope, ScopeGuard } from './scope.guard.js';
 export class McpController {
   constructor(
     private readonly servers: McpServerFactory,
-    private readonly keyLimit: KeyRateLimitGuard,
+    private readonly keyLimit: KeyCallLimiterService,
     private readonly sessions: McpSessions,
     private readonly confirmations: McpWriteConfirmations,
   ) {}
