@@ -85,68 +85,103 @@ export class McpController {
     const body: unknown = request.body;
     const toolCall = body === undefined ? undefined : inspectBody(body);
     if (toolCall?.label) setUsageTool(request, toolCall.label);
-
-    let rateLimited: AppException | undefined;
-    try {
-      await this.keyLimit.enforce(caller.keyId);
-    } catch (error) {
-      if (!(error instanceof AppException) || !toolCall?.isSingleToolCall) throw error;
-      rateLimited = error;
-    }
-
     const context: McpRequestContext = {
       caller,
-      rateLimited,
+      rateLimited: await this.deferredRateLimit(caller, toolCall),
       idempotencyKey,
       onToolCall: (tool: string, status: number) => {
         setUsageTool(request, tool);
         setUsageStatus(request, status);
       },
     };
-    // Revision 2026-07-28 (a per-request `_meta` envelope claim) goes to the v2 SDK entry, as that SDK
-    // classifies it; everything else is 2025-era traffic for the v1 transport below.
-    if (body !== undefined) {
-      const webRequest = toWebRequest(request, body);
-      if (!(await isLegacyRequest(webRequest, body))) {
-        context.client = toMcpClientInfo((body as { params?: { _meta?: Record<string, unknown> } }).params?._meta?.['io.modelcontextprotocol/clientInfo']);
-        setMcpClient(request, context.client);
-        await sendWebResponse(response, await this.servers.serveModern(webRequest, body, context));
-        return;
-      }
-    }
+    if (body !== undefined && (await this.servedAsModern(request, response, body, context))) return;
+    const session = await this.legacySession(request, response, body, context);
+    if (session.answered) return;
+    await this.serveLegacy(request, response, body, context, session.id, toolCall);
+  }
 
-    // 2025-era. The session is stored before the initialize answer names it (the client's next POST may reach
-    // another instance); the SDK transport then only carries the id in its answer (sessionIdGenerator).
-    let sessionId: string | undefined;
+  /**
+   * Counts the call. Over the limit, a single tools/call is answered in-band (an isError result, so the
+   * limit reaches the model), anything else as HTTP 429: the exception is returned for the former, thrown otherwise.
+   */
+  private async deferredRateLimit(caller: KeyCaller, toolCall: BodyInfo | undefined): Promise<AppException | undefined> {
+    try {
+      await this.keyLimit.enforce(caller.keyId);
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof AppException) || !toolCall?.isSingleToolCall) throw error;
+      return error;
+    }
+  }
+
+  /**
+   * Revision 2026-07-28 (a per-request `_meta` envelope claim) goes to the v2 SDK entry, as that SDK
+   * classifies it; everything else is 2025-era traffic for the v1 transport. True when answered here.
+   */
+  private async servedAsModern(request: Request, response: Response, body: unknown, context: McpRequestContext): Promise<boolean> {
+    const webRequest = toWebRequest(request, body);
+    if (await isLegacyRequest(webRequest, body)) return false;
+    context.client = toMcpClientInfo((body as { params?: { _meta?: Record<string, unknown> } }).params?._meta?.['io.modelcontextprotocol/clientInfo']);
+    setMcpClient(request, context.client);
+    await sendWebResponse(response, await this.servers.serveModern(webRequest, body, context));
+    return true;
+  }
+
+  /**
+   * 2025-era sessions. An initialize may open one: it is stored before the answer names it (the client's next
+   * POST may reach another instance). A later POST names it in Mcp-Session-Id; an unknown one is the spec's 404,
+   * and a JSON-RPC answer in it is the answer to one of our elicitation requests (202). `answered`: nothing left to do.
+   */
+  private async legacySession(
+    request: Request,
+    response: Response,
+    body: unknown,
+    context: McpRequestContext,
+  ): Promise<{ answered: true } | { answered: false; id?: string }> {
     const sessionHeader = request.headers['mcp-session-id'];
     if (isInitializeRequest(body)) {
       // A new initialize starts over: a session header on it is not looked at (the spec has none there).
       context.client = toMcpClientInfo(body.params.clientInfo);
       setMcpClient(request, context.client);
       const opening = this.sessions.openingFor(body.params);
-      if (opening) {
-        sessionId = this.sessions.newId();
-        await this.sessions.open(sessionId, caller.keyId, opening);
-      }
-    } else if (sessionHeader !== undefined) {
-      const session = typeof sessionHeader === 'string' ? await this.sessions.resolve(sessionHeader, caller.keyId) : undefined;
-      // Unknown, expired, ended, malformed or another credential's: the spec's 404, after which a client initializes again.
-      if (!session) return sessionNotFound(response);
-      context.session = session;
-      context.client = session.client;
-      setMcpClient(request, session.client);
-      if (isJSONRPCResultResponse(body) || isJSONRPCErrorResponse(body)) {
-        // The answer to one of our elicitation requests; the call waiting for it may be on another instance.
-        await this.confirmations.answer(session, body);
-        response.status(202).end();
-        return;
-      }
+      if (!opening) return { answered: false };
+      const id = this.sessions.newId();
+      await this.sessions.open(id, context.caller.keyId, opening);
+      return { answered: false, id };
     }
+    if (sessionHeader === undefined) return { answered: false };
+    const session = typeof sessionHeader === 'string' ? await this.sessions.resolve(sessionHeader, context.caller.keyId) : undefined;
+    // Unknown, expired, ended, malformed or another credential's: the spec's 404, after which a client initializes again.
+    if (!session) {
+      sessionNotFound(response);
+      return { answered: true };
+    }
+    context.session = session;
+    context.client = session.client;
+    setMcpClient(request, session.client);
+    if (isJSONRPCResultResponse(body) || isJSONRPCErrorResponse(body)) {
+      // The call waiting for this answer may be on another instance.
+      await this.confirmations.answer(session, body);
+      response.status(202).end();
+      return { answered: true };
+    }
+    return { answered: false };
+  }
+
+  /** A v1 SDK Server + transport for this one POST; JSON answers, or SSE when the call may ask the user mid-call. */
+  private async serveLegacy(
+    request: Request,
+    response: Response,
+    body: unknown,
+    context: McpRequestContext,
+    sessionId: string | undefined,
+    toolCall: BodyInfo | undefined,
+  ): Promise<void> {
     const closed = new AbortController();
     context.signal = closed.signal;
     const server = this.servers.create(context);
     const transport = new StreamableHTTPServerTransport({
-      // Sessions are checked above against PostgreSQL; the transport's own check is in-memory, one instance only.
+      // Sessions are checked against PostgreSQL (legacySession); the transport's own check is in-memory, one instance only.
       sessionIdGenerator: sessionId === undefined ? undefined : () => sessionId,
       enableJsonResponse: !this.servers.mayAskMidCall(context, toolCall?.tool),
     });
