@@ -1,8 +1,5 @@
 export type QueueBackendKind = 'redis' | 'postgres';
 
-/** Which BullMQ backend this process uses. */
-export const QUEUE_BACKEND = Symbol('QUEUE_BACKEND');
-
 /** A queue that always exists, so the backend is migrated and health can probe it. */
 export const SYSTEM_QUEUE = 'atrium-system';
 

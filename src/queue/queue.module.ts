@@ -6,7 +6,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { ClaimableJobsRepository } from './claimable-jobs.repository.js';
 import { ClaimableJobsService } from './claimable-jobs.service.js';
 import { QueueErrorListener } from './queue-error-listener.js';
-import { QUEUE_BACKEND, SYSTEM_QUEUE, type QueueBackendKind } from './queue.constants.js';
+import { SYSTEM_QUEUE, type QueueBackendKind } from './queue.constants.js';
 
 /**
  * BullMQ for every background job: on Redis when REDIS_URL is set, otherwise on BullMQ's own
@@ -36,8 +36,8 @@ export class QueueModule {
         BullModule.forRoot({ connection: connection as never, prefix: kind === 'redis' ? config.redis.prefix : undefined }),
         BullModule.registerQueue({ name: SYSTEM_QUEUE }),
       ],
-      providers: [{ provide: QUEUE_BACKEND, useValue: kind }, QueueErrorListener, ClaimableJobsRepository, ClaimableJobsService],
-      exports: [QUEUE_BACKEND, BullModule, ClaimableJobsService],
+      providers: [QueueErrorListener, ClaimableJobsRepository, ClaimableJobsService],
+      exports: [BullModule, ClaimableJobsService],
     };
   }
 }
