@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Actor } from '../src/common/auth/actor.js';
-import { DocumentEvents, type DocumentEvent } from '../src/modules/documents/document-events.js';
+import { DocumentEventsService, type DocumentEvent } from '../src/modules/documents/document-events.service.js';
 import { DocumentIndexStateService } from '../src/modules/documents/document-index-state.service.js';
 import { DocumentsService } from '../src/modules/documents/documents.service.js';
 import { makeCorruptPdf, makeDocx, makePdf } from './fixtures/document-samples.js';
@@ -55,7 +55,7 @@ describe('documents (upload, list, get, delete, visibility)', () => {
       await app.http.post(`/api/projects/${projectId}/members`).set(bearer(owner.token)).send({ userId: user.id, role }).expect(201);
     }
     events = [];
-    app.app.get(DocumentEvents).subscribe((event) => {
+    app.app.get(DocumentEventsService).subscribe((event) => {
       events.push(event);
     });
   });

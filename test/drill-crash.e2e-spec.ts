@@ -321,7 +321,7 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
 
   /**
    * Measured before the fix: 9 of 70 acknowledged calls missing, because counts were written behind after
-   * the answer. Now each call waits until its count is committed (ApiKeyCallCounter) before it is answered.
+   * the answer. Now each call waits until its count is committed (ApiKeyCallCounterService) before it is answered.
    */
   it('an api process killed mid-stream of Area A calls: every acknowledged call is counted', async () => {
     const created = await b('POST', '/api/api-keys', { name: 'crash', scopes: ['tasks:read'], expiresIn: 'never' });

@@ -8,7 +8,7 @@ const FLUSH_AT_ENTRIES = 500;
 /**
  * The usage log of API keys and OAuth grants (tool, status, duration of each call), written behind in small batches because the
  * final status is only known once the answer is sent. The call count is not kept here: the key lookup
- * commits it before the call is answered (ApiKeyCallCounter), so it is exact across
+ * commits it before the call is answered (ApiKeyCallCounterService), so it is exact across
  * instances and survives a crash. Flushed every 200 ms, at 500 entries, before a key's usage is read
  * on this instance, and on shutdown; a crash can lose at most the last 200 ms of log rows.
  */

@@ -9,7 +9,7 @@ import { OAuthGrantsService } from '../oauth/oauth-grants.service.js';
 import { OAUTH_SECRET_PREFIX } from '../oauth/oauth-secret-format.js';
 import { API_KEY_PREFIX } from './api-key-format.js';
 import type { ApiKeyPrincipal } from './api-key.principal.js';
-import { ApiKeyCallCounter } from './api-key-call-counter.js';
+import { ApiKeyCallCounterService } from './api-key-call-counter.service.js';
 import { ApiKeysService } from './api-keys.service.js';
 
 export const API_KEY_STRATEGY = 'api-key';
@@ -23,7 +23,7 @@ export class ApiKeyStrategy extends PassportStrategy(Strategy, API_KEY_STRATEGY)
   constructor(
     private readonly apiKeys: ApiKeysService,
     private readonly oauthGrants: OAuthGrantsService,
-    private readonly callCounter: ApiKeyCallCounter,
+    private readonly callCounter: ApiKeyCallCounterService,
   ) {
     super();
   }
@@ -38,7 +38,7 @@ export class ApiKeyStrategy extends PassportStrategy(Strategy, API_KEY_STRATEGY)
     }
     const principal = await this.resolve(token);
     // A usable credential's call is counted (committed) before the call is answered, so a crash never loses
-    // the count of an answered call; ApiKeyCallCounter makes concurrent calls share one write.
+    // the count of an answered call; ApiKeyCallCounterService makes concurrent calls share one write.
     await this.callCounter.count(principal.credential, principal.keyId);
     return principal;
   }

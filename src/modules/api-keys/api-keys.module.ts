@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
 import { OAuthModule } from '../oauth/oauth.module.js';
 import { ApiKeyAuthGuard } from './api-key-auth.guard.js';
-import { ApiKeyCallCounter } from './api-key-call-counter.js';
+import { ApiKeyCallCounterService } from './api-key-call-counter.service.js';
 import { ApiKeyStrategy } from './api-key.strategy.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
 import { ApiKeysController } from './api-keys.controller.js';
@@ -16,7 +16,7 @@ import { OwnerInterceptor } from './owner.interceptor.js';
 @Module({
   imports: [PassportModule, OAuthModule, ToolCredentialsModule],
   controllers: [ApiKeysController],
-  providers: [ApiKeysRepository, ApiKeysService, ApiKeyCallCounter, ApiKeyUsageRecorder, ApiKeyStrategy, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, OwnerInterceptor],
+  providers: [ApiKeysRepository, ApiKeysService, ApiKeyCallCounterService, ApiKeyUsageRecorder, ApiKeyStrategy, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, OwnerInterceptor],
   exports: [ApiKeysService, ApiKeyUsageRecorder, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, OwnerInterceptor],
 })
 export class ApiKeysModule {}

@@ -113,7 +113,7 @@ export class ToolCredentialsRepository {
    * Adds `calls[i]` to the count of credential `ids[i]` and stamps last_used_at, in one statement whose
    * text is the same for any batch size (arrays, not a VALUES list). It commits asynchronously
    * (`synchronous_commit` off for its own transaction only) and locks the rows in id order so two
-   * instances writing overlapping credentials cannot deadlock. Why both: see ApiKeyCallCounter.
+   * instances writing overlapping credentials cannot deadlock. Why both: see ApiKeyCallCounterService.
    */
   async addCalls(kind: ToolCredentialKind, ids: string[], calls: number[]): Promise<void> {
     await this.db.executeQuery({ ...this.addCallsQuery[kind], parameters: [ids, calls] });

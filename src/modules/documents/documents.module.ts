@@ -4,7 +4,7 @@ import { IdempotencyModule } from '../../common/idempotency/idempotency.module.j
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ProjectsModule } from '../projects/projects.module.js';
-import { DocumentEvents } from './document-events.js';
+import { DocumentEventsService } from './document-events.service.js';
 import { DocumentIndexStateService } from './document-index-state.service.js';
 import { DocumentsController } from './documents.controller.js';
 import { DocumentsRepository } from './documents.repository.js';
@@ -13,7 +13,7 @@ import { DocumentsToolProvider } from './documents.tool-provider.js';
 import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
 
 /**
- * Documents: uploads and visibility. Exports DocumentsService (for the document tools), DocumentEvents
+ * Documents: uploads and visibility. Exports DocumentsService (for the document tools), DocumentEventsService
  * (subscribe to enqueue indexing) and DocumentIndexStateService (for the RAG indexer, which also extracts
  * the text, in its sandbox: see document-text-extractor.ts).
  */
@@ -31,7 +31,7 @@ import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
     }),
   ],
   controllers: [DocumentsController],
-  providers: [DocumentsRepository, DocumentsService, DocumentEvents, DocumentIndexStateService, UploadLimitInterceptor, DocumentsToolProvider],
-  exports: [DocumentsService, DocumentEvents, DocumentIndexStateService],
+  providers: [DocumentsRepository, DocumentsService, DocumentEventsService, DocumentIndexStateService, UploadLimitInterceptor, DocumentsToolProvider],
+  exports: [DocumentsService, DocumentEventsService, DocumentIndexStateService],
 })
 export class DocumentsModule {}

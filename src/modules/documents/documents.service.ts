@@ -8,7 +8,7 @@ import { decodeCursor, toPage, type Page } from '../../common/pagination/cursor-
 import { RequestContext } from '../../common/request-context/request-context.js';
 import { isUniqueViolation } from '../../database/pg-errors.js';
 import { ProjectsService } from '../projects/projects.service.js';
-import { DocumentEvents, type DocumentEventType } from './document-events.js';
+import { DocumentEventsService, type DocumentEventType } from './document-events.service.js';
 import { detectDocumentType, MIME_BY_KIND } from './document-type.js';
 import { toDocumentView, type DocumentView } from './document-views.js';
 import type { Document, DocumentStatus } from './document.model.js';
@@ -56,7 +56,7 @@ export class DocumentsService {
   constructor(
     private readonly documents: DocumentsRepository,
     private readonly projects: ProjectsService,
-    private readonly events: DocumentEvents,
+    private readonly events: DocumentEventsService,
   ) {}
 
   /** Who may upload into a project: its editors and owners (a viewer token or a stranger may not). */

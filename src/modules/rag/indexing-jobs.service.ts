@@ -8,7 +8,7 @@ import { ErrorCode } from '../../common/errors/error-code.js';
 import { isUniqueViolation } from '../../database/pg-errors.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
-import { DocumentEvents, type DocumentEvent } from '../documents/document-events.js';
+import { DocumentEventsService, type DocumentEvent } from '../documents/document-events.service.js';
 import { DocumentsService } from '../documents/documents.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ChunkWriterService } from './chunk-writer.service.js';
@@ -57,7 +57,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     private readonly jobs: IndexingJobsRepository,
     @InjectQueue(RAG_INDEXING_QUEUE) private readonly queue: Queue,
     private readonly projects: ProjectsService,
-    private readonly events: DocumentEvents,
+    private readonly events: DocumentEventsService,
     private readonly documents: DocumentsService,
     private readonly chunks: ChunkWriterService,
     private readonly runner: IndexingJobRunner,

@@ -20,7 +20,7 @@ export type DocumentEventListener = (event: DocumentEvent) => void | Promise<voi
  * Tells other modules that a document's content appeared, changed or went away, after the change is
  * committed. The RAG module subscribes in its onModuleInit and enqueues indexing:
  *
- *   constructor(events: DocumentEvents) {}
+ *   constructor(events: DocumentEventsService) {}
  *   onModuleInit() { this.unsubscribe = this.events.subscribe((e) => this.enqueueFor(e)); }
  *
  * Listeners are awaited in order, so an enqueue finishes before the HTTP answer; a listener that throws
@@ -28,8 +28,8 @@ export type DocumentEventListener = (event: DocumentEvent) => void | Promise<voi
  * later `POST /api/rag/ingest` picks it up).
  */
 @Injectable()
-export class DocumentEvents {
-  private readonly logger = new Logger(DocumentEvents.name);
+export class DocumentEventsService {
+  private readonly logger = new Logger(DocumentEventsService.name);
   private readonly listeners = new Set<DocumentEventListener>();
 
   subscribe(listener: DocumentEventListener): () => void {

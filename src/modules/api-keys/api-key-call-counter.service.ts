@@ -26,7 +26,7 @@ interface Batch {
  * Rows are locked in id order, so two instances flushing overlapping keys cannot deadlock.
  */
 @Injectable()
-export class ApiKeyCallCounter {
+export class ApiKeyCallCounterService {
   private pending: Batch | null = null;
   private writing = false;
 
