@@ -172,7 +172,10 @@ describe('agent runs (openai provider, fake model)', () => {
   });
 
   it('a cancel answered 202 always ends cancelled; a run that finished first answers 409 (raced 40 times)', async () => {
-    llm.play(); // every model call answers a final message at once: the run races the cancel to its end
+    // Every model call answers a final message: at once for half the runs (they race the cancel to their end and
+    // may finish first: 409), after 150 ms for the other half, so a cancel sent within ~60 ms of the start lands
+    // mid-run however fast the machine is (202) and both outcomes are checked in every run of this test.
+    llm.play(...Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? { content: 'quick' } : { content: 'slow', delayMs: 150 })));
     const tally = await raceExecuteAndCancel(app, owner, { projectId, input: 'quick one' }, 40);
     expect(tally.broken).toEqual([]);
     expect(tally.wrongConflicts).toEqual([]);
