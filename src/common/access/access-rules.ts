@@ -40,11 +40,7 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  * {@link visibleAgentRun}, {@link visibleIndexingJob}, {@link viewerStatScopes}.
  * For objects already loaded: {@link isProjectAllowed}, {@link isRepoAllowed}, {@link mayCreateWithoutProject},
  * {@link effectiveRole}, {@link accessOutcome}, {@link accessDenied}.
- *
- * ## String forms (transitional)
- * {@link insidePinsSql} and {@link actorSqlValues} state the pin rule for statements still written as strings
- * with placeholders (agent runs); they go when those move to Kysely predicates. (Documents and RAG search compose
- * {@link visibleDocument} and {@link viewerStatScopes} since issue 17.)
+
  */
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -190,26 +186,4 @@ export function accessOutcome(visible: boolean, permitted: boolean): AccessOutco
 /** The error for an action the actor may not take on an object: not_found when it cannot even see it, else forbidden. */
 export function accessDenied(visible: boolean, object: string, reason: string): AppException {
   return visible ? AppException.forbidden(reason) : AppException.notFound(object);
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// String forms (transitional; see the header)
-// ---------------------------------------------------------------------------------------------------------------
-
-/** Placeholders of the actor's values in a string statement (`$1`, `:actorId`, …); see {@link actorSqlValues}. */
-export interface ActorPlaceholders {
-  /** The actor's user id (uuid). */
-  user: string;
-  /** The actor's pinned project ids (uuid[]), or NULL when not pinned. */
-  pins: string;
-}
-
-/** The values behind {@link ActorPlaceholders}, in that order: user id, pinned project ids or null. */
-export function actorSqlValues(actor: Actor): [string, string[] | null] {
-  return [actor.userId, actor.projectIds === null ? null : [...actor.projectIds]];
-}
-
-/** String form of {@link insidePins}. */
-export function insidePinsSql(projectColumn: string, pins: string): string {
-  return `(${pins}::uuid[] IS NULL OR ${projectColumn} = ANY(${pins}::uuid[]))`;
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { sql, type RawBuilder, type Selectable } from 'kysely';
-import { actorSqlValues, insidePinsSql } from '../../common/access/access-rules.js';
+import { visibleAgentRun } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import type { AgentRuns, Json } from '../../database/database.types.js';
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
@@ -75,7 +75,7 @@ export class AgentRunsRepository {
 
   /** The caller's runs inside the caller's pins, newest first (one more than `limit`, to tell whether a page follows). */
   async history(actor: Actor, filter: AgentRunHistoryFilter): Promise<AgentRun[]> {
-    let query = this.db.selectFrom('agent_runs').selectAll().where('user_id', '=', actor.userId).where(insidePins(actor, 'project_id'));
+    let query = this.db.selectFrom('agent_runs').selectAll().where(visibleAgentRun(actor, 'agent_runs'));
     if (filter.projectId) query = query.where('project_id', '=', filter.projectId);
     if (filter.status) query = query.where('status', '=', filter.status);
     const before = filter.before;
@@ -244,15 +244,4 @@ export function toAgentRun(row: Selectable<AgentRuns>): AgentRun {
     startedAt: row.started_at,
     finishedAt: row.finished_at,
   };
-}
-
-/**
- * The pin rule of src/common/access (insidePinsSql) as a Kysely predicate. The access module states it with
- * placeholders for positional SQL; here each placeholder becomes a bound parameter, so the rule is composed, not
- * restated. (issue-17-data is giving the access module Kysely predicates; this adapter goes when they land.)
- */
-function insidePins(actor: Actor, column: string): RawBuilder<boolean> {
-  const [, pins] = actorSqlValues(actor);
-  const marker = '\u0000pins\u0000';
-  return sql<boolean>`${sql.join(insidePinsSql(column, marker).split(marker).map((part) => sql.raw(part)), sql`${pins}`)}`;
 }
