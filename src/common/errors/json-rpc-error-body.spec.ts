@@ -13,6 +13,10 @@ describe('renderJsonRpcError', () => {
   it('maps an invalid request to -32600 and echoes the request id', () => {
     const rendered = renderJsonRpcError(undefined, new AppException(ErrorCode.InvalidRequest, 'bad'), { id: 7 }, 't2');
     expect(rendered.body).toMatchObject({ id: 7, error: { code: -32600, data: { error: { code: 'invalid_request' }, traceId: 't2' } } });
+    // An id that is no JSON-RPC id for MCP (a fraction, an unsafe integer, an object) cannot be detected: null.
+    for (const id of [1.5, 2 ** 60, { nested: 1 }, true]) {
+      expect(renderJsonRpcError(undefined, new AppException(ErrorCode.InvalidRequest, 'bad'), { id }, 't2').body.id).toBeNull();
+    }
   });
 
   it('keeps the HTTP status and headers of auth and rate-limit failures, with the Area A body as data', () => {

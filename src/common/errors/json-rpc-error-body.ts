@@ -32,9 +32,12 @@ export function renderJsonRpcError(raw: unknown, exception: AppException, body: 
   };
 }
 
-/** Echo the JSON-RPC id when the body was one readable request; null otherwise (as JSON-RPC asks). */
+/**
+ * Echo the JSON-RPC id when the body was one readable request with a valid id (a string, or an integer as MCP
+ * requires); null otherwise, as JSON-RPC asks when the id cannot be detected (a fractional or huge number included).
+ */
 function requestIdOf(body: unknown): string | number | null {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
   const id = (body as { id?: unknown }).id;
-  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)) ? id : null;
 }
