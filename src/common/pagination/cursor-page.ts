@@ -1,5 +1,4 @@
 import { sql, type SelectQueryBuilder as KyselySelect, type SqlBool } from 'kysely';
-import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { AppException } from '../errors/app.exception.js';
 import { isUuid } from '../validation/uuid.js';
 
@@ -66,35 +65,4 @@ export function pageOrder<DB, TB extends keyof DB, O>(qb: KyselySelect<DB, TB, O
   const id = sql.ref(`${alias}.id`);
   const after = cursor ? qb.where(sql<SqlBool>`(${createdAt}, ${id}) < (${cursor.createdAt}::timestamptz, ${cursor.id}::uuid)`) : qb;
   return after.orderBy(sql`${createdAt} DESC, ${id} DESC`).limit(query.limit + 1);
-}
-
-/**
- * One page of an entity query in the list order (newest first, ties by id), `limit + 1` rows fetched to
- * tell whether another page follows. The query builder brings its own filters; its alias names the table.
- */
-export async function pageOf<T extends ObjectLiteral & { createdAt: Date; id: string }, R>(
-  qb: SelectQueryBuilder<T>,
-  query: { limit: number; cursor?: string },
-  render: (row: T) => R,
-): Promise<Page<R>> {
-  const cursor = cursorCondition(qb.alias, decodeCursor(query.cursor));
-  const rows = await qb
-    .andWhere(cursor.sql, cursor.params)
-    .orderBy(`${qb.alias}.createdAt`, 'DESC')
-    .addOrderBy(`${qb.alias}.id`, 'DESC')
-    .limit(query.limit + 1)
-    .getMany();
-  return toPage(rows, query.limit, render);
-}
-
-/**
- * SQL fragment for "rows after the cursor" in `ORDER BY created_at DESC, id DESC`.
- * `alias` is a trusted table alias, never user input.
- */
-export function cursorCondition(alias: string, cursor: CursorPosition | undefined): { sql: string; params: Record<string, unknown> } {
-  if (!cursor) return { sql: '1=1', params: {} };
-  return {
-    sql: `(${alias}.created_at, ${alias}.id) < (:cursorCreatedAt, :cursorId)`,
-    params: { cursorCreatedAt: cursor.createdAt, cursorId: cursor.id },
-  };
 }
