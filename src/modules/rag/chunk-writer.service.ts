@@ -150,7 +150,7 @@ export class ChunkWriterService {
   /** Chunks `from`..`to` with their vectors, ready to store. */
   private async embedBatch(plan: ChunkPlan, from: number, to: number): Promise<NewChunk[]> {
     const batchTexts = plan.indexTexts.slice(from, to);
-    const vectors = await this.embedder.embed(batchTexts, 'document');
+    const vectors = await this.vectorLiterals(batchTexts);
     return batchTexts.map((indexText, offset) => {
       const chunk: TextChunk | undefined = plan.chunks[from + offset];
       return {
@@ -160,9 +160,20 @@ export class ChunkWriterService {
         start: chunk?.startOffset ?? 0,
         end: chunk?.endOffset ?? 0,
         indexText,
-        vector: vectors[offset].some((value) => value !== 0) ? toVectorLiteral(vectors[offset]) : null,
+        vector: vectors[offset],
       };
     });
+  }
+
+  /**
+   * The texts' vectors as pgvector literals (null: an all-zero vector, no usable direction). An in-process
+   * embedder (the offline one) runs in the ingest sandbox's thread: on the event loop its CPU, even yielding
+   * every few texts, held each request served during a large ingest behind a slice of embedding work.
+   */
+  private async vectorLiterals(texts: string[]): Promise<(string | null)[]> {
+    if (this.embedder.threadOptions) return this.sandbox.embed(texts, this.embedder.threadOptions);
+    const vectors = await this.embedder.embed(texts, 'document');
+    return vectors.map((vector) => (vector.some((value) => value !== 0) ? toVectorLiteral(vector) : null));
   }
 
   /**
