@@ -51,6 +51,9 @@ const SANDBOX_CHUNKING_MIN_CHARS = 64 * 1024;
  */
 @Injectable()
 export class ChunkWriterService {
+  /** RAG_INDEX_DUTY_CYCLE: share of wall time a document's batches may work (see writeBatches). */
+  private readonly dutyCycle: number;
+
   constructor(
     @InjectDb() private readonly db: Db,
     private readonly chunks: DocumentChunksRepository,
@@ -58,7 +61,9 @@ export class ChunkWriterService {
     @Inject(EMBEDDING_PROVIDER) private readonly embedder: EmbeddingProvider,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly sandbox: IngestSandbox,
-  ) {}
+  ) {
+    this.dutyCycle = config.indexing.dutyCycle;
+  }
 
   /**
    * The chunk count when the document's stored chunks are complete for this content in this vector
@@ -128,6 +133,7 @@ export class ChunkWriterService {
     try {
       while (from < total) {
         const to = Math.min(total, from + sizer.size);
+        const batchStarted = performance.now();
         const rows = await this.embedBatch(plan, from, to);
         sizer.startBatch();
         if (await this.insertBatch(document, rows)) return { status: 'stale' };
@@ -138,8 +144,11 @@ export class ChunkWriterService {
           await onProgress(to, total);
           reportedAt = performance.now();
         }
-        // Let the event loop serve requests between batches (the embedded default shares it with HTTP).
-        await new Promise((resolve) => setImmediate(resolve));
+        // Let the event loop serve requests between batches (the embedded default shares it with HTTP), and
+        // pause so the batches' work (embedding thread, PostgreSQL's tsvector, postings and HNSW inserts) takes
+        // at most RAG_INDEX_DUTY_CYCLE of the time.
+        const pauseMs = ((performance.now() - batchStarted) * (1 - this.dutyCycle)) / this.dutyCycle;
+        await new Promise((resolve) => (pauseMs >= 1 ? setTimeout(resolve, pauseMs) : setImmediate(resolve)));
       }
     } finally {
       sizer.stop();

@@ -3,6 +3,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { viewerStatScopes, visibleDocument } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
+import { searchSessionSettingsHold } from './search-session-settings.repository.js';
 import { BM25_B, BM25_K1, KEYWORD_POSTINGS_PER_TERM, POSTING_IMPACT_SQL, TEXT_SEARCH_CONFIG, TSV_TF_SQL } from './rag.constants.js';
 
 /** Which documents a search covers: those the actor may see, narrowed to a project and/or to some documents. */
@@ -159,18 +160,34 @@ function cosine(vector: QueryVector): RawBuilder<number | null> {
 export class RagSearchRepository {
   constructor(@InjectDb() private readonly db: Db) {}
 
+  /** The HNSW settings the pooled sessions have (applySearchSessionSettings); null until read or when unreliable. */
+  private session: { efSearch: number | null; iterativeScan: boolean } | null = null;
+
+  /** Reads which search settings the pooled sessions start with (once, at start-up: every connection gets the same). */
+  async readSessionSettings(): Promise<void> {
+    const { rows } = await sql<{ ef: string | null; iterative: string | null }>`
+      SELECT current_setting('hnsw.ef_search', true) AS ef, current_setting('hnsw.iterative_scan', true) AS iterative`.execute(this.db);
+    const ef = Number(rows[0]?.ef);
+    this.session = searchSessionSettingsHold() ? { efSearch: Number.isInteger(ef) && ef > 0 ? ef : null, iterativeScan: rows[0]?.iterative === 'relaxed_order' } : null;
+  }
+
   /**
-   * Runs `statement` with session settings that only search wants (planner and HNSW settings), set for one
-   * transaction on a connection of the shared pool: `BEGIN` and the `SET LOCAL`s go in one round trip (a
-   * simple-protocol batch), then the statement, then `COMMIT`. The settings end with the transaction, so no
-   * other statement on that pooled connection ever runs with them.
+   * Runs `statement` with settings that only search wants (planner and HNSW settings). Those the pooled
+   * sessions already have (applySearchSessionSettings) cost nothing: with none left, the statement runs alone,
+   * one round trip. The others are set for one transaction on a connection of the shared pool: `BEGIN` and the
+   * `SET LOCAL`s go in one round trip (a simple-protocol batch), then the statement, then `COMMIT`. They end
+   * with the transaction, so no other statement on that pooled connection ever runs with them.
    */
   async withSettings<T>(settings: SearchSettings, statement: (executor: DbExecutor) => Promise<T>): Promise<T> {
+    const session = searchSessionSettingsHold() ? this.session : null;
     const assignments = [
       ...(settings.bitmapScan === false ? ['SET LOCAL enable_bitmapscan = off'] : []),
-      ...(settings.efSearch !== undefined ? [`SET LOCAL hnsw.ef_search = ${Math.trunc(settings.efSearch)}`] : []),
-      ...(settings.iterativeScan ? ['SET LOCAL hnsw.iterative_scan = relaxed_order'] : []),
+      ...(settings.efSearch !== undefined && settings.efSearch !== session?.efSearch ? [`SET LOCAL hnsw.ef_search = ${Math.trunc(settings.efSearch)}`] : []),
+      ...(settings.iterativeScan !== undefined && settings.iterativeScan !== session?.iterativeScan
+        ? [`SET LOCAL hnsw.iterative_scan = ${settings.iterativeScan ? 'relaxed_order' : 'off'}`]
+        : []),
     ];
+    if (assignments.length === 0) return statement(this.db);
     return this.db.connection().execute(async (connection) => {
       // Constants of this method only (the ef_search an integer): no value from input enters this text.
       await sql.raw(['BEGIN', ...assignments].join('; ')).execute(connection);

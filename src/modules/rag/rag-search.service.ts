@@ -68,6 +68,7 @@ export class RagSearchService implements OnModuleInit {
   }
 
   async onModuleInit(): Promise<void> {
+    await this.searches.readSessionSettings();
     // pgvector >= 0.8 can keep scanning the HNSW graph until enough rows pass the visibility filter.
     this.iterativeScan = await this.searches.supportsIterativeScan();
     if (!this.iterativeScan) this.logger.warn({ msg: 'pgvector without hnsw.iterative_scan; filtered vector search may return fewer hits' });
