@@ -30,7 +30,7 @@ export async function applySearchSessionSettings(connection: DatabaseConnection)
       CompiledQuery.raw(
         `SELECT set_config(s.name, s.value, false)
          FROM (VALUES ('hnsw.ef_search', '${SESSION_EF_SEARCH}', '{0,5}'), ('hnsw.iterative_scan', 'relaxed_order', '{0,8}')) s(name, value, since)
-         JOIN pg_extension e ON e.extname = 'vector' AND (regexp_match(e.extversion, '^(\d+)\.(\d+)'))::int[] >= s.since::int[]`,
+         JOIN pg_extension e ON e.extname = 'vector' AND (regexp_match(e.extversion, '^([0-9]+)[.]([0-9]+)'))::int[] >= s.since::int[]`,
       ),
     );
   } catch {
