@@ -70,6 +70,15 @@ interface DetailRow extends ChunkRow {
 /** The chunk columns every statement selects for a result (chunk `c`, document `d`), in the order of ChunkRow. */
 const CHUNK_COLUMNS = sql`c.document_id, d.title, c.chunk_index, c.text, c.start_offset, c.end_offset`;
 
+/**
+ * The id of ranked row `r` when its rank is among the `detailRows` a list loads, else NULL. As the lookup key of
+ * the loading join (`c.id = …`) it skips the other rows at the index: written as `c.id = r.id AND r.rank <= n`,
+ * the planner filtered the rank after the join, so every candidate was loaded (and scored) and most thrown away.
+ */
+function detailedId(detailRows: number): RawBuilder<string | null> {
+  return sql<string | null>`CASE WHEN r.rank <= ${detailRows} THEN r.id END`;
+}
+
 function chunkOf(row: ChunkRow): ChunkDetail {
   return {
     documentId: row.document_id,
@@ -276,7 +285,7 @@ export class RagSearchRepository {
        LEFT JOIN LATERAL (
          SELECT true AS detailed, ${CHUNK_COLUMNS}, ${cosine(vector)} AS other
          FROM document_chunks c JOIN documents d ON d.id = c.document_id
-         WHERE c.id = r.id AND r.rank <= ${detailRows}) x ON true
+         WHERE c.id = ${detailedId(detailRows)}) x ON true
        ORDER BY r.score DESC, r.id`.execute(executor);
     return rows.map((row) => ({ id: row.id, score: Number(row.score), detail: detailOf(row) }));
   }
@@ -311,7 +320,7 @@ export class RagSearchRepository {
        LEFT JOIN LATERAL (
          SELECT true AS detailed, ${CHUNK_COLUMNS}, ${chunkBm25(onlyLexemes(sql`c.tsv`, sql`terms.lexemes`))} AS other
          FROM document_chunks c JOIN documents d ON d.id = c.document_id CROSS JOIN terms
-         WHERE c.id = r.id AND r.rank <= ${detailRows}) x ON true
+         WHERE c.id = ${detailedId(detailRows)}) x ON true
        ORDER BY r.distance, r.id`.execute(executor);
     return rows.map((row) => ({ id: row.id, score: 1 - Number(row.distance), detail: detailOf(row) }));
   }
