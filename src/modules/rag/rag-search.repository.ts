@@ -43,10 +43,8 @@ export interface LoadedChunk extends ChunkDetail {
   keywordScore: number | null;
 }
 
-/** Session settings a ranked-list statement is planned and run with (see RagSearchRepository.withSettings). */
+/** Session settings the vector list is run with (see RagSearchRepository.withSettings). */
 export interface SearchSettings {
-  /** Off for the keyword list: ordered scans of the impact index that stop after a term's best postings. */
-  bitmapScan?: false;
   /** HNSW candidate-list size. */
   efSearch?: number;
   /** pgvector >= 0.8: keep walking the graph until enough rows pass the visibility filter. */
@@ -181,7 +179,7 @@ export class RagSearchRepository {
   }
 
   /**
-   * Runs `statement` with settings that only search wants (planner and HNSW settings). Those the pooled
+   * Runs `statement` with settings that only search wants (HNSW settings). Those the pooled
    * sessions already have (applySearchSessionSettings) cost nothing: with none left, the statement runs alone,
    * one round trip. The others are set for one transaction on a connection of the shared pool: `BEGIN` and the
    * `SET LOCAL`s go in one round trip (a simple-protocol batch), then the statement, then `COMMIT`. They end
@@ -190,7 +188,6 @@ export class RagSearchRepository {
   async withSettings<T>(settings: SearchSettings, statement: (executor: DbExecutor) => Promise<T>): Promise<T> {
     const session = searchSessionSettingsHold() ? this.session : null;
     const assignments = [
-      ...(settings.bitmapScan === false ? ['SET LOCAL enable_bitmapscan = off'] : []),
       ...(settings.efSearch !== undefined && settings.efSearch !== session?.efSearch ? [`SET LOCAL hnsw.ef_search = ${Math.trunc(settings.efSearch)}`] : []),
       ...(settings.iterativeScan !== undefined && settings.iterativeScan !== session?.iterativeScan
         ? [`SET LOCAL hnsw.iterative_scan = ${settings.iterativeScan ? 'relaxed_order' : 'off'}`]
@@ -233,11 +230,11 @@ export class RagSearchRepository {
    *    most of the pages a cold query read.
    * When no term is cut off this is BM25 over all postings; otherwise a chunk can only be missed if what
    * lifts it is very common terms (low IDF) in which it is not among the best postings.
-   * Wants `{ bitmapScan: false }` (withSettings): with a generic estimate of a lexeme's postings the planner
-   * would bitmap-scan them all and sort.
+   * One statement, no session settings: the planner picks the ordered scan because migration 1764330000000
+   * tells it a term has many postings (with the average estimate it could bitmap-scan them all and sort, and
+   * this ran under `SET LOCAL enable_bitmapscan = off` in a transaction of its own).
    */
   async keywordCandidates(
-    executor: DbExecutor,
     scope: SearchScope,
     query: string,
     limit: number,
@@ -286,7 +283,7 @@ export class RagSearchRepository {
          SELECT true AS detailed, ${CHUNK_COLUMNS}, ${cosine(vector)} AS other
          FROM document_chunks c JOIN documents d ON d.id = c.document_id
          WHERE c.id = ${detailedId(detailRows)}) x ON true
-       ORDER BY r.score DESC, r.id`.execute(executor);
+       ORDER BY r.score DESC, r.id`.execute(this.db);
     return rows.map((row) => ({ id: row.id, score: Number(row.score), detail: detailOf(row) }));
   }
 

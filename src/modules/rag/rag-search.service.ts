@@ -108,9 +108,7 @@ export class RagSearchService implements OnModuleInit {
     const [keywordList, vectorList] = await Promise.all([
       input.mode === 'vector'
         ? Promise.resolve([])
-        : this.searches.withSettings({ bitmapScan: false }, (executor) =>
-            this.searches.keywordCandidates(executor, scope, input.query, candidates, vector, detailRows),
-          ),
+        : this.searches.keywordCandidates(scope, input.query, candidates, vector, detailRows),
       vector.literal === null
         ? Promise.resolve([])
         : this.searches.withSettings({ efSearch: RagSearchService.efSearch(candidates), iterativeScan: this.iterativeScan }, (executor) =>
