@@ -11,6 +11,7 @@ import { DatabaseModule } from './database/database.module.js';
 import { AgentModule } from './modules/agent/agent.module.js';
 import { ApiKeysModule } from './modules/api-keys/api-keys.module.js';
 import { ScopeCatalogModule } from './modules/api-keys/scope-catalog.js';
+import { AuditModule } from './modules/audit/audit.module.js';
 import { AuthModule } from './modules/auth/auth.module.js';
 import { BackendAuthGuard } from './modules/auth/guards/backend-auth.guard.js';
 import { DocumentsModule } from './modules/documents/documents.module.js';
@@ -42,6 +43,7 @@ export class AppModule {
         RateLimitModule,
         QueueModule.forRoot(config, databaseUrl),
         HealthModule,
+        AuditModule,
         AuthModule,
         ScopeCatalogModule,
         ApiKeysModule,

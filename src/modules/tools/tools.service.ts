@@ -3,8 +3,10 @@ import type { Actor } from '../../common/auth/actor.js';
 import { ScopeCatalog } from '../api-keys/scope-catalog.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
+import { newAuditEntry, type AuditActor } from '../audit/audit-entry.js';
+import { AuditService } from '../audit/audit.service.js';
 import { ToolList, type RegisteredTool } from './tool-definition.js';
-import { describeParameters, parametersJsonSchema, validateArguments, type JsonSchema, type ParamDescriptor } from './tool-parameters.js';
+import { auditedArguments, describeParameters, parametersJsonSchema, validateArguments, type JsonSchema, type ParamDescriptor } from './tool-parameters.js';
 import { ToolRegistry } from './tool-registry.js';
 
 /** Area A descriptor (seed style). */
@@ -55,6 +57,7 @@ export class ToolsService {
   constructor(
     private readonly registry: ToolRegistry,
     private readonly scopes: ScopeCatalog,
+    private readonly audit: AuditService,
   ) {}
 
   /** The tools the scopes allow, in catalog order. */
@@ -108,15 +111,28 @@ export class ToolsService {
     return { tool, args: validateArguments(tool.definition.parameters, rawArgs ?? {}) };
   }
 
-  async invoke(prepared: PreparedToolCall, actor: Actor): Promise<ToolCallOutcome> {
-    const value = await prepared.tool.handler(prepared.args, actor);
+  /**
+   * Runs the call with its tool.call audit entry pending (AuditService.runToolCall): a write commits the entry with
+   * its change, anything else is written behind the answer. `by` names the acting credential; by default the one of
+   * the current request (both Area A doors); the agent loop passes its run.
+   */
+  async invoke(prepared: PreparedToolCall, actor: Actor, by?: AuditActor): Promise<ToolCallOutcome> {
+    const { name, parameters } = prepared.tool.definition;
+    const entry = newAuditEntry({
+      action: 'tool.call',
+      actor: by ?? this.audit.actorOfRequest() ?? { userId: actor.userId, via: 'api_key', credentialId: null },
+      target: null,
+      outcome: { status: 'ok' },
+      details: { tool: name, arguments: auditedArguments(parameters, prepared.args) },
+    });
+    const value = await this.audit.runToolCall(entry, () => prepared.tool.handler(prepared.args, actor));
     if (value instanceof ToolList) return { result: value.items, truncated: value.truncated };
     return { result: value, truncated: false };
   }
 
   /** Validate, check scope, dispatch. Callable from any module (MCP transport, agent loop). */
-  async call(name: string, args: Record<string, unknown> | undefined, actor: Actor, scopes: readonly string[]): Promise<ToolCallOutcome> {
-    return this.invoke(this.prepare(name, args, scopes), actor);
+  async call(name: string, args: Record<string, unknown> | undefined, actor: Actor, scopes: readonly string[], by?: AuditActor): Promise<ToolCallOutcome> {
+    return this.invoke(this.prepare(name, args, scopes), actor, by);
   }
 
   descriptor(tool: RegisteredTool): ToolDescriptor {
