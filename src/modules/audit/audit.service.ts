@@ -59,6 +59,17 @@ export class AuditService {
     await this.repository.insert([newAuditEntry({ action: change.action, actor, target: change.target, outcome: { status: 'ok' }, details: change.details ?? {} })], executor);
   }
 
+  /**
+   * In the transaction of a change that only tools make (tasks): the pending tool.call entry, with the change's
+   * target. Outside a tool call there is nothing to record.
+   */
+  async recordToolChange(executor: DbExecutor, target: AuditTarget): Promise<void> {
+    const pending = pendingToolCallStorage.getStore();
+    if (!pending || pending.written) return;
+    pending.written = true;
+    await this.repository.insert([{ ...pending.entry, target }], executor);
+  }
+
   /** An entry of something that changed nothing (a failed login): written behind, batched. */
   recordBehind(entry: AuditEntry): void {
     this.recorder.record(entry);
