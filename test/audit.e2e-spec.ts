@@ -49,6 +49,7 @@ describe('audit log', () => {
   beforeAll(async () => {
     github = await FakeGithubServer.start();
     github.addRepo('acme', 'widgets');
+    github.grant('ghp_server_token_for_audit', 'all');
     app = await startTestApp({ env: { ...EMBEDDED_SAFE_ENV, GITHUB_API_URL: github.baseUrl, GITHUB_TOKEN: 'ghp_server_token_for_audit', GITHUB_MAX_RETRIES: '0' } });
     admin = await makeUser(app);
     expect(admin.role).toBe('admin');
@@ -102,7 +103,7 @@ describe('audit log', () => {
   });
 
   it('records every tool call on the JSON door, writes with their change, failures with their error, bodies left out', async () => {
-    const key = await makeApiKey(app, alice, { scopes: ['tasks:read', 'tasks:write', 'documents:read', 'documents:write'] });
+    const key = await makeApiKey(app, alice, { scopes: ['tasks:read', 'tasks:write', 'docs:read', 'docs:write'] });
     const task = await toolResult(app, key.key, 'create_task', { title: 'audited task', description: 'private words' });
     await toolResult(app, key.key, 'list_tasks', { limit: 5 });
     const missing = randomUUID();
@@ -216,7 +217,7 @@ describe('audit log', () => {
       { credentialId: "'; --" },
     ]) {
       const res = await app.http.get('/api/admin/audit').query(query).set(bearer(admin.token));
-      expect([res.status, res.body.error?.code, query]).toEqual([400, 'VALIDATION_ERROR', query]);
+      expect([res.status, res.body.error?.code, query]).toEqual([400, 'VALIDATION_FAILED', query]);
     }
   });
 

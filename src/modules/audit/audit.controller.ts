@@ -1,7 +1,6 @@
 import { Controller, Get, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { once } from 'node:events';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { page } from '../../common/openapi/openapi-schema.js';
@@ -59,13 +58,26 @@ export class AdminAuditController {
       // One keyset page in memory at a time; a full socket buffer pauses the reading; a gone client stops it.
       for await (const entry of this.audit.export(filter)) {
         if (closed) break;
-        if (!response.write(`${JSON.stringify(entry)}\n`)) await Promise.race([once(response, 'drain'), once(response, 'close')]);
+        if (!response.write(`${JSON.stringify(entry)}\n`)) await drainedOrClosed(response);
       }
     } finally {
       response.off('close', onClose);
       if (!closed) response.end();
     }
   }
+}
+
+/** Resolves when the socket takes more data or the client is gone; leaves no listener behind. */
+function drainedOrClosed(response: Response): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      response.off('drain', done);
+      response.off('close', done);
+      resolve();
+    };
+    response.on('drain', done);
+    response.on('close', done);
+  });
 }
 
 function filterOf(query: AuditQueryDto): AuditFilter {
