@@ -109,6 +109,10 @@ describe('audit log', () => {
     const missing = randomUUID();
     expect((await callTool(app, key.key, 'get_task', { task_id: missing })).status).toBe(404);
     const doc = await toolResult(app, key.key, 'create_document', { title: 'Body left out', content: 'BODY-TEXT-NEVER-AUDITED' });
+    expect((await callTool(app, key.key, 'create_task', { title: 42, description: 'refused words' })).status).toBe(400);
+    const once = await callTool(app, key.key, 'create_task', { title: 'once' }, { 'Idempotency-Key': 'audit-replay-1' });
+    const again = await callTool(app, key.key, 'create_task', { title: 'once' }, { 'Idempotency-Key': 'audit-replay-1' });
+    expect([once.status, again.status, again.headers['idempotent-replayed']]).toEqual([200, 200, 'true']);
 
     const calls = (await ownEntries(alice, { action: 'tool.call' })).filter((e) => e.actor.credentialId === key.id);
     const viaKey = { userId: alice.id, via: 'api_key', credentialId: key.id };
@@ -117,12 +121,19 @@ describe('audit log', () => {
       ['list_tasks', null, viaKey, { status: 'ok' }],
       ['get_task', null, viaKey, { status: 'error', code: 'not_found' }],
       ['create_document', { type: 'document', id: doc.id }, viaKey, { status: 'ok' }],
+      ['create_task', null, viaKey, { status: 'error', code: 'invalid_argument' }],
+      ['create_task', { type: 'task', id: once.body.result.id }, viaKey, { status: 'ok' }],
+      ['create_task', null, viaKey, { status: 'ok' }],
     ]);
+    // A refused call keeps the tool name only; a replay says it is one (nothing ran again).
+    expect(calls[4].details).toEqual({ tool: 'create_task' });
+    expect(calls[6].details).toEqual({ tool: 'create_task', arguments: expect.objectContaining({ title: 'once' }), replayed: true });
     expect(calls[0].details.arguments).toMatchObject({ title: 'audited task', description: '[omitted]' });
     expect(calls[2].details.arguments).toEqual({ task_id: missing });
     expect(calls[3].details.arguments).toMatchObject({ title: 'Body left out', content: '[omitted]' });
     expect(JSON.stringify(calls)).not.toContain('BODY-TEXT-NEVER-AUDITED');
     expect(JSON.stringify(calls)).not.toContain('private words');
+    expect(JSON.stringify(calls)).not.toContain('refused words');
   });
 
   it('names the MCP client (clientInfo.name) on the MCP door', async () => {

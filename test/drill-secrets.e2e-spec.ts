@@ -153,6 +153,12 @@ describe('secrets drill', () => {
 
     // Wait for background work (indexing, usage flush) to write what it writes.
     await new Promise((resolve) => setTimeout(resolve, 1500));
+    // The audit log, as its owner and an admin's SIEM export read it (both scanned below, as is the audit_log table).
+    await b('own audit', 'GET', '/api/audit?limit=200');
+    const exported = await b('audit export', 'GET', '/api/admin/audit/export');
+    expect(exported.status).toBe(200);
+    const actions = new Set(exported.text.trim().split('\n').map((line) => JSON.parse(line).action as string));
+    for (const action of ['auth.login_failed', 'github_repo.register', 'project.create', 'project.token.create', 'api_key.create', 'oauth.grant', 'tool.call']) expect([action, actions.has(action)]).toEqual([action, true]);
 
     // ---- scan ----------------------------------------------------------------------------------
     // Each secret, and its tail beyond any displayed prefix (a truncated copy is still a leak).

@@ -1,12 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { sql, type Selectable } from 'kysely';
+import { visibleAuditEntry } from '../../common/access/access-rules.js';
+import type { Actor } from '../../common/auth/actor.js';
 import { pageOrder, type PageQuery } from '../../common/pagination/cursor-page.js';
 import type { AuditLog } from '../../database/database.types.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import type { AuditAction, AuditEntry, AuditVia } from './audit-entry.js';
 
-/** What a list or an export may filter by (all optional; `userId` is forced to the caller on GET /api/audit). */
+/** What a list or an export may filter by (all optional). */
 export interface AuditFilter {
+  /** GET /api/audit: only what this actor may see (its own entries); unset on the admin routes. */
+  visibleTo?: Actor;
   userId?: string;
   credentialId?: string;
   action?: AuditAction;
@@ -57,6 +61,7 @@ export class AuditLogRepository {
   /** Newest first, `limit + 1` rows after the cursor. */
   async page(filter: AuditFilter, query: PageQuery): Promise<StoredAuditEntry[]> {
     let qb = this.db.selectFrom('audit_log as a').selectAll('a');
+    if (filter.visibleTo !== undefined) qb = qb.where(visibleAuditEntry(filter.visibleTo, 'a'));
     if (filter.userId !== undefined) qb = qb.where('a.user_id', '=', filter.userId);
     if (filter.credentialId !== undefined) qb = qb.where('a.credential_id', '=', filter.credentialId);
     if (filter.action !== undefined) qb = qb.where('a.action', '=', filter.action);
@@ -80,7 +85,7 @@ export class AuditLogRepository {
 }
 
 function toEntry(row: Selectable<AuditLog>): StoredAuditEntry {
-  const createdAt = new Date(row.created_at as unknown as string | Date);
+  const createdAt = row.created_at;
   return {
     id: row.id,
     at: createdAt,

@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { page } from '../../common/openapi/openapi-schema.js';
+import { actorFromPrincipal } from '../auth/actor-from-principal.js';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import type { Principal } from '../auth/principal.js';
 import { AuditAdminGuard } from './audit-admin.guard.js';
@@ -22,7 +23,7 @@ export class AuditController {
   @ApiOperation({ summary: "The caller's own audit entries, newest first (filters: action, from, to)" })
   @ApiData(200, page(AuditEntrySchema), 'A page of entries')
   list(@Query() query: AuditQueryDto, @CurrentPrincipal() principal: Principal) {
-    return this.audit.page({ ...filterOf(query), userId: principal.userId }, query);
+    return this.audit.page({ ...filterOf(query), visibleTo: actorFromPrincipal(principal) }, query);
   }
 }
 

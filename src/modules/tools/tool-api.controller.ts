@@ -61,7 +61,7 @@ export class ToolApiController {
     @Res({ passthrough: true }) response: Response,
   ): Promise<{ result: unknown }> {
     const { name, arguments: args } = parseToolCallBody(body);
-    const prepared = this.tools.prepare(name, args, caller.scopes);
+    const prepared = this.keyCalls.prepare(name, args, caller);
     const outcome = await this.keyCalls.invoke(prepared, caller, idempotencyKey);
     if (outcome.replayed) response.setHeader('Idempotent-Replayed', 'true');
     if (outcome.truncated) response.setHeader('X-Truncated', 'true');
