@@ -6,7 +6,7 @@ import type { DbExecutor } from '../../database/kysely.provider.js';
 import type { ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
 import type { Principal } from '../auth/principal.js';
 import { mcpClientOf } from '../tools/mcp-client-info.js';
-import { auditRequestStorage, pendingToolCallStorage } from './audit-context.js';
+import { auditRequestStorage, explicitAuditActor, pendingToolCallStorage } from './audit-context.js';
 import { newAuditEntry, toAuditView, type AuditAction, type AuditActor, type AuditEntry, type AuditEntryView, type AuditTarget } from './audit-entry.js';
 import { AuditLogRepository, type AuditFilter } from './audit-log.repository.js';
 import { AuditRecorder } from './audit.recorder.js';
@@ -35,8 +35,10 @@ export class AuditService {
     private readonly recorder: AuditRecorder,
   ) {}
 
-  /** The credential of the current HTTP request, or undefined outside one (a worker, a start-up task). */
+  /** The credential of the current HTTP request (or the actor named by runAsAuditActor); undefined outside both. */
   actorOfRequest(): AuditActor | undefined {
+    const explicit = explicitAuditActor();
+    if (explicit) return explicit;
     const request = auditRequestStorage.getStore();
     return request ? actorOf(request) : undefined;
   }
