@@ -72,6 +72,7 @@ export class ApiKeysService {
         action: 'api_key.create',
         target: { type: 'api_key', id: created.id },
         details: { name: created.name, scopes: created.scopes, projectIds: created.projectIds, repos: created.repos, confirmWrites: created.confirmWrites, expiresAt: created.expiresAt?.toISOString() ?? null },
+        onBehalfOf: userId,
       });
     });
     return {
@@ -110,7 +111,7 @@ export class ApiKeysService {
     const revoked = isUuid(id)
       ? await this.db.transaction().execute(async (trx) => {
           const revokedId = await this.credentials.revokeOwned('api-key', userId, id, trx);
-          if (revokedId) await this.audit.recordChange(trx, { action: 'api_key.revoke', target: { type: 'api_key', id: revokedId } });
+          if (revokedId) await this.audit.recordChange(trx, { action: 'api_key.revoke', target: { type: 'api_key', id: revokedId }, onBehalfOf: userId });
           return revokedId;
         })
       : undefined;

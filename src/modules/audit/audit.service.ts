@@ -18,6 +18,11 @@ export interface AuditedChange {
   details?: Record<string, unknown>;
   /** Who acted, when it is not the credential of the current request (e.g. the OAuth client exchanging a code). */
   actor?: AuditActor;
+  /**
+   * The user the service acts for: named (as a user token, the credential unknown) only when neither a request nor
+   * runAsAuditActor says who acts, e.g. a service called in-process; the change is then still never unrecorded.
+   */
+  onBehalfOf?: string;
 }
 
 /** Keyset pages of this size feed the export: memory stays one page, whatever the log holds. */
@@ -55,10 +60,12 @@ export class AuditService {
       await this.repository.insert([{ ...pending.entry, target: change.target ?? pending.entry.target }], executor);
       return;
     }
-    const actor = change.actor ?? this.actorOfRequest();
+    const actor =
+      change.actor ?? this.actorOfRequest() ?? (change.onBehalfOf !== undefined ? { userId: change.onBehalfOf, via: 'user_token' as const, credentialId: null } : undefined);
     // Fail closed: a change nobody can be named for is a bug, and must not happen unrecorded.
     if (!actor) throw new Error(`No actor known for the audit entry of ${change.action}`);
-    await this.repository.insert([newAuditEntry({ action: change.action, actor, target: change.target, outcome: { status: 'ok' }, details: change.details ?? {} })], executor);
+    const { action, target, details = {} } = change;
+    await this.repository.insert([newAuditEntry({ action, actor, target, outcome: { status: 'ok' }, details })], executor);
   }
 
   /**

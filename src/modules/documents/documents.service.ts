@@ -83,7 +83,7 @@ export class DocumentsService {
     // limits. The document is `uploaded` until then.
     let saved: Document;
     try {
-      saved = await this.insertRecorded({
+      saved = await this.insertRecorded(actor, {
         id: randomUUID(),
         projectId: input.projectId,
         authorId: actor.userId,
@@ -161,7 +161,7 @@ export class DocumentsService {
       });
     }
     const bytes = textBytes(input.content);
-    const saved = await this.insertRecorded({
+    const saved = await this.insertRecorded(actor, {
       id: randomUUID(),
       projectId,
       authorId: actor.userId,
@@ -230,7 +230,7 @@ export class DocumentsService {
     // the one that removed the row answers 200; the other gets not_found, as it would a moment later.
     const deleted = await this.db.transaction().execute(async (trx) => {
       if (!(await this.documents.delete(documentId, trx))) return false;
-      await this.audit.recordChange(trx, { action: 'document.delete', target: { type: 'document', id: documentId }, details: { projectId: document.projectId } });
+      await this.audit.recordChange(trx, { action: 'document.delete', target: { type: 'document', id: documentId }, details: { projectId: document.projectId }, onBehalfOf: actor.userId });
       return true;
     });
     if (!deleted) throw AppException.notFound('Document');
@@ -239,13 +239,14 @@ export class DocumentsService {
   }
 
   /** Inserts a new document with its audit entry (document.upload, or the tool call that created it) in one transaction. */
-  private insertRecorded(document: NewDocument): Promise<Document> {
+  private insertRecorded(actor: Actor, document: NewDocument): Promise<Document> {
     return this.db.transaction().execute(async (trx) => {
       const saved = await this.documents.insert(document, trx);
       await this.audit.recordChange(trx, {
         action: 'document.upload',
         target: { type: 'document', id: saved.id },
         details: { projectId: saved.projectId, title: saved.title, mimeType: saved.mimeType, sizeBytes: saved.sizeBytes },
+        onBehalfOf: actor.userId,
       });
       return saved;
     });

@@ -96,6 +96,7 @@ export class GithubReposService {
           action: 'github_repo.register',
           target: { type: 'github_repo', id },
           details: { fullName: github.full_name, tokenSource: tokenCiphertext ? 'repository' : 'server' },
+          onBehalfOf: adminId,
         });
       });
     } catch (error) {

@@ -192,7 +192,7 @@ export class OAuthGrantsService {
       isUuid(id) &&
       (await this.db.transaction().execute(async (trx) => {
         if (!(await this.credentials.revokeOwned('oauth-grant', userId, id, trx))) return false;
-        await this.audit.recordChange(trx, { action: 'oauth.revoke', target: { type: 'oauth_grant', id } });
+        await this.audit.recordChange(trx, { action: 'oauth.revoke', target: { type: 'oauth_grant', id }, onBehalfOf: userId });
         return true;
       }));
     if (!revoked) throw AppException.notFound('Connected app');

@@ -79,7 +79,7 @@ export class ProjectsService {
     const project = { id, name: input.name, description: input.description ?? '', ownerId: actor.userId };
     await this.db.transaction().execute(async (trx) => {
       await this.projects.insertWithOwner(project, trx);
-      await this.audit.recordChange(trx, { action: 'project.create', target: { type: 'project', id }, details: { name: project.name } });
+      await this.audit.recordChange(trx, { action: 'project.create', target: { type: 'project', id }, details: { name: project.name }, onBehalfOf: actor.userId });
     });
     return this.get(actor, id);
   }
@@ -102,6 +102,7 @@ export class ProjectsService {
         action: 'project.update',
         target: { type: 'project', id: projectId },
         details: { changed: Object.keys(input).filter((key) => input[key as keyof UpdateProjectDto] !== undefined) },
+        onBehalfOf: actor.userId,
       });
     });
     return this.get(actor, projectId);
@@ -124,7 +125,7 @@ export class ProjectsService {
       await this.projects.lockForMembershipChange(projectId, trx);
       await this.requireRole(actor, projectId, 'owner', trx);
       await this.projects.upsertMember(projectId, input.userId, input.role, trx);
-      await this.audit.recordChange(trx, { action: 'project.member.set', target: { type: 'project', id: projectId }, details: { userId: input.userId, role: input.role } });
+      await this.audit.recordChange(trx, { action: 'project.member.set', target: { type: 'project', id: projectId }, details: { userId: input.userId, role: input.role }, onBehalfOf: actor.userId });
     });
     const member = await this.projects.member(projectId, input.userId);
     if (!member) throw AppException.notFound('Project');
@@ -149,6 +150,7 @@ export class ProjectsService {
         action: 'project.token.create',
         target: { type: 'project', id: projectId },
         details: { tokenId: minted.id, name: input.name, role: input.role, expiresAt: minted.expiresAt },
+        onBehalfOf: actor.userId,
       });
       return minted;
     });
