@@ -1,11 +1,7 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { WriteBehindBuffer } from '../../common/batching/write-behind-buffer.js';
 import type { AuditEntry } from './audit-entry.js';
 import { AuditLogRepository } from './audit-log.repository.js';
-
-const FLUSH_INTERVAL_MS = 200;
-const FLUSH_AT_ENTRIES = 500;
-/** Past this many unwritten entries (the database is down), the oldest are dropped and counted in the log. */
-const MAX_BUFFERED = 100_000;
 
 /**
  * Entries of calls that changed nothing in the database (read tool calls, failed tool calls, tool calls whose change
@@ -16,47 +12,32 @@ const MAX_BUFFERED = 100_000;
 @Injectable()
 export class AuditRecorder implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('AuditLog');
-  private buffer: AuditEntry[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> = Promise.resolve();
+  private readonly buffer: WriteBehindBuffer<AuditEntry>;
 
-  constructor(private readonly repository: AuditLogRepository) {}
+  constructor(repository: AuditLogRepository) {
+    this.buffer = new WriteBehindBuffer<AuditEntry>({
+      write: (batch) => repository.insert(batch),
+      onError: (error, dropped) => this.logger.warn({ msg: 'Could not write audit entries; will retry', error: (error as Error).message, dropped }),
+      flushEveryMs: 200,
+      batchSize: 500,
+      maxBuffered: 100_000,
+    });
+  }
 
   onModuleInit(): void {
-    this.timer = setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
-    this.timer.unref();
+    this.buffer.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    await this.flush();
+    await this.buffer.stop();
   }
 
   record(entry: AuditEntry): void {
-    this.buffer.push(entry);
-    if (this.buffer.length >= FLUSH_AT_ENTRIES) void this.flush();
+    this.buffer.add(entry);
   }
 
-  /** Writes everything recorded so far; resolves once it is in the database (or was put back after a failure). */
+  /** Writes everything recorded so far; resolves once it is in the database (or was kept after a failure). */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.writeBatch());
-    return this.flushing;
-  }
-
-  private async writeBatch(): Promise<void> {
-    while (this.buffer.length > 0) {
-      const batch = this.buffer.slice(0, FLUSH_AT_ENTRIES);
-      this.buffer = this.buffer.slice(batch.length);
-      try {
-        await this.repository.insert(batch);
-      } catch (error) {
-        // Put the batch back so a transient database error loses nothing; the next tick retries.
-        this.buffer = batch.concat(this.buffer);
-        const dropped = this.buffer.length - MAX_BUFFERED;
-        if (dropped > 0) this.buffer = this.buffer.slice(dropped);
-        this.logger.warn({ msg: 'Could not write audit entries; will retry', error: (error as Error).message, dropped: Math.max(0, dropped) });
-        return;
-      }
-    }
+    return this.buffer.flush();
   }
 }
