@@ -398,7 +398,7 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-function readPackageVersion(): string {
+export function readPackageVersion(): string {
   for (const candidate of [join(__dirname, '..', '..', 'package.json'), join(__dirname, '..', '..', '..', 'package.json')]) {
     if (existsSync(candidate)) {
       return (JSON.parse(readFileSync(candidate, 'utf8')) as { version?: string }).version ?? '0.0.0';
