@@ -133,7 +133,13 @@ describe('OpenTelemetry traces of the built server', () => {
       (status) => ['succeeded', 'failed', 'cancelled'].includes(status),
       { timeoutMs: 60_000 },
     );
-    const spans = await pollUntil('the run’s tool span exported', async () => receiver.trace(traceId), (trace) => trace.some((s) => s.attributes['atrium.tool.door'] === 'agent'), { timeoutMs: 30_000 });
+    // The job's span ends (and is exported) after its tool calls: wait for both.
+    const spans = await pollUntil(
+      'the run’s job and tool spans exported',
+      async () => receiver.trace(traceId),
+      (trace) => trace.some((s) => s.attributes['atrium.tool.door'] === 'agent') && trace.some((s) => s.name === 'process agent-runs'),
+      { timeoutMs: 30_000 },
+    );
     const server = one(spans, 'HTTP server', (s) => s.kind === SpanKind.SERVER);
     const job = one(spans, 'run job', (s) => s.kind === SpanKind.CONSUMER && s.name === 'process agent-runs');
     const tool = one(spans, 'agent tool call', (s) => s.attributes['atrium.tool.door'] === 'agent');
