@@ -7,6 +7,7 @@ import request from 'supertest';
 import { buildOnce, startAppProcess, type AppProcess } from './support/app-process.js';
 import { bearer, makeApiKey, makeUser, type TestUser } from './support/factories.js';
 import { OtlpReceiver, SpanKind, descendsFrom, type ReceivedSpan } from './support/otlp-receiver.js';
+import { parsePrometheusText, sampleValue } from './support/prometheus-text.js';
 import { createTestDatabase, deploymentEnv, type TestDatabase } from './support/test-app.js';
 import { pollUntil } from './support/wait.js';
 
@@ -148,6 +149,19 @@ describe('OpenTelemetry traces of the built server', () => {
     expect(tool.service).toBe(separateWorker ? 'atrium-worker' : 'atrium-api');
     expect(tool.name).toBe(`tool ${tool.attributes['atrium.tool.name']}`);
   }, 120_000);
+
+  (separateWorker ? it : it.skip)('a worker serves its own /metrics on WORKER_HTTP_PORT: the jobs it ran, the queues it sees', async () => {
+    const worker = processes[1];
+    const res = await fetch(`${worker.baseUrl}/metrics`);
+    expect(res.status).toBe(200);
+    const samples = parsePrometheusText(await res.text());
+    expect(sampleValue(samples, 'atrium_jobs_total', { queue: 'rag-indexing', status: 'completed' })).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(samples, 'atrium_jobs_total', { queue: 'agent-runs', status: 'completed' })).toBeGreaterThanOrEqual(1);
+    expect(samples.some((s) => s.name === 'atrium_queue_waiting' && s.labels.queue === 'rag-indexing')).toBe(true);
+    // The API process ran no job: its job counters stay empty.
+    const apiSamples = parsePrometheusText(await (await fetch(`${api.baseUrl}/metrics`)).text());
+    expect(sampleValue(apiSamples, 'atrium_jobs_total')).toBe(0);
+  });
 
   it('probes and scrapes start no trace, and idle workers polling their queues start none either', async () => {
     const { traceId, traceparent } = newTrace();
