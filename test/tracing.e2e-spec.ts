@@ -163,6 +163,14 @@ describe('OpenTelemetry traces of the built server', () => {
     expect(sampleValue(apiSamples, 'atrium_jobs_total')).toBe(0);
   });
 
+  it('the request id (X-Request-Id, log lines, error bodies) is the trace id, also when the client sent no traceparent', async () => {
+    const res = await http.get('/api/auth/me').set(bearer(user.token)).expect(200);
+    const requestId = res.headers['x-request-id'] as string;
+    expect(requestId).toMatch(/^[0-9a-f]{32}$/);
+    const spans = await pollUntil('the request’s span exported', async () => receiver.trace(requestId), (trace) => trace.some((s) => s.kind === SpanKind.SERVER), { timeoutMs: 15_000 });
+    expect(one(spans, 'HTTP server', (s) => s.kind === SpanKind.SERVER).attributes['http.route']).toBe('/api/auth/me');
+  });
+
   it('probes and scrapes start no trace, and idle workers polling their queues start none either', async () => {
     const { traceId, traceparent } = newTrace();
     await http.get('/api/health').set('traceparent', traceparent).expect(200);

@@ -60,5 +60,9 @@ export function startTracing(config: TracingConfig, version: string): void {
       new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
     ],
   });
-  markTracingStarted(trace.getTracer('atrium', version), () => provider.shutdown());
+  markTracingStarted({
+    tracer: trace.getTracer('atrium', version),
+    shutdown: () => provider.shutdown(),
+    currentTraceId: () => trace.getActiveSpan()?.spanContext().traceId,
+  });
 }

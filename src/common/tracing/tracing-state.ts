@@ -8,10 +8,17 @@ import type { QueueOptions } from 'bullmq';
  */
 let tracer: Tracer | undefined;
 let stop: (() => Promise<void>) | undefined;
+let currentTraceId: (() => string | undefined) | undefined;
 
-export function markTracingStarted(atriumTracer: Tracer, shutdown: () => Promise<void>): void {
-  tracer = atriumTracer;
-  stop = shutdown;
+export function markTracingStarted(started: { tracer: Tracer; shutdown: () => Promise<void>; currentTraceId: () => string | undefined }): void {
+  tracer = started.tracer;
+  stop = started.shutdown;
+  currentTraceId = started.currentTraceId;
+}
+
+/** The trace id of the active span while tracing runs (the request id then follows it, see resolveRequestId). */
+export function activeTraceId(): string | undefined {
+  return currentTraceId?.();
 }
 
 /** Atrium's tracer while tracing runs; undefined (and nothing to pay) otherwise. */
@@ -24,6 +31,7 @@ export async function shutdownTracing(): Promise<void> {
   const shutdown = stop;
   tracer = undefined;
   stop = undefined;
+  currentTraceId = undefined;
   await shutdown?.();
 }
 
