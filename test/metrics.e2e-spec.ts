@@ -1,6 +1,8 @@
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { MetricsServer } from '../src/common/metrics/metrics.server.js';
 import { bearer, callTool, makeApiKey, makeUser, type TestUser } from './support/factories.js';
 import { parsePrometheusText, sampleValue, type Sample } from './support/prometheus-text.js';
@@ -69,6 +71,17 @@ describe('GET /metrics on the main port, behind METRICS_TOKEN', () => {
     expect(res.headers['cache-control']).toBe('no-store');
     for (const series of NAMED_SERIES) expect(res.text).toContain(`# TYPE ${series} `);
     expect(res.text).not.toContain(metricsToken);
+  });
+
+  it('serves every series the Grafana dashboard in docs/ queries', async () => {
+    const dashboard = JSON.parse(readFileSync(join(__dirname, '..', 'docs', 'grafana-dashboard.json'), 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
+    const exprs = dashboard.panels.flatMap((panel) => panel.targets ?? []).map((target) => target.expr);
+    expect(exprs.length).toBeGreaterThan(10);
+    const text = await scrapeText();
+    for (const name of new Set(exprs.flatMap((expr) => expr.match(/\b(?:http|atrium|process|nodejs)_[a-z0-9_]+/g) ?? []))) {
+      // A histogram's _bucket series belongs to the histogram its # TYPE line names.
+      expect(text).toContain(`# TYPE ${name.replace(/_bucket$/, '')} `);
+    }
   });
 
   it('counts tool calls by registered tool, outcome and door; a name that is not a tool is counted as unknown', async () => {
