@@ -149,7 +149,7 @@ export interface AppConfig {
   shutdownDrainDelayMs: number;
   /** APP_ROLE=worker: the port of its /api/health and /api/ready probes (and of its /metrics). */
   workerHttpPort: number;
-  /** Prometheus metrics (GET /metrics); see src/common/metrics/README.md. */
+  /** Prometheus metrics (GET /metrics); README "Operations: metrics and traces". */
   metrics: MetricsConfig;
   /** OpenTelemetry traces; read again by the tracing preload before anything else is loaded. */
   tracing: TracingConfig;
