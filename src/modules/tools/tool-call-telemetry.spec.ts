@@ -8,7 +8,7 @@ const tool = (name: string) => ({ definition: { name } }) as unknown as Register
 
 async function count(labels: Record<string, string>): Promise<number> {
   const { values } = await toolCallsTotal.get();
-  return values.filter((v) => Object.entries(labels).every(([key, value]) => v.labels[key] === value)).reduce((sum, v) => sum + v.value, 0);
+  return values.filter((v) => Object.entries(labels).every(([key, value]) => (v.labels as Record<string, unknown>)[key] === value)).reduce((sum, v) => sum + v.value, 0);
 }
 
 describe('observeToolCall', () => {
