@@ -108,6 +108,7 @@ describe('loadConfig', () => {
     for (const [name, bad] of [
       ['METRICS_TOKEN', 'short'],
       ['METRICS_PORT', '70000'],
+      ['METRICS_PORT', '3000'],
       ['METRICS_ENABLED', 'yes'],
       ['OTEL_EXPORTER_OTLP_ENDPOINT', 'collector:4318'],
       ['OTEL_EXPORTER_OTLP_ENDPOINT', 'grpc://collector:4317'],

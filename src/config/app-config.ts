@@ -266,16 +266,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 120_000),
     shutdownDrainDelayMs: read.int('SHUTDOWN_DRAIN_DELAY_MS', 5_000, 0, 120_000),
     workerHttpPort: read.int('WORKER_HTTP_PORT', 3001, 0, 65535),
-    metrics: readMetricsConfig(read),
+    metrics: readMetricsConfig(read, read.int('PORT', 3000, 0, 65535)),
     tracing: readTracingConfig(read),
     secrets: resolveSecrets(read, nodeEnv, dataDir),
   };
 }
 
-function readMetricsConfig(read: EnvReader): MetricsConfig {
+function readMetricsConfig(read: EnvReader, mainPort: number): MetricsConfig {
+  const port = read.raw('METRICS_PORT') === undefined ? undefined : read.int('METRICS_PORT', 0, 0, 65535);
+  if (port !== undefined && port !== 0 && port === mainPort) throw new ConfigError('METRICS_PORT', 'must differ from PORT (unset it to serve /metrics on the main port)');
   return {
     enabled: read.oneOf('METRICS_ENABLED', ['true', 'false'] as const, 'true') === 'true',
-    port: read.raw('METRICS_PORT') === undefined ? undefined : read.int('METRICS_PORT', 0, 0, 65535),
+    port,
     // A scraper's credential: long enough that it cannot be guessed from outside.
     token: read.secret('METRICS_TOKEN', 16),
   };
