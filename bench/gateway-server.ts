@@ -23,6 +23,8 @@ async function main(): Promise<void> {
     REDIS_URL: process.env.BENCH_REDIS_URL,
     API_KEY_PEPPER: BENCH_PEPPER,
     RATE_LIMIT_KEY_PER_MIN: '1000000',
+    // Metrics are on by default, as in production; BENCH_METRICS=false measures the gateway without them.
+    METRICS_ENABLED: process.env.BENCH_METRICS ?? 'true',
   });
   const app = await createHttpApp({ config, databaseUrl, logger: new JsonLogger('error') });
   await app.listen(0, '127.0.0.1');

@@ -10,6 +10,7 @@ import { AnyKeyScope, RequiresToolScope, ScopeGuard } from './scope.guard.js';
 import { parseToolCallBody } from './tool-call-body.js';
 import { KeyToolCallsService } from './key-tool-calls.service.js';
 import { ToolsService } from './tools.service.js';
+import { observeToolCall } from './tool-call-telemetry.js';
 
 /**
  * Area A: the JSON door to the tool registry. Guards run in order: key (401) → per-key limit (429) →
@@ -61,8 +62,9 @@ export class ToolApiController {
     @Res({ passthrough: true }) response: Response,
   ): Promise<{ result: unknown }> {
     const { name, arguments: args } = parseToolCallBody(body);
-    const prepared = this.tools.prepare(name, args, caller.scopes);
-    const outcome = await this.keyCalls.invoke(prepared, caller, idempotencyKey);
+    const outcome = await observeToolCall({ door: 'json', tool: this.tools.find(name) }, () =>
+      this.keyCalls.invoke(this.tools.prepare(name, args, caller.scopes), caller, idempotencyKey),
+    );
     if (outcome.replayed) response.setHeader('Idempotent-Replayed', 'true');
     if (outcome.truncated) response.setHeader('X-Truncated', 'true');
     return { result: outcome.result };
