@@ -177,6 +177,16 @@ interface Target {
   calls: number;
 }
 
+/** The Node flags the Dockerfile's CMD starts the API with (e.g. the young-generation size), so the bench runs it the same way. */
+function productionNodeFlags(): string[] {
+  const cmd = readFileSync(join(__dirname, '..', '..', 'Dockerfile'), 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('CMD '))
+    .pop();
+  const args = cmd ? (JSON.parse(cmd.slice(4)) as string[]) : [];
+  return args[0] === 'node' ? args.slice(1).filter((arg) => arg.startsWith('--')) : [];
+}
+
 async function main(): Promise<void> {
   const name = `atrium_bench_${randomBytes(4).toString('hex')}`;
   const admin = new Client({ connectionString: SERVER_URL });
@@ -189,7 +199,7 @@ async function main(): Promise<void> {
   try {
     const env = { BENCH_DB_URL: dbUrl.toString() };
     // BENCH_PROFILE_DIR=<dir>: each gateway writes a V8 CPU profile there when it exits (open it in Chrome DevTools).
-    const profileArgs = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+    const profileArgs = [...productionNodeFlags(), ...(process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [])];
     const gateway = await startChild('gateway-server.js', { ...env, BENCH_GATEWAY_REDIS_URL: '' }, profileArgs); // runs the migrations
     children.push(gateway.child);
     console.log(`seeding ${TASKS} tasks over ${USERS} users...`);
@@ -215,6 +225,7 @@ async function main(): Promise<void> {
       if (res.status !== 200 || body.result.length !== 50) throw new Error(`${target.label} answered ${res.status} with ${body.result?.length} rows`);
     }
     const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+    console.log(`gateway started as the Dockerfile does: node ${profileArgs.join(' ')}`);
     console.log(`${ROUNDS} alternating rounds of ${DURATION} s per scenario, ${CONNECTIONS} connections, ${KEYS} keys, load average at start ${load}`);
     const summary: string[] = [];
     for (const scenario of SCENARIO_NAMES) {
