@@ -12,7 +12,7 @@
  * server's peak RSS; then the means and the ratios to the bare handler.
  * Targets (list_tasks, each gateway): throughput >= 0.85x the bare handler, p99 <= 1.5x, RSS <= 250 MB.
  * BENCH_ROUNDS, BENCH_DURATION, BENCH_CONNECTIONS change the runs; BENCH_SCENARIOS=list_tasks,create_task picks
- * scenarios; BENCH_PROFILE_DIR writes a V8 CPU profile of each gateway (and prints how many calls it answered).
+ * scenarios; BENCH_PROFILE_DIR writes a V8 CPU profile of each server, gateways and bare (and prints how many calls each answered).
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -198,7 +198,7 @@ async function main(): Promise<void> {
   let failed = false;
   try {
     const env = { BENCH_DB_URL: dbUrl.toString() };
-    // BENCH_PROFILE_DIR=<dir>: each gateway writes a V8 CPU profile there when it exits (open it in Chrome DevTools).
+    // BENCH_PROFILE_DIR=<dir>: each server writes a V8 CPU profile there when it exits (open it in Chrome DevTools).
     const profileArgs = [...productionNodeFlags(), ...(process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [])];
     const gateway = await startChild('gateway-server.js', { ...env, BENCH_GATEWAY_REDIS_URL: '' }, profileArgs); // runs the migrations
     children.push(gateway.child);
@@ -210,7 +210,7 @@ async function main(): Promise<void> {
       children.push(onRedis.child);
       targets.push({ label: 'gateway+redis', url: `http://127.0.0.1:${onRedis.port}/api/v1/public/mcp/call`, pid: onRedis.child.pid!, calls: 0 });
     }
-    const bare = await startChild('bare-server.js', env);
+    const bare = await startChild('bare-server.js', env, process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : []);
     children.push(bare.child);
     targets.push({ label: 'bare', url: `http://127.0.0.1:${bare.port}/call`, pid: bare.child.pid!, calls: 0 });
 
