@@ -2,6 +2,7 @@ import { DynamicModule, Module, ValidationPipe, type Type } from '@nestjs/common
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter.js';
 import { EnvelopeInterceptor } from './common/http/envelope.interceptor.js';
+import { MetricsModule } from './common/metrics/metrics.module.js';
 import { BackendThrottlerGuard } from './common/rate-limit/backend-throttler.guard.js';
 import { RateLimitModule } from './common/rate-limit/rate-limit.module.js';
 import { RedisModule } from './common/redis/redis.module.js';
@@ -44,6 +45,7 @@ export class AppModule {
         QueueModule.forRoot(config, databaseUrl),
         HealthModule,
         AuditModule,
+        MetricsModule.forRoot(config),
         AuthModule,
         ScopeCatalogModule,
         ApiKeysModule,

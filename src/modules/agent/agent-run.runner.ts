@@ -6,6 +6,7 @@ import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
+import { observeToolCall } from '../tools/tool-call-telemetry.js';
 import { ToolsService } from '../tools/tools.service.js';
 import { CANCEL_POLL_MS, HEARTBEAT_EVERY_MS, MAX_RUN_ATTEMPTS, RESULT_SUMMARY_MAX_CHARS, TOOL_RESULT_MAX_CHARS } from './agent.constants.js';
 import { assistantMessage, awaitingApprovalStep, messageStep, rebuildConversation, type Conversation } from './agent-run.conversation.js';
@@ -250,12 +251,12 @@ export class AgentRunner implements OnModuleDestroy {
     }
     await record(step); // recorded before it runs: a retry never executes it twice
     try {
-      const outcome = await withTimeout(this.tools.call(call.name, args as Record<string, unknown>, scope.actor, scope.scopes, {
-          userId: scope.actor.userId,
-          via: 'agent_run',
-          credentialId: null,
-          runId: scope.runId,
-        }), this.config.agent.stepTimeoutMs);
+      const outcome = await observeToolCall({ door: 'agent', tool: this.tools.find(call.name), statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined) }, () =>
+        withTimeout(
+          this.tools.call(call.name, args as Record<string, unknown>, scope.actor, scope.scopes, { userId: scope.actor.userId, via: 'agent_run', credentialId: null, runId: scope.runId }),
+          this.config.agent.stepTimeoutMs,
+        ),
+      );
       settle('ok', toModelContent(outcome.result, outcome.truncated), summarize(outcome.result, outcome.truncated));
     } catch (error) {
       if (error instanceof StepTimeout) {

@@ -8,6 +8,7 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { protectedResourceMetadataUrl, setUsageTool } from '../api-keys/api-key-auth.guard.js';
 import type { ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
 import { parseToolCallBody } from './tool-call-body.js';
+import { countRefusedToolCall } from './tool-call-telemetry.js';
 import { ToolsService } from './tools.service.js';
 
 export type ScopeRule = { kind: 'tool-in-body' } | { kind: 'any-scope'; usageLabel: string };
@@ -32,6 +33,19 @@ export class ScopeGuard implements CanActivate {
   ) {}
 
   canActivate(context: ExecutionContext): boolean {
+    try {
+      return this.check(context);
+    } catch (error) {
+      // A tool call refused here, before it reaches the tool, is still one of the JSON door's calls.
+      if (this.reflector.get<ScopeRule | undefined>(SCOPE_RULE, context.getHandler())?.kind === 'tool-in-body') {
+        const name: unknown = (context.switchToHttp().getRequest<Request>().body as { name?: unknown } | undefined)?.name;
+        countRefusedToolCall('json', typeof name === 'string' ? this.tools.find(name) : undefined, error);
+      }
+      throw error;
+    }
+  }
+
+  private check(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<Request & { user?: ApiKeyPrincipal }>();
     const rule = this.reflector.get<ScopeRule | undefined>(SCOPE_RULE, context.getHandler());
     const scopes = request.user?.scopes ?? [];
