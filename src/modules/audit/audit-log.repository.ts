@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { sql, type Selectable } from 'kysely';
+import { sql, type QueryCreator, type Selectable } from 'kysely';
 import { visibleAuditEntry } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import { pageOrder, type PageQuery } from '../../common/pagination/cursor-page.js';
-import type { AuditLog } from '../../database/database.types.js';
+import type { AuditLog, DB } from '../../database/database.types.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import type { AuditAction, AuditEntry, AuditVia } from './audit-entry.js';
 
@@ -32,30 +32,16 @@ export class AuditLogRepository {
    */
   async insert(entries: readonly AuditEntry[], executor: DbExecutor = this.db): Promise<void> {
     if (entries.length === 0) return;
-    await executor
-      .insertInto('audit_log')
-      .values(
-        entries.map((entry) => ({
-          id: entry.id,
-          created_at: entry.at,
-          action: entry.action,
-          user_id: entry.actor.userId,
-          via: entry.actor.via,
-          credential_id: entry.actor.credentialId,
-          client_name:
-            entry.actor.clientName ??
-            (entry.actor.via === 'oauth' && entry.actor.credentialId
-              ? sql<string | null>`(SELECT g.client_name FROM oauth_grants g WHERE g.id = ${entry.actor.credentialId}::uuid)`
-              : null),
-          run_id: entry.actor.runId ?? null,
-          target_type: entry.target?.type ?? null,
-          target_id: entry.target?.id ?? null,
-          outcome_status: entry.outcome.status,
-          outcome_code: entry.outcome.code ?? null,
-          details: JSON.stringify(entry.details),
-        })),
-      )
-      .execute();
+    await executor.insertInto('audit_log').values(entries.map(toRow)).execute();
+  }
+
+  /**
+   * `creator` with the entry's INSERT as a data-modifying CTE: the statement then built on it (e.g. a task's INSERT)
+   * writes the entry too, atomically, in the same round trip. PostgreSQL runs a data-modifying CTE even when the main
+   * statement does not read it.
+   */
+  withEntry(entry: AuditEntry, creator: QueryCreator<DB>): QueryCreator<DB> {
+    return creator.with('audit_entry', (db) => db.insertInto('audit_log').values(toRow(entry))) as unknown as QueryCreator<DB>;
   }
 
   /** Newest first, `limit + 1` rows after the cursor. */
@@ -82,6 +68,32 @@ export class AuditLogRepository {
       return Number(result.numDeletedRows);
     });
   }
+}
+
+/**
+ * An entry as a row. An OAuth tool call's client name, when the MCP client did not name itself, is the OAuth client's
+ * name on its grant, looked up inside the same statement (no extra round trip on the call path).
+ */
+function toRow(entry: AuditEntry) {
+  return {
+    id: entry.id,
+    created_at: entry.at,
+    action: entry.action,
+    user_id: entry.actor.userId,
+    via: entry.actor.via,
+    credential_id: entry.actor.credentialId,
+    client_name:
+      entry.actor.clientName ??
+      (entry.actor.via === 'oauth' && entry.actor.credentialId
+        ? sql<string | null>`(SELECT g.client_name FROM oauth_grants g WHERE g.id = ${entry.actor.credentialId}::uuid)`
+        : null),
+    run_id: entry.actor.runId ?? null,
+    target_type: entry.target?.type ?? null,
+    target_id: entry.target?.id ?? null,
+    outcome_status: entry.outcome.status,
+    outcome_code: entry.outcome.code ?? null,
+    details: JSON.stringify(entry.details),
+  };
 }
 
 function toEntry(row: Selectable<AuditLog>): StoredAuditEntry {

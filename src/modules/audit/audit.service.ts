@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Request } from 'express';
+import type { QueryCreator } from 'kysely';
+import type { DB } from '../../database/database.types.js';
 import { toAppException } from '../../common/errors/to-app-exception.js';
 import { toPage, type Page, type PageQuery } from '../../common/pagination/cursor-page.js';
 import type { DbExecutor } from '../../database/kysely.provider.js';
@@ -77,6 +79,18 @@ export class AuditService {
     if (!pending || pending.written) return;
     pending.written = true;
     await this.repository.insert([{ ...pending.entry, target }], executor);
+  }
+
+  /**
+   * For a change that only tools make and that is one statement (a task's INSERT): `creator` with the pending
+   * tool.call entry (with this target) joined to that statement as a CTE, so the entry costs no extra round trip and
+   * no transaction. Outside a tool call, `creator` as it is.
+   */
+  withToolChange(target: AuditTarget, creator: QueryCreator<DB>): QueryCreator<DB> {
+    const pending = pendingToolCallStorage.getStore();
+    if (!pending || pending.written) return creator;
+    pending.written = true;
+    return this.repository.withEntry({ ...pending.entry, target }, creator);
   }
 
   /** An entry of something that changed nothing (a failed login): written behind, batched. */

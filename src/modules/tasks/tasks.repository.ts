@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { sql, type CompiledQuery, type Selectable } from 'kysely';
+import { sql, type CompiledQuery, type QueryCreator, type Selectable } from 'kysely';
 import { deletableTask, editableTask, visibleTask } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
-import type { Tasks } from '../../database/database.types.js';
+import type { DB, Tasks } from '../../database/database.types.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import type { TaskPriority, TaskStatus, TaskView } from './task.model.js';
 
@@ -142,8 +142,9 @@ export class TasksRepository {
     }));
   }
 
-  async insert(task: NewTask, executor: DbExecutor = this.db): Promise<TaskView> {
-    const row = await executor
+  /** `creator`: the shared client, or one that adds a statement of its own (AuditService.withToolChange). */
+  async insert(task: NewTask, creator: QueryCreator<DB> = this.db): Promise<TaskView> {
+    const row = await creator
       .insertInto('tasks')
       .values({
         id: task.id,

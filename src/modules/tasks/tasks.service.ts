@@ -88,12 +88,9 @@ export class TasksService {
     // API.md: the creator must be a member of the project (any role, after the token's cap).
     if (input.projectId && (await this.projects.roleOf(actor, input.projectId)) === null) throw AppException.notFound('Project');
     if (input.assigneeId) await this.assertUserExists(input.assigneeId);
-    // Tasks change only through tools: the tool call's audit entry commits with the row.
-    return this.db.transaction().execute(async (trx) => {
-      const task = await this.tasks.insert({ id: randomUUID(), ...input, creatorId: actor.userId }, trx);
-      await this.audit.recordToolChange(trx, { type: 'task', id: task.id });
-      return task;
-    });
+    // Tasks change only through tools: the tool call's audit entry goes into the task's own INSERT statement.
+    const id = randomUUID();
+    return this.tasks.insert({ id, ...input, creatorId: actor.userId }, this.audit.withToolChange({ type: 'task', id }, this.db));
   }
 
   /** Creator or assignee may update; anyone else gets not_found (the task does not exist for them). */
