@@ -12,6 +12,7 @@ import { DatabaseModule } from './database/database.module.js';
 import { AgentModule } from './modules/agent/agent.module.js';
 import { ApiKeysModule } from './modules/api-keys/api-keys.module.js';
 import { ScopeCatalogModule } from './modules/api-keys/scope-catalog.js';
+import { AuditModule } from './modules/audit/audit.module.js';
 import { AuthModule } from './modules/auth/auth.module.js';
 import { BackendAuthGuard } from './modules/auth/guards/backend-auth.guard.js';
 import { DocumentsModule } from './modules/documents/documents.module.js';
@@ -43,6 +44,7 @@ export class AppModule {
         RateLimitModule,
         QueueModule.forRoot(config, databaseUrl),
         HealthModule,
+        AuditModule,
         MetricsModule.forRoot(config),
         AuthModule,
         ScopeCatalogModule,

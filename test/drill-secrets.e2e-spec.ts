@@ -155,6 +155,12 @@ describe('secrets drill', () => {
 
     // Wait for background work (indexing, usage flush) to write what it writes.
     await new Promise((resolve) => setTimeout(resolve, 1500));
+    // The audit log, as its owner and an admin's SIEM export read it (both scanned below, as is the audit_log table).
+    await b('own audit', 'GET', '/api/audit?limit=200');
+    const exported = await b('audit export', 'GET', '/api/admin/audit/export');
+    expect(exported.status).toBe(200);
+    const actions = new Set(exported.text.trim().split('\n').map((line) => JSON.parse(line).action as string));
+    for (const action of ['auth.login_failed', 'github_repo.register', 'project.create', 'project.token.create', 'api_key.create', 'oauth.grant', 'tool.call']) expect([action, actions.has(action)]).toEqual([action, true]);
     // The Prometheus scrape after all of that (its labels saw every route, tool and failure above), and refused scrapes.
     await scanned('metrics wrong token', { method: 'GET', path: '/metrics', token: `${secrets.metricsToken}x` });
     await scanned('metrics no token', { method: 'GET', path: '/metrics' });

@@ -144,6 +144,8 @@ export interface AppConfig {
     webhookRetryBaseMs: number;
     webhookMaxAttempts: number;
   };
+  /** The append-only audit log: entries older than this many days are pruned (by age only). */
+  audit: { retentionDays: number };
   shutdownTimeoutMs: number;
   /** On SIGTERM, how long /api/ready answers 503 while requests are still served, before the listener closes. */
   shutdownDrainDelayMs: number;
@@ -263,6 +265,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       webhookRetryBaseMs: read.int('WEBHOOK_RETRY_BASE_MS', 5_000, 10, 3_600_000),
       webhookMaxAttempts: read.int('WEBHOOK_MAX_ATTEMPTS', 14, 1, 30),
     },
+    audit: { retentionDays: read.int('AUDIT_RETENTION_DAYS', 365, 1, 36_500) },
     shutdownTimeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 120_000),
     shutdownDrainDelayMs: read.int('SHUTDOWN_DRAIN_DELAY_MS', 5_000, 0, 120_000),
     workerHttpPort: read.int('WORKER_HTTP_PORT', 3001, 0, 65535),

@@ -27,6 +27,7 @@ class StepTimeout extends Error {}
 
 /** What a run may do in this attempt: the caller's scopes narrowed to its current role, and the tools offered. */
 interface RunScope {
+  runId: string;
   actor: Actor;
   scopes: string[];
   offered: OfferedTool[];
@@ -136,7 +137,7 @@ export class AgentRunner implements OnModuleDestroy {
         const view = this.tools.schemaView(tool);
         return { name: view.name, description: view.description, parameters: view.inputSchema as Record<string, unknown> };
       });
-    return { actor, scopes, offered, offeredNames: new Set(offered.map((tool) => tool.name)) };
+    return { runId: run.id, actor, scopes, offered, offeredNames: new Set(offered.map((tool) => tool.name)) };
   }
 
   /** Tool calls, then a model turn, until the model answers without tool calls, maxSteps, or a write to approve. */
@@ -251,7 +252,10 @@ export class AgentRunner implements OnModuleDestroy {
     await record(step); // recorded before it runs: a retry never executes it twice
     try {
       const outcome = await observeToolCall({ door: 'agent', tool: this.tools.find(call.name), statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined) }, () =>
-        withTimeout(this.tools.call(call.name, args as Record<string, unknown>, scope.actor, scope.scopes), this.config.agent.stepTimeoutMs),
+        withTimeout(
+          this.tools.call(call.name, args as Record<string, unknown>, scope.actor, scope.scopes, { userId: scope.actor.userId, via: 'agent_run', credentialId: null, runId: scope.runId }),
+          this.config.agent.stepTimeoutMs,
+        ),
       );
       settle('ok', toModelContent(outcome.result, outcome.truncated), summarize(outcome.result, outcome.truncated));
     } catch (error) {

@@ -5,6 +5,8 @@ import { type Page } from '../../common/pagination/cursor-page.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
+import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import { AuditService } from '../audit/audit.service.js';
 import { generateApiKey, hashApiKey, isWellFormedApiKey, sameHash } from './api-key-format.js';
 import { toolPrincipal, type ApiKeyPrincipal } from './api-key.principal.js';
 import { expiryDate } from './api-key-scopes.js';
@@ -47,6 +49,8 @@ export class ApiKeysService {
     private readonly scopes: ScopeCatalog,
     private readonly callCounter: ApiKeyCallCounterService,
     private readonly verified: VerifiedKeyCache,
+    private readonly audit: AuditService,
+    @InjectDb() private readonly db: Db,
   ) {}
 
   async create(userId: string, input: CreateApiKeyDto): Promise<Omit<ApiKeyView, 'daysUntilExpiry' | 'lastUsedAt' | 'callCount' | 'status'> & { key: string }> {
@@ -66,7 +70,15 @@ export class ApiKeysService {
       expiresAt: expiryDate(input.expiresIn, now),
       createdAt: now,
     };
-    await this.keys.insert(created);
+    await this.db.transaction().execute(async (trx) => {
+      await this.keys.insert(created, trx);
+      await this.audit.recordChange(trx, {
+        action: 'api_key.create',
+        target: { type: 'api_key', id: created.id },
+        details: { name: created.name, scopes: created.scopes, projectIds: created.projectIds, repos: created.repos, confirmWrites: created.confirmWrites, expiresAt: created.expiresAt?.toISOString() ?? null },
+        onBehalfOf: userId,
+      });
+    });
     return {
       id: created.id,
       name: created.name,
@@ -100,7 +112,13 @@ export class ApiKeysService {
 
   /** Revocation is a column the statement counting each call reads (see authenticate): no cache can outlive it. */
   async revoke(userId: string, id: string): Promise<{ id: string; status: ApiKeyStatus }> {
-    const revoked = isUuid(id) ? await this.credentials.revokeOwned('api-key', userId, id) : undefined;
+    const revoked = isUuid(id)
+      ? await this.db.transaction().execute(async (trx) => {
+          const revokedId = await this.credentials.revokeOwned('api-key', userId, id, trx);
+          if (revokedId) await this.audit.recordChange(trx, { action: 'api_key.revoke', target: { type: 'api_key', id: revokedId }, onBehalfOf: userId });
+          return revokedId;
+        })
+      : undefined;
     if (!revoked) throw AppException.notFound('API key');
     return { id: revoked, status: 'revoked' };
   }

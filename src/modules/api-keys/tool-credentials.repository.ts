@@ -164,8 +164,8 @@ export class ToolCredentialsRepository {
    * Its id, or undefined when the user has no such credential. Revocation is a column every lookup reads:
    * it holds on every instance at once.
    */
-  async revokeOwned(kind: ToolCredentialKind, userId: string, id: string): Promise<string | undefined> {
-    const row = await this.db
+  async revokeOwned(kind: ToolCredentialKind, userId: string, id: string, executor: DbExecutor = this.db): Promise<string | undefined> {
+    const row = await executor
       .updateTable(TABLES[kind].credentials as 'api_keys')
       .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
       .where('id', '=', id)

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { sql, type CompiledQuery, type Selectable } from 'kysely';
+import { sql, type CompiledQuery, type QueryCreator, type Selectable } from 'kysely';
 import { deletableTask, editableTask, visibleTask } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
-import type { Tasks } from '../../database/database.types.js';
-import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import type { DB, Tasks } from '../../database/database.types.js';
+import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import type { TaskPriority, TaskStatus, TaskView } from './task.model.js';
 
 export interface TaskFilter {
@@ -142,8 +142,9 @@ export class TasksRepository {
     }));
   }
 
-  async insert(task: NewTask): Promise<TaskView> {
-    const row = await this.db
+  /** `creator`: the shared client, or one that adds a statement of its own (AuditService.withToolChange). */
+  async insert(task: NewTask, creator: QueryCreator<DB> = this.db): Promise<TaskView> {
+    const row = await creator
       .insertInto('tasks')
       .values({
         id: task.id,
@@ -163,8 +164,8 @@ export class TasksRepository {
   }
 
   /** Applies `changes` when the actor may edit the task; undefined when it may not (or the task is gone). */
-  async updateEditable(actor: Actor, taskId: string, changes: TaskChanges): Promise<TaskView | undefined> {
-    const row = await this.db
+  async updateEditable(actor: Actor, taskId: string, changes: TaskChanges, executor: DbExecutor = this.db): Promise<TaskView | undefined> {
+    const row = await executor
       .updateTable('tasks as t')
       .set({
         ...(changes.title !== undefined && { title: changes.title }),
@@ -184,8 +185,8 @@ export class TasksRepository {
   }
 
   /** Deletes the task when the actor may delete it and returns its id; undefined otherwise (invisible, not its creator, or gone). */
-  async deleteDeletable(actor: Actor, taskId: string): Promise<string | undefined> {
-    const row = await this.db.deleteFrom('tasks as t').where('t.id', '=', taskId).where(deletableTask(actor, 't')).returning('t.id').executeTakeFirst();
+  async deleteDeletable(actor: Actor, taskId: string, executor: DbExecutor = this.db): Promise<string | undefined> {
+    const row = await executor.deleteFrom('tasks as t').where('t.id', '=', taskId).where(deletableTask(actor, 't')).returning('t.id').executeTakeFirst();
     return row?.id;
   }
 }

@@ -211,7 +211,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     try {
       if (context.rateLimited) throw context.rateLimited;
       const { caller } = context;
-      const prepared = this.tools.prepare(name, args, caller.scopes);
+      const prepared = this.keyCalls.prepare(name, args, caller);
       let confirmed = false;
       if (this.keyCalls.needsConfirmation(prepared, caller)) {
         const step = await this.confirmWrite(prepared, caller.keyId, confirmation);

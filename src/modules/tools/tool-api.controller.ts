@@ -64,7 +64,7 @@ export class ToolApiController {
   ): Promise<void> {
     const { name, arguments: args } = parseToolCallBody(body);
     const outcome = await observeToolCall({ door: 'json', tool: this.tools.find(name) }, () =>
-      this.keyCalls.invoke(this.tools.prepare(name, args, caller.scopes), caller, idempotencyKey),
+      this.keyCalls.invoke(this.keyCalls.prepare(name, args, caller), caller, idempotencyKey),
     );
     if (outcome.replayed) response.setHeader('Idempotent-Replayed', 'true');
     if (outcome.truncated) response.setHeader('X-Truncated', 'true');
