@@ -113,6 +113,9 @@ describe('audit log', () => {
     const once = await callTool(app, key.key, 'create_task', { title: 'once' }, { 'Idempotency-Key': 'audit-replay-1' });
     const again = await callTool(app, key.key, 'create_task', { title: 'once' }, { 'Idempotency-Key': 'audit-replay-1' });
     expect([once.status, again.status, again.headers['idempotent-replayed']]).toEqual([200, 200, 'true']);
+    // Refused by the JSON door's scope guard, before any tool runs: still calls, with their error.
+    expect((await callTool(app, key.key, 'list_repositories', {})).status).toBe(403);
+    expect((await callTool(app, key.key, 'no_such_tool', {})).status).toBe(404);
 
     const calls = (await ownEntries(alice, { action: 'tool.call' })).filter((e) => e.actor.credentialId === key.id);
     const viaKey = { userId: alice.id, via: 'api_key', credentialId: key.id };
@@ -124,6 +127,8 @@ describe('audit log', () => {
       ['create_task', null, viaKey, { status: 'error', code: 'invalid_argument' }],
       ['create_task', { type: 'task', id: once.body.result.id }, viaKey, { status: 'ok' }],
       ['create_task', null, viaKey, { status: 'ok' }],
+      ['list_repositories', null, viaKey, { status: 'error', code: 'insufficient_scope' }],
+      ['no_such_tool', null, viaKey, { status: 'error', code: 'unknown_tool' }],
     ]);
     // A refused call keeps the tool name only; a replay says it is one (nothing ran again).
     expect(calls[4].details).toEqual({ tool: 'create_task' });

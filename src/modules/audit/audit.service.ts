@@ -47,7 +47,7 @@ export class AuditService {
     const explicit = explicitAuditActor();
     if (explicit) return explicit;
     const request = auditRequestStorage.getStore();
-    return request ? actorOf(request) : undefined;
+    return request ? auditActorOf(request) : undefined;
   }
 
   /**
@@ -137,8 +137,11 @@ export class AuditService {
   }
 }
 
-/** The acting credential of a request, from its authenticated principal (and, on the MCP door, its client). */
-function actorOf(request: Request): AuditActor | undefined {
+/**
+ * The acting credential of a request, from its authenticated principal (and, on the MCP door, its client). Exported
+ * for guards, which run before AuditRequestInterceptor puts the request in `auditRequestStorage`.
+ */
+export function auditActorOf(request: Request): AuditActor | undefined {
   const principal = request.user as Principal | ApiKeyPrincipal | undefined;
   switch (principal?.kind) {
     case 'user':
