@@ -167,6 +167,17 @@ describe('audit log', () => {
     ]);
     expect(JSON.stringify(entries)).not.toContain(tokens.access_token);
     expect(JSON.stringify(entries)).not.toContain(tokens.refresh_token);
+
+    // The client ends a second grant itself (RFC 7009, its refresh token): on the log as the client did it, once.
+    const second = await oauthTokens(app, bob, ['tasks:read']);
+    await app.http.post('/oauth/revoke').type('form').send({ token: second.access_token, client_id: second.clientId }).expect(200);
+    await app.http.post('/oauth/revoke').type('form').send({ token: second.refresh_token, client_id: second.clientId }).expect(200);
+    const revokes = (await ownEntries(bob, { action: 'oauth.revoke' })).filter((e) => e.target.id !== grants[0].id);
+    expect(revokes.map((e) => [e.actor, e.details])).toEqual([
+      [{ userId: bob.id, via: 'oauth', credentialId: expect.any(String), clientName: 'Test client' }, { by: 'client' }],
+    ]);
+    expect(revokes[0].target).toEqual({ type: 'oauth_grant', id: revokes[0].actor.credentialId });
+    expect(JSON.stringify(revokes)).not.toContain(second.refresh_token);
   });
 
   it('records agent-run tool calls with the run id', async () => {

@@ -153,8 +153,17 @@ export class OAuthGrantsService {
     const found = await this.grants.findTokenGrant(hash, kind);
     // Another client's token: nothing happens and nothing is revealed (RFC 7009 §2.1).
     if (!found || found.clientId !== client.clientId) return;
-    if (kind === 'refresh') await this.credentials.revoke('oauth-grant', found.grantId);
-    else await this.grants.deleteToken(hash);
+    if (kind === 'access') return this.grants.deleteToken(hash);
+    // Revoking the refresh token ends the grant: the client itself did it, on the user's grant.
+    await this.db.transaction().execute(async (trx) => {
+      await this.credentials.revoke('oauth-grant', found.grantId, trx);
+      await this.audit.recordChange(trx, {
+        action: 'oauth.revoke',
+        target: { type: 'oauth_grant', id: found.grantId },
+        actor: { userId: found.userId, via: 'oauth', credentialId: found.grantId, clientName: found.clientName },
+        details: { by: 'client' },
+      });
+    });
   }
 
   /**
