@@ -28,4 +28,5 @@ VOLUME ["/app/data"]
 EXPOSE 3000 3001
 # Liveness of either role: the API on PORT, a worker (APP_ROLE=worker) on WORKER_HTTP_PORT.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 CMD ["node", "dist/src/healthcheck.js"]
+# bench:gateway starts its gateway with this CMD's Node flags (none today), so it measures what runs here.
 CMD ["node", "dist/src/main.js"]

@@ -20,9 +20,13 @@ async function main(): Promise<void> {
     DATA_DIR: mkdtempSync(join(tmpdir(), 'atrium-bench-')),
     DATABASE_URL: databaseUrl,
     DATABASE_POOL_SIZE: String(BENCH_POOL_SIZE),
-    REDIS_URL: process.env.BENCH_REDIS_URL,
+    // Set per child by gateway.bench.ts: one gateway on Redis, one on the in-memory limiter.
+    REDIS_URL: process.env.BENCH_GATEWAY_REDIS_URL || undefined,
+    REDIS_PREFIX: process.env.BENCH_GATEWAY_REDIS_PREFIX || 'atrium-bench',
     API_KEY_PEPPER: BENCH_PEPPER,
     RATE_LIMIT_KEY_PER_MIN: '1000000',
+    // Metrics are on by default, as in production; BENCH_METRICS=false measures the gateway without them.
+    METRICS_ENABLED: process.env.BENCH_METRICS ?? 'true',
   });
   const app = await createHttpApp({ config, databaseUrl, logger: new JsonLogger('error') });
   await app.listen(0, '127.0.0.1');

@@ -2,11 +2,17 @@
  * npm run bench:gateway
  *
  * Seeds 100k tasks over 1,000 users in a fresh database on a real PostgreSQL (BENCH_DATABASE_URL,
- * default postgres://postgres@127.0.0.1:5432/postgres), then load-tests `list_tasks` (limit 50) with
- * autocannon (50 connections, 10 s per run, runs alternating) through the full Atrium gateway and
- * through a bare Express + pg handler doing the same work. Prints req/s and p99 of both and the ratios.
- * Target: gateway >= 0.70x the bare throughput, p99 <= 2x. BENCH_REDIS_URL runs the gateway on Redis (limiter,
- * counters); BENCH_ROUNDS, BENCH_DURATION, BENCH_CONNECTIONS change the runs; BENCH_PROFILE_DIR profiles the gateway.
+ * default postgres://postgres@127.0.0.1:5432/postgres), then load-tests tool calls with autocannon (50
+ * connections, 100 keys) through the full Atrium gateway and through a bare Express + pg handler doing the
+ * same work (bare-server.ts), runs alternating, in one process tree so the ratios share the machine's load:
+ *   - list_tasks (limit 50): key lookup + the 50-row query;
+ *   - create_task: key lookup + the insert + the call count (the gateway also writes its usage log).
+ * With BENCH_REDIS_URL a second gateway runs on Redis (rate limiter) beside the in-memory one, in the same rounds.
+ * Prints per run req/s, p99, CPU per request (the server's Node process, all PostgreSQL processes) and the
+ * server's peak RSS; then the means and the ratios to the bare handler.
+ * Targets (list_tasks, each gateway): throughput >= 0.85x the bare handler, p99 <= 1.5x, RSS <= 250 MB.
+ * BENCH_ROUNDS, BENCH_DURATION, BENCH_CONNECTIONS change the runs; BENCH_SCENARIOS=list_tasks,create_task picks
+ * scenarios; BENCH_PROFILE_DIR writes a V8 CPU profile of each server, gateways and bare (and prints how many calls each answered).
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -15,15 +21,18 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { generateApiKey, hashApiKey } from '../src/modules/api-keys/api-key-format.js';
-import { BENCH_PEPPER } from './bench-env.js';
+import { BENCH_PEPPER, SCENARIOS, type Scenario } from './bench-env.js';
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS_URL = process.env.BENCH_REDIS_URL;
 const USERS = 1000;
 const TASKS = 100_000;
 const KEYS = 100;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const SCENARIO_NAMES = (process.env.BENCH_SCENARIOS ?? 'list_tasks,create_task').split(',') as Scenario[];
+const TARGET = { throughput: 0.85, p99: 1.5, rssMb: 250 };
 
 function startChild(script: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
@@ -59,7 +68,7 @@ async function seed(dbUrl: string): Promise<string[]> {
   const keys: string[] = [];
   for (const user of users) {
     const { key, prefix } = generateApiKey();
-    await db.query(`INSERT INTO api_keys (id, user_id, name, scopes, prefix, key_hash) VALUES ($1, $2, 'bench', ARRAY['tasks:read'], $3, $4)`, [
+    await db.query(`INSERT INTO api_keys (id, user_id, name, scopes, prefix, key_hash) VALUES ($1, $2, 'bench', ARRAY['tasks:read', 'tasks:write'], $3, $4)`, [
       randomUUID(),
       user.id,
       prefix,
@@ -75,8 +84,11 @@ interface RunResult {
   rps: number;
   p99: number;
   errors: number;
+  requests: number;
   /** CPU milliseconds per answered request: the server's Node process, and all PostgreSQL processes together. */
   cpu: { server: number; postgres: number } | null;
+  /** The server's peak resident set during the run, MB (sampled every 200 ms), or null without /proc. */
+  rssMb: number | null;
 }
 
 /** utime + stime of a process in ms (Linux /proc), or null where /proc is not readable. */
@@ -86,6 +98,16 @@ function cpuMs(pid: number, withReapedChildren = false): number | null {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
     const ticks = Number(fields[11]) + Number(fields[12]) + (withReapedChildren ? Number(fields[13]) + Number(fields[14]) : 0);
     return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
+}
+
+/** Resident set of a process in MB (Linux /proc), or null. */
+function rssMb(pid: number): number | null {
+  try {
+    const match = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : null;
   } catch {
     return null;
   }
@@ -113,8 +135,13 @@ function postgresCpuMs(): number | null {
   }
 }
 
-async function run(url: string, keys: string[], duration: number, serverPid: number): Promise<RunResult> {
+async function run(url: string, scenario: Scenario, keys: string[], duration: number, serverPid: number): Promise<RunResult> {
   let next = 0;
+  let peakRss: number | null = null;
+  const sampler = setInterval(() => {
+    const now = rssMb(serverPid);
+    if (now !== null) peakRss = Math.max(peakRss ?? 0, now);
+  }, 200);
   const before = { server: cpuMs(serverPid), postgres: postgresCpuMs() };
   const result = await autocannon({
     url,
@@ -122,7 +149,7 @@ async function run(url: string, keys: string[], duration: number, serverPid: num
     duration,
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'list_tasks', arguments: { limit: 50 } }),
+    body: JSON.stringify({ name: scenario, arguments: SCENARIOS[scenario] }),
     requests: [
       {
         setupRequest: (request: Record<string, any>) => {
@@ -134,12 +161,30 @@ async function run(url: string, keys: string[], duration: number, serverPid: num
     ],
   });
   const after = { server: cpuMs(serverPid), postgres: postgresCpuMs() };
+  clearInterval(sampler);
   const answered = Math.max(1, result.requests.total);
   const cpu =
     before.server === null || after.server === null || before.postgres === null || after.postgres === null
       ? null
       : { server: (after.server - before.server) / answered, postgres: (after.postgres - before.postgres) / answered };
-  return { rps: result.requests.average, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts, cpu };
+  return { rps: result.requests.average, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts, requests: result.requests.total, cpu, rssMb: peakRss };
+}
+
+interface Target {
+  label: string;
+  url: string;
+  pid: number;
+  calls: number;
+}
+
+/** The Node flags the Dockerfile's CMD starts the API with (e.g. the young-generation size), so the bench runs it the same way. */
+function productionNodeFlags(): string[] {
+  const cmd = readFileSync(join(__dirname, '..', '..', 'Dockerfile'), 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('CMD '))
+    .pop();
+  const args = cmd ? (JSON.parse(cmd.slice(4)) as string[]) : [];
+  return args[0] === 'node' ? args.slice(1).filter((arg) => arg.startsWith('--')) : [];
 }
 
 async function main(): Promise<void> {
@@ -150,56 +195,90 @@ async function main(): Promise<void> {
   const dbUrl = new URL(SERVER_URL);
   dbUrl.pathname = `/${name}`;
   const children: ChildProcess[] = [];
+  let failed = false;
   try {
     const env = { BENCH_DB_URL: dbUrl.toString() };
-    // BENCH_PROFILE_DIR=<dir>: the gateway writes a V8 CPU profile there when it exits (open it in Chrome DevTools).
-    const profileArgs = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-    const gateway = await startChild('gateway-server.js', env, profileArgs); // runs the migrations
+    // BENCH_PROFILE_DIR=<dir>: each server writes a V8 CPU profile there when it exits (open it in Chrome DevTools).
+    const profileArgs = [...productionNodeFlags(), ...(process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [])];
+    const gateway = await startChild('gateway-server.js', { ...env, BENCH_GATEWAY_REDIS_URL: '' }, profileArgs); // runs the migrations
     children.push(gateway.child);
     console.log(`seeding ${TASKS} tasks over ${USERS} users...`);
     const keys = await seed(dbUrl.toString());
-    const bare = await startChild('bare-server.js', env);
+    const targets: Target[] = [{ label: 'gateway', url: `http://127.0.0.1:${gateway.port}/api/v1/public/mcp/call`, pid: gateway.child.pid!, calls: 0 }];
+    if (REDIS_URL) {
+      const onRedis = await startChild('gateway-server.js', { ...env, BENCH_GATEWAY_REDIS_URL: REDIS_URL, BENCH_GATEWAY_REDIS_PREFIX: name }, profileArgs);
+      children.push(onRedis.child);
+      targets.push({ label: 'gateway+redis', url: `http://127.0.0.1:${onRedis.port}/api/v1/public/mcp/call`, pid: onRedis.child.pid!, calls: 0 });
+    }
+    const bare = await startChild('bare-server.js', env, process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : []);
     children.push(bare.child);
-    const targets = {
-      gateway: `http://127.0.0.1:${gateway.port}/api/v1/public/mcp/call`,
-      bare: `http://127.0.0.1:${bare.port}/call`,
-    };
-    const pids = { gateway: gateway.child.pid!, bare: bare.child.pid! };
-    // Sanity: both answer the same 50 rows for the same key.
-    for (const [label, url] of Object.entries(targets)) {
-      const res = await fetch(url, {
+    targets.push({ label: 'bare', url: `http://127.0.0.1:${bare.port}/call`, pid: bare.child.pid!, calls: 0 });
+
+    // Sanity: every server answers the same 50 rows for the same key.
+    for (const target of targets) {
+      const res = await fetch(target.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${keys[0]}` },
-        body: JSON.stringify({ name: 'list_tasks', arguments: { limit: 50 } }),
+        body: JSON.stringify({ name: 'list_tasks', arguments: SCENARIOS.list_tasks }),
       });
       const body = (await res.json()) as { result: unknown[] };
-      if (res.status !== 200 || body.result.length !== 50) throw new Error(`${label} answered ${res.status} with ${body.result?.length} rows`);
+      if (res.status !== 200 || body.result.length !== 50) throw new Error(`${target.label} answered ${res.status} with ${body.result?.length} rows`);
     }
-    console.log(`warming up (3 s each), then ${ROUNDS} alternating rounds of ${DURATION} s, ${CONNECTIONS} connections, ${KEYS} keys`);
-    await run(targets.gateway, keys, 3, pids.gateway);
-    await run(targets.bare, keys, 3, pids.bare);
-    const results: Record<'gateway' | 'bare', RunResult[]> = { gateway: [], bare: [] };
-    for (let round = 0; round < ROUNDS; round += 1) {
-      for (const label of round % 2 === 0 ? (['gateway', 'bare'] as const) : (['bare', 'gateway'] as const)) {
-        const r = await run(targets[label], keys, DURATION, pids[label]);
-        results[label].push(r);
-        const cpu = r.cpu ? `  CPU/req: node ${r.cpu.server.toFixed(3)} ms, postgres ${r.cpu.postgres.toFixed(3)} ms` : '';
-        console.log(`  round ${round + 1} ${label.padEnd(7)} ${r.rps.toFixed(0).padStart(6)} req/s  p99 ${String(r.p99).padStart(4)} ms  errors ${r.errors}${cpu}`);
+    const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+    console.log(`gateway started as the Dockerfile does: node ${profileArgs.join(' ')}`);
+    console.log(`${ROUNDS} alternating rounds of ${DURATION} s per scenario, ${CONNECTIONS} connections, ${KEYS} keys, load average at start ${load}`);
+    const summary: string[] = [];
+    for (const scenario of SCENARIO_NAMES) {
+      console.log(`${scenario}: warming up (3 s each)`);
+      for (const target of targets) target.calls += (await run(target.url, scenario, keys, 3, target.pid)).requests;
+      const results = new Map<string, RunResult[]>(targets.map((t) => [t.label, []]));
+      for (let round = 0; round < ROUNDS; round += 1) {
+        // Rotate the order each round so no server always runs right after another.
+        const order = targets.map((_, i) => targets[(i + round) % targets.length]);
+        for (const target of order) {
+          const r = await run(target.url, scenario, keys, DURATION, target.pid);
+          target.calls += r.requests;
+          results.get(target.label)!.push(r);
+          const cpu = r.cpu ? `  CPU/req node ${r.cpu.server.toFixed(3)} ms, postgres ${r.cpu.postgres.toFixed(3)} ms` : '';
+          const rss = r.rssMb === null ? '' : `  RSS ${r.rssMb.toFixed(0)} MB`;
+          console.log(`  round ${round + 1} ${target.label.padEnd(13)} ${r.rps.toFixed(0).padStart(6)} req/s  p99 ${String(r.p99).padStart(4)} ms  errors ${r.errors}${cpu}${rss}`);
+        }
+      }
+      const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+      const spread = (values: number[], digits: number) => `${Math.min(...values).toFixed(digits)}-${Math.max(...values).toFixed(digits)}`;
+      const of = (label: string) => {
+        const rs = results.get(label)!;
+        return {
+          rps: mean(rs.map((r) => r.rps)),
+          p99: mean(rs.map((r) => r.p99)),
+          rpsSpread: spread(rs.map((r) => r.rps), 0),
+          node: rs.every((r) => r.cpu) ? spread(rs.map((r) => r.cpu!.server), 2) : 'n/a',
+          postgres: rs.every((r) => r.cpu) ? spread(rs.map((r) => r.cpu!.postgres), 2) : 'n/a',
+          rss: rs.every((r) => r.rssMb !== null) ? Math.max(...rs.map((r) => r.rssMb!)) : null,
+          errors: rs.reduce((n, r) => n + r.errors, 0),
+        };
+      };
+      const b = of('bare');
+      summary.push('', `${scenario}, ${TASKS} tasks / ${USERS} users, c=${CONNECTIONS}, ${ROUNDS}x${DURATION}s each`);
+      for (const target of targets) {
+        const t = of(target.label);
+        const ratio = target.label === 'bare' ? '' : `  ratio: throughput ${(t.rps / b.rps).toFixed(2)}x, p99 ${(t.p99 / b.p99).toFixed(2)}x`;
+        summary.push(
+          `  ${target.label.padEnd(13)} ${t.rps.toFixed(0).padStart(6)} req/s (${t.rpsSpread})  p99 ${t.p99.toFixed(1)} ms  CPU/req node ${t.node} ms, postgres ${t.postgres} ms  peak RSS ${t.rss?.toFixed(0) ?? 'n/a'} MB${ratio}`,
+        );
+        if (t.errors > 0) {
+          summary.push(`  WARNING: ${target.label} had ${t.errors} failed requests`);
+          failed = true;
+        }
+        if (target.label !== 'bare' && scenario === 'list_tasks') {
+          failed ||= t.rps / b.rps < TARGET.throughput || t.p99 / b.p99 > TARGET.p99 || (t.rss ?? 0) > TARGET.rssMb;
+        }
       }
     }
-    const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
-    const g = { rps: mean(results.gateway.map((r) => r.rps)), p99: mean(results.gateway.map((r) => r.p99)) };
-    const b = { rps: mean(results.bare.map((r) => r.rps)), p99: mean(results.bare.map((r) => r.p99)) };
-    const throughput = g.rps / b.rps;
-    const latency = g.p99 / b.p99;
-    console.log('');
-    console.log(`list_tasks (limit 50), ${TASKS} tasks / ${USERS} users, c=${CONNECTIONS}, ${ROUNDS}x${DURATION}s each, Redis: ${process.env.BENCH_REDIS_URL ? 'yes' : 'no (in-memory limiter)'}`);
-    console.log(`  gateway : ${g.rps.toFixed(0)} req/s, p99 ${g.p99.toFixed(1)} ms`);
-    console.log(`  bare    : ${b.rps.toFixed(0)} req/s, p99 ${b.p99.toFixed(1)} ms`);
-    console.log(`  ratio   : throughput ${throughput.toFixed(2)}x (target >= 0.70), p99 ${latency.toFixed(2)}x (target <= 2.00)`);
-    const errors = [...results.gateway, ...results.bare].reduce((n, r) => n + r.errors, 0);
-    if (errors > 0) console.log(`  WARNING: ${errors} failed requests`);
-    process.exitCode = throughput >= 0.7 && latency <= 2 && errors === 0 ? 0 : 1;
+    console.log(summary.join('\n'));
+    console.log(`\ntargets (list_tasks, each gateway): throughput >= ${TARGET.throughput}x, p99 <= ${TARGET.p99}x, peak RSS <= ${TARGET.rssMb} MB: ${failed ? 'NOT MET' : 'met'}`);
+    if (process.env.BENCH_PROFILE_DIR) for (const t of targets) console.log(`profile: ${t.label} answered ${t.calls} calls in total`);
+    process.exitCode = failed ? 1 : 0;
   } finally {
     for (const child of children) child.kill('SIGTERM');
     await new Promise((resolve) => setTimeout(resolve, 1500));

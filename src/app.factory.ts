@@ -2,13 +2,15 @@ import { Logger, type INestApplication, type INestApplicationContext } from '@ne
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
-import type { NextFunction, Request, Response } from 'express';
+import type { Express, NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { join } from 'node:path';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { sendError } from './common/errors/all-exceptions.filter.js';
 import { accessLogMiddleware } from './common/logging/access-log.middleware.js';
 import { JsonLogger } from './common/logging/json-logger.js';
+import { httpMetricsMiddleware } from './common/metrics/http-metrics.middleware.js';
+import { METRICS_PATH, metricsHandler } from './common/metrics/metrics-endpoint.js';
 import { requestContextMiddleware } from './common/request-context/request-context.middleware.js';
 import { jsonBodyGuard } from './common/http/json-body-guard.js';
 import type { AppConfig } from './config/app-config.js';
@@ -54,6 +56,7 @@ function configureHttp(app: NestExpressApplication, config: AppConfig, logger: J
   app.set('x-powered-by', false);
   // The request id is fixed before anything can fail, so even a body-parse error carries it.
   app.use(requestContextMiddleware);
+  if (config.metrics.enabled) app.use(httpMetricsMiddleware);
   app.use(accessLogMiddleware(logger));
   // While draining, answers ask keep-alive clients to reconnect, which reaches a process that stays.
   const shutdown = app.get(ShutdownState);
@@ -67,6 +70,8 @@ function configureHttp(app: NestExpressApplication, config: AppConfig, logger: J
       contentSecurityPolicy: { directives: { 'script-src': ["'self'"], 'style-src': ["'self'", "'unsafe-inline'"] } },
     }),
   );
+  // On the main port unless METRICS_PORT gives it a listener of its own (src/common/metrics/metrics.server.ts).
+  if (config.metrics.enabled && config.metrics.port === undefined) (app.getHttpAdapter().getInstance() as Express).get(METRICS_PATH, metricsHandler(config.metrics));
   app.useBodyParser('json', { limit: config.limits.jsonBodyBytes, type: ['application/json', 'application/*+json'] });
   // Deep nesting overflows the (recursive) validators into a 500; NUL cannot be stored: refuse both at the door.
   app.use(jsonBodyGuard);

@@ -2,6 +2,7 @@ import { DynamicModule, Module, ValidationPipe, type Type } from '@nestjs/common
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter.js';
 import { EnvelopeInterceptor } from './common/http/envelope.interceptor.js';
+import { MetricsModule } from './common/metrics/metrics.module.js';
 import { BackendThrottlerGuard } from './common/rate-limit/backend-throttler.guard.js';
 import { RateLimitModule } from './common/rate-limit/rate-limit.module.js';
 import { RedisModule } from './common/redis/redis.module.js';
@@ -11,6 +12,7 @@ import { DatabaseModule } from './database/database.module.js';
 import { AgentModule } from './modules/agent/agent.module.js';
 import { ApiKeysModule } from './modules/api-keys/api-keys.module.js';
 import { ScopeCatalogModule } from './modules/api-keys/scope-catalog.js';
+import { AuditModule } from './modules/audit/audit.module.js';
 import { AuthModule } from './modules/auth/auth.module.js';
 import { BackendAuthGuard } from './modules/auth/guards/backend-auth.guard.js';
 import { DocumentsModule } from './modules/documents/documents.module.js';
@@ -42,6 +44,8 @@ export class AppModule {
         RateLimitModule,
         QueueModule.forRoot(config, databaseUrl),
         HealthModule,
+        AuditModule,
+        MetricsModule.forRoot(config),
         AuthModule,
         ScopeCatalogModule,
         ApiKeysModule,

@@ -1,9 +1,12 @@
+// First: tracing must start before the modules it instruments are loaded (see the file).
+import './common/tracing/tracing.preload.js';
 import 'reflect-metadata';
 import { Logger, type INestApplicationContext } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createHttpApp, createWorkerContext } from './app.factory.js';
 import { JsonLogger } from './common/logging/json-logger.js';
+import { shutdownTracing } from './common/tracing/tracing-state.js';
 import { loadConfig, type AppConfig } from './config/app-config.js';
 import { ConfigError } from './config/config-error.js';
 import { DataDirLockedError } from './database/data-dir-lock.js';
@@ -80,6 +83,7 @@ export async function start(overrides: Partial<Pick<AppConfig, 'role'>> = {}): P
       await app.close();
       await probe?.close();
       await embedded?.stop();
+      await shutdownTracing(); // the spans of the last requests and jobs
       logger.log({ msg: 'stopped cleanly' }, 'Main');
       process.exit(0);
     } catch (error) {

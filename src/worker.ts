@@ -1,3 +1,5 @@
+// First: tracing must start before the modules it instruments are loaded (see the file).
+import './common/tracing/tracing.preload.js';
 import 'reflect-metadata';
 import { start } from './main.js';
 

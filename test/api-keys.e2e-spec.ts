@@ -252,4 +252,29 @@ describeOnSharedServices('API key call counts across two instances of one deploy
     const one = await second.http.get(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
     expect(one.body.data).toMatchObject({ status: 'revoked', callCount: 1 });
   });
+
+  // Each instance keeps the keys it verified (HMAC -> key id) and skips their lookup; what a key may do is
+  // still read from its row on every call, so no change waits for anything to expire or be announced.
+  it('a key both instances have verified is refused by each on its very next call once it expires, and a narrowed scope holds at once', async () => {
+    const user = await makeUser(first);
+    const key = await makeApiKey(first, user, { expiresIn: '30d' });
+    const call = (instance: TestApp, name = 'list_tasks', args: Record<string, unknown> = {}) =>
+      instance.http.post('/api/v1/public/mcp/call').set(bearer(key.key)).send({ name, arguments: args });
+    for (const instance of [first, second, first, second]) await call(instance).expect(200);
+    // The scopes change in the database (as an operator or a later feature might): the next call on either instance sees it.
+    const db = first.app.get(DataSource);
+    await db.query(`UPDATE api_keys SET scopes = ARRAY['tasks:write'] WHERE id = $1`, [key.id]);
+    for (const instance of [second, first]) {
+      const narrowed = await call(instance).expect(403);
+      expect(narrowed.body.error.code).toBe('insufficient_scope');
+    }
+    await db.query(`UPDATE api_keys SET scopes = ARRAY['tasks:read'], expires_at = now() - interval '1 second' WHERE id = $1`, [key.id]);
+    for (const instance of [second, first]) {
+      const refused = await call(instance).expect(401);
+      expect(refused.body.error.code).toBe('expired_api_key');
+    }
+    const one = await first.http.get(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
+    // 4 answered calls and the 2 refused for scope (a usable key's call counts, as before); the expired ones do not.
+    expect(one.body.data).toMatchObject({ status: 'expired', callCount: 6 });
+  });
 });

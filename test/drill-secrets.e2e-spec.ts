@@ -9,8 +9,9 @@ import { startTestApp, type TestApp } from './support/test-app';
  * Secrets drill (OWASP API2 broken authentication / API3 excessive data exposure): after a run that
  * creates a user with a password, API keys, a project session token, a registered GitHub repository
  * with its token and an OAuth client (client secret, authorization code, access and refresh tokens,
- * rotated once), and then uses all of them (successes and failures), none of those plaintexts may
- * appear in the debug logs, in any response body (except the one-time creation answers), anywhere in
+ * rotated once), and then uses all of them (successes and failures), none of those plaintexts (nor the
+ * METRICS_TOKEN) may appear in the debug logs, in any response body (except the one-time creation answers;
+ * the Prometheus scrape of GET /metrics included), anywhere in
  * the database (every text/varchar/bytea/json/array column of every table, all schemas), or, with
  * TEST_REDIS_URL, anywhere in Redis (every key's name and value: rate limits, idempotency, BullMQ jobs).
  */
@@ -35,7 +36,8 @@ describe('secrets drill', () => {
       return (originalWrite as (...args: unknown[]) => boolean)(chunk, ...rest);
     }) as typeof process.stdout.write;
     github = await FakeGithubServer.start();
-    t = await startTestApp({ env: { LOG_LEVEL: 'debug', GITHUB_API_URL: github.baseUrl, GITHUB_TIMEOUT_MS: '2000', GITHUB_MAX_RETRIES: '0' } });
+    secrets.metricsToken = `mt-${randomBytes(18).toString('hex')}`;
+    t = await startTestApp({ env: { LOG_LEVEL: 'debug', GITHUB_API_URL: github.baseUrl, GITHUB_TIMEOUT_MS: '2000', GITHUB_MAX_RETRIES: '0', METRICS_TOKEN: secrets.metricsToken } });
   }, 120_000);
 
   afterAll(async () => {
@@ -153,6 +155,18 @@ describe('secrets drill', () => {
 
     // Wait for background work (indexing, usage flush) to write what it writes.
     await new Promise((resolve) => setTimeout(resolve, 1500));
+    // The audit log, as its owner and an admin's SIEM export read it (both scanned below, as is the audit_log table).
+    await b('own audit', 'GET', '/api/audit?limit=200');
+    const exported = await b('audit export', 'GET', '/api/admin/audit/export');
+    expect(exported.status).toBe(200);
+    const actions = new Set(exported.text.trim().split('\n').map((line) => JSON.parse(line).action as string));
+    for (const action of ['auth.login_failed', 'github_repo.register', 'project.create', 'project.token.create', 'api_key.create', 'oauth.grant', 'tool.call']) expect([action, actions.has(action)]).toEqual([action, true]);
+    // The Prometheus scrape after all of that (its labels saw every route, tool and failure above), and refused scrapes.
+    await scanned('metrics wrong token', { method: 'GET', path: '/metrics', token: `${secrets.metricsToken}x` });
+    await scanned('metrics no token', { method: 'GET', path: '/metrics' });
+    const metrics = await scanned('metrics', { method: 'GET', path: '/metrics', token: secrets.metricsToken });
+    expect(metrics.status).toBe(200);
+    expect(metrics.text).toContain('atrium_tool_calls_total{tool="create_task",status="ok",door="json"}');
 
     // ---- scan ----------------------------------------------------------------------------------
     // Each secret, and its tail beyond any displayed prefix (a truncated copy is still a leak).

@@ -92,4 +92,28 @@ describe('loadConfig', () => {
     });
     expect(config.env).toBe('production');
   });
+
+  it('reads the metrics and tracing settings: metrics on the main port and no tracing by default', () => {
+    expect(loadConfig({ DATA_DIR: dataDir })).toMatchObject({ metrics: { enabled: true, port: undefined, token: undefined }, tracing: { endpoint: undefined, serviceName: 'atrium' } });
+    const config = loadConfig({
+      DATA_DIR: dataDir,
+      METRICS_ENABLED: 'false',
+      METRICS_PORT: '9464',
+      METRICS_TOKEN: 'scrape-token-0123456789',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+      OTEL_SERVICE_NAME: 'atrium-api',
+    });
+    expect(config.metrics).toEqual({ enabled: false, port: 9464, token: 'scrape-token-0123456789' });
+    expect(config.tracing).toEqual({ endpoint: 'http://collector:4318', serviceName: 'atrium-api' });
+    for (const [name, bad] of [
+      ['METRICS_TOKEN', 'short'],
+      ['METRICS_PORT', '70000'],
+      ['METRICS_PORT', '3000'],
+      ['METRICS_ENABLED', 'yes'],
+      ['OTEL_EXPORTER_OTLP_ENDPOINT', 'collector:4318'],
+      ['OTEL_EXPORTER_OTLP_ENDPOINT', 'grpc://collector:4317'],
+    ]) {
+      expect(() => loadConfig({ DATA_DIR: dataDir, [name]: bad })).toThrow(name);
+    }
+  });
 });

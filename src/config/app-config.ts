@@ -151,12 +151,33 @@ export interface AppConfig {
     webhookRetryBaseMs: number;
     webhookMaxAttempts: number;
   };
+  /** The append-only audit log: entries older than this many days are pruned (by age only). */
+  audit: { retentionDays: number };
   shutdownTimeoutMs: number;
   /** On SIGTERM, how long /api/ready answers 503 while requests are still served, before the listener closes. */
   shutdownDrainDelayMs: number;
-  /** APP_ROLE=worker: the port of its /api/health and /api/ready probes. */
+  /** APP_ROLE=worker: the port of its /api/health and /api/ready probes (and of its /metrics). */
   workerHttpPort: number;
+  /** Prometheus metrics (GET /metrics); README "Operations: metrics and traces". */
+  metrics: MetricsConfig;
+  /** OpenTelemetry traces; read again by the tracing preload before anything else is loaded. */
+  tracing: TracingConfig;
   secrets: AppSecrets;
+}
+
+export interface MetricsConfig {
+  /** false: no /metrics and no per-request measuring at all (METRICS_ENABLED=false). */
+  enabled: boolean;
+  /** A listener of its own for /metrics (the main port then answers 404 there); APP_ROLE=worker serves it on WORKER_HTTP_PORT instead. */
+  port: number | undefined;
+  /** Secret: the bearer token a scraper must send wherever /metrics is served; never logged. */
+  token: string | undefined;
+}
+
+export interface TracingConfig {
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: tracing is on only when it is set (OTLP/HTTP protobuf to `<endpoint>/v1/traces`). */
+  endpoint: string | undefined;
+  serviceName: string;
 }
 
 const SECRET_VARIABLES: Record<keyof AppSecrets, string> = {
@@ -252,10 +273,35 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       webhookRetryBaseMs: read.int('WEBHOOK_RETRY_BASE_MS', 5_000, 10, 3_600_000),
       webhookMaxAttempts: read.int('WEBHOOK_MAX_ATTEMPTS', 14, 1, 30),
     },
+    audit: { retentionDays: read.int('AUDIT_RETENTION_DAYS', 365, 1, 36_500) },
     shutdownTimeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 120_000),
     shutdownDrainDelayMs: read.int('SHUTDOWN_DRAIN_DELAY_MS', 5_000, 0, 120_000),
     workerHttpPort: read.int('WORKER_HTTP_PORT', 3001, 0, 65535),
+    metrics: readMetricsConfig(read, read.int('PORT', 3000, 0, 65535)),
+    tracing: readTracingConfig(read),
     secrets: resolveSecrets(read, nodeEnv, dataDir),
+  };
+}
+
+function readMetricsConfig(read: EnvReader, mainPort: number): MetricsConfig {
+  const port = read.raw('METRICS_PORT') === undefined ? undefined : read.int('METRICS_PORT', 0, 0, 65535);
+  if (port !== undefined && port !== 0 && port === mainPort) throw new ConfigError('METRICS_PORT', 'must differ from PORT (unset it to serve /metrics on the main port)');
+  return {
+    enabled: read.oneOf('METRICS_ENABLED', ['true', 'false'] as const, 'true') === 'true',
+    port,
+    // A scraper's credential: long enough that it cannot be guessed from outside.
+    token: read.secret('METRICS_TOKEN', 16),
+  };
+}
+
+/**
+ * Exported for the tracing preload (src/common/tracing/tracing.preload.ts), which must decide before any
+ * instrumented module is loaded, so before loadConfig runs; both read the same variables the same way.
+ */
+export function readTracingConfig(read: EnvReader): TracingConfig {
+  return {
+    endpoint: read.url('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
+    serviceName: read.string('OTEL_SERVICE_NAME', 'atrium'),
   };
 }
 
@@ -365,7 +411,7 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-function readPackageVersion(): string {
+export function readPackageVersion(): string {
   for (const candidate of [join(__dirname, '..', '..', 'package.json'), join(__dirname, '..', '..', '..', 'package.json')]) {
     if (existsSync(candidate)) {
       return (JSON.parse(readFileSync(candidate, 'utf8')) as { version?: string }).version ?? '0.0.0';

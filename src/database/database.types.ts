@@ -103,6 +103,22 @@ export interface ApiKeyUsage {
   tool: string | null;
 }
 
+export interface AuditLog {
+  action: string;
+  client_name: string | null;
+  created_at: Timestamp;
+  credential_id: string | null;
+  details: Generated<Json>;
+  id: string;
+  outcome_code: string | null;
+  outcome_status: string;
+  run_id: string | null;
+  target_id: string | null;
+  target_type: string | null;
+  user_id: string | null;
+  via: string;
+}
+
 export interface DocumentChunks {
   chunk_index: number;
   content_sha256: string;
@@ -351,6 +367,7 @@ export interface DB {
   agent_runs: AgentRuns;
   api_key_usage: ApiKeyUsage;
   api_keys: ApiKeys;
+  audit_log: AuditLog;
   document_chunks: DocumentChunks;
   documents: Documents;
   github_repositories: GithubRepositories;

@@ -2,6 +2,7 @@ import { BullModule } from '@nestjs/bullmq';
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { createPostgresBackend, setDefaultBackendFactory } from 'bullmq';
+import { bullmqTelemetry } from '../common/tracing/tracing-state.js';
 import type { AppConfig } from '../config/app-config.js';
 import { ClaimableJobsRepository } from './claimable-jobs.repository.js';
 import { ClaimableJobsService } from './claimable-jobs.service.js';
@@ -33,7 +34,8 @@ export class QueueModule {
       module: QueueModule,
       imports: [
         DiscoveryModule,
-        BullModule.forRoot({ connection: connection as never, prefix: kind === 'redis' ? config.redis.prefix : undefined }),
+        // With tracing on, every queue and worker carries the trace of the request that queued a job into the job.
+        BullModule.forRoot({ connection: connection as never, prefix: kind === 'redis' ? config.redis.prefix : undefined, ...bullmqTelemetry() }),
         BullModule.registerQueue({ name: SYSTEM_QUEUE }),
       ],
       providers: [QueueErrorListener, ClaimableJobsRepository, ClaimableJobsService],

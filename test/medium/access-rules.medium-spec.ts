@@ -1,4 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
+import type { AuditVia } from '../../src/modules/audit/audit-entry.js';
+import { runAsAuditActor } from '../../src/modules/audit/audit-context.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -60,6 +62,15 @@ import { createTestDatabase, type TestDatabase } from '../support/test-app.js';
  */
 const CALLERS = ['user', 'unpinned_key', 'pinned_key', 'token_owner', 'token_editor', 'token_viewer', 'agent_run'] as const;
 type Caller = (typeof CALLERS)[number];
+const AUDIT_VIA_OF: Record<Caller, AuditVia> = {
+  user: 'user_token',
+  unpinned_key: 'api_key',
+  pinned_key: 'api_key',
+  token_owner: 'project_token',
+  token_editor: 'project_token',
+  token_viewer: 'project_token',
+  agent_run: 'agent_run',
+};
 const ACTIONS = ['read', 'list', 'update', 'delete', 'create'] as const;
 type Action = (typeof ACTIONS)[number];
 const OBJECTS = [
@@ -416,7 +427,9 @@ describe('access rule table (medium: services and predicates on a real database)
           if (want === 'n/a') continue;
           const world = worlds.get(caller)!;
           const byModule = await viaModule(world, object, action);
-          const byService = MODULE_ONLY.includes(object) ? byModule : await viaService(world, object, action);
+          // Services called without an HTTP request name their audit actor explicitly (the credential is not under test here).
+          const auditActor = { userId: world.actor.userId, via: AUDIT_VIA_OF[caller], credentialId: null };
+          const byService = MODULE_ONLY.includes(object) ? byModule : await runAsAuditActor(auditActor, () => viaService(world, object, action));
           checked += 1;
           if (byModule !== want || byService !== want) mismatches.push(`${caller} ${action} ${object}: table ${want}, module ${byModule}, service ${byService}`);
         }

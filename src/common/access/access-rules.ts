@@ -26,6 +26,8 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  * - **GitHub repositories**: every registered one for an unpinned actor, else only those in `repos` (any case).
  * - **Agent runs**: their starter's only, inside its pins.
  * - **Indexing jobs**: a project's jobs to its members; a job without a project to its creator, unpinned only.
+ * - **Audit entries**: a user's own (whoever acted through which of its credentials); everyone's to an admin only,
+ *   on the admin routes, which no predicate here widens.
  *
  * ## Outcomes
  * One answer for "does not exist" and "exists but you may not see it": **not_found** (never reveals existence).
@@ -37,7 +39,7 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  * combined with `sql`. Aliases and columns come from code, never from input. Stable names:
  * {@link insidePins}, {@link visibleTask}, {@link editableTask}, {@link deletableTask}, {@link visibleDocument},
  * {@link editableDocument}, {@link visibleProject}, {@link projectRoleAtLeast}, {@link visibleRepo},
- * {@link visibleAgentRun}, {@link visibleIndexingJob}, {@link viewerStatScopes}.
+ * {@link visibleAgentRun}, {@link visibleIndexingJob}, {@link visibleAuditEntry}, {@link viewerStatScopes}.
  * For objects already loaded: {@link isProjectAllowed}, {@link isRepoAllowed}, {@link mayCreateWithoutProject},
  * {@link effectiveRole}, {@link accessOutcome}, {@link accessDenied}.
 
@@ -134,6 +136,11 @@ export function visibleRepo(actor: Actor, alias = 'r'): RawBuilder<SqlBool> {
 /** Agent runs `alias` the actor may see (and stop, answer, …): the ones it started, inside its pins. */
 export function visibleAgentRun(actor: Actor, alias = 'r'): RawBuilder<SqlBool> {
   return sql<SqlBool>`(${ref(alias, 'user_id')} = ${actor.userId} AND ${insidePins(actor, `${alias}.project_id`)})`;
+}
+
+/** Audit entries `alias` the actor may see: the ones its user made (with any credential). */
+export function visibleAuditEntry(actor: Actor, alias = 'a'): RawBuilder<SqlBool> {
+  return sql<SqlBool>`${ref(alias, 'user_id')} = ${actor.userId}`;
 }
 
 /** Indexing jobs `alias` the actor may see: a project's to its members; one without a project to its creator, when unpinned. */

@@ -1,5 +1,6 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { pinoHttp } from 'pino-http';
 import { RequestContext } from '../request-context/request-context.js';
 import type { JsonLogger } from './json-logger.js';
@@ -32,7 +33,7 @@ export function accessLogMiddleware(logger: JsonLogger): RequestHandler {
       credential: credentialOf(request),
     };
   };
-  return pinoHttp({
+  const full = pinoHttp({
     logger: logger.pino,
     // Fixed by requestContextMiddleware just before (the X-Request-Id the caller sees).
     genReqId: (_req, res) => RequestContext.requestId() ?? String(res.getHeader('X-Request-Id') ?? ''),
@@ -45,4 +46,20 @@ export function accessLogMiddleware(logger: JsonLogger): RequestHandler {
     customSuccessObject: (req, res, value: { responseTime: number }) => fields(req, res, value.responseTime),
     customErrorObject: (req, res, _error, value: { responseTime: number }) => fields(req, res, value.responseTime),
   }) as unknown as RequestHandler;
+  // Below info (LOG_LEVEL=warn/error) only failed requests are written: they need no per-request child
+  // logger, only a look at the status when the answer is done (pino-http's set-up cost ~30 µs a call).
+  const failuresOnly: RequestHandler = (req, res, next) => {
+    const started = performance.now();
+    const done = () => {
+      res.removeListener('finish', done);
+      res.removeListener('close', done);
+      if (res.statusCode < 500 && res.writableFinished) return;
+      // As pino-http rates them: a 5xx or an answer the client did not wait for is an error line.
+      if (logger.pino.isLevelEnabled('error')) logger.pino.error({ requestId: String(res.getHeader('X-Request-Id') ?? ''), ...fields(req, res, Math.round(performance.now() - started)) }, 'request');
+    };
+    res.on('finish', done);
+    res.on('close', done);
+    next();
+  };
+  return (req, res, next) => (logger.pino.isLevelEnabled('info') ? full(req, res, next) : failuresOnly(req, res, next));
 }

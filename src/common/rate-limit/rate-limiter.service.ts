@@ -3,6 +3,7 @@ import { ThrottlerStorage } from '@nestjs/throttler';
 import { AppException } from '../errors/app.exception.js';
 import { ErrorCode } from '../errors/error-code.js';
 import type { ApiArea } from '../http/api-area.js';
+import { rateLimitedTotal } from '../metrics/metrics.registry.js';
 
 export interface RateLimitOutcome {
   allowed: boolean;
@@ -35,8 +36,12 @@ export class RateLimiterService {
   }
 }
 
-/** 429 with Retry-After. Area A details are snake_case (`retry_after_seconds`), Area B camelCase. */
+/**
+ * 429 with Retry-After. Area A details are snake_case (`retry_after_seconds`), Area B camelCase. Every limit of
+ * Atrium's own refuses through here (also an MCP tools/call answered in-band), so atrium_rate_limited_total counts here.
+ */
 export function rateLimited(area: ApiArea, message: string, retryAfterSeconds: number): AppException {
+  rateLimitedTotal.inc({ area });
   const details = area === 'tool-api' ? { retry_after_seconds: retryAfterSeconds } : { retryAfterSeconds };
   return new AppException(ErrorCode.RateLimited, message, details, { 'Retry-After': String(retryAfterSeconds) });
 }

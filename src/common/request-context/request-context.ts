@@ -26,8 +26,11 @@ export const RequestContext = {
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
-/** Honours a safe incoming X-Request-Id, else the trace id of a W3C traceparent, else a new UUID. */
-export function resolveRequestId(headers: Record<string, string | string[] | undefined>): string {
+/**
+ * Honours a safe incoming X-Request-Id, else the trace id of a W3C traceparent, else `fallback` (with tracing on, the
+ * trace id of the request's span, so log lines and traces share one id), else a new UUID.
+ */
+export function resolveRequestId(headers: Record<string, string | string[] | undefined>, fallback?: () => string | undefined): string {
   const incoming = headers['x-request-id'];
   if (typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming)) return incoming;
   const traceparent = headers['traceparent'];
@@ -35,5 +38,5 @@ export function resolveRequestId(headers: Record<string, string | string[] | und
     const match = TRACEPARENT.exec(traceparent.trim());
     if (match && !/^0+$/.test(match[1])) return match[1];
   }
-  return randomUUID();
+  return fallback?.() ?? randomUUID();
 }

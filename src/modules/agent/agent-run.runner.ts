@@ -6,6 +6,7 @@ import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
+import { observeToolCall } from '../tools/tool-call-telemetry.js';
 import { ToolsService } from '../tools/tools.service.js';
 import { CANCEL_POLL_MS, HEARTBEAT_EVERY_MS, MAX_RUN_ATTEMPTS, RESULT_SUMMARY_MAX_CHARS, TOOL_RESULT_MAX_CHARS } from './agent.constants.js';
 import { assistantMessage, awaitingApprovalStep, messageStep, rebuildConversation, type Conversation } from './agent-run.conversation.js';
@@ -26,6 +27,7 @@ class StepTimeout extends Error {}
 
 /** What a run may do in this attempt: the caller's scopes narrowed to its current role, and the tools offered. */
 interface RunScope {
+  runId: string;
   actor: Actor;
   scopes: string[];
   offered: OfferedTool[];
@@ -135,7 +137,7 @@ export class AgentRunner implements OnModuleDestroy {
         const view = this.tools.schemaView(tool);
         return { name: view.name, description: view.description, parameters: view.inputSchema as Record<string, unknown> };
       });
-    return { actor, scopes, offered, offeredNames: new Set(offered.map((tool) => tool.name)) };
+    return { runId: run.id, actor, scopes, offered, offeredNames: new Set(offered.map((tool) => tool.name)) };
   }
 
   /** Tool calls, then a model turn, until the model answers without tool calls, maxSteps, or a write to approve. */
@@ -249,7 +251,12 @@ export class AgentRunner implements OnModuleDestroy {
     }
     await record(step); // recorded before it runs: a retry never executes it twice
     try {
-      const outcome = await withTimeout(this.tools.call(call.name, args as Record<string, unknown>, scope.actor, scope.scopes), this.config.agent.stepTimeoutMs);
+      const outcome = await observeToolCall({ door: 'agent', tool: this.tools.find(call.name), statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined) }, () =>
+        withTimeout(
+          this.tools.call(call.name, args as Record<string, unknown>, scope.actor, scope.scopes, { userId: scope.actor.userId, via: 'agent_run', credentialId: null, runId: scope.runId }),
+          this.config.agent.stepTimeoutMs,
+        ),
+      );
       settle('ok', toModelContent(outcome.result, outcome.truncated), summarize(outcome.result, outcome.truncated));
     } catch (error) {
       if (error instanceof StepTimeout) {

@@ -1,9 +1,7 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { WriteBehindBuffer } from '../../common/batching/write-behind-buffer.js';
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import { ToolCredentialsRepository, type ToolCredentialUsage } from './tool-credentials.repository.js';
-
-const FLUSH_INTERVAL_MS = 200;
-const FLUSH_AT_ENTRIES = 500;
 
 /**
  * The usage log of API keys and OAuth grants (tool, status, duration of each call), written behind in small batches because the
@@ -15,47 +13,33 @@ const FLUSH_AT_ENTRIES = 500;
 @Injectable()
 export class ApiKeyUsageRecorder implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('ApiKeyUsage');
-  private buffer: ToolCredentialUsage[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> = Promise.resolve();
+  private readonly buffer: WriteBehindBuffer<ToolCredentialUsage>;
 
-  constructor(
-    @InjectDb() private readonly db: Db,
-    private readonly credentials: ToolCredentialsRepository,
-  ) {}
+  constructor(@InjectDb() db: Db, credentials: ToolCredentialsRepository) {
+    this.buffer = new WriteBehindBuffer<ToolCredentialUsage>({
+      // One transaction: a retry after a failure must not write one kind's rows twice.
+      write: (batch) => db.transaction().execute((trx) => credentials.insertUsage(batch, trx)),
+      onError: (error) => this.logger.warn({ msg: 'Could not write API key usage; will retry', error: (error as Error).message }),
+      flushEveryMs: 200,
+      batchSize: 500,
+      maxBuffered: Number.MAX_SAFE_INTEGER,
+    });
+  }
 
   onModuleInit(): void {
-    this.timer = setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
-    this.timer.unref();
+    this.buffer.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    await this.flush();
+    await this.buffer.stop();
   }
 
   record(entry: ToolCredentialUsage): void {
-    this.buffer.push(entry);
-    if (this.buffer.length >= FLUSH_AT_ENTRIES) void this.flush();
+    this.buffer.add(entry);
   }
 
   /** Writes everything recorded so far; resolves once it is in the database. */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.writeBatch());
-    return this.flushing;
-  }
-
-  private async writeBatch(): Promise<void> {
-    if (this.buffer.length === 0) return;
-    const batch = this.buffer;
-    this.buffer = [];
-    try {
-      // One transaction: a retry after a failure must not write one kind's rows twice.
-      await this.db.transaction().execute((trx) => this.credentials.insertUsage(batch, trx));
-    } catch (error) {
-      // Put the batch back so a transient database error loses nothing; the next tick retries.
-      this.buffer = batch.concat(this.buffer);
-      this.logger.warn({ msg: 'Could not write API key usage; will retry', error: (error as Error).message });
-    }
+    return this.buffer.flush();
   }
 }

@@ -36,15 +36,22 @@ export class ApiKeyStrategy extends PassportStrategy(Strategy, API_KEY_STRATEGY)
         'This route needs a personal API key (Authorization: Bearer atr_…, create one with POST /api/api-keys) or an OAuth access token (see /.well-known/oauth-protected-resource)',
       );
     }
-    const principal = await this.resolve(token);
     // A usable credential's call is counted (committed) before the call is answered, so a crash never loses
     // the count of an answered call; ApiKeyCallCounterService makes concurrent calls share one write.
-    await this.callCounter.count(principal.credential, principal.keyId);
-    return principal;
+    // ApiKeysService counts a key's call itself (the count is also its revocation check).
+    if (token.startsWith(OAUTH_SECRET_PREFIX.accessToken)) return this.authenticateAccessToken(token);
+    return this.authenticateKey(token);
   }
 
-  private resolve(token: string): Promise<ApiKeyPrincipal> {
-    if (token.startsWith(OAUTH_SECRET_PREFIX.accessToken)) return this.oauthGrants.authenticateAccessToken(token);
+  private async authenticateAccessToken(token: string): Promise<ApiKeyPrincipal> {
+    const principal = await this.oauthGrants.authenticateAccessToken(token);
+    if (await this.callCounter.count(principal.credential, principal.keyId)) return principal;
+    // The grant was revoked or expired between the lookup and the count: a second lookup names which.
+    await this.oauthGrants.authenticateAccessToken(token);
+    throw new AppException(ErrorCode.InvalidApiKey, 'The OAuth access token is not valid');
+  }
+
+  private authenticateKey(token: string): Promise<ApiKeyPrincipal> {
     if (!token.startsWith(API_KEY_PREFIX)) {
       const kind = token.startsWith('atp_')
         ? 'a project session token'

@@ -12,11 +12,12 @@ import { ToolCredentialsModule } from './tool-credentials.module.js';
 import { KeyCallLimiterService } from './key-call-limiter.service.js';
 import { KeyRateLimitGuard } from './key-rate-limit.guard.js';
 import { OwnerInterceptor } from './owner.interceptor.js';
+import { VerifiedKeyCache } from './verified-key-cache.js';
 
 @Module({
   imports: [PassportModule, OAuthModule, ToolCredentialsModule],
   controllers: [ApiKeysController],
-  providers: [ApiKeysRepository, ApiKeysService, ApiKeyCallCounterService, ApiKeyUsageRecorder, ApiKeyStrategy, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, OwnerInterceptor],
+  providers: [ApiKeysRepository, ApiKeysService, ApiKeyCallCounterService, ApiKeyUsageRecorder, ApiKeyStrategy, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, OwnerInterceptor, VerifiedKeyCache],
   exports: [ApiKeysService, ApiKeyUsageRecorder, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, OwnerInterceptor],
 })
 export class ApiKeysModule {}

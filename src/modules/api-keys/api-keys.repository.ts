@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import {
   AUTHORISATION_COLUMNS,
   TOOL_CREDENTIAL_COLUMNS,
@@ -37,8 +37,8 @@ export class ApiKeysRepository {
     this.byHash = this.db.selectFrom('api_keys').select([...AUTHORISATION_COLUMNS, 'key_hash']).where('key_hash', '=', Buffer.alloc(0)).compile();
   }
 
-  async insert(key: NewApiKey): Promise<void> {
-    await this.db
+  async insert(key: NewApiKey, executor: DbExecutor = this.db): Promise<void> {
+    await executor
       .insertInto('api_keys')
       .values({
         id: key.id,

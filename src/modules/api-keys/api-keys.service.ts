@@ -5,16 +5,20 @@ import { type Page } from '../../common/pagination/cursor-page.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
+import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import { AuditService } from '../audit/audit.service.js';
 import { generateApiKey, hashApiKey, isWellFormedApiKey, sameHash } from './api-key-format.js';
 import { toolPrincipal, type ApiKeyPrincipal } from './api-key.principal.js';
 import { expiryDate } from './api-key-scopes.js';
 import { ApiKeysRepository, type ApiKey } from './api-keys.repository.js';
+import { ApiKeyCallCounterService } from './api-key-call-counter.service.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
 import type { CreateApiKeyDto } from './dto/create-api-key.dto.js';
 import { isUuid } from '../../common/validation/uuid.js';
 import { ScopeCatalog } from './scope-catalog.js';
 import { toToolCredentialView, type ToolCredentialView } from './tool-credential-view.js';
-import { ToolCredentialsRepository } from './tool-credentials.repository.js';
+import { ToolCredentialsRepository, type ToolCredentialAuthorisation } from './tool-credentials.repository.js';
+import { VerifiedKeyCache } from './verified-key-cache.js';
 
 export type ApiKeyStatus = 'active' | 'expired' | 'revoked';
 
@@ -43,6 +47,10 @@ export class ApiKeysService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly usage: ApiKeyUsageRecorder,
     private readonly scopes: ScopeCatalog,
+    private readonly callCounter: ApiKeyCallCounterService,
+    private readonly verified: VerifiedKeyCache,
+    private readonly audit: AuditService,
+    @InjectDb() private readonly db: Db,
   ) {}
 
   async create(userId: string, input: CreateApiKeyDto): Promise<Omit<ApiKeyView, 'daysUntilExpiry' | 'lastUsedAt' | 'callCount' | 'status'> & { key: string }> {
@@ -62,7 +70,15 @@ export class ApiKeysService {
       expiresAt: expiryDate(input.expiresIn, now),
       createdAt: now,
     };
-    await this.keys.insert(created);
+    await this.db.transaction().execute(async (trx) => {
+      await this.keys.insert(created, trx);
+      await this.audit.recordChange(trx, {
+        action: 'api_key.create',
+        target: { type: 'api_key', id: created.id },
+        details: { name: created.name, scopes: created.scopes, projectIds: created.projectIds, repos: created.repos, confirmWrites: created.confirmWrites, expiresAt: created.expiresAt?.toISOString() ?? null },
+        onBehalfOf: userId,
+      });
+    });
     return {
       id: created.id,
       name: created.name,
@@ -94,21 +110,46 @@ export class ApiKeysService {
     };
   }
 
-  /** Revocation is a column the key lookup reads on every call: no cache can outlive it. */
+  /** Revocation is a column the statement counting each call reads (see authenticate): no cache can outlive it. */
   async revoke(userId: string, id: string): Promise<{ id: string; status: ApiKeyStatus }> {
-    const revoked = isUuid(id) ? await this.credentials.revokeOwned('api-key', userId, id) : undefined;
+    const revoked = isUuid(id)
+      ? await this.db.transaction().execute(async (trx) => {
+          const revokedId = await this.credentials.revokeOwned('api-key', userId, id, trx);
+          if (revokedId) await this.audit.recordChange(trx, { action: 'api_key.revoke', target: { type: 'api_key', id: revokedId }, onBehalfOf: userId });
+          return revokedId;
+        })
+      : undefined;
     if (!revoked) throw AppException.notFound('API key');
     return { id: revoked, status: 'revoked' };
   }
 
   /**
-   * Resolves a bearer value to its key. The checksum is checked first (no database work for junk or
-   * typos); then one indexed lookup by HMAC, compared in constant time. Revocation and expiry are columns
-   * read on every call: no cache can outlive them. The caller (ApiKeyStrategy) counts the call.
+   * Resolves a bearer value to its key and counts the call (committed before the call is answered). The
+   * checksum is checked first (no database work for junk or typos). A key this process verified before is
+   * known by its HMAC (VerifiedKeyCache), so its call costs one statement: the count, which itself refuses a
+   * revoked or expired key and returns the key's scopes and pins as stored now; revocation and expiry therefore
+   * hold on the very next call on every instance. Otherwise, or when the count refuses, one indexed lookup by
+   * HMAC compared in constant time names the precise refusal (revoked, expired, invalid).
    */
   async authenticate(token: string): Promise<ApiKeyPrincipal> {
     if (!isWellFormedApiKey(token)) throw new AppException(ErrorCode.InvalidApiKey, 'The API key is not valid');
     const hash = hashApiKey(token, this.config.secrets.tokenPepper);
+    const knownId = this.verified.idOf(hash);
+    if (knownId !== undefined) {
+      const current = usable(await this.callCounter.count('api-key', knownId));
+      if (current) return toolPrincipal('api-key', current, current.expiresAt);
+      this.verified.forget(hash);
+    }
+    const key = await this.lookup(hash);
+    const current = usable(await this.callCounter.count('api-key', key.id));
+    // Revoked or expired between the lookup and the count: a second lookup names which.
+    if (!current) throw (await this.lookup(hash).then(() => undefined, (error: unknown) => error)) ?? new AppException(ErrorCode.InvalidApiKey, 'The API key is not valid');
+    this.verified.remember(hash, key.id);
+    return toolPrincipal('api-key', current, current.expiresAt);
+  }
+
+  /** The usable key with this HMAC, or the refusal: invalid, revoked (401) or expired (401). */
+  private async lookup(hash: Buffer): Promise<ToolCredentialAuthorisation> {
     const found = await this.keys.findByHash(hash);
     if (!found || !sameHash(found.keyHash, hash)) throw new AppException(ErrorCode.InvalidApiKey, 'The API key is not valid');
     const key = found.authorisation;
@@ -120,7 +161,7 @@ export class ApiKeysService {
     if (key.expiresAt && key.expiresAt.getTime() <= Date.now()) {
       throw new AppException(ErrorCode.ExpiredApiKey, `The API key expired at ${key.expiresAt.toISOString()}; create a new one on the account page`, {}, expiryHeader);
     }
-    return toolPrincipal('api-key', key, key.expiresAt);
+    return key;
   }
 
   private async findOwned(userId: string, id: string): Promise<ApiKey> {
@@ -139,4 +180,9 @@ export class ApiKeysService {
       status,
     };
   }
+}
+
+/** The counted authorisation if it is still usable by this process's clock too (the count used the database's). */
+function usable(counted: ToolCredentialAuthorisation | undefined): ToolCredentialAuthorisation | undefined {
+  return counted && !counted.revokedAt && !(counted.expiresAt && counted.expiresAt.getTime() <= Date.now()) ? counted : undefined;
 }

@@ -98,25 +98,33 @@ export class ToolCredentialsRepository {
     const addCalls = (kind: ToolCredentialKind): CompiledQuery => {
       const table = sql.table(TABLES[kind].credentials);
       const none: string[] = [];
+      // Only a usable credential is counted, and its authorisation comes back from the row as it is now:
+      // whoever counts a call learns in the same round trip whether the credential is still revoked-free,
+      // unexpired and what it may do (the key cache in ApiKeysService relies on this).
+      const usable = sql`k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`;
       return sql`WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)),
        calls AS (SELECT * FROM unnest(${none}::uuid[], ${none}::bigint[]) AS c(id, n)),
        locked AS (
          SELECT k.id FROM ${table} k, async_commit
-         WHERE k.id IN (SELECT id FROM calls) ORDER BY k.id FOR NO KEY UPDATE OF k)
+         WHERE k.id IN (SELECT id FROM calls) AND ${usable} ORDER BY k.id FOR NO KEY UPDATE OF k)
        UPDATE ${table} k SET call_count = k.call_count + calls.n, last_used_at = now()
-       FROM calls, locked WHERE k.id = calls.id AND locked.id = calls.id`.compile(this.db);
+       FROM calls, locked WHERE k.id = calls.id AND locked.id = calls.id AND ${usable}
+       RETURNING ${sql.join(AUTHORISATION_COLUMNS.map((column) => sql.ref(`k.${column}`)))}`.compile(this.db);
     };
     this.addCallsQuery = { 'api-key': addCalls('api-key'), 'oauth-grant': addCalls('oauth-grant') };
   }
 
   /**
    * Adds `calls[i]` to the count of credential `ids[i]` and stamps last_used_at, in one statement whose
-   * text is the same for any batch size (arrays, not a VALUES list). It commits asynchronously
-   * (`synchronous_commit` off for its own transaction only) and locks the rows in id order so two
-   * instances writing overlapping credentials cannot deadlock. Why both: see ApiKeyCallCounterService.
+   * text is the same for any batch size (arrays, not a VALUES list). Only credentials that are neither
+   * revoked nor expired at this moment are counted; their authorisations as now stored are returned (the
+   * others are absent). It commits asynchronously (`synchronous_commit` off for its own transaction only)
+   * and locks the rows in id order so two instances writing overlapping credentials cannot deadlock. Why
+   * both: see ApiKeyCallCounterService.
    */
-  async addCalls(kind: ToolCredentialKind, ids: string[], calls: number[]): Promise<void> {
-    await this.db.executeQuery({ ...this.addCallsQuery[kind], parameters: [ids, calls] });
+  async addCalls(kind: ToolCredentialKind, ids: string[], calls: number[]): Promise<ToolCredentialAuthorisation[]> {
+    const { rows } = await this.db.executeQuery<AuthorisationRow>({ ...this.addCallsQuery[kind], parameters: [ids, calls] });
+    return rows.map(toAuthorisation);
   }
 
   /**
@@ -156,8 +164,8 @@ export class ToolCredentialsRepository {
    * Its id, or undefined when the user has no such credential. Revocation is a column every lookup reads:
    * it holds on every instance at once.
    */
-  async revokeOwned(kind: ToolCredentialKind, userId: string, id: string): Promise<string | undefined> {
-    const row = await this.db
+  async revokeOwned(kind: ToolCredentialKind, userId: string, id: string, executor: DbExecutor = this.db): Promise<string | undefined> {
+    const row = await executor
       .updateTable(TABLES[kind].credentials as 'api_keys')
       .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
       .where('id', '=', id)

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
-import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import type { ProjectTokenRole } from './principal.js';
 
 /** A live project session token (`atp_…`); the token itself is never stored, only its HMAC, which stays in this file. */
@@ -19,8 +19,8 @@ export interface ProjectSessionToken {
 export class ProjectSessionTokensRepository {
   constructor(@InjectDb() private readonly db: Db) {}
 
-  async insert(token: ProjectSessionToken & { tokenHash: string }): Promise<void> {
-    await this.db
+  async insert(token: ProjectSessionToken & { tokenHash: string }, executor: DbExecutor = this.db): Promise<void> {
+    await executor
       .insertInto('project_session_tokens')
       .values({
         id: token.id,

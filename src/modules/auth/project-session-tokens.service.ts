@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import type { DbExecutor } from '../../database/kysely.provider.js';
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
@@ -25,11 +26,14 @@ export class ProjectSessionTokensService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  async mint(input: { projectId: string; createdBy: string; name: string; role: ProjectTokenRole; expiresInMinutes: number }): Promise<MintedProjectToken> {
+  async mint(
+    input: { projectId: string; createdBy: string; name: string; role: ProjectTokenRole; expiresInMinutes: number },
+    executor?: DbExecutor,
+  ): Promise<MintedProjectToken> {
     const token = `${PROJECT_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
     const expiresAt = new Date(Date.now() + input.expiresInMinutes * 60_000);
     const id = randomUUID();
-    await this.tokens.insert({ id, projectId: input.projectId, createdBy: input.createdBy, name: input.name, role: input.role, tokenHash: this.hash(token), expiresAt });
+    await this.tokens.insert({ id, projectId: input.projectId, createdBy: input.createdBy, name: input.name, role: input.role, tokenHash: this.hash(token), expiresAt }, executor);
     return { id, token, expiresAt: expiresAt.toISOString() };
   }
 

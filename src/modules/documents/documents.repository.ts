@@ -90,8 +90,8 @@ export class DocumentsRepository {
     return executor.selectFrom('documents as d').where(visibleDocument(actor, 'd'));
   }
 
-  async insert(document: NewDocument): Promise<Document> {
-    const row = await this.db
+  async insert(document: NewDocument, executor: DbExecutor = this.db): Promise<Document> {
+    const row = await executor
       .insertInto('documents')
       .values({
         id: document.id,
@@ -195,7 +195,7 @@ export class DocumentsRepository {
   }
 
   /** Applies an edit and stamps `updated_at`; null when the document is gone (a delete won the race). */
-  async update(documentId: string, changes: DocumentChanges): Promise<Document | null> {
+  async update(documentId: string, changes: DocumentChanges, executor: DbExecutor = this.db): Promise<Document | null> {
     const set: UpdateObject<DB, 'documents'> = { updated_at: sql<Date>`now()` };
     if (changes.title !== undefined) set.title = changes.title;
     if (changes.isPublic !== undefined) set.is_public = changes.isPublic;
@@ -208,13 +208,13 @@ export class DocumentsRepository {
     if (changes.status !== undefined) set.status = changes.status;
     if (changes.error !== undefined) set.error = changes.error;
     if (changes.chunksTotal !== undefined) set.chunks_total = changes.chunksTotal;
-    const row = await this.db.updateTable('documents').set(set).where('id', '=', documentId).returning(SUMMARY_COLUMNS).executeTakeFirst();
+    const row = await executor.updateTable('documents').set(set).where('id', '=', documentId).returning(SUMMARY_COLUMNS).executeTakeFirst();
     return row ? toDocument(row) : null;
   }
 
   /** Deletes the row (its chunks follow by cascade); false when it was already gone. */
-  async delete(documentId: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('documents').where('id', '=', documentId).executeTakeFirst();
+  async delete(documentId: string, executor: DbExecutor = this.db): Promise<boolean> {
+    const result = await executor.deleteFrom('documents').where('id', '=', documentId).executeTakeFirst();
     return result.numDeletedRows > 0n;
   }
 

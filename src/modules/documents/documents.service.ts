@@ -7,12 +7,14 @@ import { ErrorCode } from '../../common/errors/error-code.js';
 import { decodeCursor, toPage, type Page } from '../../common/pagination/cursor-page.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
 import { isUniqueViolation } from '../../database/pg-errors.js';
+import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import { AuditService } from '../audit/audit.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { DocumentEventsService, type DocumentEventType } from './document-events.service.js';
 import { detectDocumentType, MIME_BY_KIND } from './document-type.js';
 import { toDocumentView, type DocumentView } from './document-views.js';
 import type { Document, DocumentStatus } from './document.model.js';
-import { DocumentsRepository, type DocumentChanges, type DocumentWithText } from './documents.repository.js';
+import { DocumentsRepository, type DocumentChanges, type DocumentWithText, type NewDocument } from './documents.repository.js';
 import { isUuid } from '../../common/validation/uuid.js';
 
 /** Text written through a tool or an update: at most 1 MB of UTF-8. */
@@ -57,6 +59,8 @@ export class DocumentsService {
     private readonly documents: DocumentsRepository,
     private readonly projects: ProjectsService,
     private readonly events: DocumentEventsService,
+    private readonly audit: AuditService,
+    @InjectDb() private readonly db: Db,
   ) {}
 
   /** Who may upload into a project: its editors and owners (a viewer token or a stranger may not). */
@@ -79,7 +83,7 @@ export class DocumentsService {
     // limits. The document is `uploaded` until then.
     let saved: Document;
     try {
-      saved = await this.documents.insert({
+      saved = await this.insertRecorded(actor, {
         id: randomUUID(),
         projectId: input.projectId,
         authorId: actor.userId,
@@ -157,7 +161,7 @@ export class DocumentsService {
       });
     }
     const bytes = textBytes(input.content);
-    const saved = await this.documents.insert({
+    const saved = await this.insertRecorded(actor, {
       id: randomUUID(),
       projectId,
       authorId: actor.userId,
@@ -202,7 +206,15 @@ export class DocumentsService {
     }
     // A delete that won a race with this update leaves nothing to change or return: not_found, as a
     // request arriving a moment later would get.
-    const saved = Object.keys(changes).length > 0 ? await this.documents.update(documentId, changes) : await this.documents.findVisible(actor, documentId);
+    const saved =
+      Object.keys(changes).length > 0
+        ? await this.db.transaction().execute(async (trx) => {
+            const updated = await this.documents.update(documentId, changes, trx);
+            // Documents are edited only through the update_document tool: its call's entry commits with the edit.
+            if (updated) await this.audit.recordToolChange(trx, { type: 'document', id: documentId });
+            return updated;
+          })
+        : await this.documents.findVisible(actor, documentId);
     if (!saved) throw AppException.notFound('Document');
     if (contentChanged) await this.emit('content-changed', saved);
     else if (changes.title !== undefined && changes.title !== document.title) await this.emit('retitled', saved);
@@ -216,9 +228,28 @@ export class DocumentsService {
     // The RAG module's document_chunks.document_id references documents(id) ON DELETE CASCADE, so the
     // document's chunks leave the search index in this same statement. Of two concurrent deletes only
     // the one that removed the row answers 200; the other gets not_found, as it would a moment later.
-    if (!(await this.documents.delete(documentId))) throw AppException.notFound('Document');
+    const deleted = await this.db.transaction().execute(async (trx) => {
+      if (!(await this.documents.delete(documentId, trx))) return false;
+      await this.audit.recordChange(trx, { action: 'document.delete', target: { type: 'document', id: documentId }, details: { projectId: document.projectId }, onBehalfOf: actor.userId });
+      return true;
+    });
+    if (!deleted) throw AppException.notFound('Document');
     await this.emit('deleted', document);
     return { id: documentId, deleted: true };
+  }
+
+  /** Inserts a new document with its audit entry (document.upload, or the tool call that created it) in one transaction. */
+  private insertRecorded(actor: Actor, document: NewDocument): Promise<Document> {
+    return this.db.transaction().execute(async (trx) => {
+      const saved = await this.documents.insert(document, trx);
+      await this.audit.recordChange(trx, {
+        action: 'document.upload',
+        target: { type: 'document', id: saved.id },
+        details: { projectId: saved.projectId, title: saved.title, mimeType: saved.mimeType, sizeBytes: saved.sizeBytes },
+        onBehalfOf: actor.userId,
+      });
+      return saved;
+    });
   }
 
   /** The visible document or not_found; never reveals whether an invisible one exists. */

@@ -51,14 +51,14 @@ const GET_DOCUMENT = {
 };
 const CREATE_DOCUMENT = {
   title: param.str({ description: 'Title (1..300 chars)', required: true, minLength: 1, maxLength: 300 }),
-  content: param.str({ description: 'Text or markdown (at most 1 MB)', required: true, maxLength: MAX_TEXT_CONTENT_BYTES }),
+  content: param.str({ description: 'Text or markdown (at most 1 MB)', required: true, maxLength: MAX_TEXT_CONTENT_BYTES, audit: 'omit' }),
   project_id: param.str({ description: 'Id of a project you may edit; empty = no project', default: '', format: 'uuid' }),
   is_public: param.bool({ description: 'Visible to others (members of its project; everyone when it has no project)', default: false }),
 };
 const UPDATE_DOCUMENT = {
   document_id: documentId,
   title: param.str({ description: 'New title (1..300 chars)', minLength: 1, maxLength: 300 }),
-  content: param.str({ description: 'New text or markdown (at most 1 MB)', maxLength: MAX_TEXT_CONTENT_BYTES }),
+  content: param.str({ description: 'New text or markdown (at most 1 MB)', maxLength: MAX_TEXT_CONTENT_BYTES, audit: 'omit' }),
   is_public: param.bool({ description: 'Visible to others' }),
 };
 const ONE_DOCUMENT = { document_id: documentId };

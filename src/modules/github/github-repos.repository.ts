@@ -4,7 +4,7 @@ import { visibleRepo } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import { pageOrder, type PageQuery } from '../../common/pagination/cursor-page.js';
 import type { GithubRepositories } from '../../database/database.types.js';
-import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 
 /** A repository an admin registered; the GitHub tools only ever reach these. */
 export interface RegisteredRepo {
@@ -51,8 +51,8 @@ type SelectedRepo = Omit<Selectable<GithubRepositories>, 'token_ciphertext'> & {
 export class GithubReposRepository {
   constructor(@InjectDb() private readonly db: Db) {}
 
-  async insert(repo: NewRegisteredRepo): Promise<void> {
-    await this.db
+  async insert(repo: NewRegisteredRepo, executor: DbExecutor = this.db): Promise<void> {
+    await executor
       .insertInto('github_repositories')
       .values({
         id: repo.id,
@@ -104,8 +104,8 @@ export class GithubReposRepository {
     return rows.map(toRecord);
   }
 
-  async delete(id: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('github_repositories').where('id', '=', id).executeTakeFirst();
+  async delete(id: string, executor: DbExecutor = this.db): Promise<boolean> {
+    const result = await executor.deleteFrom('github_repositories').where('id', '=', id).executeTakeFirst();
     return result.numDeletedRows > 0n;
   }
 

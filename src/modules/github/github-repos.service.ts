@@ -7,7 +7,9 @@ import { ErrorCode } from '../../common/errors/error-code.js';
 import { toPage, type Page, type PageQuery } from '../../common/pagination/cursor-page.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
+import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import { isUniqueViolation } from '../../database/pg-errors.js';
+import { AuditService } from '../audit/audit.service.js';
 import { GithubClientFactory } from './github-client.factory.js';
 import { describeFailure } from './github-errors.js';
 import { GithubReposRepository, type RegisteredRepo } from './github-repos.repository.js';
@@ -43,6 +45,8 @@ export class GithubReposService {
     private readonly clients: GithubClientFactory,
     private readonly cipher: TokenCipher,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly audit: AuditService,
+    @InjectDb() private readonly db: Db,
   ) {}
 
   /** Checks the repository with GitHub (with the given token or the server's), then stores it. */
@@ -71,17 +75,29 @@ export class GithubReposService {
     const [owner, name] = github.full_name.split('/');
     const tokenCiphertext = input.token === undefined ? null : this.cipher.encrypt(input.token, id);
     try {
-      await this.repos.insert({
-        id,
-        owner,
-        name,
-        fullName: github.full_name,
-        githubId: String(github.id),
-        defaultBranch: github.default_branch,
-        description: github.description,
-        isPrivate: github.private,
-        tokenCiphertext,
-        createdBy: adminId,
+      await this.db.transaction().execute(async (trx) => {
+        await this.repos.insert(
+          {
+            id,
+            owner,
+            name,
+            fullName: github.full_name,
+            githubId: String(github.id),
+            defaultBranch: github.default_branch,
+            description: github.description,
+            isPrivate: github.private,
+            tokenCiphertext,
+            createdBy: adminId,
+          },
+          trx,
+        );
+        // Never the token: only where it comes from.
+        await this.audit.recordChange(trx, {
+          action: 'github_repo.register',
+          target: { type: 'github_repo', id },
+          details: { fullName: github.full_name, tokenSource: tokenCiphertext ? 'repository' : 'server' },
+          onBehalfOf: adminId,
+        });
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw this.duplicate(github.full_name);
@@ -98,7 +114,12 @@ export class GithubReposService {
   }
 
   async remove(id: string): Promise<{ id: string; deleted: true }> {
-    if (!(await this.repos.delete(id))) throw AppException.notFound('Registered repository');
+    const deleted = await this.db.transaction().execute(async (trx) => {
+      if (!(await this.repos.delete(id, trx))) return false;
+      await this.audit.recordChange(trx, { action: 'github_repo.delete', target: { type: 'github_repo', id } });
+      return true;
+    });
+    if (!deleted) throw AppException.notFound('Registered repository');
     this.logger.log({ msg: 'github repository unregistered', id });
     return { id, deleted: true };
   }

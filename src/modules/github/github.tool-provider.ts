@@ -36,13 +36,13 @@ const LIST_WORKFLOW_RUNS = {
 const CREATE_ISSUE = {
   repo,
   title: param.str({ description: 'Issue title', required: true, minLength: 1, maxLength: 256, trim: true }),
-  body: param.str({ description: 'Issue text (Markdown)', default: '', maxLength: 65_536 }),
+  body: param.str({ description: 'Issue text (Markdown)', default: '', maxLength: 65_536, audit: 'omit' }),
   labels: param.strList({ description: 'Label names to apply', default: [], maxItems: 20, maxLength: 100, trim: true }),
 };
 const CREATE_ISSUE_COMMENT = {
   repo,
   issue_number: param.int({ description: 'The issue or pull request number', required: true, minimum: 1 }),
-  body: param.str({ description: 'Comment text (Markdown)', required: true, minLength: 1, maxLength: 65_536 }),
+  body: param.str({ description: 'Comment text (Markdown)', required: true, minLength: 1, maxLength: 65_536, audit: 'omit' }),
 };
 
 const str = { type: 'string' };

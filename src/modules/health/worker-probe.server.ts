@@ -2,16 +2,20 @@ import { Logger, type INestApplicationContext } from '@nestjs/common';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Server } from 'node:http';
 import { sendError } from '../../common/errors/all-exceptions.filter.js';
+import { METRICS_PATH, metricsHandler } from '../../common/metrics/metrics-endpoint.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { requestContextMiddleware } from '../../common/request-context/request-context.middleware.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/app-config.token.js';
 import { HealthController } from './health.controller.js';
 
 /**
  * APP_ROLE=worker serves no API, but an orchestrator still needs to know whether it is alive and
  * ready: this listener answers only GET /api/health and /api/ready on WORKER_HTTP_PORT, through the
- * same HealthController (same checks, same envelope, same 503 while draining) as the API process.
+ * same HealthController (same checks, same envelope, same 503 while draining) as the API process, and the
+ * worker's GET /metrics (unless METRICS_ENABLED=false).
  */
 export class WorkerProbeServer {
   private server: Server | undefined;
@@ -20,6 +24,7 @@ export class WorkerProbeServer {
 
   async listen(port: number, host: string): Promise<number> {
     const health = this.app.get(HealthController);
+    const { metrics } = this.app.get<AppConfig>(APP_CONFIG);
     const logger = new Logger('WorkerProbe');
     const probe = express();
     probe.set('x-powered-by', false);
@@ -32,7 +37,8 @@ export class WorkerProbeServer {
     };
     probe.get('/api/health', answer(() => health.health()));
     probe.get('/api/ready', answer(() => health.ready()));
-    probe.use((req: Request, res: Response, next: NextFunction) => next(new AppException(ErrorCode.NotFound, `A worker answers only GET /api/health and /api/ready`)));
+    if (metrics.enabled) probe.get(METRICS_PATH, metricsHandler(metrics));
+    probe.use((req: Request, res: Response, next: NextFunction) => next(new AppException(ErrorCode.NotFound, `A worker answers only GET /api/health, /api/ready and ${METRICS_PATH}`)));
     probe.use((error: unknown, req: Request, res: Response, _next: NextFunction) => sendError(error, req, res, logger));
     const server = probe.listen(port, host);
     this.server = server;

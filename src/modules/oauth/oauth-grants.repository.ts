@@ -175,15 +175,15 @@ export class OAuthGrantsRepository {
   }
 
   /** The grant and client of a token of this kind; undefined when there is none. */
-  async findTokenGrant(tokenHash: Buffer, kind: OAuthTokenKind): Promise<{ grantId: string; clientId: string } | undefined> {
+  async findTokenGrant(tokenHash: Buffer, kind: OAuthTokenKind): Promise<{ grantId: string; clientId: string; clientName: string; userId: string } | undefined> {
     const row = await this.db
       .selectFrom('oauth_tokens as t')
       .innerJoin('oauth_grants as g', 'g.id', 't.grant_id')
-      .select(['t.grant_id', 'g.client_id'])
+      .select(['t.grant_id', 'g.client_id', 'g.client_name', 'g.user_id'])
       .where('t.token_hash', '=', tokenHash)
       .where('t.kind', '=', kind)
       .executeTakeFirst();
-    return row && { grantId: row.grant_id, clientId: row.client_id };
+    return row && { grantId: row.grant_id, clientId: row.client_id, clientName: row.client_name, userId: row.user_id };
   }
 
   async deleteToken(tokenHash: Buffer): Promise<void> {

@@ -15,6 +15,7 @@ import { isMcpResource, type AuthorizationRequest } from './authorization-reques
 import { toToolCredentialView, type ToolCredentialView } from '../api-keys/tool-credential-view.js';
 import { ToolCredentialsRepository, type ToolCredentialAccess } from '../api-keys/tool-credentials.repository.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
+import { AuditService } from '../audit/audit.service.js';
 import { OAuthGrantsRepository } from './oauth-grants.repository.js';
 import type { OAuthClient } from './oauth-clients.service.js';
 import { generateOAuthSecret, hashOAuthSecret, isWellFormedOAuthSecret, PKCE_VALUE, pkceS256Matches } from './oauth-secret-format.js';
@@ -45,6 +46,7 @@ export class OAuthGrantsService {
     private readonly grants: OAuthGrantsRepository,
     private readonly credentials: ToolCredentialsRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly audit: AuditService,
   ) {}
 
   private hash(secret: string): Buffer {
@@ -101,6 +103,13 @@ export class OAuthGrantsService {
       const grantId = randomUUID();
       const { codeChallenge: _challenge, grantExpiresAt, expiresAt: _codeExpiresAt, ...granted } = row;
       await this.grants.insertGrantForCode(hash, { ...granted, id: grantId, expiresAt: grantExpiresAt }, trx);
+      // The grant comes into being here, at the client's exchange of the user's approved code.
+      await this.audit.recordChange(trx, {
+        action: 'oauth.grant',
+        target: { type: 'oauth_grant', id: grantId },
+        actor: { userId: row.userId, via: 'oauth', credentialId: grantId, clientName: row.clientName },
+        details: { clientId: row.clientId, scopes: row.scopes, projectIds: row.projectIds, repos: row.repos, confirmWrites: row.confirmWrites },
+      });
       return this.issueTokens(trx, grantId, row.scopes, row.grantExpiresAt);
     });
   }
@@ -144,8 +153,17 @@ export class OAuthGrantsService {
     const found = await this.grants.findTokenGrant(hash, kind);
     // Another client's token: nothing happens and nothing is revealed (RFC 7009 §2.1).
     if (!found || found.clientId !== client.clientId) return;
-    if (kind === 'refresh') await this.credentials.revoke('oauth-grant', found.grantId);
-    else await this.grants.deleteToken(hash);
+    if (kind === 'access') return this.grants.deleteToken(hash);
+    // Revoking the refresh token ends the grant: the client itself did it, on the user's grant.
+    await this.db.transaction().execute(async (trx) => {
+      await this.credentials.revoke('oauth-grant', found.grantId, trx);
+      await this.audit.recordChange(trx, {
+        action: 'oauth.revoke',
+        target: { type: 'oauth_grant', id: found.grantId },
+        actor: { userId: found.userId, via: 'oauth', credentialId: found.grantId, clientName: found.clientName },
+        details: { by: 'client' },
+      });
+    });
   }
 
   /**
@@ -179,7 +197,14 @@ export class OAuthGrantsService {
 
   /** Revokes every token of the grant at once, on every instance (the token lookup reads revoked_at). */
   async revoke(userId: string, id: string): Promise<{ id: string; revoked: true }> {
-    if (!isUuid(id) || !(await this.credentials.revokeOwned('oauth-grant', userId, id))) throw AppException.notFound('Connected app');
+    const revoked =
+      isUuid(id) &&
+      (await this.db.transaction().execute(async (trx) => {
+        if (!(await this.credentials.revokeOwned('oauth-grant', userId, id, trx))) return false;
+        await this.audit.recordChange(trx, { action: 'oauth.revoke', target: { type: 'oauth_grant', id }, onBehalfOf: userId });
+        return true;
+      }));
+    if (!revoked) throw AppException.notFound('Connected app');
     return { id, revoked: true };
   }
 

@@ -43,12 +43,10 @@ export class ProjectsRepository {
     return row ? toRole(row.role) : null;
   }
 
-  /** A new project with its creator as owner, in one transaction. */
-  async insertWithOwner(project: { id: string; name: string; description: string; ownerId: string }): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      await trx.insertInto('projects').values({ id: project.id, name: project.name, description: project.description, owner_id: project.ownerId }).execute();
-      await trx.insertInto('project_members').values({ project_id: project.id, user_id: project.ownerId, role: 'owner' }).execute();
-    });
+  /** A new project with its creator as owner: run it in the caller's transaction (the two rows go together). */
+  async insertWithOwner(project: { id: string; name: string; description: string; ownerId: string }, trx: DbExecutor): Promise<void> {
+    await trx.insertInto('projects').values({ id: project.id, name: project.name, description: project.description, owner_id: project.ownerId }).execute();
+    await trx.insertInto('project_members').values({ project_id: project.id, user_id: project.ownerId, role: 'owner' }).execute();
   }
 
   /** One page of the projects the actor may see (newest first; `limit + 1` rows, see pageOrder). */
@@ -62,9 +60,9 @@ export class ProjectsRepository {
     return row && toRecord(row);
   }
 
-  async update(projectId: string, changes: { name?: string; description?: string }): Promise<void> {
+  async update(projectId: string, changes: { name?: string; description?: string }, executor: DbExecutor = this.db): Promise<void> {
     if (changes.name === undefined && changes.description === undefined) return;
-    await this.db
+    await executor
       .updateTable('projects')
       .set({
         ...(changes.name !== undefined && { name: changes.name }),

@@ -7,6 +7,7 @@ import { ErrorCode } from '../../common/errors/error-code.js';
 import { toPage, type Page, type PageQuery } from '../../common/pagination/cursor-page.js';
 import { isUuid } from '../../common/validation/uuid.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
+import { AuditService } from '../audit/audit.service.js';
 import { ProjectSessionTokensService, type MintedProjectToken } from '../auth/project-session-tokens.service.js';
 import { UsersService } from '../auth/users.service.js';
 import type { AddMemberDto } from './dto/add-member.dto.js';
@@ -47,6 +48,7 @@ export class ProjectsService {
     private readonly projects: ProjectsRepository,
     private readonly users: UsersService,
     private readonly sessionTokens: ProjectSessionTokensService,
+    private readonly audit: AuditService,
   ) {}
 
   /**
@@ -74,7 +76,11 @@ export class ProjectsService {
 
   async create(actor: Actor, input: CreateProjectDto): Promise<ProjectView> {
     const id = randomUUID();
-    await this.projects.insertWithOwner({ id, name: input.name, description: input.description ?? '', ownerId: actor.userId });
+    const project = { id, name: input.name, description: input.description ?? '', ownerId: actor.userId };
+    await this.db.transaction().execute(async (trx) => {
+      await this.projects.insertWithOwner(project, trx);
+      await this.audit.recordChange(trx, { action: 'project.create', target: { type: 'project', id }, details: { name: project.name }, onBehalfOf: actor.userId });
+    });
     return this.get(actor, id);
   }
 
@@ -90,7 +96,15 @@ export class ProjectsService {
 
   async update(actor: Actor, projectId: string, input: UpdateProjectDto): Promise<ProjectView> {
     await this.requireRole(actor, projectId, 'editor');
-    await this.projects.update(projectId, { name: input.name, description: input.description });
+    await this.db.transaction().execute(async (trx) => {
+      await this.projects.update(projectId, { name: input.name, description: input.description }, trx);
+      await this.audit.recordChange(trx, {
+        action: 'project.update',
+        target: { type: 'project', id: projectId },
+        details: { changed: Object.keys(input).filter((key) => input[key as keyof UpdateProjectDto] !== undefined) },
+        onBehalfOf: actor.userId,
+      });
+    });
     return this.get(actor, projectId);
   }
 
@@ -111,6 +125,7 @@ export class ProjectsService {
       await this.projects.lockForMembershipChange(projectId, trx);
       await this.requireRole(actor, projectId, 'owner', trx);
       await this.projects.upsertMember(projectId, input.userId, input.role, trx);
+      await this.audit.recordChange(trx, { action: 'project.member.set', target: { type: 'project', id: projectId }, details: { userId: input.userId, role: input.role }, onBehalfOf: actor.userId });
     });
     const member = await this.projects.member(projectId, input.userId);
     if (!member) throw AppException.notFound('Project');
@@ -126,12 +141,18 @@ export class ProjectsService {
   /** A project session token acting as the caller; owners and editors may mint one. */
   async mintSessionToken(actor: Actor, projectId: string, input: CreateSessionTokenDto): Promise<MintedProjectToken> {
     await this.requireRole(actor, projectId, 'editor');
-    return this.sessionTokens.mint({
-      projectId,
-      createdBy: actor.userId,
-      name: input.name,
-      role: input.role,
-      expiresInMinutes: input.expiresInMinutes,
+    return this.db.transaction().execute(async (trx) => {
+      const minted = await this.sessionTokens.mint(
+        { projectId, createdBy: actor.userId, name: input.name, role: input.role, expiresInMinutes: input.expiresInMinutes },
+        trx,
+      );
+      await this.audit.recordChange(trx, {
+        action: 'project.token.create',
+        target: { type: 'project', id: projectId },
+        details: { tokenId: minted.id, name: input.name, role: input.role, expiresAt: minted.expiresAt },
+        onBehalfOf: actor.userId,
+      });
+      return minted;
     });
   }
 }

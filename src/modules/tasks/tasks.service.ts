@@ -4,6 +4,8 @@ import { accessDenied, isProjectAllowed, mayCreateWithoutProject } from '../../c
 import { type Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
+import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import { AuditService } from '../audit/audit.service.js';
 import { UsersService } from '../auth/users.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { TASK_PRIORITIES, TASK_STATUSES, type TaskStats, type TaskStatus, type TaskView } from './task.model.js';
@@ -28,6 +30,8 @@ export class TasksService {
     private readonly tasks: TasksRepository,
     private readonly users: UsersService,
     private readonly projects: ProjectsService,
+    private readonly audit: AuditService,
+    @InjectDb() private readonly db: Db,
   ) {}
 
   /** A project filter outside the key's pins names a project that does not exist for this caller. */
@@ -84,7 +88,9 @@ export class TasksService {
     // API.md: the creator must be a member of the project (any role, after the token's cap).
     if (input.projectId && (await this.projects.roleOf(actor, input.projectId)) === null) throw AppException.notFound('Project');
     if (input.assigneeId) await this.assertUserExists(input.assigneeId);
-    return this.tasks.insert({ id: randomUUID(), ...input, creatorId: actor.userId });
+    // Tasks change only through tools: the tool call's audit entry goes into the task's own INSERT statement.
+    const id = randomUUID();
+    return this.tasks.insert({ id, ...input, creatorId: actor.userId }, this.audit.withToolChange({ type: 'task', id }, this.db));
   }
 
   /** Creator or assignee may update; anyone else gets not_found (the task does not exist for them). */
@@ -92,14 +98,22 @@ export class TasksService {
     const current = await this.get(actor, taskId);
     if (input.assigneeId) await this.assertUserExists(input.assigneeId);
     if (Object.values(input).every((value) => value === undefined)) return current;
-    const updated = await this.tasks.updateEditable(actor, taskId, input);
+    const updated = await this.db.transaction().execute(async (trx) => {
+      const row = await this.tasks.updateEditable(actor, taskId, input, trx);
+      if (row) await this.audit.recordToolChange(trx, { type: 'task', id: row.id });
+      return row;
+    });
     if (!updated) throw AppException.notFound('Task');
     return updated;
   }
 
   /** Creator only: an assignee sees the task but may not delete it (403); anyone else gets 404. */
   async delete(actor: Actor, taskId: string): Promise<{ id: string; deleted: true }> {
-    const deletedId = await this.tasks.deleteDeletable(actor, taskId);
+    const deletedId = await this.db.transaction().execute(async (trx) => {
+      const id = await this.tasks.deleteDeletable(actor, taskId, trx);
+      if (id) await this.audit.recordToolChange(trx, { type: 'task', id });
+      return id;
+    });
     if (deletedId) return { id: deletedId, deleted: true };
     const visible = (await this.tasks.findVisible(actor, taskId)) !== undefined;
     throw accessDenied(visible, 'Task', 'Only the creator of a task may delete it');

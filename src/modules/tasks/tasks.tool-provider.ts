@@ -29,7 +29,7 @@ const TASK_STATS = {
 };
 const CREATE_TASK = {
   title: param.str({ description: 'Title (1..200 chars)', required: true, minLength: 1, maxLength: 200 }),
-  description: param.str({ description: 'Details (up to 20,000 chars)', default: '', maxLength: 20_000 }),
+  description: param.str({ description: 'Details (up to 20,000 chars)', default: '', maxLength: 20_000, audit: 'omit' }),
   priority: param.str({ description: 'Priority', default: 'medium', enum: TASK_PRIORITIES }),
   status: param.str({ description: 'Status', default: 'todo', enum: TASK_STATUSES }),
   due_date: param.date({ description: 'Due date (YYYY-MM-DD) or null', default: null, nullable: true }),
@@ -39,7 +39,7 @@ const CREATE_TASK = {
 const UPDATE_TASK = {
   task_id: taskId,
   title: param.str({ description: 'New title (1..200 chars)', minLength: 1, maxLength: 200 }),
-  description: param.str({ description: 'New details', maxLength: 20_000 }),
+  description: param.str({ description: 'New details', maxLength: 20_000, audit: 'omit' }),
   status: param.str({ description: 'New status', enum: TASK_STATUSES }),
   priority: param.str({ description: 'New priority', enum: TASK_PRIORITIES }),
   due_date: param.date({ description: 'New due date (YYYY-MM-DD), or null to clear', nullable: true }),

@@ -18,6 +18,16 @@ export class KeyToolCallsService {
    * with `confirmWrites` runs a write tool (anything not `readOnlyHint: true`) only once the user confirmed it.
    * Only the MCP door can ask (elicitation); it passes `confirmed` after the user accepted.
    */
+  /** The door's prepare (tool, scope, arguments): a refused call is on the audit log too. */
+  prepare(name: string, args: Record<string, unknown> | undefined, caller: KeyCaller): PreparedToolCall {
+    try {
+      return this.tools.prepare(name, args, caller.scopes);
+    } catch (error) {
+      this.tools.recordRefused(name, caller.actor, error);
+      throw error;
+    }
+  }
+
   needsConfirmation(prepared: PreparedToolCall, caller: KeyCaller): boolean {
     return caller.confirmWrites && prepared.tool.definition.annotations.readOnlyHint !== true;
   }
@@ -35,7 +45,11 @@ export class KeyToolCallsService {
     idempotencyKey: string | undefined,
     options: { confirmed?: boolean } = {},
   ): Promise<ToolCallOutcome & { replayed: boolean }> {
-    if (this.needsConfirmation(prepared, caller) && options.confirmed !== true) throw confirmationRequired(prepared);
+    if (this.needsConfirmation(prepared, caller) && options.confirmed !== true) {
+      const refused = confirmationRequired(prepared);
+      this.tools.recordRefused(prepared.tool.definition.name, caller.actor, refused);
+      throw refused;
+    }
     if (idempotencyKey === undefined || prepared.tool.definition.annotations.readOnlyHint) {
       return { ...(await this.tools.invoke(prepared, caller.actor)), replayed: false };
     }
@@ -48,6 +62,7 @@ export class KeyToolCallsService {
       },
       () => this.tools.invoke(prepared, caller.actor),
     );
+    if (replayed) this.tools.recordReplay(prepared, caller.actor);
     return { ...value, replayed };
   }
 }

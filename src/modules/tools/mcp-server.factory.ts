@@ -24,6 +24,7 @@ import type { JsonSchema } from './tool-parameters.js';
 import { KeyToolCallsService } from './key-tool-calls.service.js';
 import type { McpClientInfo } from './mcp-client-info.js';
 import { McpWriteConfirmations, type ElicitOutcome, type McpSession } from './mcp-sessions.service.js';
+import { mcpToolCallStatus, observeToolCall } from './tool-call-telemetry.js';
 import { ToolsService, type PreparedToolCall, type ToolCallOutcome } from './tools.service.js';
 
 /** What one HTTP request brings to the MCP server built for it. */
@@ -189,7 +190,17 @@ export class McpServerFactory implements OnApplicationShutdown {
     return { tools: this.tools.toolsFor(context.caller.scopes).map((tool) => this.mcpTool(tool)) };
   }
 
-  private async callTool(
+  /** A tools/call of either revision, counted and traced as the MCP door's (tool-call-telemetry.ts). */
+  private callTool(
+    name: string,
+    args: Record<string, unknown> | undefined,
+    context: McpRequestContext,
+    confirmation?: WriteConfirmation,
+  ): Promise<CallToolResult | InputRequiredResult> {
+    return observeToolCall({ door: 'mcp', tool: this.tools.find(name), statusOfResult: mcpToolCallStatus }, () => this.runToolCall(name, args, context, confirmation));
+  }
+
+  private async runToolCall(
     name: string,
     args: Record<string, unknown> | undefined,
     context: McpRequestContext,
@@ -200,7 +211,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     try {
       if (context.rateLimited) throw context.rateLimited;
       const { caller } = context;
-      const prepared = this.tools.prepare(name, args, caller.scopes);
+      const prepared = this.keyCalls.prepare(name, args, caller);
       let confirmed = false;
       if (this.keyCalls.needsConfirmation(prepared, caller)) {
         const step = await this.confirmWrite(prepared, caller.keyId, confirmation);

@@ -8,6 +8,8 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { protectedResourceMetadataUrl, setUsageTool } from '../api-keys/api-key-auth.guard.js';
 import type { ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
 import { parseToolCallBody } from './tool-call-body.js';
+import { auditActorOf } from '../audit/audit.service.js';
+import { countRefusedToolCall } from './tool-call-telemetry.js';
 import { ToolsService } from './tools.service.js';
 
 export type ScopeRule = { kind: 'tool-in-body' } | { kind: 'any-scope'; usageLabel: string };
@@ -32,6 +34,27 @@ export class ScopeGuard implements CanActivate {
   ) {}
 
   canActivate(context: ExecutionContext): boolean {
+    try {
+      return this.check(context);
+    } catch (error) {
+      // A tool call refused here, before it reaches the tool, is still one of the JSON door's calls: counted, and on
+      // the audit log like the MCP door's refusals (the request's credential named explicitly: guards run before
+      // the interceptor that makes it the current one).
+      if (this.reflector.get<ScopeRule | undefined>(SCOPE_RULE, context.getHandler())?.kind === 'tool-in-body') {
+        const request = context.switchToHttp().getRequest<Request & { user?: ApiKeyPrincipal }>();
+        const name: unknown = (request.body as { name?: unknown } | undefined)?.name;
+        countRefusedToolCall('json', typeof name === 'string' ? this.tools.find(name) : undefined, error);
+        const principal = request.user;
+        if (typeof name === 'string' && principal?.kind === 'api-key') {
+          const actor = { userId: principal.userId, projectIds: principal.projectIds, repos: principal.repos };
+          this.tools.recordRefused(name, actor, error, auditActorOf(request));
+        }
+      }
+      throw error;
+    }
+  }
+
+  private check(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<Request & { user?: ApiKeyPrincipal }>();
     const rule = this.reflector.get<ScopeRule | undefined>(SCOPE_RULE, context.getHandler());
     const scopes = request.user?.scopes ?? [];

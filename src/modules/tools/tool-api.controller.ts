@@ -1,5 +1,6 @@
 import { Body, Controller, Get, Headers, HttpCode, Post, Res, UseGuards, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { sendJson } from '../../common/http/send-json.js';
 import { ApiBareData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { TOOL_CALL_REQUEST, TOOL_CALL_RESPONSE, TOOL_LIST_RESPONSE } from './tool-openapi.js';
 import type { Response } from 'express';
@@ -10,6 +11,7 @@ import { AnyKeyScope, RequiresToolScope, ScopeGuard } from './scope.guard.js';
 import { parseToolCallBody } from './tool-call-body.js';
 import { KeyToolCallsService } from './key-tool-calls.service.js';
 import { ToolsService } from './tools.service.js';
+import { observeToolCall } from './tool-call-telemetry.js';
 
 /**
  * Area A: the JSON door to the tool registry. Guards run in order: key (401) → per-key limit (429) →
@@ -58,13 +60,16 @@ export class ToolApiController {
     @Caller() caller: KeyCaller,
     @Body() body: unknown,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
-    @Res({ passthrough: true }) response: Response,
-  ): Promise<{ result: unknown }> {
+    @Res() response: Response,
+  ): Promise<void> {
     const { name, arguments: args } = parseToolCallBody(body);
-    const prepared = this.tools.prepare(name, args, caller.scopes);
-    const outcome = await this.keyCalls.invoke(prepared, caller, idempotencyKey);
+    const outcome = await observeToolCall({ door: 'json', tool: this.tools.find(name) }, () =>
+      this.keyCalls.invoke(this.keyCalls.prepare(name, args, caller), caller, idempotencyKey),
+    );
     if (outcome.replayed) response.setHeader('Idempotent-Replayed', 'true');
     if (outcome.truncated) response.setHeader('X-Truncated', 'true');
-    return { result: outcome.result };
+    // Answered here rather than returned: a POST answer needs no ETag (see sendJson). Errors thrown above
+    // still go through the exception filter.
+    sendJson(response, 200, { result: outcome.result });
   }
 }

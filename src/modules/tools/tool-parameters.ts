@@ -41,6 +41,8 @@ export interface ParamRules {
   maxLength?: number;
   maxItems?: number;
   format?: 'uuid' | 'repo';
+  /** `omit`: the audit log records that the argument was given, never its value (secrets, document bodies). */
+  audit?: 'omit';
 }
 
 // `any` (not unknown) so that every ParamSpec<T, P> is a ToolParameters member whatever its T.
@@ -64,6 +66,8 @@ interface CommonOptions {
   description: string;
   required?: boolean;
   nullable?: boolean;
+  /** See ParamRules.audit. */
+  audit?: 'omit';
 }
 
 /** Always present when required or given a default (`default: null` counts: the value is then null). */
@@ -350,4 +354,11 @@ export function parameterDefinitionProblems(parameters: unknown): string[] {
 /** A filter argument whose `""` means "no filter" (`default: ''`), as the service takes it: absent when empty. */
 export function filterOrUndefined<T extends string>(value: T | null | undefined): Exclude<T, ''> | undefined {
   return value === '' || value === null || value === undefined ? undefined : (value as Exclude<T, ''>);
+}
+
+/** What the audit log keeps of a call's arguments: every argument, but `[omitted]` for a parameter marked `audit: 'omit'`. */
+export function auditedArguments(parameters: ToolParameters, args: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(args)) kept[name] = parameters[name]?.audit === 'omit' && value !== null && value !== undefined ? '[omitted]' : value;
+  return kept;
 }

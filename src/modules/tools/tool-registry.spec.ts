@@ -9,6 +9,14 @@ import { Tool, ToolProvider } from './tool.decorators.js';
 import { ToolExplorer } from './tool.explorer.js';
 import { ToolRegistry } from './tool-registry.js';
 import { ToolsService } from './tools.service.js';
+import type { AuditEntry } from '../audit/audit-entry.js';
+import { AuditLogRepository } from '../audit/audit-log.repository.js';
+import { AuditRecorder } from '../audit/audit.recorder.js';
+import { AuditService } from '../audit/audit.service.js';
+
+/** The audit log of the harness: the real AuditService and recorder over a repository that keeps rows in memory. */
+const audited: AuditEntry[] = [];
+const memoryAuditLog = { provide: AuditLogRepository, useValue: { insert: async (entries: readonly AuditEntry[]) => void audited.push(...entries) } };
 
 const LIMIT = { limit: param.int({ description: 'limit', default: 2, minimum: 1, maximum: 5 }) };
 
@@ -73,7 +81,7 @@ class UndeclaredScopeProvider {
 class RedeclaringProvider {}
 
 async function boot(...providers: unknown[]) {
-  @Module({ imports: [DiscoveryModule], providers: [ToolRegistry, ToolExplorer, ToolsService, ScopeCatalog, ...(providers as never[])] })
+  @Module({ imports: [DiscoveryModule], providers: [ToolRegistry, ToolExplorer, ToolsService, ScopeCatalog, memoryAuditLog, AuditRecorder, AuditService, ...(providers as never[])] })
   class Harness {}
   const ref = await Test.createTestingModule({ imports: [Harness] }).compile();
   await ref.init();
@@ -92,6 +100,12 @@ describe('tool registry', () => {
     expect(await tools.call('aaa_whoami', undefined, actor, ['numbers:read'])).toEqual({ result: { user: 'u-1' }, truncated: false });
     await expect(tools.call('zzz_numbers', {}, actor, ['numbers:write'])).rejects.toMatchObject({ code: 'insufficient_scope' });
     await expect(tools.call('nope', {}, actor, ['numbers:read'])).rejects.toMatchObject({ code: 'unknown_tool' });
+    // Every dispatched call left its tool.call entry (written behind: flushed here).
+    await ref.get(AuditService).flush();
+    expect(audited.filter((e) => e.actor.userId === 'u-1').map((e) => [e.action, e.details.tool, e.outcome.status])).toEqual([
+      ['tool.call', 'zzz_numbers', 'ok'],
+      ['tool.call', 'aaa_whoami', 'ok'],
+    ]);
     const view = tools.schemaView(tools.require('zzz_numbers'));
     expect(view.outputSchema).toEqual({ type: 'object', properties: { items: { type: 'array', items: { type: 'integer' } } }, required: ['items'] });
     expect(tools.inputSchemas().map((s) => [s.name, s.inputSchema])).toEqual([

@@ -3,8 +3,11 @@ import type { Actor } from '../../common/auth/actor.js';
 import { ScopeCatalog } from '../api-keys/scope-catalog.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
+import { newAuditEntry, type AuditActor, type AuditEntry } from '../audit/audit-entry.js';
+import { toAppException } from '../../common/errors/to-app-exception.js';
+import { AuditService } from '../audit/audit.service.js';
 import { ToolList, type RegisteredTool } from './tool-definition.js';
-import { describeParameters, parametersJsonSchema, validateArguments, type JsonSchema, type ParamDescriptor } from './tool-parameters.js';
+import { auditedArguments, describeParameters, parametersJsonSchema, validateArguments, type JsonSchema, type ParamDescriptor } from './tool-parameters.js';
 import { ToolRegistry } from './tool-registry.js';
 
 /** Area A descriptor (seed style). */
@@ -55,6 +58,7 @@ export class ToolsService {
   constructor(
     private readonly registry: ToolRegistry,
     private readonly scopes: ScopeCatalog,
+    private readonly audit: AuditService,
   ) {}
 
   /** The tools the scopes allow, in catalog order. */
@@ -108,15 +112,51 @@ export class ToolsService {
     return { tool, args: validateArguments(tool.definition.parameters, rawArgs ?? {}) };
   }
 
-  async invoke(prepared: PreparedToolCall, actor: Actor): Promise<ToolCallOutcome> {
-    const value = await prepared.tool.handler(prepared.args, actor);
+  /**
+   * Runs the call with its tool.call audit entry pending (AuditService.runToolCall): a write commits the entry with
+   * its change, anything else is written behind the answer. `by` names the acting credential; by default the one of
+   * the current request (both Area A doors); the agent loop passes its run.
+   */
+  async invoke(prepared: PreparedToolCall, actor: Actor, by?: AuditActor): Promise<ToolCallOutcome> {
+    const entry = this.toolCallEntry(prepared, actor, by);
+    const value = await this.audit.runToolCall(entry, () => prepared.tool.handler(prepared.args, actor));
     if (value instanceof ToolList) return { result: value.items, truncated: value.truncated };
     return { result: value, truncated: false };
   }
 
   /** Validate, check scope, dispatch. Callable from any module (MCP transport, agent loop). */
-  async call(name: string, args: Record<string, unknown> | undefined, actor: Actor, scopes: readonly string[]): Promise<ToolCallOutcome> {
-    return this.invoke(this.prepare(name, args, scopes), actor);
+  async call(name: string, args: Record<string, unknown> | undefined, actor: Actor, scopes: readonly string[], by?: AuditActor): Promise<ToolCallOutcome> {
+    return this.invoke(this.prepare(name, args, scopes), actor, by);
+  }
+
+  /**
+   * A call an Area A door refused before running it (unknown tool, missing scope, bad arguments, a write awaiting
+   * confirmation): on the audit log with its error, the tool name only (arguments that failed validation are
+   * untrusted input of any size and shape, and may be exactly what a parameter marked `audit: 'omit'` keeps out).
+   */
+  recordRefused(name: string, actor: Actor, error: unknown, by?: AuditActor): void {
+    const entry = this.toolCallEntry(undefined, actor, by, name);
+    this.audit.recordBehind({ ...entry, outcome: { status: 'error', code: toAppException(error)?.code ?? 'internal' } });
+  }
+
+  /** A write answered from its Idempotency-Key record (nothing ran, nothing changed): on the audit log as a replay. */
+  recordReplay(prepared: PreparedToolCall, actor: Actor): void {
+    const entry = this.toolCallEntry(prepared, actor);
+    this.audit.recordBehind({ ...entry, details: { ...entry.details, replayed: true } });
+  }
+
+  private toolCallEntry(prepared: PreparedToolCall | undefined, actor: Actor, by?: AuditActor, refusedName?: string): AuditEntry {
+    const details = prepared
+      ? { tool: prepared.tool.definition.name, arguments: auditedArguments(prepared.tool.definition.parameters, prepared.args) }
+      : { tool: String(refusedName).slice(0, 64) };
+    return newAuditEntry({
+      action: 'tool.call',
+      // Both Area A doors run inside their request, whose credential this is; the agent loop passes its run.
+      actor: by ?? this.audit.actorOfRequest() ?? { userId: actor.userId, via: 'api_key', credentialId: null },
+      target: null,
+      outcome: { status: 'ok' },
+      details,
+    });
   }
 
   descriptor(tool: RegisteredTool): ToolDescriptor {

@@ -1,0 +1,117 @@
+import { Injectable } from '@nestjs/common';
+import { sql, type QueryCreator, type Selectable } from 'kysely';
+import { visibleAuditEntry } from '../../common/access/access-rules.js';
+import type { Actor } from '../../common/auth/actor.js';
+import { pageOrder, type PageQuery } from '../../common/pagination/cursor-page.js';
+import type { AuditLog, DB } from '../../database/database.types.js';
+import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
+import type { AuditAction, AuditEntry, AuditVia } from './audit-entry.js';
+
+/** What a list or an export may filter by (all optional). */
+export interface AuditFilter {
+  /** GET /api/audit: only what this actor may see (its own entries); unset on the admin routes. */
+  visibleTo?: Actor;
+  userId?: string;
+  credentialId?: string;
+  action?: AuditAction;
+  from?: Date;
+  to?: Date;
+}
+
+/** An entry as stored, with created_at kept as the pagination helpers expect. */
+export type StoredAuditEntry = AuditEntry & { createdAt: Date };
+
+/** The audit_log table: inserts (one statement per batch), filtered pages and the age-only prune. */
+@Injectable()
+export class AuditLogRepository {
+  constructor(@InjectDb() private readonly db: Db) {}
+
+  /**
+   * One multi-row INSERT. An OAuth tool call's client name, when the MCP client did not name itself, is the OAuth
+   * client's name on its grant, looked up inside the same statement (no extra round trip on the call path).
+   */
+  async insert(entries: readonly AuditEntry[], executor: DbExecutor = this.db): Promise<void> {
+    if (entries.length === 0) return;
+    await executor.insertInto('audit_log').values(entries.map(toRow)).execute();
+  }
+
+  /**
+   * `creator` with the entry's INSERT as a data-modifying CTE: the statement then built on it (e.g. a task's INSERT)
+   * writes the entry too, atomically, in the same round trip. PostgreSQL runs a data-modifying CTE even when the main
+   * statement does not read it.
+   */
+  withEntry(entry: AuditEntry, creator: QueryCreator<DB>): QueryCreator<DB> {
+    return creator.with('audit_entry', (db) => db.insertInto('audit_log').values(toRow(entry))) as unknown as QueryCreator<DB>;
+  }
+
+  /** Newest first, `limit + 1` rows after the cursor. */
+  async page(filter: AuditFilter, query: PageQuery): Promise<StoredAuditEntry[]> {
+    let qb = this.db.selectFrom('audit_log as a').selectAll('a');
+    if (filter.visibleTo !== undefined) qb = qb.where(visibleAuditEntry(filter.visibleTo, 'a'));
+    if (filter.userId !== undefined) qb = qb.where('a.user_id', '=', filter.userId);
+    if (filter.credentialId !== undefined) qb = qb.where('a.credential_id', '=', filter.credentialId);
+    if (filter.action !== undefined) qb = qb.where('a.action', '=', filter.action);
+    if (filter.from !== undefined) qb = qb.where('a.created_at', '>=', filter.from);
+    if (filter.to !== undefined) qb = qb.where('a.created_at', '<', filter.to);
+    const rows = await pageOrder(qb, 'a', query).execute();
+    return rows.map(toEntry);
+  }
+
+  /**
+   * Deletes every entry older than `cutoff`, the only DELETE the table's trigger lets through: the cutoff is
+   * named to the trigger transaction-locally, and the trigger refuses one less than a day old.
+   */
+  async pruneOlderThan(cutoff: Date): Promise<number> {
+    return this.db.transaction().execute(async (trx) => {
+      await sql`SELECT set_config('atrium.audit_prune_before', ${cutoff.toISOString()}, true)`.execute(trx);
+      const result = await trx.deleteFrom('audit_log').where('created_at', '<', cutoff).executeTakeFirst();
+      return Number(result.numDeletedRows);
+    });
+  }
+}
+
+/**
+ * An entry as a row. An OAuth tool call's client name, when the MCP client did not name itself, is the OAuth client's
+ * name on its grant, looked up inside the same statement (no extra round trip on the call path).
+ */
+function toRow(entry: AuditEntry) {
+  return {
+    id: entry.id,
+    created_at: entry.at,
+    action: entry.action,
+    user_id: entry.actor.userId,
+    via: entry.actor.via,
+    credential_id: entry.actor.credentialId,
+    client_name:
+      entry.actor.clientName ??
+      (entry.actor.via === 'oauth' && entry.actor.credentialId
+        ? sql<string | null>`(SELECT g.client_name FROM oauth_grants g WHERE g.id = ${entry.actor.credentialId}::uuid)`
+        : null),
+    run_id: entry.actor.runId ?? null,
+    target_type: entry.target?.type ?? null,
+    target_id: entry.target?.id ?? null,
+    outcome_status: entry.outcome.status,
+    outcome_code: entry.outcome.code ?? null,
+    details: JSON.stringify(entry.details),
+  };
+}
+
+function toEntry(row: Selectable<AuditLog>): StoredAuditEntry {
+  const createdAt = row.created_at;
+  return {
+    id: row.id,
+    at: createdAt,
+    createdAt,
+    action: row.action as AuditAction,
+    actor: {
+      userId: row.user_id,
+      via: row.via as AuditVia,
+      credentialId: row.credential_id,
+      ...(row.client_name !== null ? { clientName: row.client_name } : {}),
+      ...(row.run_id !== null ? { runId: row.run_id } : {}),
+    },
+    target: row.target_type !== null && row.target_id !== null ? { type: row.target_type, id: row.target_id } : null,
+    outcome: { status: row.outcome_status as 'ok' | 'error', ...(row.outcome_code !== null ? { code: row.outcome_code } : {}) },
+    details: row.details as Record<string, unknown>,
+  };
+}

@@ -1,0 +1,17 @@
+import { Global, Module } from '@nestjs/common';
+import { APP_INTERCEPTOR } from '@nestjs/core';
+import { AuditLogRepository } from './audit-log.repository.js';
+import { AuditRequestInterceptor } from './audit-request.interceptor.js';
+import { AdminAuditController, AuditController } from './audit.controller.js';
+import { AuditRecorder } from './audit.recorder.js';
+import { AuditRetentionService } from './audit-retention.service.js';
+import { AuditService } from './audit.service.js';
+
+/** The append-only audit log (API.md "Audit log (revision 2)"). Global: every feature's writes record through AuditService. */
+@Global()
+@Module({
+  controllers: [AuditController, AdminAuditController],
+  providers: [AuditLogRepository, AuditRecorder, AuditService, AuditRetentionService, { provide: APP_INTERCEPTOR, useClass: AuditRequestInterceptor }],
+  exports: [AuditService],
+})
+export class AuditModule {}
