@@ -90,6 +90,8 @@ async function main(): Promise<void> {
     APP_ROLE: 'all',
     RATE_LIMIT_KEY_PER_MIN: '1000000',
     RATE_LIMIT_USER_PER_MIN: '1000000',
+    // Indexing and extraction settings to try (e.g. RAG_INDEX_DUTY_CYCLE=0.5) pass through to the server.
+    ...Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => /^(RAG_|EXTRACT_)/.test(entry[0]) && entry[1] !== undefined)),
   };
   if (!EMBEDDED) {
     databaseName = `atrium_ingestbench_${randomBytes(4).toString('hex')}`;

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { createWorkerContext } from '../src/app.factory.js';
 import type { Actor } from '../src/common/auth/actor.js';
@@ -176,29 +177,37 @@ async function main(): Promise<void> {
     const keywordOnly: number[] = [];
     const vectorOnly: number[] = [];
     const bareQuery = `SELECT id FROM document_chunks WHERE embedding_dims = ${dims} ORDER BY embedding::vector(${dims}) <=> $1::vector(${dims}) LIMIT ${topK}`;
-    // Every query once before measuring: on a machine whose caches other databases keep evicting, a query's first
-    // search reads cold pages whichever search it is (the bare HNSW query took 83 ms the first time and ~10 ms
-    // after), and the ratio would measure the order of cache misses instead of the searches.
-    for (const query of queries) {
-      await dataSource.query(bareQuery, [toVectorLiteral((await embedder.embed([query], 'query'))[0])]);
-      await search.searchVisible(actor, { query, projectId, topK, mode: 'hybrid' });
-    }
+    // Every query once before measuring, each variant: on a machine whose caches other databases keep evicting,
+    // a query's first search reads cold pages whichever search it is (the bare HNSW query took 83 ms the first
+    // time and ~10 ms after), and the ratio would measure the order of cache misses instead of the searches.
+    // The bare query on a connection of its own, with the server's default HNSW settings (ef_search 40): the
+    // pool's connections start with the search settings (applySearchSessionSettings), and the bare query must
+    // not run with them on some connections and without on others.
+    const bareClient = new Client({ connectionString: config.database.url ?? embedded!.url });
+    await bareClient.connect();
+    const variants: { times: number[]; run: (query: string, vector: string) => Promise<unknown> }[] = [
+      { times: bare, run: (_query, vector) => bareClient.query(bareQuery, [vector]) },
+      { times: hybrid, run: (query) => search.searchVisible(actor, { query, projectId, topK, mode: 'hybrid' }) },
+      // The two halves of hybrid on their own, to see where the time goes.
+      { times: keywordOnly, run: (query) => search.searchVisible(actor, { query, projectId, topK, mode: 'keyword' }) },
+      { times: vectorOnly, run: (query) => search.searchVisible(actor, { query, projectId, topK, mode: 'vector' }) },
+    ];
     for (const query of queries) {
       const vector = toVectorLiteral((await embedder.embed([query], 'query'))[0]);
-      let t0 = performance.now();
-      await dataSource.query(bareQuery, [vector]);
-      bare.push(performance.now() - t0);
-      t0 = performance.now();
-      await search.searchVisible(actor, { query, projectId, topK, mode: 'hybrid' });
-      hybrid.push(performance.now() - t0);
-      // The two halves of hybrid on their own, to see where the time goes.
-      t0 = performance.now();
-      await search.searchVisible(actor, { query, projectId, topK, mode: 'keyword' });
-      keywordOnly.push(performance.now() - t0);
-      t0 = performance.now();
-      await search.searchVisible(actor, { query, projectId, topK, mode: 'vector' });
-      vectorOnly.push(performance.now() - t0);
+      for (const variant of variants) await variant.run(query, vector);
     }
+    // Then each query's variants in a rotating order (query i starts with variant i mod 4): whichever runs first
+    // after another query may still find a page evicted, and no variant is always that one.
+    for (const [i, query] of queries.entries()) {
+      const vector = toVectorLiteral((await embedder.embed([query], 'query'))[0]);
+      for (let v = 0; v < variants.length; v += 1) {
+        const variant = variants[(i + v) % variants.length];
+        const t0 = performance.now();
+        await variant.run(query, vector);
+        variant.times.push(performance.now() - t0);
+      }
+    }
+    await bareClient.end();
     const stats = (values: number[]) => {
       const sorted = [...values].sort((a, b) => a - b);
       return { p50: round(sorted[Math.floor(sorted.length * 0.5)]), p95: round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))]) };

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { DataSource } from 'typeorm';
+import { KYSELY, type Db } from '../src/database/kysely.provider.js';
 import { IndexingJobRunner } from '../src/modules/rag/indexing-job.runner.js';
 import { IndexingJobsService } from '../src/modules/rag/indexing-jobs.service.js';
 import { bearer, makeApiKey, makeUser, toolResult, type TestUser } from './support/factories.js';
@@ -83,6 +85,26 @@ describe('RAG (e2e)', () => {
     expect(hybrid).toHaveLength(1);
     expect(hybrid[0].keywordScore).toBeGreaterThan(0);
     expect(hybrid[0].vectorScore).toBeGreaterThan(0);
+  });
+
+  it('gives every pooled connection the HNSW search settings once, so a vector list needs no transaction of its own', async () => {
+    const db = app.app.get<Db>(KYSELY);
+    // Several connections at once: each one the pool opens or hands out has them.
+    const sessions = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        db.connection().execute(async (connection) => {
+          const { rows } = await sql<{ ef: string | null; iterative: string | null }>`
+            SELECT current_setting('hnsw.ef_search', true) AS ef, current_setting('hnsw.iterative_scan', true) AS iterative, pg_sleep(0.05)`.execute(connection);
+          return rows[0];
+        }),
+      ),
+    );
+    for (const session of sessions) expect(session).toMatchObject({ ef: '50', iterative: 'relaxed_order' });
+    // And a search still finds what it should with them (the vector list runs as one statement).
+    const doc = await upload(owner, 'settings.md', '# Zanzibar clove harvest\n\nThe zanzibar clove harvest yields aromatic buds.');
+    await waitIndexed(owner, doc.id);
+    const res = await search(owner, 'zanzibar clove harvest', { mode: 'vector', topK: 3 }).expect(200);
+    expect(res.body.data.results[0].documentId).toBe(doc.id);
   });
 
   it('never returns a private document to another member or a stranger', async () => {

@@ -117,6 +117,13 @@ export interface AppConfig {
     staleAfterMs: number;
     /** How often a process looks for jobs to re-enqueue (queued without a queue entry, or stale). */
     recoveryIntervalMs: number;
+    /**
+     * Share of wall time the indexing of a large document (≥ PACED_MIN_CHUNKS chunks) may work on PostgreSQL
+     * (1 = no pause): after each batch the writer pauses so that embedding + PostgreSQL's insert work take at
+     * most this share, leaving CPU to the requests served meanwhile (a 15 MB text indexes for minutes).
+     * RAG_INDEX_DUTY_CYCLE, default 0.5.
+     */
+    dutyCycle: number;
   };
   /** Limits on turning an untrusted upload into text (see IngestSandbox); a broken one fails the document. */
   extraction: ExtractionLimits & {
@@ -241,6 +248,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     indexing: {
       staleAfterMs: read.int('RAG_STALE_AFTER_MS', 60_000, 500, 3_600_000),
       recoveryIntervalMs: read.int('RAG_RECOVERY_INTERVAL_MS', 30_000, 100, 3_600_000),
+      dutyCycle: read.number('RAG_INDEX_DUTY_CYCLE', 0.5, 0.1, 1),
     },
     extraction: {
       maxTextBytes: read.int('EXTRACT_MAX_TEXT_BYTES', DEFAULT_EXTRACTION_LIMITS.maxTextBytes, 1024, 1024 * 1024 * 1024),

@@ -3,6 +3,7 @@ import { getDataSourceToken } from '@nestjs/typeorm';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import type { Pool } from 'pg';
 import type { DataSource } from 'typeorm';
+import { applySearchSessionSettings } from '../modules/rag/search-session-settings.repository.js';
 import type { DB } from './database.types.js';
 
 /**
@@ -27,6 +28,8 @@ export const kyselyProvider: Provider = {
   useFactory: (dataSource: DataSource): Db => {
     // TypeORM's postgres driver keeps its pg.Pool as `master`; TypeORM ends it on shutdown, so this client is never destroyed.
     const pool = (dataSource.driver as unknown as { master: Pool }).master;
-    return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    // Each pooled connection starts with the settings search wants (HNSW; see applySearchSessionSettings), once
+    // per connection, instead of a transaction with SET LOCALs around every vector list.
+    return new Kysely<DB>({ dialect: new PostgresDialect({ pool, onCreateConnection: applySearchSessionSettings }) });
   },
 };

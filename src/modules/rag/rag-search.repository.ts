@@ -3,6 +3,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { viewerStatScopes, visibleDocument } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
+import { searchSessionSettingsHold } from './search-session-settings.repository.js';
 import { BM25_B, BM25_K1, KEYWORD_POSTINGS_PER_TERM, POSTING_IMPACT_SQL, TEXT_SEARCH_CONFIG, TSV_TF_SQL } from './rag.constants.js';
 
 /** Which documents a search covers: those the actor may see, narrowed to a project and/or to some documents. */
@@ -42,10 +43,8 @@ export interface LoadedChunk extends ChunkDetail {
   keywordScore: number | null;
 }
 
-/** Session settings a ranked-list statement is planned and run with (see RagSearchRepository.withSettings). */
+/** Session settings the vector list is run with (see RagSearchRepository.withSettings). */
 export interface SearchSettings {
-  /** Off for the keyword list: ordered scans of the impact index that stop after a term's best postings. */
-  bitmapScan?: false;
   /** HNSW candidate-list size. */
   efSearch?: number;
   /** pgvector >= 0.8: keep walking the graph until enough rows pass the visibility filter. */
@@ -68,6 +67,15 @@ interface DetailRow extends ChunkRow {
 
 /** The chunk columns every statement selects for a result (chunk `c`, document `d`), in the order of ChunkRow. */
 const CHUNK_COLUMNS = sql`c.document_id, d.title, c.chunk_index, c.text, c.start_offset, c.end_offset`;
+
+/**
+ * The id of ranked row `r` when its rank is among the `detailRows` a list loads, else NULL. As the lookup key of
+ * the loading join (`c.id = …`) it skips the other rows at the index: written as `c.id = r.id AND r.rank <= n`,
+ * the planner filtered the rank after the join, so every candidate was loaded (and scored) and most thrown away.
+ */
+function detailedId(detailRows: number): RawBuilder<string | null> {
+  return sql<string | null>`CASE WHEN r.rank <= ${detailRows} THEN r.id END`;
+}
 
 function chunkOf(row: ChunkRow): ChunkDetail {
   return {
@@ -159,18 +167,33 @@ function cosine(vector: QueryVector): RawBuilder<number | null> {
 export class RagSearchRepository {
   constructor(@InjectDb() private readonly db: Db) {}
 
+  /** The HNSW settings the pooled sessions have (applySearchSessionSettings); null until read or when unreliable. */
+  private session: { efSearch: number | null; iterativeScan: boolean } | null = null;
+
+  /** Reads which search settings the pooled sessions start with (once, at start-up: every connection gets the same). */
+  async readSessionSettings(): Promise<void> {
+    const { rows } = await sql<{ ef: string | null; iterative: string | null }>`
+      SELECT current_setting('hnsw.ef_search', true) AS ef, current_setting('hnsw.iterative_scan', true) AS iterative`.execute(this.db);
+    const ef = Number(rows[0]?.ef);
+    this.session = searchSessionSettingsHold() ? { efSearch: Number.isInteger(ef) && ef > 0 ? ef : null, iterativeScan: rows[0]?.iterative === 'relaxed_order' } : null;
+  }
+
   /**
-   * Runs `statement` with session settings that only search wants (planner and HNSW settings), set for one
-   * transaction on a connection of the shared pool: `BEGIN` and the `SET LOCAL`s go in one round trip (a
-   * simple-protocol batch), then the statement, then `COMMIT`. The settings end with the transaction, so no
-   * other statement on that pooled connection ever runs with them.
+   * Runs `statement` with settings that only search wants (HNSW settings). Those the pooled
+   * sessions already have (applySearchSessionSettings) cost nothing: with none left, the statement runs alone,
+   * one round trip. The others are set for one transaction on a connection of the shared pool: `BEGIN` and the
+   * `SET LOCAL`s go in one round trip (a simple-protocol batch), then the statement, then `COMMIT`. They end
+   * with the transaction, so no other statement on that pooled connection ever runs with them.
    */
   async withSettings<T>(settings: SearchSettings, statement: (executor: DbExecutor) => Promise<T>): Promise<T> {
+    const session = searchSessionSettingsHold() ? this.session : null;
     const assignments = [
-      ...(settings.bitmapScan === false ? ['SET LOCAL enable_bitmapscan = off'] : []),
-      ...(settings.efSearch !== undefined ? [`SET LOCAL hnsw.ef_search = ${Math.trunc(settings.efSearch)}`] : []),
-      ...(settings.iterativeScan ? ['SET LOCAL hnsw.iterative_scan = relaxed_order'] : []),
+      ...(settings.efSearch !== undefined && settings.efSearch !== session?.efSearch ? [`SET LOCAL hnsw.ef_search = ${Math.trunc(settings.efSearch)}`] : []),
+      ...(settings.iterativeScan !== undefined && settings.iterativeScan !== session?.iterativeScan
+        ? [`SET LOCAL hnsw.iterative_scan = ${settings.iterativeScan ? 'relaxed_order' : 'off'}`]
+        : []),
     ];
+    if (assignments.length === 0) return statement(this.db);
     return this.db.connection().execute(async (connection) => {
       // Constants of this method only (the ef_search an integer): no value from input enters this text.
       await sql.raw(['BEGIN', ...assignments].join('; ')).execute(connection);
@@ -207,11 +230,11 @@ export class RagSearchRepository {
    *    most of the pages a cold query read.
    * When no term is cut off this is BM25 over all postings; otherwise a chunk can only be missed if what
    * lifts it is very common terms (low IDF) in which it is not among the best postings.
-   * Wants `{ bitmapScan: false }` (withSettings): with a generic estimate of a lexeme's postings the planner
-   * would bitmap-scan them all and sort.
+   * One statement, no session settings: the planner picks the ordered scan because migration 1764330000000
+   * tells it a term has many postings (with the average estimate it could bitmap-scan them all and sort, and
+   * this ran under `SET LOCAL enable_bitmapscan = off` in a transaction of its own).
    */
   async keywordCandidates(
-    executor: DbExecutor,
     scope: SearchScope,
     query: string,
     limit: number,
@@ -259,8 +282,8 @@ export class RagSearchRepository {
        LEFT JOIN LATERAL (
          SELECT true AS detailed, ${CHUNK_COLUMNS}, ${cosine(vector)} AS other
          FROM document_chunks c JOIN documents d ON d.id = c.document_id
-         WHERE c.id = r.id AND r.rank <= ${detailRows}) x ON true
-       ORDER BY r.score DESC, r.id`.execute(executor);
+         WHERE c.id = ${detailedId(detailRows)}) x ON true
+       ORDER BY r.score DESC, r.id`.execute(this.db);
     return rows.map((row) => ({ id: row.id, score: Number(row.score), detail: detailOf(row) }));
   }
 
@@ -294,7 +317,7 @@ export class RagSearchRepository {
        LEFT JOIN LATERAL (
          SELECT true AS detailed, ${CHUNK_COLUMNS}, ${chunkBm25(onlyLexemes(sql`c.tsv`, sql`terms.lexemes`))} AS other
          FROM document_chunks c JOIN documents d ON d.id = c.document_id CROSS JOIN terms
-         WHERE c.id = r.id AND r.rank <= ${detailRows}) x ON true
+         WHERE c.id = ${detailedId(detailRows)}) x ON true
        ORDER BY r.distance, r.id`.execute(executor);
     return rows.map((row) => ({ id: row.id, score: 1 - Number(row.distance), detail: detailOf(row) }));
   }

@@ -68,6 +68,7 @@ export class RagSearchService implements OnModuleInit {
   }
 
   async onModuleInit(): Promise<void> {
+    await this.searches.readSessionSettings();
     // pgvector >= 0.8 can keep scanning the HNSW graph until enough rows pass the visibility filter.
     this.iterativeScan = await this.searches.supportsIterativeScan();
     if (!this.iterativeScan) this.logger.warn({ msg: 'pgvector without hnsw.iterative_scan; filtered vector search may return fewer hits' });
@@ -107,9 +108,7 @@ export class RagSearchService implements OnModuleInit {
     const [keywordList, vectorList] = await Promise.all([
       input.mode === 'vector'
         ? Promise.resolve([])
-        : this.searches.withSettings({ bitmapScan: false }, (executor) =>
-            this.searches.keywordCandidates(executor, scope, input.query, candidates, vector, detailRows),
-          ),
+        : this.searches.keywordCandidates(scope, input.query, candidates, vector, detailRows),
       vector.literal === null
         ? Promise.resolve([])
         : this.searches.withSettings({ efSearch: RagSearchService.efSearch(candidates), iterativeScan: this.iterativeScan }, (executor) =>

@@ -1,3 +1,5 @@
+import type { HashingEmbedderOptions } from './offline-hashing.embedder.js';
+
 /** Injection token for the configured {@link EmbeddingProvider}. */
 export const EMBEDDING_PROVIDER = Symbol('EMBEDDING_PROVIDER');
 
@@ -15,6 +17,12 @@ export interface EmbeddingProvider {
   /** `provider:model:dimensions`, e.g. `offline:hash-v1:768`. */
   readonly key: string;
   embed(texts: readonly string[], purpose: EmbeddingPurpose): Promise<number[][]>;
+  /**
+   * Set by an embedder that is pure CPU in this process (the offline one): the options a worker thread
+   * rebuilds it from, so a large ingest can embed off the event loop (IngestSandbox.embed). Absent for an
+   * embedder that waits on a service.
+   */
+  readonly threadOptions?: HashingEmbedderOptions;
 }
 
 export function embeddingKey(provider: string, model: string, dimensions: number): string {
@@ -25,14 +33,16 @@ export function embeddingKey(provider: string, model: string, dimensions: number
 export class EmbeddingError extends Error {
   /** Marks it as an outside service's failure (→ upstream_error in an HTTP answer, see toAppException). */
   readonly upstream = 'embeddings';
+  // Plain fields, not parameter properties: the ingest sandbox's thread loads this file, and under ts-jest
+  // it does so with Node's type stripping, which has no parameter properties.
+  readonly retryable: boolean;
+  readonly status?: number;
 
-  constructor(
-    message: string,
-    readonly retryable = false,
-    readonly status?: number,
-  ) {
+  constructor(message: string, retryable = false, status?: number) {
     super(message);
     this.name = 'EmbeddingError';
+    this.retryable = retryable;
+    this.status = status;
   }
 }
 

@@ -22,10 +22,12 @@ export class OfflineHashingEmbedder implements EmbeddingProvider {
   readonly model = 'hash-v1';
   readonly dimensions: number;
   readonly key: string;
+  readonly threadOptions: HashingEmbedderOptions;
   private readonly bigramWeight: number;
   private readonly charGramWeight: number;
 
   constructor(options: HashingEmbedderOptions) {
+    this.threadOptions = { ...options };
     this.dimensions = options.dimensions;
     this.bigramWeight = options.bigramWeight ?? 0.5;
     this.charGramWeight = options.charGramWeight ?? 0.5;

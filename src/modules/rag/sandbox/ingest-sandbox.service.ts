@@ -7,7 +7,8 @@ import { APP_CONFIG } from '../../../config/app-config.token.js';
 import { TextExtractionError } from '../../documents/document-text-extractor.js';
 import type { DocumentKind } from '../../documents/document-type.js';
 import type { ChunkerOptions, TextChunk } from '../chunking/chunker.js';
-import type { ChunkTask, ExtractOutcome, ExtractTask } from './ingest-thread.js';
+import type { HashingEmbedderOptions } from '../embeddings/offline-hashing.embedder.js';
+import type { ChunkTask, EmbedTask, ExtractOutcome, ExtractTask } from './ingest-thread.js';
 
 /**
  * The sandbox for work on untrusted files: text extraction and chunking run in a bounded pool of worker
@@ -56,6 +57,15 @@ export class IngestSandbox implements OnModuleDestroy {
   async chunk(text: string, options: Partial<ChunkerOptions>): Promise<TextChunk[]> {
     const task: ChunkTask = { text, options };
     return this.run<TextChunk[]>('chunk', task);
+  }
+
+  /**
+   * The offline embedder's vectors of an ingest batch as pgvector literals (null: no feature), computed in a
+   * thread: 64 chunks are ~100 ms of CPU that, on the event loop, delayed every request served meanwhile.
+   */
+  async embed(texts: string[], options: HashingEmbedderOptions): Promise<(string | null)[]> {
+    const task: EmbedTask = { texts, options };
+    return this.run<(string | null)[]>('embed', task);
   }
 
   private async run<T>(name: string, task: unknown, transferList?: ArrayBuffer[]): Promise<T> {

@@ -13,6 +13,7 @@ import { registerHooks } from 'node:module';
 import type { DocumentKind } from '../../documents/document-type.js';
 import type { ExtractionLimits } from '../../documents/document-text-extractor.js';
 import type { ChunkerOptions, TextChunk } from '../chunking/chunker.js';
+import type { HashingEmbedderOptions, OfflineHashingEmbedder } from '../embeddings/offline-hashing.embedder.js';
 
 registerHooks({
   resolve(specifier, context, nextResolve) {
@@ -54,4 +55,29 @@ export interface ChunkTask {
 export async function chunk(task: ChunkTask): Promise<TextChunk[]> {
   const { chunkText } = await import('../chunking/chunker.js');
   return chunkText(task.text, task.options);
+}
+
+export interface EmbedTask {
+  texts: string[];
+  options: HashingEmbedderOptions;
+}
+
+/** The thread's embedder, built once per thread and options (the pool reuses its threads). */
+let embedder: { key: string; instance: OfflineHashingEmbedder } | undefined;
+
+/**
+ * The offline embedder's vectors of `texts`, already as pgvector literals (null for a text with no feature):
+ * formatting 64 × 768 numbers is CPU the event loop would otherwise spend too.
+ */
+export async function embed(task: EmbedTask): Promise<(string | null)[]> {
+  const key = JSON.stringify(task.options);
+  if (embedder?.key !== key) {
+    const { OfflineHashingEmbedder } = await import('../embeddings/offline-hashing.embedder.js');
+    embedder = { key, instance: new OfflineHashingEmbedder(task.options) };
+  }
+  const { toVectorLiteral } = await import('../embeddings/embedding-provider.js');
+  return task.texts.map((text) => {
+    const vector = embedder!.instance.embedOne(text);
+    return vector.some((value) => value !== 0) ? toVectorLiteral(vector) : null;
+  });
 }
