@@ -7,7 +7,7 @@ import { page } from '../../common/openapi/openapi-schema.js';
 import { actorFromPrincipal } from '../auth/actor-from-principal.js';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import type { Principal } from '../auth/principal.js';
-import { AuditAdminGuard } from './audit-admin.guard.js';
+import { AdminOnly } from '../auth/guards/admin-only.guard.js';
 import type { AuditFilter } from './audit-log.repository.js';
 import { AuditEntrySchema } from './audit.schemas.js';
 import { AuditService } from './audit.service.js';
@@ -29,7 +29,7 @@ export class AuditController {
 
 /** The admin's view: everyone's entries, and the NDJSON export for a SIEM. */
 @ApiTags('admin: audit')
-@UseGuards(AuditAdminGuard)
+@UseGuards(AdminOnly("read everyone's audit entries"))
 @Controller('api/admin/audit')
 export class AdminAuditController {
   constructor(private readonly audit: AuditService) {}

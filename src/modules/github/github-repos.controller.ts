@@ -5,14 +5,14 @@ import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js'
 import type { Principal } from '../auth/principal.js';
 import { RegisterRepoDto } from './dto/register-repo.dto.js';
 import { GithubReposService } from './github-repos.service.js';
-import { AdminOnlyGuard } from './guards/admin-only.guard.js';
+import { AdminOnly } from '../auth/guards/admin-only.guard.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { page } from '../../common/openapi/openapi-schema.js';
 import { DeletedSchema } from '../documents/documents.schemas.js';
 import { RegisteredRepoSchema } from './github.schemas.js';
 
 @ApiTags('admin: github')
-@UseGuards(AdminOnlyGuard)
+@UseGuards(AdminOnly('manage the shared GitHub repositories'))
 @Controller('api/admin/github/repos')
 export class GithubReposController {
   constructor(private readonly repos: GithubReposService) {}

@@ -5,12 +5,11 @@ import { GithubReposRepository } from './github-repos.repository.js';
 import { GithubReposService } from './github-repos.service.js';
 import { GithubService } from './github.service.js';
 import { GithubToolProvider } from './github.tool-provider.js';
-import { AdminOnlyGuard } from './guards/admin-only.guard.js';
 import { TokenCipher } from './token-cipher.js';
 
 @Module({
   controllers: [GithubReposController],
-  providers: [TokenCipher, GithubClientFactory, GithubReposRepository, GithubReposService, GithubService, GithubToolProvider, AdminOnlyGuard],
+  providers: [TokenCipher, GithubClientFactory, GithubReposRepository, GithubReposService, GithubService, GithubToolProvider],
   exports: [GithubService],
 })
 export class GithubModule {}
