@@ -25,20 +25,23 @@ export class OwnerInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const request = context.switchToHttp().getRequest<CallerRequest>();
     const principal = request.user;
-    if (principal?.kind === 'api-key') {
-      request[KEY_CALLER] = Object.freeze({
-        actor: Object.freeze({
-          userId: principal.userId,
-          projectIds: principal.projectIds ? Object.freeze([...principal.projectIds]) : null,
-          repos: principal.repos ? Object.freeze([...principal.repos]) : null,
-        }),
-        scopes: Object.freeze([...principal.scopes]),
-        keyId: principal.keyId,
-        confirmWrites: principal.confirmWrites,
-      });
-    }
+    if (principal?.kind === 'api-key') request[KEY_CALLER] = keyCallerOf(principal);
     return next.handle();
   }
+}
+
+/** The one place an Area A credential becomes its caller: the owner with the credential's pins, and its scopes. */
+export function keyCallerOf(principal: ApiKeyPrincipal): KeyCaller {
+  return Object.freeze({
+    actor: Object.freeze({
+      userId: principal.userId,
+      projectIds: principal.projectIds ? Object.freeze([...principal.projectIds]) : null,
+      repos: principal.repos ? Object.freeze([...principal.repos]) : null,
+    }),
+    scopes: Object.freeze([...principal.scopes]),
+    keyId: principal.keyId,
+    confirmWrites: principal.confirmWrites,
+  });
 }
 
 /** The KeyCaller the OwnerInterceptor resolved; fails closed if the interceptor did not run. */

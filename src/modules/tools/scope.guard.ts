@@ -7,6 +7,7 @@ import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { protectedResourceMetadataUrl, setUsageTool } from '../api-keys/api-key-auth.guard.js';
 import type { ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
+import { keyCallerOf } from '../api-keys/owner.interceptor.js';
 import { parseToolCallBody } from './tool-call-body.js';
 import { auditActorOf } from '../audit/audit.service.js';
 import { countRefusedToolCall } from './tool-call-telemetry.js';
@@ -45,10 +46,7 @@ export class ScopeGuard implements CanActivate {
         const name: unknown = (request.body as { name?: unknown } | undefined)?.name;
         countRefusedToolCall('json', typeof name === 'string' ? this.tools.find(name) : undefined, error);
         const principal = request.user;
-        if (typeof name === 'string' && principal?.kind === 'api-key') {
-          const actor = { userId: principal.userId, projectIds: principal.projectIds, repos: principal.repos };
-          this.tools.recordRefused(name, actor, error, auditActorOf(request));
-        }
+        if (typeof name === 'string' && principal?.kind === 'api-key') this.tools.recordRefused(name, keyCallerOf(principal).actor, error, auditActorOf(request));
       }
       throw error;
     }
