@@ -218,6 +218,10 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     { method: 'GET', path: '/api/agent/history', token: user.token },
     { method: 'POST', path: '/api/admin/github/repos', token: user.token },
     { method: 'DELETE', path: '/api/admin/github/repos/:id', token: user.token },
+    { method: 'GET', path: '/api/audit', token: user.token },
+    { method: 'GET', path: '/api/audit', token: projectToken },
+    { method: 'GET', path: '/api/admin/audit', token: user.token },
+    { method: 'GET', path: '/api/admin/audit/export', token: user.token },
   ];
   const bodyFields = ['email', 'password', 'name', 'description', 'userId', 'role', 'expiresInMinutes', 'scopes', 'expiresIn', 'projectIds', 'repos', 'query', 'projectId', 'topK', 'mode', 'documentIds', 'input', 'tools', 'maxSteps', 'owner', 'token'];
   const fuzzBody = (): Record<string, unknown> => {
@@ -225,7 +229,7 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     for (const field of rng.subset(bodyFields, 0.3)) body[field] = rng.chance(0.3) ? plausible(rng.pick(['uuid', 'int', 'str'])) : nasty();
     return body;
   };
-  const queryJunk = () => rng.pick(['', '?limit=0', '?limit=-1', '?limit=abc', '?limit=201', '?limit=1e3', '?cursor=%00', '?cursor=AAAA', '?cursor=eyJ4IjoxfQ', `?cursor=${Buffer.from(JSON.stringify({ createdAt: '2026-01-01T00:00:00.000Z', id: 'x' })).toString('base64url')}`, `?cursor=${Buffer.from(JSON.stringify({ createdAt: '+275760-09-13T00:00:00.000Z', id: randomUUID() })).toString('base64url')}`, `?projectId=${encodeURIComponent(String(rng.pick(badIds)))}`, '?projectId[]=a&projectId[]=b', '?status=nope', '?limit=10&limit=20']);
+  const queryJunk = () => rng.pick(['', '?limit=0', '?limit=-1', '?limit=abc', '?limit=201', '?limit=1e3', '?cursor=%00', '?cursor=AAAA', '?cursor=eyJ4IjoxfQ', `?cursor=${Buffer.from(JSON.stringify({ createdAt: '2026-01-01T00:00:00.000Z', id: 'x' })).toString('base64url')}`, `?cursor=${Buffer.from(JSON.stringify({ createdAt: '+275760-09-13T00:00:00.000Z', id: randomUUID() })).toString('base64url')}`, `?projectId=${encodeURIComponent(String(rng.pick(badIds)))}`, '?projectId[]=a&projectId[]=b', '?status=nope', '?limit=10&limit=20', '?action=nope', '?action[]=tool.call', '?from=yesterday', '?to=+275760-09-13T00:00:00Z', '?from=2026-01-02&to=2026-01-01', '?userId=x', `?credentialId=${encodeURIComponent(String(rng.pick(badIds)))}`]);
 
   // ---- the check -----------------------------------------------------------------------------------
   const stats = { cases: 0, by: new Map<number, number>() };
