@@ -87,6 +87,21 @@ describe('RAG (e2e)', () => {
     expect(hybrid[0].vectorScore).toBeGreaterThan(0);
   });
 
+  it('serves a hybrid hit that only the vector side found (a misspelt query), with its text and both scores', async () => {
+    // No word of the query is in any document, so the keyword list is empty and the hit comes from the vector
+    // list, which in hybrid mode ranks without loading: the service loads the hit after fusion.
+    const text = '# Orchestra\n\nThe marmalade xylophonist rehearses fortissimo passages every Thursday.';
+    const doc = await upload(owner, 'orchestra.md', text, true);
+    await waitIndexed(owner, doc.id);
+    const misspelt = 'marmalaid xylofonist fortisimo';
+    expect((await search(owner, misspelt, { mode: 'keyword' }).expect(200)).body.data.results).toEqual([]);
+    const [first] = (await search(owner, misspelt, { mode: 'hybrid', topK: 3 }).expect(200)).body.data.results;
+    expect(first).toEqual(expect.objectContaining({ documentId: doc.id, documentTitle: expect.any(String), keywordScore: 0 }));
+    expect(first.vectorScore).toBeGreaterThan(0);
+    expect(text.slice(first.startOffset, first.endOffset)).toBe(first.text);
+    expect(first.text).toContain('xylophonist');
+  });
+
   it('gives every pooled connection the HNSW search settings once, so a vector list needs no transaction of its own', async () => {
     const db = app.app.get<Db>(KYSELY);
     // Several connections at once: each one the pool opens or hands out has them.

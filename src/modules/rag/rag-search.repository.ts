@@ -292,7 +292,10 @@ export class RagSearchRepository {
    * the partial HNSW index `(embedding::vector(dims)) WHERE embedding_dims = dims`; scope is a per-row join
    * filter so the planner walks the graph (iterative scan) instead of driving an exact scan from every visible
    * document. The best `detailRows` also come loaded, with their BM25 score from their tsvector reduced to the
-   * query's terms (see keywordCandidates). Wants `{ efSearch, iterativeScan }` (withSettings).
+   * query's terms (see keywordCandidates). With `detailRows` 0 the statement is the ranking alone, ids and
+   * distances, without the caller's BM25 statistics (`st`, `q`), which only the loaded rows need: hybrid search
+   * asks for that, as the keyword list loads its own best rows with their cosine and the fused top-K comes from
+   * those (RagSearchService). Wants `{ efSearch, iterativeScan }` (withSettings).
    */
   async vectorCandidates(
     executor: DbExecutor,
@@ -302,14 +305,19 @@ export class RagSearchRepository {
     limit: number,
     detailRows: number,
   ): Promise<RankedChunk[]> {
-    const { rows } = await sql<{ id: string; distance: number } & DetailRow>`
-      WITH v AS MATERIALIZED (
+    const ranking = sql`
               SELECT c.id, (${chunkVector(vector.dims)} <=> ${vectorOf(vector)})::float8 AS distance
               FROM document_chunks c JOIN documents d ON d.id = c.document_id
               WHERE c.embedding_dims = ${sql.lit(vector.dims)} AND c.embedding_model = ${vector.model} AND c.embedding IS NOT NULL
                 AND ${inScope(scope)}
               ORDER BY ${chunkVector(vector.dims)} <=> ${vectorOf(vector)}
-              LIMIT ${limit}),
+              LIMIT ${limit}`;
+    if (detailRows === 0) {
+      const { rows } = await sql<{ id: string; distance: number }>`SELECT v.* FROM (${ranking}) v ORDER BY v.distance, v.id`.execute(executor);
+      return rows.map((row) => ({ id: row.id, score: 1 - Number(row.distance) }));
+    }
+    const { rows } = await sql<{ id: string; distance: number } & DetailRow>`
+      WITH v AS MATERIALIZED (${ranking}),
             ${viewerTermsCtes(query, scope.actor)},
             terms AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM q)
        SELECT r.id, r.distance, x.*
