@@ -4,7 +4,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { chunkText } from './chunking/chunker.js';
-import { EMBEDDING_PROVIDER, toVectorLiteral, type EmbeddingProvider } from './embeddings/embedding-provider.js';
+import { EMBEDDING_PROVIDER, toVectorBatch, type EmbeddingProvider, type VectorBatch } from './embeddings/embedding-provider.js';
 import { IngestSandbox } from './sandbox/ingest-sandbox.service.js';
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import { DocumentIndexStateService } from '../documents/document-index-state.service.js';
@@ -143,9 +143,9 @@ export class ChunkWriterService {
       while (from < total) {
         const to = Math.min(total, from + sizer.size);
         const batchStarted = performance.now();
-        const rows = await this.embedBatch(plan, from, to);
+        const { rows, vectors } = await this.embedBatch(plan, from, to);
         sizer.startBatch();
-        if (await this.insertBatch(document, rows)) return { status: 'stale' };
+        if (await this.insertBatch(document, rows, vectors)) return { status: 'stale' };
         sizer.endBatch();
         from = to;
         // Progress at most every second: on the embedded engine a batch may be a handful of chunks.
@@ -166,43 +166,36 @@ export class ChunkWriterService {
   }
 
   /** Chunks `from`..`to` with their vectors, ready to store. */
-  private async embedBatch(plan: ChunkPlan, from: number, to: number): Promise<NewChunk[]> {
+  private async embedBatch(plan: ChunkPlan, from: number, to: number): Promise<{ rows: NewChunk[]; vectors: VectorBatch }> {
     const batchTexts = plan.indexTexts.slice(from, to);
-    const vectors = await this.vectorLiterals(batchTexts);
-    return batchTexts.map((indexText, offset) => {
+    const vectors = await this.vectorBatch(batchTexts);
+    const rows = batchTexts.map((indexText, offset) => {
       const chunk: TextChunk | undefined = plan.chunks[from + offset];
-      return {
-        id: randomUUID(),
-        index: from + offset,
-        text: chunk?.text ?? '',
-        start: chunk?.startOffset ?? 0,
-        end: chunk?.endOffset ?? 0,
-        indexText,
-        vector: vectors[offset],
-      };
+      return { id: randomUUID(), index: from + offset, text: chunk?.text ?? '', start: chunk?.startOffset ?? 0, end: chunk?.endOffset ?? 0, indexText };
     });
+    return { rows, vectors };
   }
 
   /**
-   * The texts' vectors as pgvector literals (null: an all-zero vector, no usable direction). An in-process
-   * embedder (the offline one) runs in the ingest sandbox's thread: on the event loop its CPU, even yielding
-   * every few texts, held each request served during a large ingest behind a slice of embedding work.
+   * The texts' vectors in the binary form the INSERT sends (toVectorBatch; an all-zero vector has no usable
+   * direction and is stored as NULL). An in-process embedder (the offline one) runs in the ingest sandbox's
+   * thread: on the event loop its CPU, even yielding every few texts, held each request served during a large
+   * ingest behind a slice of embedding work.
    */
-  private async vectorLiterals(texts: string[]): Promise<(string | null)[]> {
+  private async vectorBatch(texts: string[]): Promise<VectorBatch> {
     if (this.embedder.threadOptions) return this.sandbox.embed(texts, this.embedder.threadOptions);
-    const vectors = await this.embedder.embed(texts, 'document');
-    return vectors.map((vector) => (vector.some((value) => value !== 0) ? toVectorLiteral(vector) : null));
+    return toVectorBatch(await this.embedder.embed(texts, 'document'), this.embedder.dimensions);
   }
 
   /**
    * One batch in one short transaction, under a lock of the document row (a concurrent update or delete
    * waits); true when the document's content changed since it was read (nothing is stored then).
    */
-  private async insertBatch(document: IndexableDocument, rows: NewChunk[]): Promise<boolean> {
+  private async insertBatch(document: IndexableDocument, rows: NewChunk[], vectors: VectorBatch): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       if (!(await this.indexState.lockIfContent(document.id, document.sha256, trx))) return true;
       const source = { documentId: document.id, sha256: document.sha256, embeddingModel: this.embedder.key, embeddingDims: this.embedder.dimensions };
-      await this.chunks.insertBatch(source, rows, trx);
+      await this.chunks.insertBatch(source, rows, vectors, trx);
       return false;
     });
   }

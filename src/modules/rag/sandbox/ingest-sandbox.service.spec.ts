@@ -69,12 +69,12 @@ describe('IngestSandbox', () => {
     const pool = sandbox({});
     try {
       const { OfflineHashingEmbedder } = await import('../embeddings/offline-hashing.embedder.js');
-      const { toVectorLiteral } = await import('../embeddings/embedding-provider.js');
+      const { fromVectorBatch } = await import('../embeddings/embedding-provider.js');
       const embedder = new OfflineHashingEmbedder({ dimensions: 64 });
       const texts = ['Regulated cells regulate the cell cycle.', 'Über naïve café', '... ,;'];
-      const expected = texts.map((text) => embedder.embedOne(text)).map((vector) => (vector.some((v) => v !== 0) ? toVectorLiteral(vector) : null));
+      const expected = texts.map((text) => embedder.embedOne(text)).map((vector) => (vector.some((v) => v !== 0) ? vector.map(Math.fround) : null));
       expect(expected[2]).toBeNull();
-      expect(await pool.embed(texts, embedder.threadOptions)).toEqual(expected);
+      expect(fromVectorBatch(await pool.embed(texts, embedder.threadOptions))).toEqual(expected);
     } finally {
       await pool.onModuleDestroy();
     }

@@ -13,6 +13,7 @@ import { registerHooks } from 'node:module';
 import type { DocumentKind } from '../../documents/document-type.js';
 import type { ExtractionLimits } from '../../documents/document-text-extractor.js';
 import type { ChunkerOptions, TextChunk } from '../chunking/chunker.js';
+import type { VectorBatch } from '../embeddings/embedding-provider.js';
 import type { HashingEmbedderOptions, OfflineHashingEmbedder } from '../embeddings/offline-hashing.embedder.js';
 
 registerHooks({
@@ -66,18 +67,18 @@ export interface EmbedTask {
 let embedder: { key: string; instance: OfflineHashingEmbedder } | undefined;
 
 /**
- * The offline embedder's vectors of `texts`, already as pgvector literals (null for a text with no feature):
- * formatting 64 × 768 numbers is CPU the event loop would otherwise spend too.
+ * The offline embedder's vectors of `texts`, already in the binary form the INSERT sends (toVectorBatch): what
+ * crosses back to the event loop is one byte array, not 64 strings of 768 formatted numbers.
  */
-export async function embed(task: EmbedTask): Promise<(string | null)[]> {
+export async function embed(task: EmbedTask): Promise<VectorBatch> {
   const key = JSON.stringify(task.options);
   if (embedder?.key !== key) {
     const { OfflineHashingEmbedder } = await import('../embeddings/offline-hashing.embedder.js');
     embedder = { key, instance: new OfflineHashingEmbedder(task.options) };
   }
-  const { toVectorLiteral } = await import('../embeddings/embedding-provider.js');
-  return task.texts.map((text) => {
-    const vector = embedder!.instance.embedOne(text);
-    return vector.some((value) => value !== 0) ? toVectorLiteral(vector) : null;
-  });
+  const { toVectorBatch } = await import('../embeddings/embedding-provider.js');
+  return toVectorBatch(
+    task.texts.map((text) => embedder!.instance.embedOne(text)),
+    task.options.dimensions,
+  );
 }
