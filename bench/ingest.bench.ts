@@ -14,12 +14,15 @@
  *    and the stream's p99 against the baseline's (target ≤ 1.5×), with the calls it counted. The 15 MB text is
  *    one document. A PDF or DOCX is indexed in seconds, so one would give its stream ~100 calls, whose p99 is
  *    the slowest call or two: those phases upload distinct documents of their kind one after another (each
- *    upload inside the window, as a user's would be) until the stream counted BENCH_MIN_CALLS calls (1,000) over
- *    at least BENCH_MIN_PHASE_S seconds (10).
+ *    upload inside the window, as a user's would be) until the stream counted BENCH_MIN_CALLS calls (1,000)
+ *    during at least BENCH_MIN_PHASE_S seconds (10) of ingestion. After each document the stream runs on for a
+ *    quiet gap as long as that document took: its calls are a reference interleaved with the measured ones, so a
+ *    busy neighbour on a shared machine weighs on both (reported as "during / quiet").
  *
  * BENCH_KINDS=text,pdf,docx picks the phases (default all three). BENCH_PROFILE_DIR=dir starts the server with
- * `--cpu-prof --cpu-prof-dir=dir` (a .cpuprofile when it exits). BENCH_LOOP_DELAY=1 preloads loop-delay-probe.js
- * and prints the server's event-loop delay (p99, max) per phase.
+ * `--cpu-prof --cpu-prof-dir=dir` (a .cpuprofile per thread when it exits). BENCH_LOOP_DELAY=1 preloads
+ * loop-delay-probe.js and prints the server's event-loop delay while documents were ingested (the highest p99 and
+ * max of any one document).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -69,25 +72,32 @@ async function ok(what: string, answer: Promise<Answer>): Promise<any> {
   return res.json;
 }
 
-/** Paced `list_tasks` calls by CALLERS callers until `until(latencies)` says stop; the latencies of the 200s. */
-async function stream(baseUrl: string, key: string, until: (latencies: number[]) => Promise<boolean> | boolean): Promise<number[]> {
-  const latencies: number[] = [];
+interface Sample {
+  started: number;
+  ms: number;
+}
+
+/** Paced `list_tasks` calls by CALLERS callers until `until(samples)` says stop; when each of the 200s started and took. */
+async function stream(baseUrl: string, key: string, until: (samples: Sample[]) => Promise<boolean> | boolean): Promise<Sample[]> {
+  const samples: Sample[] = [];
   let stop = false;
   const caller = async () => {
     while (!stop) {
       const started = performance.now();
       const res = await http(baseUrl, 'POST', '/api/v1/public/mcp/call', key, { name: 'list_tasks', arguments: {} });
       if (res.status !== 200) throw new Error(`list_tasks → ${res.status} ${res.text.slice(0, 200)}`);
-      latencies.push(performance.now() - started);
+      samples.push({ started, ms: performance.now() - started });
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   };
   const callers = Array.from({ length: CALLERS }, caller);
-  while (!(await until(latencies))) await new Promise((resolve) => setTimeout(resolve, 100));
+  while (!(await until(samples))) await new Promise((resolve) => setTimeout(resolve, 100));
   stop = true;
   await Promise.all(callers);
-  return latencies;
+  return samples;
 }
+
+const latencies = (samples: Sample[]) => samples.map((sample) => sample.ms);
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'atrium-ingestbench-'));
@@ -126,14 +136,17 @@ async function main(): Promise<void> {
     env,
     stdio: ['ignore', 'pipe', 'inherit', ...(LOOP_DELAY ? (['ipc'] as const) : [])],
   });
-  /** The server's event-loop delay since the last call (BENCH_LOOP_DELAY=1), as a phrase for the row. */
-  const loopDelay = async (): Promise<string> => {
-    if (!LOOP_DELAY) return '';
+  /** The server's event-loop delay (p99, max in ms) since the last call (BENCH_LOOP_DELAY=1), which resets it. */
+  const loopDelay = async (): Promise<{ p99: number; max: number } | undefined> => {
+    if (!LOOP_DELAY) return undefined;
     const answer = new Promise<any>((resolve) => child.once('message', resolve));
     child.send('loop-delay');
-    const { loopDelay: d } = await answer;
-    return `; server loop delay p99 ${d.p99} ms, max ${d.max} ms`;
+    return (await answer).loopDelay;
   };
+  const describeDelay = (delays: ({ p99: number; max: number } | undefined)[]) =>
+    delays.length === 0 || delays[0] === undefined
+      ? ''
+      : `; server loop delay p99 ${Math.max(...delays.map((d) => d!.p99))} ms, max ${Math.max(...delays.map((d) => d!.max))} ms`;
   const exited = new Promise((resolve) => child.once('exit', resolve));
   try {
     const port = await listeningPort(child);
@@ -159,9 +172,9 @@ async function main(): Promise<void> {
     })());
     await loopDelay(); // reset after the warm-up
     const baselineEnd = Date.now() + BASELINE_S * 1000;
-    const baseline = await stream(baseUrl, key, () => Date.now() > baselineEnd);
+    const baseline = latencies(await stream(baseUrl, key, () => Date.now() > baselineEnd));
     const baseP99 = percentile(baseline, 99);
-    console.log(`baseline: ${baseline.length} calls, p50 ${percentile(baseline, 50).toFixed(1)} ms, p99 ${baseP99.toFixed(1)} ms${await loopDelay()}`);
+    console.log(`baseline: ${baseline.length} calls, p50 ${percentile(baseline, 50).toFixed(1)} ms, p99 ${baseP99.toFixed(1)} ms${describeDelay([await loopDelay()])}`);
 
     // A kind's documents differ in every page (the seed), so none is a duplicate of another.
     const kinds: { kind: string; label: string; name: string; many: boolean; build: (seed: number) => Buffer }[] = [
@@ -183,47 +196,71 @@ async function main(): Promise<void> {
     ];
     const rows: string[] = [];
     for (const { kind, label, name, many, build } of kinds.filter((k) => KINDS.has(k.kind))) {
-      await loopDelay(); // reset: the phase's figure starts here
+      /** The server's loop delay while each document was ingested. */
+      const delays: ({ p99: number; max: number } | undefined)[] = [];
       let documents = 0;
       let bytesTotal = 0;
       let chunksTotal = 0;
+      let ingestMs = 0;
       const uploadMs: number[] = [];
-      const phaseStarted = performance.now();
+      /** When documents were being ingested (upload to indexed): a call that started inside one counts as "during". */
+      const ingesting: { from: number; to: number }[] = [];
       let current: { id: string; started: number } | undefined;
+      let quietUntil = 0;
       let phaseDone = false;
-      let bytes = build(0);
+      const during = (sample: Sample) => ingesting.some((span) => sample.started >= span.from && sample.started < span.to);
       const upload = async () => {
+        const bytes = build(documents);
         const form = new FormData();
         form.append('file', new Blob([new Uint8Array(bytes)]), name.replace('.', `-${documents}.`));
         form.append('projectId', projectId);
+        await loopDelay(); // reset: this document's figure starts here
         const started = performance.now();
         const uploaded = await ok('upload', http(baseUrl, 'POST', '/api/documents/upload', uploader, form));
         uploadMs.push(performance.now() - started);
         bytesTotal += bytes.length;
         current = { id: uploaded.data.id, started };
+        ingesting.push({ from: started, to: Number.POSITIVE_INFINITY });
       };
       await upload();
-      const latencies = await stream(baseUrl, key, async (sampled) => {
+      // Documents of a short phase alternate with quiet gaps as long as each took: the stream's calls in the gaps
+      // are a reference taken at the same time as the calls during ingestion, whatever else the machine does.
+      const samples = await stream(baseUrl, key, async (sofar) => {
         if (phaseDone) return true;
-        const final = (await ok('get document', http(baseUrl, 'GET', `/api/documents/${current!.id}`, uploader))).data;
+        if (current === undefined) {
+          if (performance.now() < quietUntil) return false;
+          await upload();
+          return false;
+        }
+        const final = (await ok('get document', http(baseUrl, 'GET', `/api/documents/${current.id}`, uploader))).data;
         if (final.status === 'failed') throw new Error(`${label} (document ${documents}) failed: ${final.error}`);
         if (final.status !== 'indexed') return false;
+        const now = performance.now();
+        ingesting[ingesting.length - 1].to = now;
+        delays.push(await loopDelay());
+        ingestMs += now - current.started;
         documents += 1;
         chunksTotal += final.chunkCount as number;
-        const enough = !many || (sampled.length >= MIN_CALLS && performance.now() - phaseStarted >= MIN_PHASE_S * 1000);
-        if (enough) return (phaseDone = true);
-        bytes = build(documents);
-        await upload();
+        const duringSoFar = sofar.filter(during).length;
+        if (!many || (duringSoFar >= MIN_CALLS && ingestMs >= MIN_PHASE_S * 1000)) return (phaseDone = true);
+        quietUntil = now + (now - current.started);
+        current = undefined;
         return false;
       });
-      const seconds = (performance.now() - phaseStarted) / 1000;
-      const p99 = percentile(latencies, 99);
+      const seconds = ingestMs / 1000;
+      const ingestLatencies = latencies(samples.filter(during));
+      const quietLatencies = latencies(samples.filter((sample) => !during(sample)));
+      const p99 = percentile(ingestLatencies, 99);
       const what = many ? `${documents} × ${(bytesTotal / documents / MB).toFixed(2)} MB` : `${(bytesTotal / MB).toFixed(2)} MB`;
       const uploads = many ? `uploads answered in ${percentile(uploadMs, 50).toFixed(0)} ms median, ${Math.max(...uploadMs).toFixed(0)} ms max` : `upload answered in ${uploadMs[0].toFixed(0)} ms`;
+      const quiet =
+        quietLatencies.length > 0
+          ? `; interleaved quiet gaps: ${quietLatencies.length} calls, p99 ${percentile(quietLatencies, 99).toFixed(1)} ms, during / quiet ${(p99 / percentile(quietLatencies, 99)).toFixed(2)}×`
+          : '';
       const row =
-        `${label}: ${what} → ${chunksTotal} chunks in ${seconds.toFixed(1)} s (${uploads}): ${(bytesTotal / MB / seconds).toFixed(2)} MB/s, ` +
-        `${(chunksTotal / seconds).toFixed(0)} chunks/s; list_tasks p99 ${p99.toFixed(1)} ms = ${(p99 / baseP99).toFixed(2)}× baseline ` +
-        `(${latencies.length} calls, p50 ${percentile(latencies, 50).toFixed(1)} ms)${await loopDelay()}`;
+        `${label}: ${what} → ${chunksTotal} chunks in ${seconds.toFixed(1)} s of ingestion (${uploads}): ${(bytesTotal / MB / seconds).toFixed(2)} MB/s, ` +
+        `${(chunksTotal / seconds).toFixed(0)} chunks/s; list_tasks during ingestion: ${ingestLatencies.length} calls, p50 ${percentile(ingestLatencies, 50).toFixed(1)} ms, ` +
+        `p99 ${p99.toFixed(1)} ms = ${(p99 / baseP99).toFixed(2)}× baseline${quiet}${describeDelay(delays)}`;
       console.log(row);
       rows.push(row);
     }

@@ -36,14 +36,6 @@ const LOOP_BLOCK_TARGET_MS = 60;
 const MIN_BATCH_CHUNKS = 2;
 /** Chunks removed per statement when a document's old chunks are dropped. */
 const DELETE_BATCH_CHUNKS = 500;
-/**
- * Documents of at least this many chunks are indexed at RAG_INDEX_DUTY_CYCLE on PostgreSQL: minutes of tsvector,
- * postings and HNSW inserts plus the embedding thread otherwise keep both cores of a small machine busy, and
- * every request meanwhile waits for one (bench:ingest, 15 MB text: list_tasks p99 2.46× → 1.33× at duty 0.5,
- * 120 → 68 chunks/s). Smaller documents are done in seconds and are not paced. On the embedded engine the
- * BatchSizer already keeps the loop free and PGlite's work is on it, so no pause is added there.
- */
-const PACED_MIN_CHUNKS = 1000;
 /** Texts longer than this are chunked in the ingest sandbox's thread instead of on the event loop. */
 const SANDBOX_CHUNKING_MIN_CHARS = 64 * 1024;
 
@@ -61,6 +53,14 @@ const SANDBOX_CHUNKING_MIN_CHARS = 64 * 1024;
 export class ChunkWriterService {
   /** RAG_INDEX_DUTY_CYCLE: share of wall time a document's batches may work (see writeBatches). */
   private readonly dutyCycle: number;
+  /**
+   * RAG_INDEX_PACED_MIN_CHUNKS (default 1,000): documents of at least this many chunks are indexed at
+   * RAG_INDEX_DUTY_CYCLE on PostgreSQL: minutes of tsvector, postings and HNSW inserts plus the embedding thread
+   * otherwise keep both cores of a small machine busy, and every request meanwhile waits for one (bench:ingest,
+   * 15 MB text: list_tasks p99 2.46× → 1.33× at duty 0.5, 120 → 68 chunks/s). On the embedded engine the
+   * BatchSizer already keeps the loop free and PGlite's work is on it, so no pause is added there.
+   */
+  private readonly pacedMinChunks: number;
 
   constructor(
     @InjectDb() private readonly db: Db,
@@ -71,6 +71,7 @@ export class ChunkWriterService {
     private readonly sandbox: IngestSandbox,
   ) {
     this.dutyCycle = config.indexing.dutyCycle;
+    this.pacedMinChunks = config.indexing.pacedMinChunks;
   }
 
   /**
@@ -136,7 +137,7 @@ export class ChunkWriterService {
   /** Embeds and stores the chunks from `from` on, batch by batch (see BatchSizer), reporting progress. */
   private async writeBatches(document: IndexableDocument, plan: ChunkPlan, from: number, onProgress?: WriteProgress): Promise<WriteOutcome> {
     const total = plan.indexTexts.length;
-    const dutyCycle = total >= PACED_MIN_CHUNKS && this.config.database.url ? this.dutyCycle : 1;
+    const dutyCycle = total >= this.pacedMinChunks && this.config.database.url ? this.dutyCycle : 1;
     const sizer = new BatchSizer();
     let reportedAt = performance.now();
     try {
@@ -155,7 +156,7 @@ export class ChunkWriterService {
         }
         // Let the event loop serve requests between batches (the embedded default shares it with HTTP), and
         // pause so a large document's batches (embedding thread, PostgreSQL's tsvector, postings and HNSW inserts)
-        // work at most RAG_INDEX_DUTY_CYCLE of the time (see PACED_MIN_CHUNKS).
+        // work at most RAG_INDEX_DUTY_CYCLE of the time (see RAG_INDEX_PACED_MIN_CHUNKS).
         const pauseMs = ((performance.now() - batchStarted) * (1 - dutyCycle)) / dutyCycle;
         await new Promise((resolve) => (pauseMs >= 1 ? setTimeout(resolve, pauseMs) : setImmediate(resolve)));
       }

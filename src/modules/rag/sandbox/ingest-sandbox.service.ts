@@ -9,7 +9,7 @@ import type { DocumentKind } from '../../documents/document-type.js';
 import type { ChunkerOptions, TextChunk } from '../chunking/chunker.js';
 import type { VectorBatch } from '../embeddings/embedding-provider.js';
 import type { HashingEmbedderOptions } from '../embeddings/offline-hashing.embedder.js';
-import type { ChunkTask, EmbedTask, ExtractOutcome, ExtractTask } from './ingest-thread.js';
+import type { ChunkTask, EmbedTask, ExtractOutcome, ExtractTask, IngestThreadData } from './ingest-thread.js';
 
 /**
  * The sandbox for work on untrusted files: text extraction and chunking run in a bounded pool of worker
@@ -34,6 +34,7 @@ export class IngestSandbox implements OnModuleDestroy {
       maxThreads: limits.concurrency,
       // Threads that idle are ended; a quiet instance keeps no extraction heap around.
       idleTimeout: 30_000,
+      workerData: { nice: limits.threadNice } satisfies IngestThreadData,
       resourceLimits: {
         maxOldGenerationSizeMb: limits.maxMemoryMb,
         maxYoungGenerationSizeMb: Math.max(16, Math.min(64, Math.floor(limits.maxMemoryMb / 8))),
