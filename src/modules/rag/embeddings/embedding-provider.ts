@@ -54,9 +54,10 @@ export function toVectorLiteral(vector: readonly number[]): string {
 /**
  * One batch's vectors as a parameter in PostgreSQL's binary format of a one-dimensional `real[]` (n × dims
  * float4, vector i at elements i·dims+1 … (i+1)·dims), with which vectors have a direction (an all-zero vector
- * has none and is stored as NULL). Sent as a Buffer, node-postgres passes it in binary: no 8 KB decimal
- * literal per 768-dimensional vector to format, clone between threads, escape into an array literal and parse
- * again (which, for every 64-chunk batch of an ingest, was ~1.5 MB of strings on the event loop's heap).
+ * has none and is stored as NULL). Sent as a Buffer, node-postgres passes it in binary. What it saves per
+ * 64-chunk batch of 768 dimensions (measured): formatting 49,152 numbers as decimal text in the sandbox thread
+ * (12 ms → 0.6 ms) and parsing them back in PostgreSQL (5–7 ms → 0.5 ms of the INSERT); the event loop's share
+ * (receiving the batch, writing the Bind message) stays about 1 ms either way.
  */
 export interface VectorBatch {
   dimensions: number;
