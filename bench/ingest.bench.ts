@@ -9,9 +9,20 @@
  *
  * 1. Baseline: an unrelated user's paced `list_tasks` stream (BENCH_STREAM_CALLERS callers, 50 ms apart)
  *    for BENCH_BASELINE_S seconds; its p50/p99.
- * 2. For each document (a 15 MB text, a 200-page PDF, a 100-page DOCX, built here): upload, then the same
- *    stream until the document is `indexed`; seconds from upload to indexed, MB/s and chunks/s, and the
- *    stream's p99 against the baseline's (target ≤ 1.5×).
+ * 2. For each kind of document (a 15 MB text, 200-page PDFs, 100-page DOCX files, built here): the same stream
+ *    while documents of that kind are uploaded and indexed; seconds from upload to indexed, MB/s and chunks/s,
+ *    and the stream's p99 against the baseline's (target ≤ 1.5×), with the calls it counted. The 15 MB text is
+ *    one document. A PDF or DOCX is indexed in seconds, so one would give its stream ~100 calls, whose p99 is
+ *    the slowest call or two: those phases upload distinct documents of their kind one after another (each
+ *    upload inside the window, as a user's would be) until the stream counted BENCH_MIN_CALLS calls (1,000)
+ *    during at least BENCH_MIN_PHASE_S seconds (10) of ingestion. After each document the stream runs on for a
+ *    quiet gap as long as that document took: its calls are a reference interleaved with the measured ones, so a
+ *    busy neighbour on a shared machine weighs on both (reported as "during / quiet").
+ *
+ * BENCH_KINDS=text,pdf,docx picks the phases (default all three). BENCH_PROFILE_DIR=dir starts the server with
+ * `--cpu-prof --cpu-prof-dir=dir` (a .cpuprofile per thread when it exits). BENCH_LOOP_DELAY=1 preloads
+ * loop-delay-probe.js and prints the server's event-loop delay while documents were ingested (the highest p99 and
+ * max of any one document).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -28,6 +39,11 @@ const EMBEDDED = SERVER_URL === 'embedded';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const BASELINE_S = Number(process.env.BENCH_BASELINE_S ?? 20);
 const CALLERS = Number(process.env.BENCH_STREAM_CALLERS ?? 2);
+const MIN_CALLS = Number(process.env.BENCH_MIN_CALLS ?? 1000);
+const MIN_PHASE_S = Number(process.env.BENCH_MIN_PHASE_S ?? 10);
+const KINDS = new Set((process.env.BENCH_KINDS ?? 'text,pdf,docx').split(',').map((kind) => kind.trim()));
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+const LOOP_DELAY = process.env.BENCH_LOOP_DELAY === '1';
 const MB = 1000 * 1000;
 
 interface Answer {
@@ -56,25 +72,32 @@ async function ok(what: string, answer: Promise<Answer>): Promise<any> {
   return res.json;
 }
 
-/** Paced `list_tasks` calls by CALLERS callers until `until()` says stop; the latencies of the 200s. */
-async function stream(baseUrl: string, key: string, until: () => Promise<boolean> | boolean): Promise<number[]> {
-  const latencies: number[] = [];
+interface Sample {
+  started: number;
+  ms: number;
+}
+
+/** Paced `list_tasks` calls by CALLERS callers until `until(samples)` says stop; when each of the 200s started and took. */
+async function stream(baseUrl: string, key: string, until: (samples: Sample[]) => Promise<boolean> | boolean): Promise<Sample[]> {
+  const samples: Sample[] = [];
   let stop = false;
   const caller = async () => {
     while (!stop) {
       const started = performance.now();
       const res = await http(baseUrl, 'POST', '/api/v1/public/mcp/call', key, { name: 'list_tasks', arguments: {} });
       if (res.status !== 200) throw new Error(`list_tasks → ${res.status} ${res.text.slice(0, 200)}`);
-      latencies.push(performance.now() - started);
+      samples.push({ started, ms: performance.now() - started });
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   };
   const callers = Array.from({ length: CALLERS }, caller);
-  while (!(await until())) await new Promise((resolve) => setTimeout(resolve, 250));
+  while (!(await until(samples))) await new Promise((resolve) => setTimeout(resolve, 100));
   stop = true;
   await Promise.all(callers);
-  return latencies;
+  return samples;
 }
+
+const latencies = (samples: Sample[]) => samples.map((sample) => sample.ms);
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'atrium-ingestbench-'));
@@ -105,7 +128,25 @@ async function main(): Promise<void> {
   }
   // The "listening" line is logged at info; keep the rest quiet.
   env.LOG_LEVEL = 'info';
-  const child = spawn(process.execPath, [join(__dirname, '..', 'src', 'main.js')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const nodeFlags = [
+    ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []),
+    ...(LOOP_DELAY ? ['--require', join(__dirname, 'loop-delay-probe.js')] : []),
+  ];
+  const child = spawn(process.execPath, [...nodeFlags, join(__dirname, '..', 'src', 'main.js')], {
+    env,
+    stdio: ['ignore', 'pipe', 'inherit', ...(LOOP_DELAY ? (['ipc'] as const) : [])],
+  });
+  /** The server's event-loop delay (p99, max in ms) since the last call (BENCH_LOOP_DELAY=1), which resets it. */
+  const loopDelay = async (): Promise<{ p99: number; max: number } | undefined> => {
+    if (!LOOP_DELAY) return undefined;
+    const answer = new Promise<any>((resolve) => child.once('message', resolve));
+    child.send('loop-delay');
+    return (await answer).loopDelay;
+  };
+  const describeDelay = (delays: ({ p99: number; max: number } | undefined)[]) =>
+    delays.length === 0 || delays[0] === undefined
+      ? ''
+      : `; server loop delay p99 ${Math.max(...delays.map((d) => d!.p99))} ms, max ${Math.max(...delays.map((d) => d!.max))} ms`;
   const exited = new Promise((resolve) => child.once('exit', resolve));
   try {
     const port = await listeningPort(child);
@@ -129,35 +170,97 @@ async function main(): Promise<void> {
       const end = Date.now() + 3000;
       return () => Date.now() > end; // warm-up
     })());
+    await loopDelay(); // reset after the warm-up
     const baselineEnd = Date.now() + BASELINE_S * 1000;
-    const baseline = await stream(baseUrl, key, () => Date.now() > baselineEnd);
+    const baseline = latencies(await stream(baseUrl, key, () => Date.now() > baselineEnd));
     const baseP99 = percentile(baseline, 99);
-    console.log(`baseline: ${baseline.length} calls, p50 ${percentile(baseline, 50).toFixed(1)} ms, p99 ${baseP99.toFixed(1)} ms`);
+    console.log(`baseline: ${baseline.length} calls, p50 ${percentile(baseline, 50).toFixed(1)} ms, p99 ${baseP99.toFixed(1)} ms${describeDelay([await loopDelay()])}`);
 
-    const documents: [string, () => Buffer][] = [
-      ['15 MB text (large.txt)', () => Buffer.from(proseText(15 * MB, 7))],
-      ['200-page PDF (report.pdf)', () => pdfWithPages(200, (page) => proseText(1800, page).replace(/\n/g, ' '))],
-      ['100-page DOCX (memo.docx)', () => docxOf(Array.from({ length: 100 }, (_, page) => proseText(3000, 1000 + page).replace(/\n/g, ' ')))],
+    // A kind's documents differ in every page (the seed), so none is a duplicate of another.
+    const kinds: { kind: string; label: string; name: string; many: boolean; build: (seed: number) => Buffer }[] = [
+      { kind: 'text', label: '15 MB text', name: 'large.txt', many: false, build: () => Buffer.from(proseText(15 * MB, 7)) },
+      {
+        kind: 'pdf',
+        label: '200-page PDFs',
+        name: 'report.pdf',
+        many: true,
+        build: (seed) => pdfWithPages(200, (page) => proseText(1800, seed * 1000 + page).replace(/\n/g, ' ')),
+      },
+      {
+        kind: 'docx',
+        label: '100-page DOCX',
+        name: 'memo.docx',
+        many: true,
+        build: (seed) => docxOf(Array.from({ length: 100 }, (_, page) => proseText(3000, 100_000 + seed * 1000 + page).replace(/\n/g, ' '))),
+      },
     ];
     const rows: string[] = [];
-    for (const [label, build] of documents) {
-      const bytes = build();
-      const name = label.match(/\((.+)\)/)![1];
-      const form = new FormData();
-      form.append('file', new Blob([new Uint8Array(bytes)]), name);
-      form.append('projectId', projectId);
-      const started = performance.now();
-      const uploaded = await ok('upload', http(baseUrl, 'POST', '/api/documents/upload', uploader, form));
-      const uploadMs = performance.now() - started;
-      let final: any;
-      const latencies = await stream(baseUrl, key, async () => {
-        final = (await ok('get document', http(baseUrl, 'GET', `/api/documents/${uploaded.data.id}`, uploader))).data;
-        return final.status === 'indexed' || final.status === 'failed';
+    for (const { kind, label, name, many, build } of kinds.filter((k) => KINDS.has(k.kind))) {
+      /** The server's loop delay while each document was ingested. */
+      const delays: ({ p99: number; max: number } | undefined)[] = [];
+      let documents = 0;
+      let bytesTotal = 0;
+      let chunksTotal = 0;
+      let ingestMs = 0;
+      const uploadMs: number[] = [];
+      /** When documents were being ingested (upload to indexed): a call that started inside one counts as "during". */
+      const ingesting: { from: number; to: number }[] = [];
+      let current: { id: string; started: number } | undefined;
+      let quietUntil = 0;
+      let phaseDone = false;
+      const during = (sample: Sample) => ingesting.some((span) => sample.started >= span.from && sample.started < span.to);
+      const upload = async () => {
+        const bytes = build(documents);
+        const form = new FormData();
+        form.append('file', new Blob([new Uint8Array(bytes)]), name.replace('.', `-${documents}.`));
+        form.append('projectId', projectId);
+        await loopDelay(); // reset: this document's figure starts here
+        const started = performance.now();
+        const uploaded = await ok('upload', http(baseUrl, 'POST', '/api/documents/upload', uploader, form));
+        uploadMs.push(performance.now() - started);
+        bytesTotal += bytes.length;
+        current = { id: uploaded.data.id, started };
+        ingesting.push({ from: started, to: Number.POSITIVE_INFINITY });
+      };
+      await upload();
+      // Documents of a short phase alternate with quiet gaps as long as each took: the stream's calls in the gaps
+      // are a reference taken at the same time as the calls during ingestion, whatever else the machine does.
+      const samples = await stream(baseUrl, key, async (sofar) => {
+        if (phaseDone) return true;
+        if (current === undefined) {
+          if (performance.now() < quietUntil) return false;
+          await upload();
+          return false;
+        }
+        const final = (await ok('get document', http(baseUrl, 'GET', `/api/documents/${current.id}`, uploader))).data;
+        if (final.status === 'failed') throw new Error(`${label} (document ${documents}) failed: ${final.error}`);
+        if (final.status !== 'indexed') return false;
+        const now = performance.now();
+        ingesting[ingesting.length - 1].to = now;
+        delays.push(await loopDelay());
+        ingestMs += now - current.started;
+        documents += 1;
+        chunksTotal += final.chunkCount as number;
+        const duringSoFar = sofar.filter(during).length;
+        if (!many || (duringSoFar >= MIN_CALLS && ingestMs >= MIN_PHASE_S * 1000)) return (phaseDone = true);
+        quietUntil = now + (now - current.started);
+        current = undefined;
+        return false;
       });
-      const seconds = (performance.now() - started) / 1000;
-      if (final.status !== 'indexed') throw new Error(`${label} ended ${final.status}: ${final.error}`);
-      const p99 = percentile(latencies, 99);
-      const row = `${label}: ${(bytes.length / MB).toFixed(2)} MB → ${final.chunkCount} chunks in ${seconds.toFixed(1)} s (upload answered in ${uploadMs.toFixed(0)} ms): ${(bytes.length / MB / seconds).toFixed(2)} MB/s, ${(final.chunkCount / seconds).toFixed(0)} chunks/s; list_tasks p99 ${p99.toFixed(1)} ms = ${(p99 / baseP99).toFixed(2)}× baseline (${latencies.length} calls, p50 ${percentile(latencies, 50).toFixed(1)} ms)`;
+      const seconds = ingestMs / 1000;
+      const ingestLatencies = latencies(samples.filter(during));
+      const quietLatencies = latencies(samples.filter((sample) => !during(sample)));
+      const p99 = percentile(ingestLatencies, 99);
+      const what = many ? `${documents} × ${(bytesTotal / documents / MB).toFixed(2)} MB` : `${(bytesTotal / MB).toFixed(2)} MB`;
+      const uploads = many ? `uploads answered in ${percentile(uploadMs, 50).toFixed(0)} ms median, ${Math.max(...uploadMs).toFixed(0)} ms max` : `upload answered in ${uploadMs[0].toFixed(0)} ms`;
+      const quiet =
+        quietLatencies.length > 0
+          ? `; interleaved quiet gaps: ${quietLatencies.length} calls, p99 ${percentile(quietLatencies, 99).toFixed(1)} ms, during / quiet ${(p99 / percentile(quietLatencies, 99)).toFixed(2)}×`
+          : '';
+      const row =
+        `${label}: ${what} → ${chunksTotal} chunks in ${seconds.toFixed(1)} s of ingestion (${uploads}): ${(bytesTotal / MB / seconds).toFixed(2)} MB/s, ` +
+        `${(chunksTotal / seconds).toFixed(0)} chunks/s; list_tasks during ingestion: ${ingestLatencies.length} calls, p50 ${percentile(ingestLatencies, 50).toFixed(1)} ms, ` +
+        `p99 ${p99.toFixed(1)} ms = ${(p99 / baseP99).toFixed(2)}× baseline${quiet}${describeDelay(delays)}`;
       console.log(row);
       rows.push(row);
     }

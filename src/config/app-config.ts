@@ -124,6 +124,8 @@ export interface AppConfig {
      * RAG_INDEX_DUTY_CYCLE, default 0.5.
      */
     dutyCycle: number;
+    /** Documents of at least this many chunks are paced at dutyCycle (0: every document). RAG_INDEX_PACED_MIN_CHUNKS, default 1,000. */
+    pacedMinChunks: number;
   };
   /** Limits on turning an untrusted upload into text (see IngestSandbox); a broken one fails the document. */
   extraction: ExtractionLimits & {
@@ -133,6 +135,11 @@ export interface AppConfig {
     maxMemoryMb: number;
     /** Sandbox threads per process. */
     concurrency: number;
+    /**
+     * Nice value (Linux: of each sandbox thread alone) the threads run at, so that on a busy machine the event
+     * loop that serves HTTP gets a core before extraction and embedding do (0: as the process). EXTRACT_THREAD_NICE.
+     */
+    threadNice: number;
   };
   agent: {
     runTimeoutMs: number;
@@ -249,6 +256,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       staleAfterMs: read.int('RAG_STALE_AFTER_MS', 60_000, 500, 3_600_000),
       recoveryIntervalMs: read.int('RAG_RECOVERY_INTERVAL_MS', 30_000, 100, 3_600_000),
       dutyCycle: read.number('RAG_INDEX_DUTY_CYCLE', 0.5, 0.1, 1),
+      pacedMinChunks: read.int('RAG_INDEX_PACED_MIN_CHUNKS', 1000, 0, 100_000_000),
     },
     extraction: {
       maxTextBytes: read.int('EXTRACT_MAX_TEXT_BYTES', DEFAULT_EXTRACTION_LIMITS.maxTextBytes, 1024, 1024 * 1024 * 1024),
@@ -260,6 +268,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: read.int('EXTRACT_TIMEOUT_MS', 120_000, 100, 3_600_000),
       maxMemoryMb: read.int('EXTRACT_MAX_MEMORY_MB', 512, 32, 16_384),
       concurrency: read.int('EXTRACT_CONCURRENCY', 1, 1, 64),
+      threadNice: read.int('EXTRACT_THREAD_NICE', 10, 0, 19),
     },
     agent: {
       runTimeoutMs: read.int('AGENT_RUN_TIMEOUT_MS', 120_000, 1_000, 3_600_000),

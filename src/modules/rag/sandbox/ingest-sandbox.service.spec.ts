@@ -1,3 +1,5 @@
+import { readdirSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { docxOf, pdfWithPages } from '../../../../bench/document-builders.js';
 import type { AppConfig } from '../../../config/app-config.js';
 import { extractionFailure } from '../../../../test/support/extraction-failure.js';
@@ -15,6 +17,7 @@ function sandbox(extraction: Partial<AppConfig['extraction']>): IngestSandbox {
       timeoutMs: 60_000,
       maxMemoryMb: 512,
       concurrency: 1,
+      threadNice: 0,
       ...extraction,
     },
   } as AppConfig;
@@ -69,12 +72,28 @@ describe('IngestSandbox', () => {
     const pool = sandbox({});
     try {
       const { OfflineHashingEmbedder } = await import('../embeddings/offline-hashing.embedder.js');
-      const { toVectorLiteral } = await import('../embeddings/embedding-provider.js');
+      const { fromVectorBatch } = await import('../embeddings/embedding-provider.js');
       const embedder = new OfflineHashingEmbedder({ dimensions: 64 });
       const texts = ['Regulated cells regulate the cell cycle.', 'Über naïve café', '... ,;'];
-      const expected = texts.map((text) => embedder.embedOne(text)).map((vector) => (vector.some((v) => v !== 0) ? toVectorLiteral(vector) : null));
+      const expected = texts.map((text) => embedder.embedOne(text)).map((vector) => (vector.some((v) => v !== 0) ? vector.map(Math.fround) : null));
       expect(expected[2]).toBeNull();
-      expect(await pool.embed(texts, embedder.threadOptions)).toEqual(expected);
+      expect(fromVectorBatch(await pool.embed(texts, embedder.threadOptions))).toEqual(expected);
+    } finally {
+      await pool.onModuleDestroy();
+    }
+  }, 60_000);
+
+  // Linux only: elsewhere the threads keep the process's priority.
+  (process.platform === 'linux' ? it : it.skip)('runs its threads at EXTRACT_THREAD_NICE and leaves the event loop at the process priority', async () => {
+    const own = getPriority(process.pid);
+    const nice = Math.min(19, own + 7);
+    const niceOfThreads = () => readdirSync('/proc/self/task').map((tid) => getPriority(Number(tid)));
+    expect(niceOfThreads()).not.toContain(nice);
+    const pool = sandbox({ threadNice: nice });
+    try {
+      await pool.chunk('A sentence about chunking. '.repeat(10), { targetChars: 100, overlapChars: 10 });
+      expect(niceOfThreads()).toContain(nice);
+      expect(getPriority(process.pid)).toBe(own);
     } finally {
       await pool.onModuleDestroy();
     }

@@ -7,8 +7,9 @@ import { APP_CONFIG } from '../../../config/app-config.token.js';
 import { TextExtractionError } from '../../documents/document-text-extractor.js';
 import type { DocumentKind } from '../../documents/document-type.js';
 import type { ChunkerOptions, TextChunk } from '../chunking/chunker.js';
+import type { VectorBatch } from '../embeddings/embedding-provider.js';
 import type { HashingEmbedderOptions } from '../embeddings/offline-hashing.embedder.js';
-import type { ChunkTask, EmbedTask, ExtractOutcome, ExtractTask } from './ingest-thread.js';
+import type { ChunkTask, EmbedTask, ExtractOutcome, ExtractTask, IngestThreadData } from './ingest-thread.js';
 
 /**
  * The sandbox for work on untrusted files: text extraction and chunking run in a bounded pool of worker
@@ -33,6 +34,7 @@ export class IngestSandbox implements OnModuleDestroy {
       maxThreads: limits.concurrency,
       // Threads that idle are ended; a quiet instance keeps no extraction heap around.
       idleTimeout: 30_000,
+      workerData: { nice: limits.threadNice } satisfies IngestThreadData,
       resourceLimits: {
         maxOldGenerationSizeMb: limits.maxMemoryMb,
         maxYoungGenerationSizeMb: Math.max(16, Math.min(64, Math.floor(limits.maxMemoryMb / 8))),
@@ -60,12 +62,12 @@ export class IngestSandbox implements OnModuleDestroy {
   }
 
   /**
-   * The offline embedder's vectors of an ingest batch as pgvector literals (null: no feature), computed in a
-   * thread: 64 chunks are ~100 ms of CPU that, on the event loop, delayed every request served meanwhile.
+   * The offline embedder's vectors of an ingest batch (toVectorBatch: binary, which have a direction), computed
+   * in a thread: 64 chunks are ~100 ms of CPU that, on the event loop, delayed every request served meanwhile.
    */
-  async embed(texts: string[], options: HashingEmbedderOptions): Promise<(string | null)[]> {
+  async embed(texts: string[], options: HashingEmbedderOptions): Promise<VectorBatch> {
     const task: EmbedTask = { texts, options };
-    return this.run<(string | null)[]>('embed', task);
+    return this.run<VectorBatch>('embed', task);
   }
 
   private async run<T>(name: string, task: unknown, transferList?: ArrayBuffer[]): Promise<T> {

@@ -9,10 +9,14 @@
  * hook below maps such a specifier to the .ts file when no .js exists. The modules are imported
  * dynamically so the hook is in place before they are resolved.
  */
+import { readlinkSync } from 'node:fs';
 import { registerHooks } from 'node:module';
+import { getPriority, setPriority } from 'node:os';
+import { workerData } from 'node:worker_threads';
 import type { DocumentKind } from '../../documents/document-type.js';
 import type { ExtractionLimits } from '../../documents/document-text-extractor.js';
 import type { ChunkerOptions, TextChunk } from '../chunking/chunker.js';
+import type { VectorBatch } from '../embeddings/embedding-provider.js';
 import type { HashingEmbedderOptions, OfflineHashingEmbedder } from '../embeddings/offline-hashing.embedder.js';
 
 registerHooks({
@@ -25,6 +29,32 @@ registerHooks({
     }
   },
 });
+
+/** What IngestSandbox hands every thread it starts. */
+export interface IngestThreadData {
+  /** EXTRACT_THREAD_NICE. */
+  nice: number;
+}
+
+lowerThreadPriority((workerData as IngestThreadData | undefined)?.nice ?? 0);
+
+/**
+ * Extraction, chunking and embedding are CPU the HTTP event loop must not wait behind: on a machine whose cores
+ * are all busy (PostgreSQL indexing the previous batch, other processes), a sandbox thread at the process's own
+ * priority takes a core's time slice from the loop as often as the loop takes it from the thread. Linux applies
+ * a nice value to a single thread when setpriority is given the thread's id (/proc/thread-self names it); the
+ * thread then only yields when there is contention, and runs at full speed otherwise. Never raises a thread
+ * above the process's own nice value. Elsewhere (or if the kernel refuses) the thread keeps the process's priority.
+ */
+function lowerThreadPriority(nice: number): void {
+  if (nice <= 0 || process.platform !== 'linux') return;
+  try {
+    const threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(threadId) && threadId > 0 && getPriority(threadId) < nice) setPriority(threadId, nice);
+  } catch {
+    // Not fatal: the limits of the sandbox do not depend on it.
+  }
+}
 
 export interface ExtractTask {
   kind: DocumentKind;
@@ -66,18 +96,18 @@ export interface EmbedTask {
 let embedder: { key: string; instance: OfflineHashingEmbedder } | undefined;
 
 /**
- * The offline embedder's vectors of `texts`, already as pgvector literals (null for a text with no feature):
- * formatting 64 × 768 numbers is CPU the event loop would otherwise spend too.
+ * The offline embedder's vectors of `texts`, already in the binary form the INSERT sends (toVectorBatch): what
+ * crosses back to the event loop is one byte array, not 64 strings of 768 formatted numbers.
  */
-export async function embed(task: EmbedTask): Promise<(string | null)[]> {
+export async function embed(task: EmbedTask): Promise<VectorBatch> {
   const key = JSON.stringify(task.options);
   if (embedder?.key !== key) {
     const { OfflineHashingEmbedder } = await import('../embeddings/offline-hashing.embedder.js');
     embedder = { key, instance: new OfflineHashingEmbedder(task.options) };
   }
-  const { toVectorLiteral } = await import('../embeddings/embedding-provider.js');
-  return task.texts.map((text) => {
-    const vector = embedder!.instance.embedOne(text);
-    return vector.some((value) => value !== 0) ? toVectorLiteral(vector) : null;
-  });
+  const { toVectorBatch } = await import('../embeddings/embedding-provider.js');
+  return toVectorBatch(
+    task.texts.map((text) => embedder!.instance.embedOne(text)),
+    task.options.dimensions,
+  );
 }
