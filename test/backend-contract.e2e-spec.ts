@@ -301,7 +301,8 @@ describe('readiness while shutting down (real process, SIGTERM)', () => {
   });
 
   it('answers /api/ready 503 DEPENDENCY_UNAVAILABLE (and /api/health 200 degraded) once SIGTERM has arrived, then exits 0', async () => {
-    const env: Record<string, string> = { DATA_DIR: dataDir, LOG_LEVEL: 'info', REDIS_PREFIX: `atrium-drain-${randomBytes(4).toString('hex')}` };
+    // SHUTDOWN_DRAIN_DELAY_MS: the default, given because startAppProcess shortens it for processes stopped only to clean up.
+    const env: Record<string, string> = { DATA_DIR: dataDir, LOG_LEVEL: 'info', REDIS_PREFIX: `atrium-drain-${randomBytes(4).toString('hex')}`, SHUTDOWN_DRAIN_DELAY_MS: '5000' };
     if (database) env.DATABASE_URL = database.url;
     if (process.env.TEST_REDIS_URL) env.REDIS_URL = process.env.TEST_REDIS_URL;
     const proc = await startAppProcess(env);

@@ -23,7 +23,8 @@ describe('process lifecycle on the embedded default', () => {
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('finishes an in-flight request on SIGTERM, exits 0, and keeps users and tokens across a restart', async () => {
-    const first = await startAppProcess(env);
+    // The default drain delay (startAppProcess shortens it for processes stopped only to clean up).
+    const first = await startAppProcess({ ...env, SHUTDOWN_DRAIN_DELAY_MS: '5000' });
     const health = await fetch(`${first.baseUrl}/api/health`);
     expect(health.status).toBe(200);
     const credentials = { email: 'lifecycle@example.com', password: 'lifecycle-password', name: 'Life Cycle' };

@@ -77,6 +77,13 @@ export interface AppProcess {
 }
 
 /**
+ * SHUTDOWN_DRAIN_DELAY_MS of the processes tests start, unless a test sets it: on SIGTERM an HTTP process keeps
+ * answering (readiness 503) this long before it closes, 5 s by default, which is 5 s of waiting for each process a
+ * test stops only to clean up. The tests of the drain itself give it (process-lifecycle, backend-contract).
+ */
+const CLEANUP_DRAIN_DELAY_MS = '100';
+
+/**
  * Starts `node dist/src/main.js` with the given environment and waits for its "listening" log line
  * ("worker started" for APP_ROLE=worker: its baseUrl is the probe port, /api/health and /api/ready only).
  */
@@ -84,7 +91,7 @@ export async function startAppProcess(env: Record<string, string>, timeoutMs = 9
   const readyMsg = env.APP_ROLE === 'worker' ? 'worker started' : 'listening';
   const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js')], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', WORKER_HTTP_PORT: '0', HOST: '127.0.0.1', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', WORKER_HTTP_PORT: '0', HOST: '127.0.0.1', SHUTDOWN_DRAIN_DELAY_MS: CLEANUP_DRAIN_DELAY_MS, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -101,7 +108,11 @@ export async function startAppProcess(env: Record<string, string>, timeoutMs = 9
       }
     };
     child.stdout!.on('data', scan);
-    void exited.then((code) => reject(new Error(`app exited with ${code} before listening:\n${output}`)));
+    void exited.then((code) => {
+      // Cleared, or a process that was meant to fail at start-up keeps Jest waiting for the timer.
+      clearTimeout(timer);
+      reject(new Error(`app exited with ${code} before listening:\n${output}`));
+    });
   });
   return { child, baseUrl: port ? `http://127.0.0.1:${port}` : '', output: () => output, exited };
 }
