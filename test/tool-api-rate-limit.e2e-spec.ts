@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { bearer, makeApiKey, makeUser } from './support/factories.js';
 import { oauthTokens } from './support/oauth-helpers.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -28,6 +29,24 @@ describe('Area A per-key rate limit', () => {
     await call(await makeKey()).expect(200);
     // A bad key is rejected before it can spend anyone's budget.
     await app.http.post('/api/v1/public/mcp/call').send({ name: 'list_tasks' }).expect(401);
+  });
+
+  // The limiter's script runs by its digest (EVALSHA); a Redis that lost its scripts (a restart, SCRIPT FLUSH) gets the
+  // text again, and the count goes on where it was.
+  (process.env.TEST_REDIS_URL ? it : it.skip)('still counts after Redis forgets its scripts', async () => {
+    const user = await makeUser(app);
+    const { key } = await makeApiKey(app, user, { scopes: ['tasks:read'] });
+    const call = () => app.http.post('/api/v1/public/mcp/call').set(bearer(key)).send({ name: 'list_tasks' });
+    await call().expect(200);
+    const redis = new Redis(process.env.TEST_REDIS_URL!, { maxRetriesPerRequest: 1 });
+    try {
+      await redis.script('FLUSH');
+    } finally {
+      redis.disconnect();
+    }
+    await call().expect(200);
+    await call().expect(200);
+    expect((await call().expect(429)).body.error.code).toBe('rate_limited');
   });
 
   it('an OAuth grant has a budget of its own, shared by every access token of that grant', async () => {

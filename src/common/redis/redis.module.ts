@@ -13,6 +13,9 @@ export function createRedisClient(url: string): Redis {
     enableOfflineQueue: true,
     connectTimeout: 3000,
     lazyConnect: false,
+    // The per-key limit is one command per tool call: those issued in the same tick share one write (and
+    // one read of the answers) instead of a syscall each.
+    enableAutoPipelining: true,
   });
 }
 

@@ -11,16 +11,10 @@ import mammoth from 'mammoth';
 import { getDocumentProxy } from 'unpdf';
 import { decodeUtf8, type DocumentKind } from './document-type.js';
 import type { ExtractionLimits } from './extraction-limits.js';
+import { TextExtractionError } from './text-extraction-error.js';
 
 export type { ExtractionLimits };
-
-/** A file that cannot be turned into text: the document ends `failed` with this message. */
-export class TextExtractionError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'TextExtractionError';
-  }
-}
+export { TextExtractionError };
 
 /** Counts the steps of loops whose length depends on the input (the linear-work spec reads it). */
 export interface OperationCounter {

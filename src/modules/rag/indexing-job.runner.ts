@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DocumentIndexStateService, type DocumentForIndexing } from '../documents/document-index-state.service.js';
-import { TextExtractionError } from '../documents/document-text-extractor.js';
+import { TextExtractionError } from '../documents/text-extraction-error.js';
 import { kindOfMime } from '../documents/document-type.js';
 import { ChunkWriterService } from './chunk-writer.service.js';
 import { IngestSandbox } from './sandbox/ingest-sandbox.service.js';

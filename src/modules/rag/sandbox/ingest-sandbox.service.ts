@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Piscina } from 'piscina';
 import type { AppConfig } from '../../../config/app-config.js';
 import { APP_CONFIG } from '../../../config/app-config.token.js';
-import { TextExtractionError } from '../../documents/document-text-extractor.js';
+import { TextExtractionError } from '../../documents/text-extraction-error.js';
 import type { DocumentKind } from '../../documents/document-type.js';
 import type { ChunkerOptions, TextChunk } from '../chunking/chunker.js';
 import type { VectorBatch } from '../embeddings/embedding-provider.js';
