@@ -12,7 +12,7 @@
  * server's peak RSS; then the means and the ratios to the bare handler.
  * Targets (list_tasks, each gateway): throughput >= 0.85x the bare handler, p99 <= 1.5x, RSS <= 250 MB.
  * BENCH_ROUNDS, BENCH_DURATION, BENCH_CONNECTIONS change the runs; BENCH_SCENARIOS=list_tasks,create_task picks
- * scenarios; BENCH_PROFILE_DIR writes a V8 CPU profile of each server, gateways and bare (and prints how many calls each answered).
+ * scenarios; BENCH_NODE_FLAGS replaces the CMD's Node flags for the gateways; BENCH_PROFILE_DIR writes a V8 CPU profile of each server, gateways and bare (and prints how many calls each answered).
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -177,8 +177,13 @@ interface Target {
   calls: number;
 }
 
-/** The Node flags the Dockerfile's CMD starts the API with (e.g. the young-generation size), so the bench runs it the same way. */
+/**
+ * The Node flags the Dockerfile's CMD starts the API with (e.g. the young-generation size), so the bench runs it the
+ * same way. BENCH_NODE_FLAGS (space-separated, may be empty) replaces them, to measure the flags themselves.
+ */
 function productionNodeFlags(): string[] {
+  const override = process.env.BENCH_NODE_FLAGS;
+  if (override !== undefined) return override.split(' ').filter(Boolean);
   const cmd = readFileSync(join(__dirname, '..', '..', 'Dockerfile'), 'utf8')
     .split('\n')
     .filter((line) => line.startsWith('CMD '))
@@ -225,7 +230,8 @@ async function main(): Promise<void> {
       if (res.status !== 200 || body.result.length !== 50) throw new Error(`${target.label} answered ${res.status} with ${body.result?.length} rows`);
     }
     const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-    console.log(`gateway started as the Dockerfile does: node ${profileArgs.join(' ')}`);
+    const flagsSource = process.env.BENCH_NODE_FLAGS === undefined ? "the Dockerfile CMD's flags" : 'BENCH_NODE_FLAGS';
+    console.log(`gateway started with: node ${profileArgs.join(' ')} (${flagsSource})`);
     console.log(`${ROUNDS} alternating rounds of ${DURATION} s per scenario, ${CONNECTIONS} connections, ${KEYS} keys, load average at start ${load}`);
     const summary: string[] = [];
     for (const scenario of SCENARIO_NAMES) {
