@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { generateApiKey, hashApiKey } from '../src/modules/api-keys/api-key-format.js';
 import { BENCH_PEPPER, SCENARIOS, type Scenario } from './bench-env.js';
+import { nodeFlagsSource, productionNodeFlags } from './production-node-flags.js';
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL;
@@ -177,21 +178,6 @@ interface Target {
   calls: number;
 }
 
-/**
- * The Node flags the Dockerfile's CMD starts the API with (e.g. the young-generation size), so the bench runs it the
- * same way. BENCH_NODE_FLAGS (space-separated, may be empty) replaces them, to measure the flags themselves.
- */
-function productionNodeFlags(): string[] {
-  const override = process.env.BENCH_NODE_FLAGS;
-  if (override !== undefined) return override.split(' ').filter(Boolean);
-  const cmd = readFileSync(join(__dirname, '..', '..', 'Dockerfile'), 'utf8')
-    .split('\n')
-    .filter((line) => line.startsWith('CMD '))
-    .pop();
-  const args = cmd ? (JSON.parse(cmd.slice(4)) as string[]) : [];
-  return args[0] === 'node' ? args.slice(1).filter((arg) => arg.startsWith('--')) : [];
-}
-
 async function main(): Promise<void> {
   const name = `atrium_bench_${randomBytes(4).toString('hex')}`;
   const admin = new Client({ connectionString: SERVER_URL });
@@ -230,8 +216,7 @@ async function main(): Promise<void> {
       if (res.status !== 200 || body.result.length !== 50) throw new Error(`${target.label} answered ${res.status} with ${body.result?.length} rows`);
     }
     const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-    const flagsSource = process.env.BENCH_NODE_FLAGS === undefined ? "the Dockerfile CMD's flags" : 'BENCH_NODE_FLAGS';
-    console.log(`gateway started with: node ${profileArgs.join(' ')} (${flagsSource})`);
+    console.log(`gateway started with: node ${profileArgs.join(' ')} (${nodeFlagsSource()})`);
     console.log(`${ROUNDS} alternating rounds of ${DURATION} s per scenario, ${CONNECTIONS} connections, ${KEYS} keys, load average at start ${load}`);
     const summary: string[] = [];
     for (const scenario of SCENARIO_NAMES) {

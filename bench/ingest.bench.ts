@@ -22,7 +22,7 @@
  * BENCH_KINDS=text,pdf,docx picks the phases (default all three). BENCH_PROFILE_DIR=dir starts the server with
  * `--cpu-prof --cpu-prof-dir=dir` (a .cpuprofile per thread when it exits). BENCH_LOOP_DELAY=1 preloads
  * loop-delay-probe.js and prints the server's event-loop delay while documents were ingested (the highest p99 and
- * max of any one document).
+ * max of any one document). The server runs with the Dockerfile CMD's Node flags; BENCH_NODE_FLAGS replaces them.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -33,6 +33,7 @@ import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { docxOf, pdfWithPages, proseText } from './document-builders.js';
 import { jsonOrUndefined, listeningPort, percentile } from './load-scenario.js';
+import { nodeFlagsSource, productionNodeFlags } from './production-node-flags.js';
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const EMBEDDED = SERVER_URL === 'embedded';
@@ -129,9 +130,11 @@ async function main(): Promise<void> {
   // The "listening" line is logged at info; keep the rest quiet.
   env.LOG_LEVEL = 'info';
   const nodeFlags = [
+    ...productionNodeFlags(),
     ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []),
     ...(LOOP_DELAY ? ['--require', join(__dirname, 'loop-delay-probe.js')] : []),
   ];
+  console.log(`server started with: node ${nodeFlags.join(' ')} (${nodeFlagsSource()})`);
   const child = spawn(process.execPath, [...nodeFlags, join(__dirname, '..', 'src', 'main.js')], {
     env,
     stdio: ['ignore', 'pipe', 'inherit', ...(LOOP_DELAY ? (['ipc'] as const) : [])],
