@@ -1,7 +1,9 @@
-import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { WriteBehindBuffer } from '../../common/batching/write-behind-buffer.js';
+import { Injectable, Logger } from '@nestjs/common';
+import { WriteBehindRecorder } from '../../common/batching/write-behind-recorder.js';
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import { ToolCredentialsRepository, type ToolCredentialUsage } from './tool-credentials.repository.js';
+
+const logger = new Logger('ApiKeyUsage');
 
 /**
  * The usage log of API keys and OAuth grants (tool, status, duration of each call), written behind in small batches because the
@@ -11,35 +13,15 @@ import { ToolCredentialsRepository, type ToolCredentialUsage } from './tool-cred
  * on this instance, and on shutdown; a crash can lose at most the last 200 ms of log rows.
  */
 @Injectable()
-export class ApiKeyUsageRecorder implements OnModuleInit, OnApplicationShutdown {
-  private readonly logger = new Logger('ApiKeyUsage');
-  private readonly buffer: WriteBehindBuffer<ToolCredentialUsage>;
-
+export class ApiKeyUsageRecorder extends WriteBehindRecorder<ToolCredentialUsage> {
   constructor(@InjectDb() db: Db, credentials: ToolCredentialsRepository) {
-    this.buffer = new WriteBehindBuffer<ToolCredentialUsage>({
+    super({
       // One transaction: a retry after a failure must not write one kind's rows twice.
       write: (batch) => db.transaction().execute((trx) => credentials.insertUsage(batch, trx)),
-      onError: (error) => this.logger.warn({ msg: 'Could not write API key usage; will retry', error: (error as Error).message }),
+      onError: (error) => logger.warn({ msg: 'Could not write API key usage; will retry', error: (error as Error).message }),
       flushEveryMs: 200,
       batchSize: 500,
       maxBuffered: Number.MAX_SAFE_INTEGER,
     });
-  }
-
-  onModuleInit(): void {
-    this.buffer.start();
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    await this.buffer.stop();
-  }
-
-  record(entry: ToolCredentialUsage): void {
-    this.buffer.add(entry);
-  }
-
-  /** Writes everything recorded so far; resolves once it is in the database. */
-  flush(): Promise<void> {
-    return this.buffer.flush();
   }
 }
