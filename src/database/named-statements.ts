@@ -23,28 +23,40 @@ export const InjectNamedStatements = (): ParameterDecorator => Inject(NAMED_STAT
  * constants are inlined (a generic plan with a parameterised LIMIT or a `$n IS NULL OR …` filter can lose the
  * index scans that make the statement cheap; see the README). Each connection keeps at most a handful.
  *
- * Not used (the statement runs as an ordinary unnamed one through Kysely) on the embedded engine, whose
- * connections share one session (a second Parse of a name on another connection would fail), or with
- * `DATABASE_NAMED_STATEMENTS=false` (a pooler in transaction mode that does not carry prepared statements).
+ * Not used (the statement runs as an ordinary unnamed one through Kysely) on the embedded engine (PGlite, known
+ * by its version string, asked once), whose connections share one session (a second Parse of a name on another
+ * connection would fail), or with `DATABASE_NAMED_STATEMENTS=false` (a pooler in transaction mode that does not
+ * carry prepared statements).
  */
 export class NamedStatements {
   private readonly prepared = new WeakSet<PoolClient>();
+  /** The pool when named statements are on and the server gives each connection its own session. */
+  private pool: Promise<Pool | null> | undefined;
 
   constructor(
     private readonly db: Db,
-    private readonly pool: Pool | null,
+    private readonly configuredPool: Pool | null,
   ) {}
 
-  get enabled(): boolean {
-    return this.pool !== null;
+  private usablePool(): Promise<Pool | null> {
+    this.pool ??= (async () => {
+      if (!this.configuredPool) return null;
+      const { rows } = await this.configuredPool.query<{ shared: boolean }>(`SELECT position('PGlite' in version()) > 0 AS shared`);
+      return rows[0]?.shared ? null : this.configuredPool;
+    })().catch((error: unknown) => {
+      this.pool = undefined;
+      throw error;
+    });
+    return this.pool;
   }
 
   /** The rows of `query`, run on a pooled connection as a named statement (or through Kysely when disabled). */
   async rows<R>(query: RawBuilder<R>): Promise<R[]> {
     const compiled = query.compile(this.db);
-    if (!this.pool) return (await this.db.executeQuery<R>(compiled)).rows;
+    const pool = await this.usablePool();
+    if (!pool) return (await this.db.executeQuery<R>(compiled)).rows;
     const name = `atrium_${createHash('sha1').update(compiled.sql).digest('hex').slice(0, 24)}`;
-    const client = await this.pool.connect();
+    const client = await pool.connect();
     let failure: unknown;
     try {
       // The same per-connection set-up as Kysely gives a connection it takes first (the search session settings).
@@ -87,8 +99,7 @@ export const namedStatementsProvider: Provider = {
   provide: NAMED_STATEMENTS,
   inject: [KYSELY, getDataSourceToken(), APP_CONFIG],
   useFactory: (db: Db, dataSource: DataSource, config: AppConfig): NamedStatements => {
-    // TypeORM's pg pool, as for Kysely (kysely.provider.ts); the embedded engine's connections share one session.
-    const external = config.database.url !== undefined && config.database.namedStatements;
-    return new NamedStatements(db, external ? (dataSource.driver as unknown as { master: Pool }).master : null);
+    // TypeORM's pg pool, as for Kysely (kysely.provider.ts).
+    return new NamedStatements(db, config.database.namedStatements ? (dataSource.driver as unknown as { master: Pool }).master : null);
   },
 };
