@@ -7,7 +7,11 @@ import type { Response } from 'express';
  * For handlers that answer themselves (`@Res()`), e.g. the tool-call route.
  */
 export function sendJson(response: Response, status: number, body: unknown): void {
-  const json = JSON.stringify(body);
+  sendJsonText(response, status, JSON.stringify(body));
+}
+
+/** The same for a body that is already JSON text. */
+export function sendJsonText(response: Response, status: number, json: string): void {
   response.statusCode = status;
   response.setHeader('Content-Type', 'application/json; charset=utf-8');
   response.end(json);

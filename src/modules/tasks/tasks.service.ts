@@ -9,7 +9,7 @@ import { AuditService } from '../audit/audit.service.js';
 import { UsersService } from '../auth/users.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { TASK_PRIORITIES, TASK_STATUSES, type TaskStats, type TaskStatus, type TaskView } from './task.model.js';
-import { TasksRepository, type NewTask, type TaskChanges, type TaskFilter } from './tasks.repository.js';
+import { TasksRepository, type NewTask, type RenderedTaskList, type TaskChanges, type TaskFilter } from './tasks.repository.js';
 
 export interface TaskListFilter extends TaskFilter {
   limit: number;
@@ -44,6 +44,13 @@ export class TasksService {
     this.assertProjectFilter(actor, filter.projectId);
     const { limit, ...where } = filter;
     return this.tasks.list(actor, where, limit + 1);
+  }
+
+  /** The same list as JSON text, rendered by the database (TasksRepository.listRendered): the list_tasks tool's. */
+  async listRendered(actor: Actor, filter: TaskListFilter): Promise<RenderedTaskList> {
+    this.assertProjectFilter(actor, filter.projectId);
+    const { limit, ...where } = filter;
+    return this.tasks.listRendered(actor, where, limit);
   }
 
   async get(actor: Actor, taskId: string): Promise<TaskView> {
