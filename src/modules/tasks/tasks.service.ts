@@ -39,15 +39,8 @@ export class TasksService {
     if (projectId && !isProjectAllowed(actor, projectId)) throw AppException.notFound('Project');
   }
 
-  /** Newest first; fetches `limit + 1` so the caller can tell a truncated list. One SQL statement. */
-  async list(actor: Actor, filter: TaskListFilter): Promise<TaskView[]> {
-    this.assertProjectFilter(actor, filter.projectId);
-    const { limit, ...where } = filter;
-    return this.tasks.list(actor, where, limit + 1);
-  }
-
-  /** The same list as JSON text, rendered by the database (TasksRepository.listRendered): the list_tasks tool's. */
-  async listRendered(actor: Actor, filter: TaskListFilter): Promise<RenderedTaskList> {
+  /** Newest first, as the JSON text of the views (TasksRepository.listRendered); `found` > `limit` when cut. */
+  async list(actor: Actor, filter: TaskListFilter): Promise<RenderedTaskList> {
     this.assertProjectFilter(actor, filter.projectId);
     const { limit, ...where } = filter;
     return this.tasks.listRendered(actor, where, limit);

@@ -69,7 +69,7 @@ export class TasksToolProvider {
     parameters: LIST_TASKS,
   })
   async listTasks(args: ToolArgs<typeof LIST_TASKS>, actor: Actor): Promise<ToolList> {
-    const { json, found } = await this.tasks.listRendered(actor, {
+    const { json, found } = await this.tasks.list(actor, {
       status: filterOrUndefined(args.status),
       assigneeId: filterOrUndefined(args.assignee_id),
       projectId: filterOrUndefined(args.project_id),
