@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Headers, HttpCode, Post, Res, UseGuards, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { sendJson, sendJsonText } from '../../common/http/send-json.js';
+import { sendJson, sendJsonResult } from '../../common/http/send-json.js';
 import { ApiBareData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { TOOL_CALL_REQUEST, TOOL_CALL_RESPONSE, TOOL_LIST_RESPONSE } from './tool-openapi.js';
 import type { Response } from 'express';
@@ -71,6 +71,6 @@ export class ToolApiController {
     // Answered here rather than returned: a POST answer needs no ETag (see sendJson). Errors thrown above
     // still go through the exception filter. A result the tool had written as JSON text goes out as it is.
     if (outcome.resultJson === undefined) sendJson(response, 200, { result: outcome.result });
-    else sendJsonText(response, 200, `{"result":${outcome.resultJson}}`);
+    else sendJsonResult(response, outcome.resultJson);
   }
 }
