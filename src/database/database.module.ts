@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { buildDataSourceOptions } from './data-source-options.js';
+import { CallCountDb } from './call-count-db.js';
 import { kyselyProvider } from './kysely.provider.js';
 import { runMigrationsUnderLock } from './migrations-runner.js';
 
@@ -13,8 +14,8 @@ export class DatabaseModule {
       module: DatabaseModule,
       // Global: every feature module's repositories inject the one Kysely client (InjectDb).
       global: true,
-      providers: [kyselyProvider],
-      exports: [kyselyProvider],
+      providers: [kyselyProvider, CallCountDb],
+      exports: [kyselyProvider, CallCountDb],
       imports: [
         TypeOrmModule.forRootAsync({
           useFactory: () => ({
