@@ -29,6 +29,9 @@ export class CallCountDb implements OnApplicationShutdown {
     const { max: _sharedSize, ...extra } = options.extra ?? {};
     this.ownPool = new Pool({ ...extra, connectionString: options.url, max: CALL_COUNT_CONNECTIONS });
     keepCheckedOutClientErrorsHandled(this.ownPool);
+    // An idle connection that dies (the database restarting) is dropped by the pool, which then emits 'error'
+    // on itself: unheard, Node would turn that into an uncaught exception (drill-outages).
+    this.ownPool.on('error', () => undefined);
   }
 
   /** The client the count statement runs on: the own pool on PostgreSQL, the shared one on the embedded engine. */
