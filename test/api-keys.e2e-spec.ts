@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import { Client } from 'pg';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { createTestDatabase, deploymentEnv, describeOnSharedServices, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
@@ -276,5 +277,49 @@ describeOnSharedServices('API key call counts across two instances of one deploy
     const one = await first.http.get(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
     // 4 answered calls and the 2 refused for scope (a usable key's call counts, as before); the expired ones do not.
     expect(one.body.data).toMatchObject({ status: 'expired', callCount: 6 });
+  });
+});
+
+describeOnSharedServices('the call count has a lane of its own (real PostgreSQL only)', () => {
+  let app: TestApp;
+
+  beforeAll(async () => {
+    app = await startTestApp({ env: { DATABASE_POOL_SIZE: '2' } });
+  }, 180_000);
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('commits a call’s count while every connection of the shared pool is busy: the count never queues behind reads', async () => {
+    const user = await makeUser(app);
+    const key = await makeApiKey(app, user);
+    const dataSource = app.app.get(DataSource);
+    // A first call: the process verifies the key once (a lookup on the shared pool); later calls are only counted.
+    await app.http.post('/api/v1/public/mcp/call').set(bearer(key.key)).send({ name: 'list_tasks', arguments: {} }).expect(200);
+    // Both shared connections sleep; the next call's list has to wait for them, its count does not.
+    const busy = [dataSource.query(`SELECT pg_sleep(5)`), dataSource.query(`SELECT pg_sleep(5)`)];
+    let poolFree = false;
+    void Promise.all(busy).then(() => (poolFree = true));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const call = app.http
+      .post('/api/v1/public/mcp/call')
+      .set(bearer(key.key))
+      .send({ name: 'list_tasks', arguments: {} })
+      .then((res) => res.status);
+    const observer = new Client({ connectionString: app.database.url });
+    await observer.connect();
+    try {
+      let counted = 1;
+      for (let i = 0; i < 60 && counted === 1; i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        counted = Number((await observer.query(`SELECT call_count FROM api_keys WHERE id = $1`, [key.id])).rows[0].call_count);
+      }
+      expect(counted).toBe(2);
+      expect(poolFree).toBe(false); // counted while both shared connections were still sleeping
+      expect(await call).toBe(200);
+    } finally {
+      await observer.end();
+      await Promise.all(busy);
+    }
   });
 });

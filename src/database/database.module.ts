@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { buildDataSourceOptions } from './data-source-options.js';
+import { CallCountDb } from './call-count-db.js';
 import { kyselyProvider } from './kysely.provider.js';
 import { namedStatementsProvider } from './named-statements.js';
 import { runMigrationsUnderLock } from './migrations-runner.js';
@@ -14,8 +15,8 @@ export class DatabaseModule {
       module: DatabaseModule,
       // Global: every feature module's repositories inject the one Kysely client (InjectDb).
       global: true,
-      providers: [kyselyProvider, namedStatementsProvider],
-      exports: [kyselyProvider, namedStatementsProvider],
+      providers: [kyselyProvider, namedStatementsProvider, CallCountDb],
+      exports: [kyselyProvider, namedStatementsProvider, CallCountDb],
       imports: [
         TypeOrmModule.forRootAsync({
           useFactory: () => ({

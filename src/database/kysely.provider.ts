@@ -49,7 +49,7 @@ const guardedClients = new WeakSet<PoolClient>();
  * process down (the outage drill caught it). The failure still reaches the caller: the client is no longer
  * queryable, its next statement fails, and pg-pool discards it on release.
  */
-function keepCheckedOutClientErrorsHandled(pool: Pool): void {
+export function keepCheckedOutClientErrorsHandled(pool: Pool): void {
   pool.on('acquire', (client) => {
     if (guardedClients.has(client)) return;
     guardedClients.add(client);

@@ -3,6 +3,7 @@ import { sql, type CompiledQuery, type Selectable } from 'kysely';
 import { decodeCursor, toPage, type Page } from '../../common/pagination/cursor-page.js';
 import type { ApiKeys, DB } from '../../database/database.types.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
+import { CallCountDb } from '../../database/call-count-db.js';
 import type { ToolCredentialKind } from './api-key.principal.js';
 
 /** What the user allowed a credential (or a pending OAuth code) to do: scopes, pins and write confirmation. */
@@ -94,7 +95,10 @@ export class ToolCredentialsRepository {
   /** The call-count statement of each kind, compiled once (it runs for every Area A call batch). */
   private readonly addCallsQuery: Record<ToolCredentialKind, CompiledQuery>;
 
-  constructor(@InjectDb() private readonly db: Db) {
+  constructor(
+    @InjectDb() private readonly db: Db,
+    private readonly callCountDb: CallCountDb,
+  ) {
     const addCalls = (kind: ToolCredentialKind): CompiledQuery => {
       const table = sql.table(TABLES[kind].credentials);
       const none: string[] = [];
@@ -123,7 +127,8 @@ export class ToolCredentialsRepository {
    * both: see ApiKeyCallCounterService.
    */
   async addCalls(kind: ToolCredentialKind, ids: string[], calls: number[]): Promise<ToolCredentialAuthorisation[]> {
-    const { rows } = await this.db.executeQuery<AuthorisationRow>({ ...this.addCallsQuery[kind], parameters: [ids, calls] });
+    // On a lane of its own (CallCountDb): every call waits for this statement, which must not queue behind reads.
+    const { rows } = await (await this.callCountDb.lane()).executeQuery<AuthorisationRow>({ ...this.addCallsQuery[kind], parameters: [ids, calls] });
     return rows.map(toAuthorisation);
   }
 
