@@ -22,7 +22,9 @@
  * BENCH_KINDS=text,pdf,docx picks the phases (default all three). BENCH_PROFILE_DIR=dir starts the server with
  * `--cpu-prof --cpu-prof-dir=dir` (a .cpuprofile per thread when it exits). BENCH_LOOP_DELAY=1 preloads
  * loop-delay-probe.js and prints the server's event-loop delay while documents were ingested (the highest p99 and
- * max of any one document). The server runs with the Dockerfile CMD's Node flags; BENCH_NODE_FLAGS replaces them.
+ * max of any one document). BENCH_TRACE=1 prints, per phase, when the slow calls (above 1.5× the baseline p99)
+ * started relative to their document's upload (100 ms steps for the first second, then 500 ms) and how many the quiet
+ * gaps had. The server runs with the Dockerfile CMD's Node flags; BENCH_NODE_FLAGS replaces them.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
