@@ -291,6 +291,35 @@ describe('RAG (e2e)', () => {
     expect(row).toMatchObject({ status: 'succeeded', done: total, failed: 0 });
   });
 
+  // A second session holds the lock the indexing waits on; the embedded engine has one session, so PostgreSQL only.
+  (process.env.TEST_DATABASE_URL ? it : it.skip)('a statement canceled while a document indexes (a timeout under load) retries the job: the document ends indexed, not failed', async () => {
+    const dataSource = app.app.get(DataSource);
+    const blocker = dataSource.createQueryRunner();
+    await blocker.connect();
+    await blocker.startTransaction();
+    try {
+      // INSERTs into document_chunks wait behind this lock; reads do not.
+      await blocker.query(`LOCK TABLE document_chunks IN SHARE ROW EXCLUSIVE MODE`);
+      const doc = await upload(owner, 'interrupted.txt', 'Patient narwhal interrupted mid-index.', true);
+      const waiting = await waitFor(async () => {
+        const rows: { pid: number }[] = await dataSource.query(
+          `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%document_chunks%'`,
+        );
+        return rows[0];
+      });
+      // What statement_timeout does to a statement that waited too long: SQLSTATE 57014, "canceling statement".
+      await dataSource.query(`SELECT pg_cancel_backend($1)`, [waiting.pid]);
+      await blocker.commitTransaction();
+      const indexed = await waitIndexed(owner, doc.id);
+      expect(indexed).toMatchObject({ status: 'indexed', error: null });
+      const hits = (await search(owner, 'patient narwhal').expect(200)).body.data.results;
+      expect(hits.map((hit: { documentId: string }) => hit.documentId)).toContain(doc.id);
+    } finally {
+      if (blocker.isTransactionActive) await blocker.rollbackTransaction();
+      await blocker.release();
+    }
+  });
+
   it('ingest with documentIds re-uses the content hash: no duplicate work', async () => {
     const doc = await upload(member, 'stable.txt', 'Idempotent armadillo ledger.', true);
     await waitIndexed(member, doc.id);

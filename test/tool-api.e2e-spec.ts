@@ -19,6 +19,11 @@ describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency,
 
   const makeKey = (user: TestUser, scopes: string[], options: Omit<ApiKeyOptions, 'scopes'> = {}) => makeApiKey(app, user, { scopes, ...options });
   const call = (key: string, name: string, args?: unknown, headers: Record<string, string> = {}) => callTool(app, key, name, args, headers);
+  const mcpClient = async (key: string) => {
+    const client = new Client({ name: 'atrium-e2e', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${app.baseUrl}/api/v1/public/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+    return client;
+  };
 
   beforeAll(async () => {
     // The throw-away provider (a new module under a new scope) rides along: see 'a provider added in its own module'.
@@ -73,11 +78,6 @@ describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency,
   });
 
   describe('a provider added in its own module, under a new scope, with no edit anywhere else', () => {
-    const mcpClient = async (key: string) => {
-      const client = new Client({ name: 'atrium-e2e', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${app.baseUrl}/api/v1/public/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
-      return client;
-    };
 
     it('is in the scope catalog, can be put on a key, and is listed and called on both doors; other keys get 403 insufficient_scope', async () => {
       const catalog = await app.http.get('/api/api-keys/scopes').set(bearer(alice.token)).expect(200);
@@ -265,6 +265,46 @@ describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency,
       const whole = await call(key, 'list_tasks', { limit: 3 }).expect(200);
       expect(whole.headers['x-truncated']).toBeUndefined();
       expect(whole.body.result).toHaveLength(3);
+    });
+
+    it('answers list_tasks as the database wrote it: byte for byte what JSON.stringify writes of the tasks get_task and the MCP door show, in order to the microsecond', async () => {
+      const user = await makeUser(app);
+      const key = (await makeKey(user, ['tasks:read', 'tasks:write'])).key;
+      // Text JSON must escape (quotes, backslashes, control characters) and text it must not (non-ASCII, a surrogate pair, U+2028).
+      const created: { id: string }[] = [];
+      for (const [title, description, due_date] of [
+        ['quote " backslash \\ slash /', 'line\nbreak\ttab\r\u0001\u001f\u007f', '2028-02-29'],
+        ['é ü ß 日本 😀', 'separator\u2028paragraph\u2029end', ''],
+        ['same millisecond, later', '', '0999-01-01'],
+        ['same millisecond, earlier', '', ''],
+      ]) {
+        created.push((await call(key, 'create_task', { title, description, ...(due_date && { due_date }) }).expect(200)).body.result);
+      }
+      // Two tasks in the same millisecond, the one with the smaller id a microsecond later: the list's order is
+      // (created_at, id) as stored, which the millisecond text alone would get wrong.
+      const [low, high] = [created[2].id, created[3].id].sort();
+      await db.query(`UPDATE tasks SET created_at = '2030-01-01 00:00:00.123457+00' WHERE id = $1`, [low]);
+      await db.query(`UPDATE tasks SET created_at = '2030-01-01 00:00:00.123456+00' WHERE id = $1`, [high]);
+      const order = [low, high, created[1].id, created[0].id];
+
+      const listed = await call(key, 'list_tasks', { limit: 3 }).expect(200);
+      expect(listed.headers['x-truncated']).toBe('true');
+      const tasks = [];
+      for (const id of order) tasks.push((await call(key, 'get_task', { task_id: id }).expect(200)).body.result);
+      expect(tasks.slice(0, 2).map((t) => t.created_at)).toEqual(['2030-01-01T00:00:00.123Z', '2030-01-01T00:00:00.123Z']);
+      expect(listed.text).toBe(JSON.stringify({ result: tasks.slice(0, 3) }));
+      const whole = await call(key, 'list_tasks', { limit: 4 }).expect(200);
+      expect(whole.headers['x-truncated']).toBeUndefined();
+      expect(whole.text).toBe(JSON.stringify({ result: tasks }));
+      expect((await call(key, 'list_tasks', { status: 'done' }).expect(200)).text).toBe('{"result":[]}');
+
+      const client = await mcpClient(key);
+      try {
+        const result = await client.callTool({ name: 'list_tasks', arguments: { limit: 3 } });
+        expect(result.structuredContent).toEqual({ items: tasks.slice(0, 3), truncated: true });
+      } finally {
+        await client.close();
+      }
     });
   });
 

@@ -349,6 +349,7 @@ export interface Tasks {
   status: Generated<string>;
   title: string;
   updated_at: Generated<Timestamp>;
+  view_json: Generated<string>;
 }
 
 export interface Users {

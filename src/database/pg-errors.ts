@@ -25,3 +25,16 @@ export function isConnectionFailure(error: unknown, depth = 0): boolean {
   if (Array.isArray(nested.errors) && nested.errors.some((e) => isConnectionFailure(e, depth + 1))) return true;
   return isConnectionFailure(nested.cause, depth + 1) || isConnectionFailure(nested.driverError, depth + 1);
 }
+
+/**
+ * SQLSTATEs of a statement that failed for the moment, not for what it asked: canceled by statement_timeout
+ * (57014) or lock_timeout (55P03), chosen as a deadlock victim (40P01), a serialization failure (40001), too many
+ * connections (53300). Run again later, the same statement can succeed.
+ */
+const TRANSIENT_STATES = new Set(['57014', '55P03', '40P01', '40001', '53300']);
+
+/** A failure worth retrying: the database unavailable, or a statement that failed for the moment (TRANSIENT_STATES). */
+export function isTransientDatabaseFailure(error: unknown): boolean {
+  const state = sqlState(error);
+  return (state !== undefined && TRANSIENT_STATES.has(state)) || isConnectionFailure(error);
+}

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { ErrorCode } from '../../src/common/errors/error-code.js';
+import type { TaskView } from '../../src/modules/tasks/task.model.js';
 import { TasksService } from '../../src/modules/tasks/tasks.service.js';
 import { actorOf, useMediumContext, type TaskRow, type UserRow } from '../support/medium.js';
 
@@ -12,6 +13,8 @@ describe('TasksService (medium: real database, no HTTP)', () => {
   const medium = useMediumContext();
   const tasks = () => medium().get(TasksService);
   const ids = (rows: { id: string }[]) => rows.map((row) => row.id);
+  /** The tasks a list shows (the service answers their JSON text). */
+  const listed = async (...args: Parameters<TasksService['list']>): Promise<TaskView[]> => JSON.parse((await tasks().list(...args)).json) as TaskView[];
   /** Newest first, as the service orders them (the factory makes each task younger than the previous one). */
   const newestFirst = (rows: TaskRow[]) => [...rows].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime()).map((row) => row.id);
   /** Today as the database sees it (UTC), so the test and the statement agree on the day even near midnight. */
@@ -46,19 +49,20 @@ describe('TasksService (medium: real database, no HTTP)', () => {
     });
 
     it('returns what the actor created or is assigned, newest first, and nothing else', async () => {
-      const listed = await tasks().list(actorOf(owner), { limit: 50 });
-      expect(ids(listed)).toEqual(newestFirst(all));
+      expect(ids(await listed(actorOf(owner), { limit: 50 }))).toEqual(newestFirst(all));
     });
 
-    it('fetches limit + 1 rows so a caller can tell the list was cut, keeping the order', async () => {
-      const listed = await tasks().list(actorOf(owner), { limit: 2 });
-      expect(ids(listed)).toEqual(newestFirst(all).slice(0, 3));
+    it('shows limit rows and says it found one more when the list was cut, keeping the order', async () => {
+      const cut = await tasks().list(actorOf(owner), { limit: 2 });
+      expect(ids(JSON.parse(cut.json))).toEqual(newestFirst(all).slice(0, 2));
+      expect(cut.found).toBe(3);
+      expect((await tasks().list(actorOf(owner), { limit: all.length })).found).toBe(all.length);
     });
 
     it('filters by status, priority, assignee and project, alone and combined', async () => {
       const actor = actorOf(owner);
       const expectIds = async (filter: Parameters<TasksService['list']>[1], expected: TaskRow[]) =>
-        expect(ids(await tasks().list(actor, filter))).toEqual(newestFirst(expected));
+        expect(ids(await listed(actor, filter))).toEqual(newestFirst(expected));
       await expectIds({ limit: 50, status: 'todo' }, [all[0], all[2]]);
       await expectIds({ limit: 50, priority: 'medium' }, [all[3], all[4]]);
       await expectIds({ limit: 50, assigneeId: colleague.id }, [all[2]]);
@@ -69,22 +73,22 @@ describe('TasksService (medium: real database, no HTTP)', () => {
 
     it('dueBefore is strictly before that calendar day; tasks without a due date never match', async () => {
       const actor = actorOf(owner);
-      expect(ids(await tasks().list(actor, { limit: 50, dueBefore: '2026-03-02' }))).toEqual(newestFirst([all[0], all[3]]));
-      expect(ids(await tasks().list(actor, { limit: 50, dueBefore: '2026-02-28' }))).toEqual([]);
+      expect(ids(await listed(actor, { limit: 50, dueBefore: '2026-03-02' }))).toEqual(newestFirst([all[0], all[3]]));
+      expect(ids(await listed(actor, { limit: 50, dueBefore: '2026-02-28' }))).toEqual([]);
       // The date comes back as written: no time zone shifts a calendar day.
       expect((await tasks().get(actor, all[1].id)).due_date).toBe('2026-03-02');
     });
 
     it('a pinned actor sees only tasks inside its projects (no personal ones), and a filter outside the pins is not found', async () => {
       const pinned = actorOf(owner, { projectIds: [projectId] });
-      expect(ids(await tasks().list(pinned, { limit: 50 }))).toEqual(newestFirst([all[1], all[2], all[4]]));
-      await expect(tasks().list(pinned, { limit: 50, projectId: otherProjectId })).rejects.toMatchObject({ code: ErrorCode.NotFound });
+      expect(ids(await listed(pinned, { limit: 50 }))).toEqual(newestFirst([all[1], all[2], all[4]]));
+      await expect(listed(pinned, { limit: 50, projectId: otherProjectId })).rejects.toMatchObject({ code: ErrorCode.NotFound });
       await expect(tasks().get(pinned, all[0].id)).rejects.toMatchObject({ code: ErrorCode.NotFound });
     });
 
     it('the colleague sees what they created or are assigned, not the rest of the project', async () => {
-      const listed = await tasks().list(actorOf(colleague), { limit: 50, projectId });
-      expect(listed.map((task) => task.title).sort()).toEqual(['assigned to colleague', 'colleague assigns owner', 'colleague only']);
+      const shown = await listed(actorOf(colleague), { limit: 50, projectId });
+      expect(shown.map((task) => task.title).sort()).toEqual(['assigned to colleague', 'colleague assigns owner', 'colleague only']);
     });
   });
 

@@ -1,5 +1,7 @@
 import type { Response } from 'express';
 
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
 /**
  * Writes a JSON answer the way Express's `res.json` would (same Content-Type, Content-Length from Node),
  * without its ETag: Express hashes every body it sends (SHA-1 of the whole JSON) so a conditional GET can
@@ -7,8 +9,26 @@ import type { Response } from 'express';
  * For handlers that answer themselves (`@Res()`), e.g. the tool-call route.
  */
 export function sendJson(response: Response, status: number, body: unknown): void {
-  const json = JSON.stringify(body);
   response.statusCode = status;
-  response.setHeader('Content-Type', 'application/json; charset=utf-8');
-  response.end(json);
+  response.setHeader('Content-Type', JSON_CONTENT_TYPE);
+  response.end(JSON.stringify(body));
+}
+
+const OPEN_RESULT = Buffer.from('{"result":');
+const CLOSE_RESULT = Buffer.from('}');
+
+/**
+ * `{"result": <json>}` (200) for a result that is already JSON text (a list PostgreSQL wrote). The text goes out
+ * as one Buffer between two constant ones, in one socket write (Node corks a response's writes within a tick):
+ * wrapping it in a string and ending with that copied ~15 KB twice more on the young heap (the wrapped string, then
+ * the header and body joined) on every 50-task list.
+ */
+export function sendJsonResult(response: Response, resultJson: string): void {
+  const body = Buffer.from(resultJson, 'utf8');
+  response.statusCode = 200;
+  response.setHeader('Content-Type', JSON_CONTENT_TYPE);
+  response.setHeader('Content-Length', OPEN_RESULT.length + body.length + CLOSE_RESULT.length);
+  response.write(OPEN_RESULT);
+  response.write(body);
+  response.end(CLOSE_RESULT);
 }

@@ -94,7 +94,7 @@ export class DocumentsToolProvider {
       query: filterOrUndefined(args.query),
       limit: args.limit,
     });
-    return new ToolList(
+    return ToolList.of(
       items.map((document) => toToolDocumentView(document)),
       truncated,
     );

@@ -95,7 +95,7 @@ const WORKFLOW_RUN_SCHEMA = objectOf({
   url: uri,
 });
 
-const toToolList = <T>(result: ListResult<T>): ToolList<T> => new ToolList(result.items, result.truncated);
+const toToolList = <T>(result: ListResult<T>): ToolList<T> => ToolList.of(result.items, result.truncated);
 
 /** The seven GitHub tools: thin adapters over GithubService, which owns registration, pins and GitHub's errors. */
 @ToolProvider({

@@ -5,6 +5,7 @@ import { kindOfMime } from '../documents/document-type.js';
 import { ChunkWriterService } from './chunk-writer.service.js';
 import { IngestSandbox } from './sandbox/ingest-sandbox.service.js';
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import { isTransientDatabaseFailure } from '../../database/pg-errors.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
@@ -109,6 +110,13 @@ export class IndexingJobRunner {
       return null;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
+      if (isTransientDatabaseFailure(error)) {
+        // Not the document's fault (a statement timeout under load, a deadlock, the database restarting): the job
+        // fails this attempt and the queue runs it again from this document (attempts and backoff: indexing-jobs
+        // service), writing only what is missing. If every attempt fails, the job and this document end failed.
+        this.logger.warn({ msg: 'document indexing interrupted; the job will retry', documentId, error: message });
+        throw error;
+      }
       this.logger.warn({ msg: 'document indexing failed', documentId, error: message });
       await this.indexState.markFailed(documentId, document.sha256, message);
       return message;

@@ -24,24 +24,30 @@ const unpinned: Actor = { userId: '00000000-0000-4000-8000-000000000001', projec
 const pinned: Actor = { ...unpinned, projectIds: ['00000000-0000-4000-8000-0000000000aa'] };
 
 describe('TasksRepository SQL', () => {
-  it('lists tasks (the Area A list_tasks hot path) in one statement, the access rule in its WHERE', async () => {
+  it('lists tasks (the Area A list_tasks hot path) in one statement: the stored views aggregated in list order, the access rule in its WHERE', async () => {
     const { repository, statements } = recordingRepository();
-    await repository.list(unpinned, { status: 'todo' }, 51);
+    await repository.listRendered(unpinned, { status: 'todo' }, 50).catch(() => undefined); // the DummyDriver answers no row
     expect(statements).toEqual([
       {
         sql:
-          'select "t"."id", "t"."title", "t"."description", "t"."status", "t"."priority", "t"."assignee_id", "t"."creator_id", "t"."project_id", "t"."created_at", "t"."updated_at", t.due_date::text as "due_date" ' +
-          'from "tasks" as "t" where (("t"."creator_id" = $1 OR "t"."assignee_id" = $2) AND true) and "t"."status" = $3 order by "t"."created_at" desc, "t"."id" desc limit $4',
-        parameters: [unpinned.userId, unpinned.userId, 'todo', 51],
+          `SELECT '[' || coalesce(array_to_string((array_agg(s.view_json ORDER BY s.created_at DESC, s.id DESC))[1:$1::int], ','), '') || ']' AS items, count(*)::int AS found ` +
+          'FROM (select "t"."id", "t"."created_at", "t"."view_json" from "tasks" as "t" where (("t"."creator_id" = $2 OR "t"."assignee_id" = $3) AND true) and "t"."status" = $4 ' +
+          'order by "t"."created_at" desc, "t"."id" desc limit $5) AS s',
+        parameters: [50, unpinned.userId, unpinned.userId, 'todo', 51],
       },
     ]);
   });
 
-  it('keeps a pinned caller inside its projects in the same statement', async () => {
+  it('keeps a pinned caller inside its projects in the same statement, compiled once per filter shape', async () => {
     const { repository, statements } = recordingRepository();
-    await repository.list(pinned, {}, 51);
-    expect(statements).toHaveLength(1);
-    expect(statements[0].sql).toContain('AND "t"."project_id" = ANY($3::uuid[]))');
-    expect(statements[0].parameters).toEqual([pinned.userId, pinned.userId, pinned.projectIds, 51]);
+    await repository.listRendered(pinned, {}, 50).catch(() => undefined);
+    await repository.listRendered(pinned, {}, 20).catch(() => undefined);
+    expect(statements).toHaveLength(2);
+    expect(statements[0].sql).toContain('AND "t"."project_id" = ANY($4::uuid[]))');
+    expect(statements[1].sql).toBe(statements[0].sql);
+    expect(statements.map((statement) => statement.parameters)).toEqual([
+      [50, pinned.userId, pinned.userId, pinned.projectIds, 51],
+      [20, pinned.userId, pinned.userId, pinned.projectIds, 21],
+    ]);
   });
 });

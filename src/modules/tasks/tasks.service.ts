@@ -9,7 +9,7 @@ import { AuditService } from '../audit/audit.service.js';
 import { UsersService } from '../auth/users.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { TASK_PRIORITIES, TASK_STATUSES, type TaskStats, type TaskStatus, type TaskView } from './task.model.js';
-import { TasksRepository, type NewTask, type TaskChanges, type TaskFilter } from './tasks.repository.js';
+import { TasksRepository, type NewTask, type RenderedTaskList, type TaskChanges, type TaskFilter } from './tasks.repository.js';
 
 export interface TaskListFilter extends TaskFilter {
   limit: number;
@@ -39,11 +39,11 @@ export class TasksService {
     if (projectId && !isProjectAllowed(actor, projectId)) throw AppException.notFound('Project');
   }
 
-  /** Newest first; fetches `limit + 1` so the caller can tell a truncated list. One SQL statement. */
-  async list(actor: Actor, filter: TaskListFilter): Promise<TaskView[]> {
+  /** Newest first, as the JSON text of the views (TasksRepository.listRendered); `found` > `limit` when cut. */
+  async list(actor: Actor, filter: TaskListFilter): Promise<RenderedTaskList> {
     this.assertProjectFilter(actor, filter.projectId);
     const { limit, ...where } = filter;
-    return this.tasks.list(actor, where, limit + 1);
+    return this.tasks.listRendered(actor, where, limit);
   }
 
   async get(actor: Actor, taskId: string): Promise<TaskView> {

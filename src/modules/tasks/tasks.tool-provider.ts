@@ -69,7 +69,7 @@ export class TasksToolProvider {
     parameters: LIST_TASKS,
   })
   async listTasks(args: ToolArgs<typeof LIST_TASKS>, actor: Actor): Promise<ToolList> {
-    const rows = await this.tasks.list(actor, {
+    const { json, found } = await this.tasks.list(actor, {
       status: filterOrUndefined(args.status),
       assigneeId: filterOrUndefined(args.assignee_id),
       projectId: filterOrUndefined(args.project_id),
@@ -77,7 +77,7 @@ export class TasksToolProvider {
       dueBefore: filterOrUndefined(args.due_before),
       limit: args.limit,
     });
-    return ToolList.fromRows(rows, args.limit);
+    return ToolList.fromJson(json, found, args.limit);
   }
 
   @Tool({

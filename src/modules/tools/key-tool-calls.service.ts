@@ -51,7 +51,8 @@ export class KeyToolCallsService {
       throw refused;
     }
     if (idempotencyKey === undefined || prepared.tool.definition.annotations.readOnlyHint) {
-      return { ...(await this.tools.invoke(prepared, caller.actor)), replayed: false };
+      // Assigned rather than spread: a spread would read `result`, which parses a rendered list's JSON.
+      return Object.assign(await this.tools.invoke(prepared, caller.actor), { replayed: false });
     }
     const { value, replayed } = await this.idempotency.run(
       {

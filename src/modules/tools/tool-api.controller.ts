@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Headers, HttpCode, Post, Res, UseGuards, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { sendJson } from '../../common/http/send-json.js';
+import { sendJson, sendJsonResult } from '../../common/http/send-json.js';
 import { ApiBareData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { TOOL_CALL_REQUEST, TOOL_CALL_RESPONSE, TOOL_LIST_RESPONSE } from './tool-openapi.js';
 import type { Response } from 'express';
@@ -69,7 +69,8 @@ export class ToolApiController {
     if (outcome.replayed) response.setHeader('Idempotent-Replayed', 'true');
     if (outcome.truncated) response.setHeader('X-Truncated', 'true');
     // Answered here rather than returned: a POST answer needs no ETag (see sendJson). Errors thrown above
-    // still go through the exception filter.
-    sendJson(response, 200, { result: outcome.result });
+    // still go through the exception filter. A result the tool had written as JSON text goes out as it is.
+    if (outcome.resultJson === undefined) sendJson(response, 200, { result: outcome.result });
+    else sendJsonResult(response, outcome.resultJson);
   }
 }

@@ -38,17 +38,38 @@ export interface RegisteredTool {
 
 /**
  * What a list tool returns: the rows plus whether more existed than `limit`. The gateway answers the
- * bare array and sets `X-Truncated: true`.
+ * bare array and sets `X-Truncated: true`. A list can also come as the JSON text of its rows, already written
+ * (by PostgreSQL: `fromJson`): the JSON door answers that text as it is, and `items` parses it only for a door
+ * that needs the values (MCP's structured content, an agent run's model).
  */
 export class ToolList<T = unknown> {
-  constructor(
-    readonly items: T[],
+  private parsed: T[] | undefined;
+
+  private constructor(
+    items: T[] | undefined,
     readonly truncated: boolean,
-  ) {}
+    /** The JSON array text of the items, when the tool had it written rather than the values. */
+    readonly json?: string,
+  ) {
+    this.parsed = items;
+  }
+
+  static of<T>(items: T[], truncated: boolean): ToolList<T> {
+    return new ToolList(items, truncated);
+  }
 
   /** From `limit + 1` fetched rows. */
   static fromRows<T>(rows: T[], limit: number): ToolList<T> {
     return rows.length > limit ? new ToolList(rows.slice(0, limit), true) : new ToolList(rows, false);
+  }
+
+  /** From the JSON array text of the shown rows and how many were fetched (`limit + 1` of them when cut). */
+  static fromJson<T>(json: string, fetched: number, limit: number): ToolList<T> {
+    return new ToolList<T>(undefined, fetched > limit, json);
+  }
+
+  get items(): T[] {
+    return (this.parsed ??= JSON.parse(this.json!) as T[]);
   }
 }
 

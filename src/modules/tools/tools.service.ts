@@ -39,6 +39,11 @@ export interface ToolCallOutcome {
   result: unknown;
   /** A list result stopped at its limit (Area A answers `X-Truncated: true`). */
   truncated: boolean;
+  /**
+   * The result as JSON text, when the tool had it written (`ToolList.fromJson`): the JSON door answers this text
+   * as it is. `result` is then parsed from it on first read, so a door that needs the value still gets it.
+   */
+  resultJson?: string;
 }
 
 /** What every MCP `instructions` starts with; the providers' fragments for the caller's tools follow. */
@@ -120,7 +125,7 @@ export class ToolsService {
   async invoke(prepared: PreparedToolCall, actor: Actor, by?: AuditActor): Promise<ToolCallOutcome> {
     const entry = this.toolCallEntry(prepared, actor, by);
     const value = await this.audit.runToolCall(entry, () => prepared.tool.handler(prepared.args, actor));
-    if (value instanceof ToolList) return { result: value.items, truncated: value.truncated };
+    if (value instanceof ToolList) return listOutcome(value);
     return { result: value, truncated: false };
   }
 
@@ -169,4 +174,15 @@ export class ToolsService {
     const outputSchema = output.type === 'object' ? output : { type: 'object', properties: { items: output }, required: ['items'] };
     return { name, title, description, scope, inputSchema: toolInputJsonSchema(tool), outputSchema, annotations };
   }
+}
+
+function listOutcome(list: ToolList): ToolCallOutcome {
+  if (list.json === undefined) return { result: list.items, truncated: list.truncated };
+  return {
+    get result() {
+      return list.items;
+    },
+    truncated: list.truncated,
+    resultJson: list.json,
+  };
 }
