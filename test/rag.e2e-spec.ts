@@ -122,6 +122,36 @@ describe('RAG (e2e)', () => {
     expect(res.body.data.results[0].documentId).toBe(doc.id);
   });
 
+  it('runs the search lists as named statements of their connection on PostgreSQL (parsed and planned once), not on the embedded engine', async () => {
+    const doc = await upload(owner, 'named.md', '# Quokka orchard\n\nThe quokka orchard grows plums.', true);
+    await waitIndexed(owner, doc.id);
+    // Named statements and the search session settings on the same connections: a vector list run as a named
+    // statement on a connection Kysely never took still gets them (the member searches a project document).
+    for (let i = 0; i < 7; i += 1) {
+      for (const [user, mode] of [[owner, 'hybrid'], [member, 'vector'], [member, 'keyword']] as const) {
+        const res = await search(user, 'quokka orchard plums', { mode }).expect(200);
+        expect(res.body.data.results[0].documentId).toBe(doc.id);
+      }
+    }
+    const db = app.app.get<Db>(KYSELY);
+    const prepared = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        db.connection().execute(async (connection) => {
+          const { rows } = await sql<{ statement: string }>`
+            SELECT statement, pg_sleep(0.05) FROM pg_prepared_statements WHERE statement LIKE '%document_chunks%'`.execute(connection);
+          return rows.map((row) => row.statement);
+        }),
+      ),
+    );
+    const statements = new Set(prepared.flat());
+    if (app.database.kind === 'embedded') {
+      expect(statements.size).toBe(0);
+    } else {
+      expect([...statements].some((text) => text.includes('rag_postings'))).toBe(true);
+      expect([...statements].some((text) => text.includes('<=>') && !text.includes('rag_postings'))).toBe(true);
+    }
+  });
+
   it('never returns a private document to another member or a stranger', async () => {
     const secret = await upload(owner, 'secret.txt', 'The zanzibar pineapple protocol is confidential.', false);
     await waitIndexed(owner, secret.id);

@@ -30,7 +30,12 @@ export interface AppConfig {
   dataDir: string;
   logLevel: LogLevel;
   version: string;
-  database: { url: string | undefined; poolSize: number };
+  /**
+   * `namedStatements` (DATABASE_NAMED_STATEMENTS, default true): the search lists run as named (prepared) statements
+   * on PostgreSQL (never on the embedded engine); turn off behind a pooler in transaction mode that does not carry
+   * prepared statements.
+   */
+  database: { url: string | undefined; poolSize: number; namedStatements: boolean };
   redis: { url: string | undefined; prefix: string };
   auth: {
     accessTokenTtlSeconds: number;
@@ -231,7 +236,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir,
     logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     version: read.string('APP_VERSION', readPackageVersion()),
-    database: { url: databaseUrl, poolSize: read.int('DATABASE_POOL_SIZE', 10, 1, 200) },
+    database: { url: databaseUrl, poolSize: read.int('DATABASE_POOL_SIZE', 10, 1, 200), namedStatements: read.oneOf('DATABASE_NAMED_STATEMENTS', ['true', 'false'] as const, 'true') === 'true' },
     redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']), prefix: read.string('REDIS_PREFIX', 'atrium') },
     auth: {
       accessTokenTtlSeconds: read.int('ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 7 * 24 * 3600),

@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { buildDataSourceOptions } from './data-source-options.js';
 import { kyselyProvider } from './kysely.provider.js';
+import { namedStatementsProvider } from './named-statements.js';
 import { runMigrationsUnderLock } from './migrations-runner.js';
 
 @Module({})
@@ -13,8 +14,8 @@ export class DatabaseModule {
       module: DatabaseModule,
       // Global: every feature module's repositories inject the one Kysely client (InjectDb).
       global: true,
-      providers: [kyselyProvider],
-      exports: [kyselyProvider],
+      providers: [kyselyProvider, namedStatementsProvider],
+      exports: [kyselyProvider, namedStatementsProvider],
       imports: [
         TypeOrmModule.forRootAsync({
           useFactory: () => ({

@@ -22,6 +22,13 @@ export const KYSELY = Symbol('Kysely');
 /** Injects the shared {@link Db}. */
 export const InjectDb = (): ParameterDecorator => Inject(KYSELY);
 
+/**
+ * What every pooled connection runs once, when it is first taken (by Kysely, or by NamedStatements): the settings
+ * search wants (HNSW; see applySearchSessionSettings), once per connection, instead of a transaction with SET
+ * LOCALs around every vector list.
+ */
+export const onNewConnection = applySearchSessionSettings;
+
 export const kyselyProvider: Provider = {
   provide: KYSELY,
   inject: [getDataSourceToken()],
@@ -29,9 +36,7 @@ export const kyselyProvider: Provider = {
     // TypeORM's postgres driver keeps its pg.Pool as `master`; TypeORM ends it on shutdown, so this client is never destroyed.
     const pool = (dataSource.driver as unknown as { master: Pool }).master;
     keepCheckedOutClientErrorsHandled(pool);
-    // Each pooled connection starts with the settings search wants (HNSW; see applySearchSessionSettings), once
-    // per connection, instead of a transaction with SET LOCALs around every vector list.
-    return new Kysely<DB>({ dialect: new PostgresDialect({ pool, onCreateConnection: applySearchSessionSettings }) });
+    return new Kysely<DB>({ dialect: new PostgresDialect({ pool, onCreateConnection: onNewConnection }) });
   },
 };
 

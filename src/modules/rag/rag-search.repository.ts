@@ -3,6 +3,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { viewerStatScopes, visibleDocument } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
+import { InjectNamedStatements, type NamedStatements } from '../../database/named-statements.js';
 import { searchSessionSettingsHold } from './search-session-settings.repository.js';
 import { BM25_B, BM25_K1, KEYWORD_POSTINGS_PER_TERM, POSTING_IMPACT_SQL, TEXT_SEARCH_CONFIG, TSV_TF_SQL } from './rag.constants.js';
 
@@ -94,12 +95,30 @@ function detailOf(row: DetailRow): RankedChunk['detail'] {
 
 // ---- SQL pieces the ranking and loading statements share ------------------------------------------------
 
-/** Documents `d` in the search's scope: the access rule (visibleDocument) plus the search's own filters. */
+/**
+ * Documents `d` in the search's scope: the access rule (visibleDocument) plus the search's own filters. A filter
+ * the search does not have is left out of the text rather than written `$n IS NULL OR …`, so that each scope shape
+ * is its own statement text and a generic plan of it (NamedStatements) still uses the index the filter wants.
+ */
 function inScope(scope: SearchScope): RawBuilder<boolean> {
-  return sql<boolean>`${visibleDocument(scope.actor, 'd')}
-      AND (${scope.projectId}::uuid IS NULL OR d.project_id = ${scope.projectId}::uuid)
-      AND (${scope.documentIds}::uuid[] IS NULL OR d.id = ANY(${scope.documentIds}::uuid[]))`;
+  const project = scope.projectId === null ? sql`` : sql` AND d.project_id = ${scope.projectId}::uuid`;
+  const documents = scope.documentIds === null ? sql`` : sql` AND d.id = ANY(${scope.documentIds}::uuid[])`;
+  return sql<boolean>`${visibleDocument(scope.actor, 'd')}${project}${documents}`;
 }
+
+/**
+ * A whole number written into the statement text (a limit, a cut-off): a code constant or a count the service
+ * computed, never free input. Inlined rather than bound, so a generic plan sees the real limit (a parameterised
+ * LIMIT made the planner's generic vector plan skip the HNSW index; see the README).
+ */
+function int(value: number): RawBuilder<number> {
+  if (!Number.isSafeInteger(value)) throw new Error(`not an integer: ${value}`);
+  return sql.lit(value);
+}
+
+/** BM25's k1 and b as literals (code constants): folded into the statement's expressions, in every plan. */
+const K1 = sql.lit(BM25_K1);
+const B = sql.lit(BM25_B);
 
 /**
  * CTEs `st` (the caller's chunk count `n` and mean chunk length `avgdl`, over the statistic scopes the caller may
@@ -132,12 +151,12 @@ function onlyLexemes(tsv: RawBuilder<unknown>, lexemes: RawBuilder<unknown>): Ra
 
 /** BM25 of one posting: IDF `idf`, term frequency `tf`, chunk length `dl`, mean length `st.avgdl`. */
 function bm25(idf: RawBuilder<unknown>, tf: RawBuilder<unknown>, dl: RawBuilder<unknown>): RawBuilder<number> {
-  return sql<number>`${idf} * ${tf} * (${BM25_K1}::float8 + 1) / (${tf} + ${BM25_K1}::float8 * (1 - ${BM25_B}::float8 + ${BM25_B}::float8 * ${dl} / st.avgdl))`;
+  return sql<number>`${idf} * ${tf} * (${K1}::float8 + 1) / (${tf} + ${K1}::float8 * (1 - ${B}::float8 + ${B}::float8 * ${dl} / st.avgdl))`;
 }
 
 /** Exact BM25 of chunk `c` for the terms of CTE `q` (viewerTermsCtes), read from the tsvector expression `tsv`. */
 function chunkBm25(tsv: RawBuilder<unknown>): RawBuilder<number> {
-  return sql<number>`(SELECT coalesce(sum(q.idf * t.tf * (${BM25_K1}::float8 + 1) / (t.tf + ${BM25_K1}::float8 * (1 - ${BM25_B}::float8 + ${BM25_B}::float8 * c.token_count / q.avgdl))), 0)::float8
+  return sql<number>`(SELECT coalesce(sum(q.idf * t.tf * (${K1}::float8 + 1) / (t.tf + ${K1}::float8 * (1 - ${B}::float8 + ${B}::float8 * c.token_count / q.avgdl))), 0)::float8
                  FROM (SELECT u.lexeme, ${TSV_TF_SQL} AS tf FROM unnest(${tsv}) u) t JOIN q ON q.lexeme = t.lexeme)`;
 }
 
@@ -165,7 +184,19 @@ function cosine(vector: QueryVector): RawBuilder<number | null> {
  */
 @Injectable()
 export class RagSearchRepository {
-  constructor(@InjectDb() private readonly db: Db) {}
+  constructor(
+    @InjectDb() private readonly db: Db,
+    @InjectNamedStatements() private readonly named: NamedStatements,
+  ) {}
+
+  /**
+   * The rows of a list statement: as a named statement of its connection (parsed and analysed once per connection,
+   * its plan possibly kept; NamedStatements) when it runs on its own, through Kysely on `executor` when it runs in
+   * a transaction that withSettings opened.
+   */
+  private async listRows<R>(query: RawBuilder<R>, executor: DbExecutor): Promise<R[]> {
+    return executor === this.db ? this.named.rows(query) : (await query.execute(executor)).rows;
+  }
 
   /** The HNSW settings the pooled sessions have (applySearchSessionSettings); null until read or when unreliable. */
   private session: { efSearch: number | null; iterativeScan: boolean } | null = null;
@@ -241,8 +272,9 @@ export class RagSearchRepository {
     vector: QueryVector,
     detailRows: number,
   ): Promise<RankedChunk[]> {
-    const cutAt = KEYWORD_POSTINGS_PER_TERM;
-    const { rows } = await sql<{ id: string; score: number } & DetailRow>`
+    const cutAt = int(KEYWORD_POSTINGS_PER_TERM);
+    const rows = await this.listRows(
+      sql<{ id: string; score: number } & DetailRow>`
       WITH ${viewerTermsCtes(query, scope.actor)},
             vis AS MATERIALIZED (SELECT d.id FROM documents d WHERE ${inScope(scope)}),
             -- "IN (...) IS TRUE" keeps the check a hashed filter on the ordered index scan (a semi-join would
@@ -262,7 +294,7 @@ export class RagSearchRepository {
               FROM post
               GROUP BY chunk_id
               ORDER BY approx DESC, chunk_id
-              LIMIT ${limit}),
+              LIMIT ${int(limit)}),
             cut AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM q WHERE q.df > ${cutAt}),
        -- The cut terms' exact tf in a winner, from its tsvector reduced to those terms.
        scored AS MATERIALIZED (
@@ -283,7 +315,9 @@ export class RagSearchRepository {
          SELECT true AS detailed, ${CHUNK_COLUMNS}, ${cosine(vector)} AS other
          FROM document_chunks c JOIN documents d ON d.id = c.document_id
          WHERE c.id = ${detailedId(detailRows)}) x ON true
-       ORDER BY r.score DESC, r.id`.execute(this.db);
+       ORDER BY r.score DESC, r.id`,
+      this.db,
+    );
     return rows.map((row) => ({ id: row.id, score: Number(row.score), detail: detailOf(row) }));
   }
 
@@ -311,12 +345,13 @@ export class RagSearchRepository {
               WHERE c.embedding_dims = ${sql.lit(vector.dims)} AND c.embedding_model = ${vector.model} AND c.embedding IS NOT NULL
                 AND ${inScope(scope)}
               ORDER BY ${chunkVector(vector.dims)} <=> ${vectorOf(vector)}
-              LIMIT ${limit}`;
+              LIMIT ${int(limit)}`;
     if (detailRows === 0) {
-      const { rows } = await sql<{ id: string; distance: number }>`SELECT v.* FROM (${ranking}) v ORDER BY v.distance, v.id`.execute(executor);
+      const rows = await this.listRows(sql<{ id: string; distance: number }>`SELECT v.* FROM (${ranking}) v ORDER BY v.distance, v.id`, executor);
       return rows.map((row) => ({ id: row.id, score: 1 - Number(row.distance) }));
     }
-    const { rows } = await sql<{ id: string; distance: number } & DetailRow>`
+    const rows = await this.listRows(
+      sql<{ id: string; distance: number } & DetailRow>`
       WITH v AS MATERIALIZED (${ranking}),
             ${viewerTermsCtes(query, scope.actor)},
             terms AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM q)
@@ -326,7 +361,9 @@ export class RagSearchRepository {
          SELECT true AS detailed, ${CHUNK_COLUMNS}, ${chunkBm25(onlyLexemes(sql`c.tsv`, sql`terms.lexemes`))} AS other
          FROM document_chunks c JOIN documents d ON d.id = c.document_id CROSS JOIN terms
          WHERE c.id = ${detailedId(detailRows)}) x ON true
-       ORDER BY r.distance, r.id`.execute(executor);
+       ORDER BY r.distance, r.id`,
+      executor,
+    );
     return rows.map((row) => ({ id: row.id, score: 1 - Number(row.distance), detail: detailOf(row) }));
   }
 

@@ -41,7 +41,9 @@ export const POSTING_IMPACT_SQL = sql<number>`(p.tf::float8 / (p.tf::float8 + 0.
 /**
  * Keyword search reads at most this many visible postings per query term, best impact first: a term in
  * fewer chunks is read entirely (exact), a very common one (low IDF) contributes only where it weighs most.
- * At 100k chunks a 12-word query otherwise sums ~235k postings. 500 rather than 1,000: the read postings and
- * their aggregation are most of the keyword half's time; SciFact keyword nDCG@10 0.684 (0.683 at 1,000).
+ * At 100k chunks a 12-word query otherwise sums ~235k postings. Reading, projecting and grouping the read
+ * postings is most of the keyword list's execution (~1 µs per posting at 100k chunks), so 300 (was 1,000, then
+ * 500): SciFact nDCG@10 keyword 0.6853 / hybrid 0.6864 (0.6841 / 0.6852 at 500; topK-10 searches 0.6766 / 0.6796
+ * against 0.6782 / 0.6816), keyword statement at 100k chunks −1 ms (RAG README, issue 15 session 9).
  */
-export const KEYWORD_POSTINGS_PER_TERM = 500;
+export const KEYWORD_POSTINGS_PER_TERM = 300;

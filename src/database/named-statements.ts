@@ -1,0 +1,105 @@
+import { createHash } from 'node:crypto';
+import { Inject, type Provider } from '@nestjs/common';
+import { getDataSourceToken } from '@nestjs/typeorm';
+import type { DatabaseConnection, QueryResult, RawBuilder } from 'kysely';
+import type { Pool, PoolClient } from 'pg';
+import type { DataSource } from 'typeorm';
+import type { AppConfig } from '../config/app-config.js';
+import { APP_CONFIG } from '../config/app-config.token.js';
+import { KYSELY, onNewConnection, type Db } from './kysely.provider.js';
+
+export const NAMED_STATEMENTS = Symbol('NamedStatements');
+
+/** Injects the shared {@link NamedStatements}. */
+export const InjectNamedStatements = (): ParameterDecorator => Inject(NAMED_STATEMENTS);
+
+/**
+ * Runs a hot statement as a named (prepared) statement of the connection it lands on, so that PostgreSQL parses,
+ * analyses and rewrites its text once per connection, and may keep a generic plan for it, instead of doing all of
+ * that on every call (for a search list at 100k chunks: ~1.5 ms of a ~7 ms statement; see the RAG README, issue 15
+ * session 9). The name is a hash of the text, so each distinct text is its own statement.
+ *
+ * Only for statements whose text does not vary with input: values go in parameters, limits and other code
+ * constants are inlined (a generic plan with a parameterised LIMIT or a `$n IS NULL OR …` filter can lose the
+ * index scans that make the statement cheap; see the README). Each connection keeps at most a handful.
+ *
+ * Not used (the statement runs as an ordinary unnamed one through Kysely) on the embedded engine (PGlite, known
+ * by its version string, asked once), whose connections share one session (a second Parse of a name on another
+ * connection would fail), or with `DATABASE_NAMED_STATEMENTS=false` (a pooler in transaction mode that does not
+ * carry prepared statements).
+ */
+export class NamedStatements {
+  private readonly prepared = new WeakSet<PoolClient>();
+  /** The pool when named statements are on and the server gives each connection its own session. */
+  private pool: Promise<Pool | null> | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly configuredPool: Pool | null,
+  ) {}
+
+  private usablePool(): Promise<Pool | null> {
+    this.pool ??= (async () => {
+      if (!this.configuredPool) return null;
+      const { rows } = await this.configuredPool.query<{ shared: boolean }>(`SELECT position('PGlite' in version()) > 0 AS shared`);
+      return rows[0]?.shared ? null : this.configuredPool;
+    })().catch((error: unknown) => {
+      this.pool = undefined;
+      throw error;
+    });
+    return this.pool;
+  }
+
+  /** The rows of `query`, run on a pooled connection as a named statement (or through Kysely when disabled). */
+  async rows<R>(query: RawBuilder<R>): Promise<R[]> {
+    const compiled = query.compile(this.db);
+    const pool = await this.usablePool();
+    if (!pool) return (await this.db.executeQuery<R>(compiled)).rows;
+    const name = `atrium_${createHash('sha1').update(compiled.sql).digest('hex').slice(0, 24)}`;
+    const client = await pool.connect();
+    let failure: unknown;
+    try {
+      // The same per-connection set-up as Kysely gives a connection it takes first (the search session settings).
+      if (!this.prepared.has(client)) {
+        await onNewConnection(asKyselyConnection(client));
+        this.prepared.add(client);
+      }
+      const result = await client.query<R & object>({ name, text: compiled.sql, values: [...compiled.parameters] });
+      return result.rows;
+    } catch (error) {
+      failure = error;
+      throw error;
+    } finally {
+      // A connection that failed mid-statement may be broken: pg-pool discards it rather than handing it out again.
+      client.release(failure instanceof Error && isConnectionError(failure) ? failure : undefined);
+    }
+  }
+}
+
+/** Errors after which a connection is not reused (no SQLSTATE: the socket or the protocol failed, not the statement). */
+function isConnectionError(error: Error): boolean {
+  return !('code' in error) || typeof (error as { code?: unknown }).code !== 'string' || !/^[0-9A-Z]{5}$/.test((error as { code: string }).code);
+}
+
+/** The minimal Kysely connection over a pg client that a connection set-up function needs (executeQuery). */
+function asKyselyConnection(client: PoolClient): DatabaseConnection {
+  return {
+    async executeQuery<R>(compiled: { sql: string; parameters: readonly unknown[] }): Promise<QueryResult<R>> {
+      const result = await client.query(compiled.sql, [...compiled.parameters]);
+      return { rows: result.rows as R[] };
+    },
+    // eslint-disable-next-line require-yield
+    async *streamQuery() {
+      throw new Error('not supported');
+    },
+  };
+}
+
+export const namedStatementsProvider: Provider = {
+  provide: NAMED_STATEMENTS,
+  inject: [KYSELY, getDataSourceToken(), APP_CONFIG],
+  useFactory: (db: Db, dataSource: DataSource, config: AppConfig): NamedStatements => {
+    // TypeORM's pg pool, as for Kysely (kysely.provider.ts).
+    return new NamedStatements(db, config.database.namedStatements ? (dataSource.driver as unknown as { master: Pool }).master : null);
+  },
+};
