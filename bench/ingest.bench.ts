@@ -22,7 +22,9 @@
  * BENCH_KINDS=text,pdf,docx picks the phases (default all three). BENCH_PROFILE_DIR=dir starts the server with
  * `--cpu-prof --cpu-prof-dir=dir` (a .cpuprofile per thread when it exits). BENCH_LOOP_DELAY=1 preloads
  * loop-delay-probe.js and prints the server's event-loop delay while documents were ingested (the highest p99 and
- * max of any one document). The server runs with the Dockerfile CMD's Node flags; BENCH_NODE_FLAGS replaces them.
+ * max of any one document). BENCH_TRACE=1 prints, per phase, when the slow calls (above 1.5× the baseline p99)
+ * started relative to their document's upload (100 ms steps for the first second, then 500 ms) and how many the quiet
+ * gaps had. The server runs with the Dockerfile CMD's Node flags; BENCH_NODE_FLAGS replaces them.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -45,6 +47,7 @@ const MIN_PHASE_S = Number(process.env.BENCH_MIN_PHASE_S ?? 10);
 const KINDS = new Set((process.env.BENCH_KINDS ?? 'text,pdf,docx').split(',').map((kind) => kind.trim()));
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const LOOP_DELAY = process.env.BENCH_LOOP_DELAY === '1';
+const TRACE = process.env.BENCH_TRACE === '1';
 const MB = 1000 * 1000;
 
 interface Answer {
@@ -99,6 +102,42 @@ async function stream(baseUrl: string, key: string, until: (samples: Sample[]) =
 }
 
 const latencies = (samples: Sample[]) => samples.map((sample) => sample.ms);
+
+/**
+ * BENCH_TRACE=1: where in a document's ingestion the slow calls (above `slowMs`) fell: per 250 ms step since its
+ * upload started, the calls that started in that step and how many of them were slow; and the slow calls that
+ * started in no document (quiet gaps). Tells a spike at upload or extraction from one spread over the batches.
+ */
+function traceSlowCalls(samples: Sample[], spans: { from: number; to: number; batchesFrom?: number }[], slowMs: number): string {
+  const steps = new Map<number, { calls: number; slow: number }>();
+  let quietCalls = 0;
+  let quietSlow = 0;
+  for (const sample of samples) {
+    const span = spans.find((s) => sample.started >= s.from && sample.started < s.to);
+    const slow = sample.ms > slowMs ? 1 : 0;
+    if (!span) {
+      quietCalls += 1;
+      quietSlow += slow;
+      continue;
+    }
+    const offset = sample.started - span.from;
+    const step = offset < 1000 ? Math.floor(offset / 100) / 10 : Math.floor(offset / 500) / 2;
+    const entry = steps.get(step) ?? { calls: 0, slow: 0 };
+    entry.calls += 1;
+    entry.slow += slow;
+    steps.set(step, entry);
+  }
+  const durations = spans.map((s) => (s.to - s.from) / 1000);
+  const batchesFrom = spans.filter((s) => s.batchesFrom !== undefined).map((s) => s.batchesFrom! - s.from);
+  const lines = [...steps.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([step, { calls, slow }]) => `${step.toFixed(1)}s: ${slow}/${calls}`);
+  return (
+    `  trace: calls above ${slowMs.toFixed(1)} ms by time since upload (slow/calls): ${lines.join(', ')}; quiet gaps ${quietSlow}/${quietCalls}; ` +
+    `documents took ${Math.min(...durations).toFixed(1)}–${Math.max(...durations).toFixed(1)} s; progress first seen ` +
+    `${percentile(batchesFrom, 50).toFixed(0)} ms after upload (median; ${Math.min(...batchesFrom).toFixed(0)}–${Math.max(...batchesFrom).toFixed(0)} ms, polled every 100 ms)`
+  );
+}
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'atrium-ingestbench-'));
@@ -207,7 +246,7 @@ async function main(): Promise<void> {
       let ingestMs = 0;
       const uploadMs: number[] = [];
       /** When documents were being ingested (upload to indexed): a call that started inside one counts as "during". */
-      const ingesting: { from: number; to: number }[] = [];
+      const ingesting: { from: number; to: number; batchesFrom?: number }[] = [];
       let current: { id: string; started: number } | undefined;
       let quietUntil = 0;
       let phaseDone = false;
@@ -237,6 +276,7 @@ async function main(): Promise<void> {
         }
         const final = (await ok('get document', http(baseUrl, 'GET', `/api/documents/${current.id}`, uploader))).data;
         if (final.status === 'failed') throw new Error(`${label} (document ${documents}) failed: ${final.error}`);
+        if (final.progress && ingesting[ingesting.length - 1].batchesFrom === undefined) ingesting[ingesting.length - 1].batchesFrom = performance.now();
         if (final.status !== 'indexed') return false;
         const now = performance.now();
         ingesting[ingesting.length - 1].to = now;
@@ -266,6 +306,7 @@ async function main(): Promise<void> {
         `p99 ${p99.toFixed(1)} ms = ${(p99 / baseP99).toFixed(2)}× baseline${quiet}${describeDelay(delays)}`;
       console.log(row);
       rows.push(row);
+      if (TRACE) console.log(traceSlowCalls(samples, ingesting, 1.5 * baseP99));
     }
     console.log(`\nsummary (${backend}):\n  ${rows.join('\n  ')}\n  target: list_tasks p99 during ingestion ≤ 1.5× baseline`);
   } finally {

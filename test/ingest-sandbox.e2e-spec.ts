@@ -69,7 +69,7 @@ describe('hostile uploads: sandboxed extraction, limits, responsive HTTP, a fina
 
   beforeAll(async () => {
     // Chunks of 8,000 characters instead of 1,000: the 15 MB text still goes through every bounded batch (about
-    // 2,000 chunks: some 30 full batches, above the 1,000 chunks from which indexing on PostgreSQL is paced), in an
+    // 2,000 chunks: many bounded batches, above the 200 chunks from which indexing on PostgreSQL is paced), in an
     // eighth of the CI time. Throughput at the default size is bench:ingest's figure.
     // The service runs as users run it (`node dist/src/main.js`, APP_ROLE=all: HTTP and the indexing worker in one
     // process), not inside the Jest process: what must keep answering is the service, and an in-process app would
@@ -124,7 +124,7 @@ describe('hostile uploads: sandboxed extraction, limits, responsive HTTP, a fina
     expect(Math.max(...latencies)).toBeLessThan(healthBoundMs());
     if (expected.status === 'indexed') {
       // 15 MB in 8,000-character chunks (see beforeAll): about 2,000 of them, far more than one batch and above the
-      // 1,000 chunks from which indexing is paced (RAG_INDEX_DUTY_CYCLE).
+      // 200 chunks from which indexing is paced (RAG_INDEX_PACED_MIN_CHUNKS).
       expect(document!.chunkCount).toBeGreaterThan(1_500);
       // Long enough that progress was seen while it was written in batches.
       expect(sawProgress).toBe(true);

@@ -129,8 +129,20 @@ export interface AppConfig {
      * RAG_INDEX_DUTY_CYCLE, default 0.5.
      */
     dutyCycle: number;
-    /** Documents of at least this many chunks are paced at dutyCycle (0: every document). RAG_INDEX_PACED_MIN_CHUNKS, default 1,000. */
+    /**
+     * Documents of at least this many chunks are paced at dutyCycle (0: every document). RAG_INDEX_PACED_MIN_CHUNKS,
+     * default 200: a 200-page PDF (~475 chunks) or a 100-page DOCX (~300) indexed at full speed took a core for
+     * 1.5–3 s and put the other users' list_tasks p99 at 1.4–2.8× (bench:ingest); bench:rag's documents of ~40
+     * chunks stay at full speed (its ingest throughput, ≥ 100 chunks/s, is unchanged).
+     */
     pacedMinChunks: number;
+    /**
+     * Most chunks per batch (one statement, one transaction) of a paced document, RAG_INDEX_PACED_BATCH_CHUNKS,
+     * default 16 (1..64). Short bursts of PostgreSQL work with pauses as long: with 64-chunk batches (~300 ms of
+     * tsvector, postings and HNSW inserts each) pacing the short documents did not lower the stream's p99
+     * (during / quiet 1.5–2.7×), with 8 or 16 it did (1.2–2.4×, mean 1.6× against 2.3× unpaced; RAG notes, session 9).
+     */
+    pacedBatchChunks: number;
   };
   /** Limits on turning an untrusted upload into text (see IngestSandbox); a broken one fails the document. */
   extraction: ExtractionLimits & {
@@ -261,7 +273,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       staleAfterMs: read.int('RAG_STALE_AFTER_MS', 60_000, 500, 3_600_000),
       recoveryIntervalMs: read.int('RAG_RECOVERY_INTERVAL_MS', 30_000, 100, 3_600_000),
       dutyCycle: read.number('RAG_INDEX_DUTY_CYCLE', 0.5, 0.1, 1),
-      pacedMinChunks: read.int('RAG_INDEX_PACED_MIN_CHUNKS', 1000, 0, 100_000_000),
+      pacedMinChunks: read.int('RAG_INDEX_PACED_MIN_CHUNKS', 200, 0, 100_000_000),
+      pacedBatchChunks: read.int('RAG_INDEX_PACED_BATCH_CHUNKS', 16, 1, 64),
     },
     extraction: {
       maxTextBytes: read.int('EXTRACT_MAX_TEXT_BYTES', DEFAULT_EXTRACTION_LIMITS.maxTextBytes, 1024, 1024 * 1024 * 1024),

@@ -54,13 +54,18 @@ export class ChunkWriterService {
   /** RAG_INDEX_DUTY_CYCLE: share of wall time a document's batches may work (see writeBatches). */
   private readonly dutyCycle: number;
   /**
-   * RAG_INDEX_PACED_MIN_CHUNKS (default 1,000): documents of at least this many chunks are indexed at
-   * RAG_INDEX_DUTY_CYCLE on PostgreSQL: minutes of tsvector, postings and HNSW inserts plus the embedding thread
-   * otherwise keep both cores of a small machine busy, and every request meanwhile waits for one (bench:ingest,
-   * 15 MB text: list_tasks p99 2.46× → 1.33× at duty 0.5, 120 → 68 chunks/s). On the embedded engine the
-   * BatchSizer already keeps the loop free and PGlite's work is on it, so no pause is added there.
+   * RAG_INDEX_PACED_MIN_CHUNKS (default 200): documents of at least this many chunks are indexed at
+   * RAG_INDEX_DUTY_CYCLE on PostgreSQL, in batches of at most RAG_INDEX_PACED_BATCH_CHUNKS: tsvector, postings and
+   * HNSW inserts plus the embedding thread otherwise keep a core of a small machine busy for the whole document,
+   * and every request meanwhile competes for the other (bench:ingest, 15 MB text: list_tasks p99 2.46× → 1.33× at
+   * duty 0.5; 200-page PDFs and 100-page DOCX files: see AppConfig.indexing). Short bursts: a paced batch is a
+   * few chunks, so each pause follows ~50–100 ms of work, not ~300 ms. Smaller documents (bench:rag's ~40 chunks)
+   * run at full speed. On the embedded engine the BatchSizer already keeps the loop free and PGlite's work is
+   * on it, so no pause is added there.
    */
   private readonly pacedMinChunks: number;
+  /** RAG_INDEX_PACED_BATCH_CHUNKS: most chunks per batch of a paced document (see pacedMinChunks). */
+  private readonly pacedBatchChunks: number;
 
   constructor(
     @InjectDb() private readonly db: Db,
@@ -72,6 +77,7 @@ export class ChunkWriterService {
   ) {
     this.dutyCycle = config.indexing.dutyCycle;
     this.pacedMinChunks = config.indexing.pacedMinChunks;
+    this.pacedBatchChunks = Math.min(INDEX_BATCH_CHUNKS, config.indexing.pacedBatchChunks);
   }
 
   /**
@@ -137,8 +143,9 @@ export class ChunkWriterService {
   /** Embeds and stores the chunks from `from` on, batch by batch (see BatchSizer), reporting progress. */
   private async writeBatches(document: IndexableDocument, plan: ChunkPlan, from: number, onProgress?: WriteProgress): Promise<WriteOutcome> {
     const total = plan.indexTexts.length;
-    const dutyCycle = total >= this.pacedMinChunks && this.config.database.url ? this.dutyCycle : 1;
-    const sizer = new BatchSizer();
+    const paced = total >= this.pacedMinChunks && Boolean(this.config.database.url);
+    const dutyCycle = paced ? this.dutyCycle : 1;
+    const sizer = new BatchSizer(paced ? this.pacedBatchChunks : INDEX_BATCH_CHUNKS);
     let reportedAt = performance.now();
     try {
       while (from < total) {
@@ -155,7 +162,7 @@ export class ChunkWriterService {
           reportedAt = performance.now();
         }
         // Let the event loop serve requests between batches (the embedded default shares it with HTTP), and
-        // pause so a large document's batches (embedding thread, PostgreSQL's tsvector, postings and HNSW inserts)
+        // pause so a paced document's batches (embedding thread, PostgreSQL's tsvector, postings and HNSW inserts)
         // work at most RAG_INDEX_DUTY_CYCLE of the time (see RAG_INDEX_PACED_MIN_CHUNKS).
         const pauseMs = ((performance.now() - batchStarted) * (1 - dutyCycle)) / dutyCycle;
         await new Promise((resolve) => (pauseMs >= 1 ? setTimeout(resolve, pauseMs) : setImmediate(resolve)));
@@ -230,14 +237,15 @@ interface ChunkPlan {
 
 /**
  * Sizes batches by how long they block the event loop (see LOOP_BLOCK_TARGET_MS): halves after a batch that
- * blocked it longer than the target, doubles after one far below it, between MIN_BATCH_CHUNKS and
- * INDEX_BATCH_CHUNKS.
+ * blocked it longer than the target, doubles after one far below it, between MIN_BATCH_CHUNKS and its maximum.
  */
 class BatchSizer {
-  size = 16;
+  size: number;
   private readonly loopDelay = monitorEventLoopDelay({ resolution: 10 });
 
-  constructor() {
+  /** `max`: most chunks per batch (INDEX_BATCH_CHUNKS, or less for a paced document). */
+  constructor(private readonly max: number) {
+    this.size = Math.min(16, max);
     this.loopDelay.enable();
   }
 
@@ -248,7 +256,7 @@ class BatchSizer {
   endBatch(): void {
     const blockedMs = this.loopDelay.max / 1e6;
     if (blockedMs > LOOP_BLOCK_TARGET_MS) this.size = Math.max(MIN_BATCH_CHUNKS, Math.floor(this.size / 2));
-    else if (blockedMs < LOOP_BLOCK_TARGET_MS / 3) this.size = Math.min(INDEX_BATCH_CHUNKS, this.size * 2);
+    else if (blockedMs < LOOP_BLOCK_TARGET_MS / 3) this.size = Math.min(this.max, this.size * 2);
   }
 
   stop(): void {
