@@ -1,9 +1,10 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { getDataSourceToken } from '@nestjs/typeorm';
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { DB } from './database.types.js';
+import { EMBEDDED_ENGINE_QUERY, type EmbeddedEngineRow } from './embedded-engine.js';
 import { KYSELY, keepCheckedOutClientErrorsHandled, type Db } from './kysely.provider.js';
 
 /**
@@ -43,8 +44,7 @@ export class CallCountDb implements OnApplicationShutdown {
   }
 
   private async chooseLane(): Promise<Db> {
-    // Asked of the server (the URL cannot tell: tests and the embedded default both use a loopback address).
-    const { rows } = await sql<{ embedded: boolean }>`SELECT position('PGlite' in version()) > 0 AS embedded`.execute(this.shared);
+    const { rows } = await this.shared.executeQuery<EmbeddedEngineRow>(CompiledQuery.raw(EMBEDDED_ENGINE_QUERY));
     return rows[0].embedded ? this.shared : new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.ownPool }) });
   }
 

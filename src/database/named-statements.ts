@@ -6,6 +6,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/app-config.token.js';
+import { EMBEDDED_ENGINE_QUERY, type EmbeddedEngineRow } from './embedded-engine.js';
 import { KYSELY, onNewConnection, type Db } from './kysely.provider.js';
 
 export const NAMED_STATEMENTS = Symbol('NamedStatements');
@@ -41,8 +42,8 @@ export class NamedStatements {
   private usablePool(): Promise<Pool | null> {
     this.pool ??= (async () => {
       if (!this.configuredPool) return null;
-      const { rows } = await this.configuredPool.query<{ shared: boolean }>(`SELECT position('PGlite' in version()) > 0 AS shared`);
-      return rows[0]?.shared ? null : this.configuredPool;
+      const { rows } = await this.configuredPool.query<EmbeddedEngineRow>(EMBEDDED_ENGINE_QUERY);
+      return rows[0]?.embedded ? null : this.configuredPool;
     })().catch((error: unknown) => {
       this.pool = undefined;
       throw error;
