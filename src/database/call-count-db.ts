@@ -1,10 +1,10 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { getDataSourceToken } from '@nestjs/typeorm';
-import { CompiledQuery, Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { DB } from './database.types.js';
-import { EMBEDDED_ENGINE_QUERY, type EmbeddedEngineRow } from './embedded-engine.js';
+import { EmbeddedEngine } from './embedded-engine.js';
 import { KYSELY, keepCheckedOutClientErrorsHandled, type Db } from './kysely.provider.js';
 
 /**
@@ -19,11 +19,12 @@ import { KYSELY, keepCheckedOutClientErrorsHandled, type Db } from './kysely.pro
 @Injectable()
 export class CallCountDb implements OnApplicationShutdown {
   private readonly ownPool: Pool;
-  private laneChosen: Promise<Db> | undefined;
+  private readonly own: Db;
 
   constructor(
     @Inject(KYSELY) private readonly shared: Db,
     @Inject(getDataSourceToken()) dataSource: DataSource,
+    private readonly engine: EmbeddedEngine,
   ) {
     const options = dataSource.options as { url?: string; extra?: Record<string, unknown> };
     // The shared pool's settings (timeouts, statement_timeout), not its size. Connections open only when used.
@@ -33,19 +34,12 @@ export class CallCountDb implements OnApplicationShutdown {
     // An idle connection that dies (the database restarting) is dropped by the pool, which then emits 'error'
     // on itself: unheard, Node would turn that into an uncaught exception (drill-outages).
     this.ownPool.on('error', () => undefined);
+    this.own = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.ownPool }) });
   }
 
   /** The client the count statement runs on: the own pool on PostgreSQL, the shared one on the embedded engine. */
-  lane(): Promise<Db> {
-    return (this.laneChosen ??= this.chooseLane().catch((error: unknown) => {
-      this.laneChosen = undefined; // asked again on the next call (e.g. the database was down)
-      throw error;
-    }));
-  }
-
-  private async chooseLane(): Promise<Db> {
-    const { rows } = await this.shared.executeQuery<EmbeddedEngineRow>(CompiledQuery.raw(EMBEDDED_ENGINE_QUERY));
-    return rows[0].embedded ? this.shared : new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.ownPool }) });
+  async lane(): Promise<Db> {
+    return (await this.engine.is()) ? this.shared : this.own;
   }
 
   /** After the HTTP server and the counter have drained: `end` waits for a statement still running. */

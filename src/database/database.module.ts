@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { buildDataSourceOptions } from './data-source-options.js';
 import { CallCountDb } from './call-count-db.js';
+import { EmbeddedEngine } from './embedded-engine.js';
 import { kyselyProvider } from './kysely.provider.js';
 import { namedStatementsProvider } from './named-statements.js';
 import { runMigrationsUnderLock } from './migrations-runner.js';
@@ -15,7 +16,7 @@ export class DatabaseModule {
       module: DatabaseModule,
       // Global: every feature module's repositories inject the one Kysely client (InjectDb).
       global: true,
-      providers: [kyselyProvider, namedStatementsProvider, CallCountDb],
+      providers: [kyselyProvider, EmbeddedEngine, namedStatementsProvider, CallCountDb],
       exports: [kyselyProvider, namedStatementsProvider, CallCountDb],
       imports: [
         TypeOrmModule.forRootAsync({

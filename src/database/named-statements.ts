@@ -6,7 +6,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/app-config.token.js';
-import { EMBEDDED_ENGINE_QUERY, type EmbeddedEngineRow } from './embedded-engine.js';
+import { EmbeddedEngine } from './embedded-engine.js';
 import { KYSELY, onNewConnection, type Db } from './kysely.provider.js';
 
 export const NAMED_STATEMENTS = Symbol('NamedStatements');
@@ -31,24 +31,18 @@ export const InjectNamedStatements = (): ParameterDecorator => Inject(NAMED_STAT
  */
 export class NamedStatements {
   private readonly prepared = new WeakSet<PoolClient>();
-  /** The pool when named statements are on and the server gives each connection its own session. */
-  private pool: Promise<Pool | null> | undefined;
 
   constructor(
     private readonly db: Db,
+    /** TypeORM's pool when named statements are on (DATABASE_NAMED_STATEMENTS), else null. */
     private readonly configuredPool: Pool | null,
+    private readonly engine: EmbeddedEngine,
   ) {}
 
-  private usablePool(): Promise<Pool | null> {
-    this.pool ??= (async () => {
-      if (!this.configuredPool) return null;
-      const { rows } = await this.configuredPool.query<EmbeddedEngineRow>(EMBEDDED_ENGINE_QUERY);
-      return rows[0]?.embedded ? null : this.configuredPool;
-    })().catch((error: unknown) => {
-      this.pool = undefined;
-      throw error;
-    });
-    return this.pool;
+  /** The pool when named statements are on and the server gives each connection its own session. */
+  private async usablePool(): Promise<Pool | null> {
+    if (!this.configuredPool) return null;
+    return (await this.engine.is()) ? null : this.configuredPool;
   }
 
   /** The rows of `query`, run on a pooled connection as a named statement (or through Kysely when disabled). */
@@ -98,9 +92,9 @@ function asKyselyConnection(client: PoolClient): DatabaseConnection {
 
 export const namedStatementsProvider: Provider = {
   provide: NAMED_STATEMENTS,
-  inject: [KYSELY, getDataSourceToken(), APP_CONFIG],
-  useFactory: (db: Db, dataSource: DataSource, config: AppConfig): NamedStatements => {
+  inject: [KYSELY, getDataSourceToken(), APP_CONFIG, EmbeddedEngine],
+  useFactory: (db: Db, dataSource: DataSource, config: AppConfig, engine: EmbeddedEngine): NamedStatements => {
     // TypeORM's pg pool, as for Kysely (kysely.provider.ts).
-    return new NamedStatements(db, config.database.namedStatements ? (dataSource.driver as unknown as { master: Pool }).master : null);
+    return new NamedStatements(db, config.database.namedStatements ? (dataSource.driver as unknown as { master: Pool }).master : null, engine);
   },
 };
