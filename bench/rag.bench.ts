@@ -1,13 +1,15 @@
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Client } from 'pg';
+import { Client, type Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import { createWorkerContext } from '../src/app.factory.js';
 import type { Actor } from '../src/common/auth/actor.js';
 import { JsonLogger } from '../src/common/logging/json-logger.js';
+import { currentPhaseFrame, tracePhases, type PhaseRecord } from '../src/common/timing/phase-timer.js';
 import { loadConfig } from '../src/config/app-config.js';
 import { EmbeddedPostgres } from '../src/database/embedded-postgres.js';
 import { UsersService } from '../src/modules/auth/users.service.js';
@@ -27,6 +29,11 @@ import { RagSearchService } from '../src/modules/rag/rag-search.service.js';
  *    hydration) against the bare `ORDER BY embedding <=> $1 LIMIT k` query alone, p50/p95 and the ratio;
  *    keyword-only and vector-only searches are timed too, to show which half costs what.
  * Uses DATABASE_URL / REDIS_URL when set, else an embedded PostgreSQL.
+ *
+ * `BENCH_TRACE=1` adds `trace` to the output: per variant, where a search's milliseconds go (the service's and
+ * NamedStatements' phases, see phase-timer.ts; `pg.*`: from the driver's call to the server's first answer, the
+ * parsing of the rows, to ReadyForQuery), and the CPU time and run-queue wait (Linux schedstat) per search of this
+ * process's main thread and of the PostgreSQL backends of the pool and of the bare query's connection.
  */
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
@@ -198,13 +205,39 @@ async function main(): Promise<void> {
     }
     // Then each query's variants in a rotating order (query i starts with variant i mod 4): whichever runs first
     // after another query may still find a page evicted, and no variant is always that one.
+    const tracing = process.env.BENCH_TRACE === '1';
+    if (tracing) traceDriver();
+    const pool = (dataSource.driver as unknown as { master: Pool & { _clients?: { processID?: number }[] } }).master;
+    const backendPids = (): number[] => [
+      ...(pool._clients ?? []).map((client) => client.processID ?? 0),
+      (bareClient as unknown as { processID?: number }).processID ?? 0,
+    ];
+    const traces = variants.map(() => ({ phases: [] as PhaseRecord[], node: [0, 0], backends: [0, 0] }));
     for (const [i, query] of queries.entries()) {
       const vector = toVectorLiteral((await embedder.embed([query], 'query'))[0]);
       for (let v = 0; v < variants.length; v += 1) {
-        const variant = variants[(i + v) % variants.length];
+        const index = (i + v) % variants.length;
+        const variant = variants[index];
+        if (!tracing) {
+          const t0 = performance.now();
+          await variant.run(query, vector);
+          variant.times.push(performance.now() - t0);
+          continue;
+        }
+        const pids = backendPids();
+        const node0 = schedstat('self');
+        const backends0 = pids.map(schedstat);
         const t0 = performance.now();
-        await variant.run(query, vector);
+        const { phases } = await tracePhases(() => variant.run(query, vector));
         variant.times.push(performance.now() - t0);
+        const node1 = schedstat('self');
+        const backends1 = pids.map(schedstat);
+        const trace = traces[index];
+        trace.phases.push(phases);
+        for (const k of [0, 1]) {
+          trace.node[k] += node1[k] - node0[k];
+          trace.backends[k] += backends1.reduce((sum, after, b) => sum + after[k] - backends0[b][k], 0);
+        }
       }
     }
     await bareClient.end();
@@ -239,6 +272,13 @@ async function main(): Promise<void> {
             vectorModeMs: stats(vectorOnly),
             ratio: { p50: round(hybridStats.p50 / bareStats.p50), p95: round(hybridStats.p95 / bareStats.p95) },
           },
+          ...(tracing
+            ? {
+                trace: Object.fromEntries(
+                  ['bare', 'hybrid', 'keywordMode', 'vectorMode'].map((name, index) => [name, summariseTrace(traces[index], variants[index].times)]),
+                ),
+              }
+            : {}),
         },
         null,
         2,
@@ -249,6 +289,83 @@ async function main(): Promise<void> {
 
 function round(value: number): number {
   return Math.round(value * 100) / 100;
+}
+
+/** CPU time and run-queue wait (ms) of a process's main thread so far; zeros where Linux schedstat is not readable. */
+function schedstat(pid: number | 'self'): [number, number] {
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ').map(Number);
+    return [run / 1e6, wait / 1e6];
+  } catch {
+    return [0, 0];
+  }
+}
+
+/** Per phase: p50 over the searches that had it, mean over all searches, and in how many it ran; then CPU per search. */
+function summariseTrace(trace: { phases: PhaseRecord[]; node: number[]; backends: number[] }, times: number[]): unknown {
+  const count = trace.phases.length;
+  const names = [...new Set(trace.phases.flatMap((record) => [...record.keys()]))].sort();
+  const p50 = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  const precise = (value: number): number => Math.round(value * 1000) / 1000;
+  return {
+    totalMs: { p50: precise(p50(times)), mean: precise(times.reduce((a, b) => a + b, 0) / times.length) },
+    phasesMs: Object.fromEntries(
+      names.map((name) => {
+        const values = trace.phases.flatMap((record) => (record.has(name) ? [record.get(name)!] : []));
+        return [name, { p50: precise(p50(values)), mean: precise(values.reduce((a, b) => a + b, 0) / count), runs: values.length }];
+      }),
+    ),
+    perSearchMs: {
+      nodeCpu: precise(trace.node[0] / count),
+      nodeRunQueueWait: precise(trace.node[1] / count),
+      backendsCpu: precise(trace.backends[0] / count),
+      backendsRunQueueWait: precise(trace.backends[1] / count),
+    },
+  };
+}
+
+/**
+ * Times node-postgres' side of each statement sent inside a phase trace: `pg.first` from the call to the first
+ * answer with rows' metadata (the server's work and the wire), `pg.parse` the rows' parsing, `pg.ready` from the
+ * call to ReadyForQuery. The driver handles those messages outside the caller's async context, so the trace's
+ * record is taken at the call and kept on the query object.
+ */
+function traceDriver(): void {
+  const load = createRequire(__filename);
+  type TracedQuery = { __trace?: { frame: NonNullable<ReturnType<typeof currentPhaseFrame>>; sent: number } };
+  const query = (load('pg/lib/query.js') as { prototype: Record<string, (...args: unknown[]) => unknown> }).prototype;
+  const client = Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const add = (traced: TracedQuery, phase: string, ms: number): void => {
+    const { frame } = traced.__trace!;
+    const key = `${frame.prefix}${phase}`;
+    frame.record.set(key, (frame.record.get(key) ?? 0) + ms);
+  };
+  const originalQuery = client.query;
+  client.query = function (this: { _activeQuery?: unknown; _queryQueue: unknown[] }, ...args: unknown[]) {
+    const frame = currentPhaseFrame();
+    const sent = performance.now();
+    const result = originalQuery.apply(this, args);
+    const submitted = (this._queryQueue.at(-1) ?? this._activeQuery) as TracedQuery | undefined;
+    if (frame && submitted && !submitted.__trace) submitted.__trace = { frame, sent };
+    return result;
+  };
+  const wrap = (method: string, before: (traced: TracedQuery) => void, timeIt?: string): void => {
+    const original = query[method];
+    query[method] = function (this: TracedQuery, ...args: unknown[]) {
+      if (!this.__trace) return original.apply(this, args);
+      before(this);
+      if (!timeIt) return original.apply(this, args);
+      const t0 = performance.now();
+      try {
+        return original.apply(this, args);
+      } finally {
+        add(this, timeIt, performance.now() - t0);
+      }
+    };
+  };
+  wrap('handleRowDescription', (traced) => add(traced, 'pg.first', performance.now() - traced.__trace!.sent));
+  wrap('handleDataRow', () => undefined, 'pg.parse');
+  wrap('handleReadyForQuery', (traced) => add(traced, 'pg.ready', performance.now() - traced.__trace!.sent));
 }
 
 main().catch((error: unknown) => {

@@ -4,6 +4,7 @@ import { getDataSourceToken } from '@nestjs/typeorm';
 import type { DatabaseConnection, QueryResult, RawBuilder } from 'kysely';
 import type { Pool, PoolClient } from 'pg';
 import type { DataSource } from 'typeorm';
+import { phaseClock, phaseSince } from '../common/timing/phase-timer.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/app-config.token.js';
 import { EmbeddedEngine } from './embedded-engine.js';
@@ -47,19 +48,31 @@ export class NamedStatements {
 
   /** The rows of `query`, run on a pooled connection as a named statement (or through Kysely when disabled). */
   async rows<R>(query: RawBuilder<R>): Promise<R[]> {
+    let clock = phaseClock();
     const compiled = query.compile(this.db);
+    phaseSince('compile', clock);
+    clock = phaseClock();
     const pool = await this.usablePool();
+    phaseSince('engine', clock);
     if (!pool) return (await this.db.executeQuery<R>(compiled)).rows;
+    clock = phaseClock();
     const name = `atrium_${createHash('sha1').update(compiled.sql).digest('hex').slice(0, 24)}`;
+    phaseSince('name', clock);
+    clock = phaseClock();
     const client = await pool.connect();
+    phaseSince('connect', clock);
     let failure: unknown;
     try {
       // The same per-connection set-up as Kysely gives a connection it takes first (the search session settings).
       if (!this.prepared.has(client)) {
+        clock = phaseClock();
         await onNewConnection(asKyselyConnection(client));
         this.prepared.add(client);
+        phaseSince('setup', clock);
       }
+      clock = phaseClock();
       const result = await client.query<R & object>({ name, text: compiled.sql, values: [...compiled.parameters] });
+      phaseSince('query', clock);
       return result.rows;
     } catch (error) {
       failure = error;

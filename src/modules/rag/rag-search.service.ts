@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
+import { phaseClock, phaseGroup, phaseSince } from '../../common/timing/phase-timer.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ProjectsService } from '../projects/projects.service.js';
@@ -92,12 +93,16 @@ export class RagSearchService implements OnModuleInit {
   async searchVisible(actor: Actor, input: SearchInput): Promise<SearchResult> {
     const started = performance.now();
     const candidates = Math.max(FUSION_CANDIDATES, input.topK);
+    let clock = phaseClock();
     const queryVector = input.mode === 'keyword' ? null : (await this.embedder.embed([input.query], 'query'))[0];
+    phaseSince('embed', clock);
+    clock = phaseClock();
     const vector: QueryVector = {
       literal: queryVector && queryVector.some((value) => value !== 0) ? toVectorLiteral(queryVector) : null,
       dims: this.embedder.dimensions,
       model: this.embedder.key,
     };
+    phaseSince('literal', clock);
     const scope: SearchScope = { actor, projectId: input.projectId, documentIds: input.documentIds?.length ? input.documentIds : null };
     // The keyword list also loads its best `detailRows` chunks with their cosine, in the same statement (same
     // snapshot as its visibility check), and so does the vector list in vector mode, with their BM25. In hybrid
@@ -111,27 +116,38 @@ export class RagSearchService implements OnModuleInit {
     const [keywordList, vectorList] = await Promise.all([
       input.mode === 'vector'
         ? Promise.resolve([])
-        : this.searches.keywordCandidates(scope, input.query, candidates, vector, detailRows),
+        : phaseGroup('keyword', () => timedList(() => this.searches.keywordCandidates(scope, input.query, candidates, vector, detailRows))),
       vector.literal === null
         ? Promise.resolve([])
-        : this.searches.withSettings({ efSearch: RagSearchService.efSearch(candidates), iterativeScan: this.iterativeScan }, (executor) =>
-            this.searches.vectorCandidates(
-              executor,
-              scope,
-              input.query,
-              { ...vector, literal: vector.literal! },
-              candidates,
-              input.mode === 'vector' ? detailRows : 0,
+        : phaseGroup('vector', () =>
+            timedList(() =>
+              this.searches.withSettings({ efSearch: RagSearchService.efSearch(candidates), iterativeScan: this.iterativeScan }, (executor) =>
+                this.searches.vectorCandidates(
+                  executor,
+                  scope,
+                  input.query,
+                  { ...vector, literal: vector.literal! },
+                  candidates,
+                  input.mode === 'vector' ? detailRows : 0,
+                ),
+              ),
             ),
           ),
     ]);
+    clock = phaseClock();
     const weight = input.mode === 'keyword' ? 0 : input.mode === 'vector' ? 1 : this.vectorWeight;
     const fused = fuseScores(keywordList, vectorList, weight)
       .filter((hit) => (input.mode === 'keyword' ? hit.keywordScore !== null : input.mode === 'vector' ? hit.vectorScore !== null : true))
       .slice(0, input.topK);
-    const results = await this.assemble(fused, keywordList, vectorList, input.mode, (ids, needVector, needKeyword) =>
-      this.searches.load(scope, ids, needVector, needKeyword, input.query, vector),
-    );
+    phaseSince('fuse', clock);
+    clock = phaseClock();
+    const results = await this.assemble(fused, keywordList, vectorList, input.mode, async (ids, needVector, needKeyword) => {
+      const loadClock = phaseClock();
+      const loaded = await this.searches.load(scope, ids, needVector, needKeyword, input.query, vector);
+      phaseSince('load', loadClock);
+      return loaded;
+    });
+    phaseSince('assemble', clock);
     return { results, tookMs: Math.round((performance.now() - started) * 100) / 100 };
   }
 
@@ -190,6 +206,14 @@ export class RagSearchService implements OnModuleInit {
     return hits;
   }
 
+}
+
+/** A ranked list, timed from the call to its answer (phase `list` of its group) when a phase trace is on. */
+async function timedList<T>(list: () => Promise<T>): Promise<T> {
+  const clock = phaseClock();
+  const result = await list();
+  phaseSince('list', clock);
+  return result;
 }
 
 function round(value: number): number {
