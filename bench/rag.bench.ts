@@ -18,6 +18,7 @@ import { ProjectsService } from '../src/modules/projects/projects.service.js';
 import { EMBEDDING_PROVIDER, toVectorLiteral, type EmbeddingProvider } from '../src/modules/rag/embeddings/embedding-provider.js';
 import { ChunkWriterService } from '../src/modules/rag/chunk-writer.service.js';
 import { RagSearchService } from '../src/modules/rag/rag-search.service.js';
+import { applySearchSessionSettings } from '../src/modules/rag/search-session-settings.repository.js';
 
 /**
  * `npm run bench:rag -- [--chunks 100000] [--ingest-documents 50] [--queries 200] [--text ../shared/data/ir/scifact/corpus.jsonl]`
@@ -199,18 +200,45 @@ async function main(): Promise<void> {
       { times: keywordOnly, run: (query) => search.searchVisible(actor, { query, projectId, topK, mode: 'keyword' }) },
       { times: vectorOnly, run: (query) => search.searchVisible(actor, { query, projectId, topK, mode: 'vector' }) },
     ];
+    // Traced: a fifth variant, the named statements the hybrid search of the same query sent (captured in the warm-up
+    // pass), run concurrently as they are, on two connections of their own with the pool's session settings, and
+    // timed like the others: the statements alone against the whole search, in the same process and the same mix.
+    const tracing = process.env.BENCH_TRACE === '1';
+    const listClients = tracing ? [new Client({ connectionString: config.database.url ?? embedded!.url }), new Client({ connectionString: config.database.url ?? embedded!.url })] : [];
+    const sent = new Map<string, CapturedStatement[]>();
+    for (const client of listClients) {
+      await client.connect();
+      await applySearchSessionSettings({
+        executeQuery: async (compiled) => ({ rows: (await client.query(compiled.sql, [...compiled.parameters])).rows }),
+        // eslint-disable-next-line require-yield
+        async *streamQuery() {
+          throw new Error('not supported');
+        },
+      });
+    }
+    if (tracing) {
+      traceDriver();
+      variants.push({
+        times: [],
+        run: (query) => Promise.all((sent.get(query) ?? []).map((statement, index) => listClients[index % listClients.length].query(statement))),
+      });
+    }
     for (const query of queries) {
       const vector = toVectorLiteral((await embedder.embed([query], 'query'))[0]);
-      for (const variant of variants) await variant.run(query, vector);
+      for (const [index, variant] of variants.entries()) {
+        if (index === 1 && tracing) {
+          const captured = captureStatements(() => variant.run(query, vector));
+          await captured.done;
+          sent.set(query, captured.statements);
+        } else await variant.run(query, vector);
+      }
     }
-    // Then each query's variants in a rotating order (query i starts with variant i mod 4): whichever runs first
+    // Then each query's variants in a rotating order (query i starts with variant i mod their number): whichever runs first
     // after another query may still find a page evicted, and no variant is always that one.
-    const tracing = process.env.BENCH_TRACE === '1';
-    if (tracing) traceDriver();
     const pool = (dataSource.driver as unknown as { master: Pool & { _clients?: { processID?: number }[] } }).master;
     const backendPids = (): number[] => [
       ...(pool._clients ?? []).map((client) => client.processID ?? 0),
-      (bareClient as unknown as { processID?: number }).processID ?? 0,
+      ...[bareClient, ...listClients].map((client) => (client as unknown as { processID?: number }).processID ?? 0),
     ];
     const traces = variants.map(() => ({ phases: [] as PhaseRecord[], node: [0, 0], backends: [0, 0] }));
     for (const [i, query] of queries.entries()) {
@@ -241,6 +269,7 @@ async function main(): Promise<void> {
       }
     }
     await bareClient.end();
+    for (const client of listClients) await client.end();
     const stats = (values: number[]) => {
       const sorted = [...values].sort((a, b) => a - b);
       return { p50: round(sorted[Math.floor(sorted.length * 0.5)]), p95: round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))]) };
@@ -275,7 +304,7 @@ async function main(): Promise<void> {
           ...(tracing
             ? {
                 trace: Object.fromEntries(
-                  ['bare', 'hybrid', 'keywordMode', 'vectorMode'].map((name, index) => [name, summariseTrace(traces[index], variants[index].times)]),
+                  ['bare', 'hybrid', 'keywordMode', 'vectorMode', 'hybridStatementsAlone'].map((name, index) => [name, summariseTrace(traces[index], variants[index].times)]),
                 ),
               }
             : {}),
@@ -324,6 +353,25 @@ function summariseTrace(trace: { phases: PhaseRecord[]; node: number[]; backends
   };
 }
 
+/** A named statement as the service sent it (NamedStatements). */
+interface CapturedStatement {
+  name: string;
+  text: string;
+  values: unknown[];
+}
+
+let capturing: CapturedStatement[] | null = null;
+
+/** The named statements `operation` sends (traced runs only: traceDriver records them). */
+function captureStatements(operation: () => Promise<unknown>): { statements: CapturedStatement[]; done: Promise<unknown> } {
+  const statements: CapturedStatement[] = [];
+  capturing = statements;
+  const done = operation().finally(() => {
+    capturing = null;
+  });
+  return { statements, done };
+}
+
 /**
  * Times node-postgres' side of each statement sent inside a phase trace: `pg.first` from the call to the first
  * answer with rows' metadata (the server's work and the wire), `pg.parse` the rows' parsing, `pg.ready` from the
@@ -342,6 +390,10 @@ function traceDriver(): void {
   };
   const originalQuery = client.query;
   client.query = function (this: { _activeQuery?: unknown; _queryQueue: unknown[] }, ...args: unknown[]) {
+    const config = args[0] as Partial<CapturedStatement> | undefined;
+    if (capturing && config && typeof config === 'object' && config.name?.startsWith('atrium_')) {
+      capturing.push({ name: config.name, text: config.text!, values: config.values! });
+    }
     const frame = currentPhaseFrame();
     const sent = performance.now();
     const result = originalQuery.apply(this, args);

@@ -32,6 +32,10 @@ export const InjectNamedStatements = (): ParameterDecorator => Inject(NAMED_STAT
  */
 export class NamedStatements {
   private readonly prepared = new WeakSet<PoolClient>();
+  /** Statement name by text: a handful of texts (one per list and scope shape), hashed once instead of per call. */
+  private readonly names = new Map<string, string>();
+  /** usablePool's answer once known (it does not change in a process): no await on the hot path. */
+  private pool: Pool | null | undefined;
 
   constructor(
     private readonly db: Db,
@@ -43,7 +47,16 @@ export class NamedStatements {
   /** The pool when named statements are on and the server gives each connection its own session. */
   private async usablePool(): Promise<Pool | null> {
     if (!this.configuredPool) return null;
-    return (await this.engine.is()) ? null : this.configuredPool;
+    return (this.pool = (await this.engine.is()) ? null : this.configuredPool);
+  }
+
+  private nameOf(text: string): string {
+    let name = this.names.get(text);
+    if (name === undefined) {
+      name = `atrium_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+      if (this.names.size < MAX_NAMES) this.names.set(text, name);
+    }
+    return name;
   }
 
   /** The rows of `query`, run on a pooled connection as a named statement (or through Kysely when disabled). */
@@ -52,11 +65,11 @@ export class NamedStatements {
     const compiled = query.compile(this.db);
     phaseSince('compile', clock);
     clock = phaseClock();
-    const pool = await this.usablePool();
+    const pool = this.pool !== undefined ? this.pool : await this.usablePool();
     phaseSince('engine', clock);
     if (!pool) return (await this.db.executeQuery<R>(compiled)).rows;
     clock = phaseClock();
-    const name = `atrium_${createHash('sha1').update(compiled.sql).digest('hex').slice(0, 24)}`;
+    const name = this.nameOf(compiled.sql);
     phaseSince('name', clock);
     clock = phaseClock();
     const client = await pool.connect();
@@ -83,6 +96,9 @@ export class NamedStatements {
     }
   }
 }
+
+/** Names remembered by text; beyond that (a text built from varying input, which this class is not for) they are hashed per call. */
+const MAX_NAMES = 64;
 
 /** Errors after which a connection is not reused (no SQLSTATE: the socket or the protocol failed, not the statement). */
 function isConnectionError(error: Error): boolean {
