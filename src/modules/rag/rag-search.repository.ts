@@ -14,9 +14,9 @@ export interface SearchScope {
   documentIds: string[] | null;
 }
 
-/** The vector space of the query: its pgvector literal (null without a usable query vector), dimension and embedding key. */
+/** The vector space of the query: the vector as a binary pgvector parameter (toVectorParam; null without a usable query vector), dimension and embedding key. */
 export interface QueryVector {
-  literal: string | null;
+  param: Buffer | null;
   dims: number;
   model: string;
 }
@@ -160,9 +160,9 @@ function chunkBm25(tsv: RawBuilder<unknown>): RawBuilder<number> {
                  FROM (SELECT u.lexeme, ${TSV_TF_SQL} AS tf FROM unnest(${tsv}) u) t JOIN q ON q.lexeme = t.lexeme)`;
 }
 
-/** The query vector cast to the configured dimension (a literal, so the partial HNSW index matches). */
+/** The query vector cast to the configured dimension (a literal dimension, so the partial HNSW index matches). */
 function vectorOf(vector: QueryVector): RawBuilder<unknown> {
-  return sql`${vector.literal}::vector(${sql.lit(vector.dims)})`;
+  return sql`${vector.param}::vector(${sql.lit(vector.dims)})`;
 }
 
 /** Chunk `c`'s vector at the configured dimension: the expression of the partial HNSW index. */
@@ -170,9 +170,13 @@ function chunkVector(dims: number): RawBuilder<unknown> {
   return sql`c.embedding::vector(${sql.lit(dims)})`;
 }
 
-/** Cosine similarity of chunk `c` to the query vector; null without one or outside the configured vector space. */
+/**
+ * Cosine similarity of chunk `c` to the query vector; null without one (a text of its own: the binary parameter
+ * cannot be tested as text) or outside the configured vector space.
+ */
 function cosine(vector: QueryVector): RawBuilder<number | null> {
-  return sql<number | null>`CASE WHEN ${vector.literal}::text IS NOT NULL AND c.embedding IS NOT NULL AND c.embedding_dims = ${sql.lit(vector.dims)} AND c.embedding_model = ${vector.model}
+  if (vector.param === null) return sql<null>`NULL::float8`;
+  return sql<number | null>`CASE WHEN c.embedding IS NOT NULL AND c.embedding_dims = ${sql.lit(vector.dims)} AND c.embedding_model = ${vector.model}
                      THEN (1 - (${chunkVector(vector.dims)} <=> ${vectorOf(vector)}))::float8 END`;
 }
 
@@ -190,9 +194,9 @@ export class RagSearchRepository {
   ) {}
 
   /**
-   * The rows of a list statement: as a named statement of its connection (parsed and analysed once per connection,
-   * its plan possibly kept; NamedStatements) when it runs on its own, through Kysely on `executor` when it runs in
-   * a transaction that withSettings opened.
+   * The rows of a search statement (the lists, and `load`): as a named statement of its connection (parsed and
+   * analysed once per connection, its plan possibly kept; NamedStatements) when it runs on its own, through Kysely on
+   * `executor` when it runs in a transaction that withSettings opened.
    */
   private async listRows<R>(query: RawBuilder<R>, executor: DbExecutor): Promise<R[]> {
     return executor === this.db ? this.named.rows(query) : (await query.execute(executor)).rows;
@@ -333,7 +337,7 @@ export class RagSearchRepository {
     executor: DbExecutor,
     scope: SearchScope,
     query: string,
-    vector: QueryVector & { literal: string },
+    vector: QueryVector & { param: Buffer },
     limit: number,
     detailRows: number,
   ): Promise<RankedChunk[]> {
@@ -378,13 +382,16 @@ export class RagSearchRepository {
     query: string,
     vector: QueryVector,
   ): Promise<Map<string, LoadedChunk>> {
-    const { rows } = await sql<{ id: string; vector_score: number | null; keyword_score: number | null } & ChunkRow>`
+    const rows = await this.listRows(
+      sql<{ id: string; vector_score: number | null; keyword_score: number | null } & ChunkRow>`
       WITH ${viewerTermsCtes(query, scope.actor)}
        SELECT c.id, ${CHUNK_COLUMNS},
               CASE WHEN c.id = ANY(${needVector}::uuid[]) THEN ${cosine(vector)} END AS vector_score,
               CASE WHEN c.id = ANY(${needKeyword}::uuid[]) THEN ${chunkBm25(sql`c.tsv`)} END AS keyword_score
        FROM document_chunks c JOIN documents d ON d.id = c.document_id
-       WHERE c.id = ANY(${ids}::uuid[]) AND ${inScope(scope)}`.execute(this.db);
+       WHERE c.id = ANY(${ids}::uuid[]) AND ${inScope(scope)}`,
+      this.db,
+    );
     return new Map(
       rows.map((row) => [
         row.id,

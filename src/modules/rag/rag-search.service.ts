@@ -5,7 +5,7 @@ import { phaseClock, phaseGroup, phaseSince } from '../../common/timing/phase-ti
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ProjectsService } from '../projects/projects.service.js';
-import { EMBEDDING_PROVIDER, toVectorLiteral, type EmbeddingProvider } from './embeddings/embedding-provider.js';
+import { EMBEDDING_PROVIDER, toVectorParam, type EmbeddingProvider } from './embeddings/embedding-provider.js';
 import { fuseScores } from './fusion.js';
 import { RagSearchRepository, type LoadedChunk, type QueryVector, type RankedChunk, type SearchScope } from './rag-search.repository.js';
 import { DETAIL_MARGIN, FUSION_CANDIDATES } from './rag.constants.js';
@@ -98,11 +98,11 @@ export class RagSearchService implements OnModuleInit {
     phaseSince('embed', clock);
     clock = phaseClock();
     const vector: QueryVector = {
-      literal: queryVector && queryVector.some((value) => value !== 0) ? toVectorLiteral(queryVector) : null,
+      param: queryVector && queryVector.some((value) => value !== 0) ? toVectorParam(queryVector) : null,
       dims: this.embedder.dimensions,
       model: this.embedder.key,
     };
-    phaseSince('literal', clock);
+    phaseSince('vectorParam', clock);
     const scope: SearchScope = { actor, projectId: input.projectId, documentIds: input.documentIds?.length ? input.documentIds : null };
     // The keyword list also loads its best `detailRows` chunks with their cosine, in the same statement (same
     // snapshot as its visibility check), and so does the vector list in vector mode, with their BM25. In hybrid
@@ -117,7 +117,7 @@ export class RagSearchService implements OnModuleInit {
       input.mode === 'vector'
         ? Promise.resolve([])
         : phaseGroup('keyword', () => timedList(() => this.searches.keywordCandidates(scope, input.query, candidates, vector, detailRows))),
-      vector.literal === null
+      vector.param === null
         ? Promise.resolve([])
         : phaseGroup('vector', () =>
             timedList(() =>
@@ -126,7 +126,7 @@ export class RagSearchService implements OnModuleInit {
                   executor,
                   scope,
                   input.query,
-                  { ...vector, literal: vector.literal! },
+                  { ...vector, param: vector.param! },
                   candidates,
                   input.mode === 'vector' ? detailRows : 0,
                 ),
