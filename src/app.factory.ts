@@ -16,6 +16,7 @@ import { jsonBodyGuard } from './common/http/json-body-guard.js';
 import type { AppConfig } from './config/app-config.js';
 import { ShutdownState } from './modules/health/shutdown-state.js';
 import { buildOpenApiDocument } from './openapi/openapi-document.js';
+import { assertBackendRoutesEnveloped } from './common/http/backend-controller.js';
 
 const openApiDocuments = new WeakMap<NestExpressApplication, () => OpenAPIObject>();
 
@@ -37,6 +38,7 @@ export async function createHttpApp({ config, databaseUrl, logger, extraModules 
   });
   configureHttp(app, config, jsonLogger);
   await app.init();
+  assertBackendRoutesEnveloped(app);
   openApiDocuments.get(app)!();
   return app;
 }

@@ -1,7 +1,6 @@
 import { DynamicModule, Module, ValidationPipe, type Type } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter.js';
-import { EnvelopeInterceptor } from './common/http/envelope.interceptor.js';
 import { MetricsModule } from './common/metrics/metrics.module.js';
 import { BackendThrottlerGuard } from './common/rate-limit/backend-throttler.guard.js';
 import { RateLimitModule } from './common/rate-limit/rate-limit.module.js';
@@ -63,7 +62,6 @@ export class AppModule {
         // Order matters: authenticate first, so the rate limit counts per caller.
         { provide: APP_GUARD, useClass: BackendAuthGuard },
         { provide: APP_GUARD, useClass: BackendThrottlerGuard },
-        { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
         {
           provide: APP_PIPE,
           useValue: new ValidationPipe({

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Inject, type Provider } from '@nestjs/common';
 import { getDataSourceToken } from '@nestjs/typeorm';
-import type { DatabaseConnection, QueryResult, RawBuilder } from 'kysely';
+import type { CompiledQuery, DatabaseConnection, QueryResult, RawBuilder } from 'kysely';
 import type { Pool, PoolClient } from 'pg';
 import type { DataSource } from 'typeorm';
 import { phaseClock, phaseSince } from '../common/timing/phase-timer.js';
@@ -19,7 +19,7 @@ export const InjectNamedStatements = (): ParameterDecorator => Inject(NAMED_STAT
  * Runs a hot statement as a named (prepared) statement of the connection it lands on, so that PostgreSQL parses,
  * analyses and rewrites its text once per connection, and may keep a generic plan for it, instead of doing all of
  * that on every call (for a search list at 100k chunks: ~1.5 ms of a ~7 ms statement; see the RAG README, issue 15
- * session 9). The name is a hash of the text, so each distinct text is its own statement.
+ * session 9; for list_tasks about half of the statement's PostgreSQL time, issue 22 session 10). The name is a hash of the text, so each distinct text is its own statement.
  *
  * Only for statements whose text does not vary with input: values go in parameters, limits and other code
  * constants are inlined (a generic plan with a parameterised LIMIT or a `$n IS NULL OR …` filter can lose the
@@ -61,10 +61,15 @@ export class NamedStatements {
 
   /** The rows of `query`, run on a pooled connection as a named statement (or through Kysely when disabled). */
   async rows<R>(query: RawBuilder<R>): Promise<R[]> {
-    let clock = phaseClock();
+    const clock = phaseClock();
     const compiled = query.compile(this.db);
     phaseSince('compile', clock);
-    clock = phaseClock();
+    return this.compiledRows(compiled);
+  }
+
+  /** The rows of a statement compiled before (e.g. once per shape, as TasksRepository keeps its list statements). */
+  async compiledRows<R>(compiled: CompiledQuery<R>): Promise<R[]> {
+    let clock = phaseClock();
     const pool = this.pool !== undefined ? this.pool : await this.usablePool();
     phaseSince('engine', clock);
     if (!pool) return (await this.db.executeQuery<R>(compiled)).rows;

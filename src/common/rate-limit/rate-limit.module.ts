@@ -1,9 +1,10 @@
 import { Global, Module } from '@nestjs/common';
-import { ThrottlerModule, ThrottlerStorage, ThrottlerStorageService } from '@nestjs/throttler';
+import { ThrottlerModule } from '@nestjs/throttler';
 import type { Redis } from 'ioredis';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { REDIS_CLIENT } from '../redis/redis.module.js';
+import { MemoryThrottlerStorage } from './memory-throttler.storage.js';
 import { RateLimiterService } from './rate-limiter.service.js';
 import { RedisThrottlerStorage } from './redis-throttler.storage.js';
 
@@ -14,7 +15,7 @@ import { RedisThrottlerStorage } from './redis-throttler.storage.js';
       inject: [APP_CONFIG, REDIS_CLIENT],
       useFactory: (config: AppConfig, redis: Redis | null) => ({
         throttlers: [{ name: 'backend', limit: config.limits.areaBCallsPerMinute, ttl: 60_000 }],
-        storage: redis ? new RedisThrottlerStorage(redis, config.redis.prefix) : new ThrottlerStorageService(),
+        storage: redis ? new RedisThrottlerStorage(redis, config.redis.prefix) : new MemoryThrottlerStorage(),
       }),
     }),
   ],

@@ -1,8 +1,14 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
+import type { Request } from 'express';
 
 export interface RequestContextStore {
   requestId: string;
+  /**
+   * The HTTP request this flow serves (absent in queued jobs), so that an audit entry can name the credential that
+   * acted (AuditService) without every service signature carrying it.
+   */
+  request?: Request;
 }
 
 const storage = new AsyncLocalStorage<RequestContextStore>();
@@ -20,6 +26,9 @@ export const RequestContext = {
   },
   requestId(): string | undefined {
     return storage.getStore()?.requestId;
+  },
+  request(): Request | undefined {
+    return storage.getStore()?.request;
   },
 };
 

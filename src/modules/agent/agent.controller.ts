@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
@@ -14,10 +14,11 @@ import { ExecuteAgentDto } from './dto/execute-agent.dto.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { page } from '../../common/openapi/openapi-schema.js';
 import { AgentRunSchema, AgentRunStartedSchema, AgentRunStateSchema, AgentRunSummarySchema } from './agent.schemas.js';
+import { BackendController } from '../../common/http/backend-controller.js';
 
 @ApiTags('agent')
 @AllowProjectToken()
-@Controller('api/agent')
+@BackendController('api/agent')
 export class AgentController {
   constructor(
     private readonly runs: AgentRunsService,

@@ -1,5 +1,4 @@
-import { ExecutionContext, Inject, Injectable } from '@nestjs/common';
-import { AuthGuard } from '@nestjs/passport';
+import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { performance } from 'node:perf_hooks';
 import { AppException } from '../../common/errors/app.exception.js';
@@ -8,8 +7,9 @@ import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { bearerToken } from '../auth/guards/backend-auth.guard.js';
 import type { ApiKeyPrincipal } from './api-key.principal.js';
-import { API_KEY_STRATEGY } from './api-key.strategy.js';
+import { ApiKeyAuthenticator } from './api-key-authenticator.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
+import { attachKeyCaller } from './key-caller.js';
 
 /** Set on the request by whoever learns which tool a call is for; read when the usage row is written. */
 export const USAGE_TOOL = Symbol('atrium:usage-tool');
@@ -40,30 +40,32 @@ export function bearerChallenge(config: AppConfig, credentialSent: boolean): str
  * errors included, carries X-Api-Key-Expires-At (keys with an expiry) and lands in the credential's
  * usage log with its final status. Every 401 names the protected-resource metadata, so OAuth clients
  * know where to sign in and key users see the key error (not an OAuth prompt: `invalid_token`).
+ * A credential that passes becomes the call's caller (`@Caller()`: attachKeyCaller).
  */
 @Injectable()
-export class ApiKeyAuthGuard extends AuthGuard(API_KEY_STRATEGY) {
+export class ApiKeyAuthGuard implements CanActivate {
   constructor(
+    private readonly authenticator: ApiKeyAuthenticator,
     private readonly usage: ApiKeyUsageRecorder,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {
-    super();
-  }
+  ) {}
 
-  override async canActivate(context: ExecutionContext): Promise<boolean> {
+  async canActivate(context: ExecutionContext): Promise<boolean> {
     const started = performance.now();
+    const request = context.switchToHttp().getRequest<UsageRequest>();
+    let principal: ApiKeyPrincipal;
     try {
-      await super.canActivate(context);
+      principal = await this.authenticator.authenticate(request);
     } catch (error) {
       if (error instanceof AppException && ERROR_CODE_MAPPING[error.code].status === 401) {
-        const sent = bearerToken(context.switchToHttp().getRequest<Request>()) !== undefined;
+        const sent = bearerToken(request) !== undefined;
         throw new AppException(error.code, error.message, error.details, { ...error.headers, 'WWW-Authenticate': bearerChallenge(this.config, sent) });
       }
       throw error;
     }
-    const request = context.switchToHttp().getRequest<UsageRequest>();
+    request.user = principal;
+    attachKeyCaller(request, principal);
     const response = context.switchToHttp().getResponse<Response>();
-    const principal = request.user!;
     if (principal.expiresAt) response.setHeader('X-Api-Key-Expires-At', principal.expiresAt.toISOString());
     response.once('finish', () => {
       this.usage.record({
@@ -76,11 +78,5 @@ export class ApiKeyAuthGuard extends AuthGuard(API_KEY_STRATEGY) {
       });
     });
     return true;
-  }
-
-  override handleRequest<TUser>(error: unknown, user: TUser | false): TUser {
-    if (error) throw error;
-    if (!user) throw new AppException(ErrorCode.InvalidApiKey, 'The API key is not valid');
-    return user;
   }
 }

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, Param, Post, Query } from '@nestjs/common';
+import { Body, Delete, Get, Param, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import type { Principal } from '../auth/principal.js';
@@ -12,10 +12,11 @@ import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { page } from '../../common/openapi/openapi-schema.js';
 import { ApiKeyDetailSchema, ApiKeySchema, CreatedApiKeySchema, RevokedApiKeySchema, ScopeCatalogSchema } from './api-keys.schemas.js';
+import { BackendController } from '../../common/http/backend-controller.js';
 
 /** The account page's key management; user access token only (the global guard enforces it). */
 @ApiTags('api-keys')
-@Controller('api/api-keys')
+@BackendController('api/api-keys')
 export class ApiKeysController {
   constructor(
     private readonly apiKeys: ApiKeysService,

@@ -3,7 +3,7 @@ import { PassportModule } from '@nestjs/passport';
 import { OAuthModule } from '../oauth/oauth.module.js';
 import { ApiKeyAuthGuard } from './api-key-auth.guard.js';
 import { ApiKeyCallCounterService } from './api-key-call-counter.service.js';
-import { ApiKeyStrategy } from './api-key.strategy.js';
+import { ApiKeyAuthenticator } from './api-key-authenticator.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
 import { ApiKeysController } from './api-keys.controller.js';
 import { ApiKeysRepository } from './api-keys.repository.js';
@@ -11,13 +11,12 @@ import { ApiKeysService } from './api-keys.service.js';
 import { ToolCredentialsModule } from './tool-credentials.module.js';
 import { KeyCallLimiterService } from './key-call-limiter.service.js';
 import { KeyRateLimitGuard } from './key-rate-limit.guard.js';
-import { OwnerInterceptor } from './owner.interceptor.js';
 import { VerifiedKeyCache } from './verified-key-cache.js';
 
 @Module({
   imports: [PassportModule, OAuthModule, ToolCredentialsModule],
   controllers: [ApiKeysController],
-  providers: [ApiKeysRepository, ApiKeysService, ApiKeyCallCounterService, ApiKeyUsageRecorder, ApiKeyStrategy, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, OwnerInterceptor, VerifiedKeyCache],
-  exports: [ApiKeysService, ApiKeyUsageRecorder, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, OwnerInterceptor],
+  providers: [ApiKeysRepository, ApiKeysService, ApiKeyCallCounterService, ApiKeyUsageRecorder, ApiKeyAuthenticator, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, VerifiedKeyCache],
+  exports: [ApiKeysService, ApiKeyUsageRecorder, ApiKeyAuthenticator, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard],
 })
 export class ApiKeysModule {}

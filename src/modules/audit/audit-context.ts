@@ -1,13 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Request } from 'express';
 import type { AuditActor, AuditEntry } from './audit-entry.js';
 
-/**
- * The HTTP request a service call runs for, so an audit entry can name the credential that acted (the services take
- * an Actor, which says whose data, not through which credential). Set by AuditRequestInterceptor around every
- * route handler; read only by AuditService.
- */
-export const auditRequestStorage = new AsyncLocalStorage<Request>();
+// The HTTP request a service call runs for (so an audit entry can name the credential that acted: the services take
+// an Actor, which says whose data, not through which credential) is the request context's (RequestContext.request).
 
 /**
  * Who acts in work that runs outside an HTTP request but on someone's behalf (a script, an in-process test calling

@@ -1,4 +1,4 @@
-import { Controller, Get, Query, Res, UseGuards } from '@nestjs/common';
+import { Get, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AppException } from '../../common/errors/app.exception.js';
@@ -12,10 +12,11 @@ import type { AuditFilter } from './audit-log.repository.js';
 import { AuditEntrySchema } from './audit.schemas.js';
 import { AuditService } from './audit.service.js';
 import { AdminAuditQueryDto, AuditQueryDto } from './dto/audit-query.dto.js';
+import { BackendController } from '../../common/http/backend-controller.js';
 
 /** GET /api/audit: what the caller's own credentials did. */
 @ApiTags('audit')
-@Controller('api/audit')
+@BackendController('api/audit')
 export class AuditController {
   constructor(private readonly audit: AuditService) {}
 
@@ -30,7 +31,7 @@ export class AuditController {
 /** The admin's view: everyone's entries, and the NDJSON export for a SIEM. */
 @ApiTags('admin: audit')
 @UseGuards(AdminOnly("read everyone's audit entries"))
-@Controller('api/admin/audit')
+@BackendController('api/admin/audit')
 export class AdminAuditController {
   constructor(private readonly audit: AuditService) {}
 

@@ -1,7 +1,5 @@
 import { Global, Module } from '@nestjs/common';
-import { APP_INTERCEPTOR } from '@nestjs/core';
 import { AuditLogRepository } from './audit-log.repository.js';
-import { AuditRequestInterceptor } from './audit-request.interceptor.js';
 import { AdminAuditController, AuditController } from './audit.controller.js';
 import { AuditRecorder } from './audit.recorder.js';
 import { AuditRetentionService } from './audit-retention.service.js';
@@ -11,7 +9,7 @@ import { AuditService } from './audit.service.js';
 @Global()
 @Module({
   controllers: [AuditController, AdminAuditController],
-  providers: [AuditLogRepository, AuditRecorder, AuditService, AuditRetentionService, { provide: APP_INTERCEPTOR, useClass: AuditRequestInterceptor }],
+  providers: [AuditLogRepository, AuditRecorder, AuditService, AuditRetentionService],
   exports: [AuditService],
 })
 export class AuditModule {}

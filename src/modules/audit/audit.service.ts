@@ -5,10 +5,11 @@ import type { DB } from '../../database/database.types.js';
 import { toAppException } from '../../common/errors/to-app-exception.js';
 import { toPage, type Page, type PageQuery } from '../../common/pagination/cursor-page.js';
 import type { DbExecutor } from '../../database/kysely.provider.js';
+import { RequestContext } from '../../common/request-context/request-context.js';
 import type { ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
 import type { Principal } from '../auth/principal.js';
 import { mcpClientOf } from '../tools/mcp-client-info.js';
-import { auditRequestStorage, explicitAuditActor, pendingToolCallStorage } from './audit-context.js';
+import { explicitAuditActor, pendingToolCallStorage } from './audit-context.js';
 import { newAuditEntry, toAuditView, type AuditAction, type AuditActor, type AuditEntry, type AuditEntryView, type AuditTarget } from './audit-entry.js';
 import { AuditLogRepository, type AuditFilter } from './audit-log.repository.js';
 import { AuditRecorder } from './audit.recorder.js';
@@ -46,7 +47,7 @@ export class AuditService {
   actorOfRequest(): AuditActor | undefined {
     const explicit = explicitAuditActor();
     if (explicit) return explicit;
-    const request = auditRequestStorage.getStore();
+    const request = RequestContext.request();
     return request ? auditActorOf(request) : undefined;
   }
 
@@ -139,7 +140,7 @@ export class AuditService {
 
 /**
  * The acting credential of a request, from its authenticated principal (and, on the MCP door, its client). Exported
- * for guards, which run before AuditRequestInterceptor puts the request in `auditRequestStorage`.
+ * for guards, which name the request explicitly.
  */
 export function auditActorOf(request: Request): AuditActor | undefined {
   const principal = request.user as Principal | ApiKeyPrincipal | undefined;

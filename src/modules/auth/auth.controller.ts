@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Ip, Post } from '@nestjs/common';
+import { Body, Get, HttpCode, Ip, Post } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AuthService } from './auth.service.js';
 import { LoginDto } from './dto/login.dto.js';
@@ -9,9 +9,10 @@ import type { Principal } from './principal.js';
 import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { LoginResultSchema, SignupStateSchema, UserSchema } from './auth.schemas.js';
+import { BackendController } from '../../common/http/backend-controller.js';
 
 @ApiTags('auth')
-@Controller('api/auth')
+@BackendController('api/auth')
 export class AuthController {
   constructor(private readonly auth: AuthService) {}
 

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, Headers, Param, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
+import { Body, Delete, Get, Headers, Param, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
 import { ApiBody, ApiConsumes, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { createHash } from 'node:crypto';
@@ -15,6 +15,7 @@ import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { page } from '../../common/openapi/openapi-schema.js';
 import { DeletedSchema, DocumentSchema } from './documents.schemas.js';
+import { BackendController } from '../../common/http/backend-controller.js';
 
 interface UploadedMulterFile {
   originalname: string;
@@ -25,7 +26,7 @@ interface UploadedMulterFile {
 
 @ApiTags('documents')
 @AllowProjectToken()
-@Controller('api/documents')
+@BackendController('api/documents')
 export class DocumentsController {
   constructor(
     private readonly documents: DocumentsService,

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, ParseUUIDPipe, Post, Query, UseGuards } from '@nestjs/common';
+import { Body, Delete, Get, HttpCode, Param, ParseUUIDPipe, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
@@ -10,10 +10,11 @@ import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorator
 import { page } from '../../common/openapi/openapi-schema.js';
 import { DeletedSchema } from '../documents/documents.schemas.js';
 import { RegisteredRepoSchema } from './github.schemas.js';
+import { BackendController } from '../../common/http/backend-controller.js';
 
 @ApiTags('admin: github')
 @UseGuards(AdminOnly('manage the shared GitHub repositories'))
-@Controller('api/admin/github/repos')
+@BackendController('api/admin/github/repos')
 export class GithubReposController {
   constructor(private readonly repos: GithubReposService) {}
 

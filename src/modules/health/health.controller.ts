@@ -1,4 +1,4 @@
-import { Controller, Get, Inject } from '@nestjs/common';
+import { Get, Inject } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
@@ -9,10 +9,11 @@ import { DependencyChecksService } from './dependency-checks.service.js';
 import { ShutdownState } from './shutdown-state.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { HealthSchema, ReadySchema } from './health.schemas.js';
+import { BackendController } from '../../common/http/backend-controller.js';
 
 @ApiTags('health')
 @Public()
-@Controller('api')
+@BackendController('api')
 export class HealthController {
   private readonly startedAt = Date.now();
 

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { Response } from 'express';
@@ -15,10 +15,11 @@ import { OAuthGrantsService } from './oauth-grants.service.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { page } from '../../common/openapi/openapi-schema.js';
 import { AuthorizeAnswerSchema, OAuthGrantSchema, RevokedGrantSchema } from './oauth.schemas.js';
+import { BackendController } from '../../common/http/backend-controller.js';
 
 /** Area B, user access token only: the consent page's answer and the account page's "connected apps". */
 @ApiTags('oauth')
-@Controller('api/oauth')
+@BackendController('api/oauth')
 export class OAuthAccountController {
   constructor(
     private readonly clients: OAuthClientsService,

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
+import { Body, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
@@ -14,11 +14,12 @@ import { ProjectsService } from './projects.service.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { page } from '../../common/openapi/openapi-schema.js';
 import { ProjectMemberSchema, ProjectSchema, ProjectSessionTokenSchema } from './projects.schemas.js';
+import { BackendController } from '../../common/http/backend-controller.js';
 
 const projectId = new ParseUUIDPipe();
 
 @ApiTags('projects')
-@Controller('api/projects')
+@BackendController('api/projects')
 export class ProjectsController {
   constructor(private readonly projects: ProjectsService) {}
 

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
@@ -12,10 +12,11 @@ import { IndexingJobsService, type IndexingJobKind } from './indexing-jobs.servi
 import { RagSearchService } from './rag-search.service.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { IndexingJobSchema, IndexingJobStartedSchema, SearchResultSchema } from './rag.schemas.js';
+import { BackendController } from '../../common/http/backend-controller.js';
 
 @ApiTags('rag')
 @AllowProjectToken()
-@Controller('api/rag')
+@BackendController('api/rag')
 export class RagController {
   constructor(
     private readonly search: RagSearchService,

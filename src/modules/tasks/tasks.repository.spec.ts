@@ -1,7 +1,12 @@
 import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from 'kysely';
 import type { Actor } from '../../common/auth/actor.js';
 import type { DB } from '../../database/database.types.js';
+import type { EmbeddedEngine } from '../../database/embedded-engine.js';
+import { NamedStatements } from '../../database/named-statements.js';
 import { TasksRepository } from './tasks.repository.js';
+
+/** NamedStatements asks whether the engine is embedded only when it has a pool. */
+const NOT_ASKED = { is: () => Promise.reject(new Error('not asked without a pool')) } as unknown as EmbeddedEngine;
 
 /** The SQL the tasks repository emits, without a database (Kysely's DummyDriver answers every statement with no rows). */
 function recordingRepository(): { repository: TasksRepository; statements: { sql: string; parameters: readonly unknown[] }[] } {
@@ -17,7 +22,8 @@ function recordingRepository(): { repository: TasksRepository; statements: { sql
       statements.push({ sql: event.query.sql, parameters: event.query.parameters });
     },
   });
-  return { repository: new TasksRepository(db), statements };
+  // Without a pool (as with DATABASE_NAMED_STATEMENTS=false) the list statement runs through Kysely, which logs it.
+  return { repository: new TasksRepository(db, new NamedStatements(db, null, NOT_ASKED)), statements };
 }
 
 const unpinned: Actor = { userId: '00000000-0000-4000-8000-000000000001', projectIds: null, repos: null };

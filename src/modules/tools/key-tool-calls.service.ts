@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
-import type { KeyCaller } from '../api-keys/owner.interceptor.js';
+import type { KeyCaller } from '../api-keys/key-caller.js';
 import { ToolsService, type PreparedToolCall, type ToolCallOutcome } from './tools.service.js';
 
 /** What both Area A doors (JSON and MCP) do with a prepared call for an API key. */

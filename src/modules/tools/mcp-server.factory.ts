@@ -18,7 +18,7 @@ import { toAppException } from '../../common/errors/to-app-exception.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
-import type { KeyCaller } from '../api-keys/owner.interceptor.js';
+import type { KeyCaller } from '../api-keys/key-caller.js';
 import type { RegisteredTool } from './tool-definition.js';
 import type { JsonSchema } from './tool-parameters.js';
 import { KeyToolCallsService } from './key-tool-calls.service.js';

@@ -1,4 +1,4 @@
-import { Controller, Delete, Get, Headers, Post, Req, Res, UseGuards, UseInterceptors } from '@nestjs/common';
+import { Controller, Delete, Get, Headers, Post, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { JsonRpcErrorSchema, JsonRpcMessageSchema, JsonRpcResponseSchema } from './mcp.schemas.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -10,7 +10,7 @@ import { ErrorCode } from '../../common/errors/error-code.js';
 import { JSON_RPC_SERVER_ERROR } from '../../common/errors/json-rpc-error-body.js';
 import { ApiKeyAuthGuard, setUsageStatus, setUsageTool } from '../api-keys/api-key-auth.guard.js';
 import { KeyCallLimiterService } from '../api-keys/key-call-limiter.service.js';
-import { Caller, OwnerInterceptor, type KeyCaller } from '../api-keys/owner.interceptor.js';
+import { Caller, type KeyCaller } from '../api-keys/key-caller.js';
 import { setMcpClient, toMcpClientInfo } from './mcp-client-info.js';
 import { McpOriginGuard } from './mcp-origin.guard.js';
 import { McpServerFactory, type McpRequestContext } from './mcp-server.factory.js';
@@ -41,7 +41,6 @@ export class McpController {
   @Post()
   @UseGuards(McpOriginGuard, ApiKeyAuthGuard, ScopeGuard)
   @AnyKeyScope('mcp')
-  @UseInterceptors(OwnerInterceptor)
   @ApiOperation({
     summary: 'MCP Streamable HTTP: JSON-RPC 2.0 (initialize, ping, tools/list, tools/call)',
     description:
@@ -205,7 +204,6 @@ export class McpController {
   @Delete()
   @UseGuards(McpOriginGuard, ApiKeyAuthGuard, ScopeGuard)
   @AnyKeyScope('mcp')
-  @UseInterceptors(OwnerInterceptor)
   @ApiOperation({ summary: 'Ends the MCP session named by Mcp-Session-Id (204; 404 if unknown; 405 without the header)' })
   @ApiResponse({ status: 204, description: 'The session is ended' })
   @ApiResponse({ status: 404, description: 'No such session for this credential', schema: { $ref: JsonRpcErrorSchema.$ref } })

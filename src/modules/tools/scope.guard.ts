@@ -7,7 +7,7 @@ import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { protectedResourceMetadataUrl, setUsageTool } from '../api-keys/api-key-auth.guard.js';
 import type { ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
-import { keyCallerOf } from '../api-keys/owner.interceptor.js';
+import { keyCallerOf } from '../api-keys/key-caller.js';
 import { parseToolCallBody } from './tool-call-body.js';
 import { auditActorOf } from '../audit/audit.service.js';
 import { countRefusedToolCall } from './tool-call-telemetry.js';

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Headers, HttpCode, Post, Res, UseGuards, UseInterceptors } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { sendJson, sendJsonResult } from '../../common/http/send-json.js';
 import { ApiBareData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
@@ -6,7 +6,7 @@ import { TOOL_CALL_REQUEST, TOOL_CALL_RESPONSE, TOOL_LIST_RESPONSE } from './too
 import type { Response } from 'express';
 import { ApiKeyAuthGuard } from '../api-keys/api-key-auth.guard.js';
 import { KeyRateLimitGuard } from '../api-keys/key-rate-limit.guard.js';
-import { Caller, OwnerInterceptor, type KeyCaller } from '../api-keys/owner.interceptor.js';
+import { Caller, type KeyCaller } from '../api-keys/key-caller.js';
 import { AnyKeyScope, RequiresToolScope, ScopeGuard } from './scope.guard.js';
 import { parseToolCallBody } from './tool-call-body.js';
 import { KeyToolCallsService } from './key-tool-calls.service.js';
@@ -15,13 +15,12 @@ import { observeToolCall } from './tool-call-telemetry.js';
 
 /**
  * Area A: the JSON door to the tool registry. Guards run in order: key (401) → per-key limit (429) →
- * body, tool and scope (400/404/403); the interceptor hands the owner to the handler as an Actor.
+ * body, tool and scope (400/404/403); the key guard hands the owner to the handler as an Actor (`@Caller()`).
  * Bodies are bare; errors are rendered by the global filter in the Area A shape.
  */
 @ApiTags('tool API (Area A)')
 @Controller('api/v1/public/mcp')
 @UseGuards(ApiKeyAuthGuard, KeyRateLimitGuard, ScopeGuard)
-@UseInterceptors(OwnerInterceptor)
 export class ToolApiController {
   constructor(
     private readonly tools: ToolsService,
