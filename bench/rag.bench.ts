@@ -12,6 +12,7 @@ import { JsonLogger } from '../src/common/logging/json-logger.js';
 import { currentPhaseFrame, tracePhases, type PhaseRecord } from '../src/common/timing/phase-timer.js';
 import { loadConfig } from '../src/config/app-config.js';
 import { EmbeddedPostgres } from '../src/database/embedded-postgres.js';
+import { asKyselyConnection } from '../src/database/named-statements.js';
 import { UsersService } from '../src/modules/auth/users.service.js';
 import { DocumentsService } from '../src/modules/documents/documents.service.js';
 import { ProjectsService } from '../src/modules/projects/projects.service.js';
@@ -208,13 +209,7 @@ async function main(): Promise<void> {
     const sent = new Map<string, CapturedStatement[]>();
     for (const client of listClients) {
       await client.connect();
-      await applySearchSessionSettings({
-        executeQuery: async (compiled) => ({ rows: (await client.query(compiled.sql, [...compiled.parameters])).rows }),
-        // eslint-disable-next-line require-yield
-        async *streamQuery() {
-          throw new Error('not supported');
-        },
-      });
+      await applySearchSessionSettings(asKyselyConnection(client));
     }
     if (tracing) {
       traceDriver();

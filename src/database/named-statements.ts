@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Inject, type Provider } from '@nestjs/common';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import type { CompiledQuery, DatabaseConnection, QueryResult, RawBuilder } from 'kysely';
-import type { Pool, PoolClient } from 'pg';
+import type { ClientBase, Pool, PoolClient } from 'pg';
 import type { DataSource } from 'typeorm';
 import { phaseClock, phaseSince } from '../common/timing/phase-timer.js';
 import type { AppConfig } from '../config/app-config.js';
@@ -111,7 +111,7 @@ function isConnectionError(error: Error): boolean {
 }
 
 /** The minimal Kysely connection over a pg client that a connection set-up function needs (executeQuery). */
-function asKyselyConnection(client: PoolClient): DatabaseConnection {
+export function asKyselyConnection(client: ClientBase): DatabaseConnection {
   return {
     async executeQuery<R>(compiled: { sql: string; parameters: readonly unknown[] }): Promise<QueryResult<R>> {
       const result = await client.query(compiled.sql, [...compiled.parameters]);
