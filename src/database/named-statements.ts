@@ -102,8 +102,8 @@ export class NamedStatements {
   }
 }
 
-/** Names remembered by text; beyond that (a text built from varying input, which this class is not for) they are hashed per call. */
-const MAX_NAMES = 64;
+/** Names remembered by text (the search statements and list_tasks' up to 64 filter shapes fit); beyond that they are hashed per call. */
+const MAX_NAMES = 256;
 
 /** Errors after which a connection is not reused (no SQLSTATE: the socket or the protocol failed, not the statement). */
 function isConnectionError(error: Error): boolean {
