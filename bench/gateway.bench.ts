@@ -8,7 +8,7 @@
  *   - list_tasks (limit 50): key lookup + the 50-row query;
  *   - create_task: key lookup + the insert + the call count (the gateway also writes its usage log).
  * With BENCH_REDIS_URL a second gateway runs on Redis (rate limiter) beside the in-memory one, in the same rounds.
- * Prints per run req/s, p99, CPU per request (the server's Node process, all PostgreSQL processes) and the
+ * Prints per run req/s, p50 and p99, CPU per request (the server's Node process, all PostgreSQL processes) and the
  * server's peak RSS; then the means and the ratios to the bare handler.
  * Targets (list_tasks, each gateway): throughput >= 0.85x the bare handler, p99 <= 1.5x, RSS <= 250 MB.
  * BENCH_ROUNDS, BENCH_DURATION, BENCH_CONNECTIONS change the runs; BENCH_SCENARIOS=list_tasks,create_task picks
@@ -83,6 +83,8 @@ async function seed(dbUrl: string): Promise<string[]> {
 
 interface RunResult {
   rps: number;
+  /** Median latency: beside p99, it tells a slower call from a wider tail. */
+  p50: number;
   p99: number;
   errors: number;
   requests: number;
@@ -168,7 +170,7 @@ async function run(url: string, scenario: Scenario, keys: string[], duration: nu
     before.server === null || after.server === null || before.postgres === null || after.postgres === null
       ? null
       : { server: (after.server - before.server) / answered, postgres: (after.postgres - before.postgres) / answered };
-  return { rps: result.requests.average, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts, requests: result.requests.total, cpu, rssMb: peakRss };
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts, requests: result.requests.total, cpu, rssMb: peakRss };
 }
 
 interface Target {
@@ -232,7 +234,7 @@ async function main(): Promise<void> {
           results.get(target.label)!.push(r);
           const cpu = r.cpu ? `  CPU/req node ${r.cpu.server.toFixed(3)} ms, postgres ${r.cpu.postgres.toFixed(3)} ms` : '';
           const rss = r.rssMb === null ? '' : `  RSS ${r.rssMb.toFixed(0)} MB`;
-          console.log(`  round ${round + 1} ${target.label.padEnd(13)} ${r.rps.toFixed(0).padStart(6)} req/s  p99 ${String(r.p99).padStart(4)} ms  errors ${r.errors}${cpu}${rss}`);
+          console.log(`  round ${round + 1} ${target.label.padEnd(13)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${String(r.p50).padStart(3)} ms  p99 ${String(r.p99).padStart(4)} ms  errors ${r.errors}${cpu}${rss}`);
         }
       }
       const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;

@@ -141,6 +141,14 @@ describe('audit log', () => {
     expect(JSON.stringify(calls)).not.toContain('refused words');
   });
 
+  it('keeps the arguments of calls written behind in a batch exactly as sent (quotes, backslashes, braces, commas, non-ASCII)', async () => {
+    const key = await makeApiKey(app, alice, { scopes: ['docs:read'] });
+    const queries = ['he said "stop" \\ then {a,b}', 'ünïcödé 🙂, NULL', '{"not":"json"}'];
+    for (const query of queries) expect((await callTool(app, key.key, 'search_documents', { query, limit: 1 })).status).toBe(200);
+    const calls = (await ownEntries(alice, { action: 'tool.call' })).filter((e) => e.actor.credentialId === key.id);
+    expect(calls.map((e) => e.details.arguments?.query).sort()).toEqual([...queries].sort());
+  });
+
   it('names the MCP client (clientInfo.name) on the MCP door', async () => {
     const key = await makeApiKey(app, alice, { scopes: ['tasks:read'] });
     const client = new ModernClient({ name: 'audit-e2e-client', version: '2.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });

@@ -27,12 +27,27 @@ export class AuditLogRepository {
   constructor(@InjectDb() private readonly db: Db) {}
 
   /**
-   * One multi-row INSERT. An OAuth tool call's client name, when the MCP client did not name itself, is the OAuth
-   * client's name on its grant, looked up inside the same statement (no extra round trip on the call path).
+   * One INSERT per batch, the columns as arrays (`unnest`): the same short statement text for any number of entries,
+   * where a multi-row VALUES list had 14 parameters per entry (4,200 for the ~300 read calls a gateway records in
+   * 200 ms under load) for Kysely to build and PostgreSQL to parse, a stall of the event loop every flush. An OAuth
+   * tool call's client name, when the MCP client did not name itself, is the OAuth client's name on its grant,
+   * looked up inside the same statement (as toRow does for one entry).
    */
   async insert(entries: readonly AuditEntry[], executor: DbExecutor = this.db): Promise<void> {
     if (entries.length === 0) return;
-    await executor.insertInto('audit_log').values(entries.map(toRow)).execute();
+    const column = <T>(value: (entry: AuditEntry) => T): T[] => entries.map(value);
+    await sql`INSERT INTO audit_log (id, created_at, action, user_id, via, credential_id, client_name, run_id, target_type, target_id, outcome_status, outcome_code, details)
+      SELECT u.id, u.created_at, u.action, u.user_id, u.via, u.credential_id,
+             coalesce(u.client_name, (SELECT g.client_name FROM oauth_grants g WHERE u.via = 'oauth' AND g.id = u.credential_id)),
+             u.run_id, u.target_type, u.target_id, u.outcome_status, u.outcome_code, u.details::jsonb
+      FROM unnest(${column((e) => e.id)}::uuid[], ${column((e) => e.at.toISOString())}::timestamptz[], ${column((e) => e.action)}::text[],
+                  ${column((e) => e.actor.userId)}::uuid[], ${column((e) => e.actor.via)}::text[], ${column((e) => e.actor.credentialId)}::uuid[],
+                  ${column((e) => e.actor.clientName ?? null)}::text[], ${column((e) => e.actor.runId ?? null)}::uuid[],
+                  ${column((e) => e.target?.type ?? null)}::text[], ${column((e) => e.target?.id ?? null)}::text[],
+                  ${column((e) => e.outcome.status)}::text[], ${column((e) => e.outcome.code ?? null)}::text[], ${column((e) => JSON.stringify(e.details))}::text[])
+        AS u(id, created_at, action, user_id, via, credential_id, client_name, run_id, target_type, target_id, outcome_status, outcome_code, details)`.execute(
+      executor,
+    );
   }
 
   /**
