@@ -19,7 +19,10 @@ export function searchSessionSettingsHold(): boolean {
  * HNSW settings vector search wants, as session settings, so that a vector list is its one statement instead of
  * `BEGIN; SET LOCAL …`, the statement and `COMMIT` (three round trips). Only what the installed pgvector knows
  * (`hnsw.ef_search` since 0.5, `hnsw.iterative_scan` since 0.8); every connection gets the same values, and they
- * only change HNSW index scans, which only search runs. Before pgvector's library is loaded in a session the
+ * only change HNSW index scans, which only search runs. And `jit` off: the keyword list's cost estimate sits just
+ * under PostgreSQL's `jit_above_cost` (95.5k of 100k on SciFact), and on a database whose statistics are not yet
+ * gathered it crossed it: 36 ms of JIT compilation added to a ~5 ms search (RAG README, issue 15 session 10); none
+ * of Atrium's statements runs long enough for compiled expressions to pay that back. Before pgvector's library is loaded in a session the
  * values wait as placeholders, which the library takes over when it loads. Never throws: a connection that
  * fails here turns the session settings off for the process (RagSearchRepository.withSettings then sets them
  * per list, as before) instead of leaking the pooled connection Kysely is handing out.
@@ -28,7 +31,9 @@ export async function applySearchSessionSettings(connection: DatabaseConnection)
   try {
     await connection.executeQuery(
       CompiledQuery.raw(
-        `SELECT set_config(s.name, s.value, false)
+        `SELECT set_config('jit', 'off', false)
+         UNION ALL
+         SELECT set_config(s.name, s.value, false)
          FROM (VALUES ('hnsw.ef_search', '${SESSION_EF_SEARCH}', '{0,5}'), ('hnsw.iterative_scan', 'relaxed_order', '{0,8}')) s(name, value, since)
          JOIN pg_extension e ON e.extname = 'vector' AND (regexp_match(e.extversion, '^([0-9]+)[.]([0-9]+)'))::int[] >= s.since::int[]`,
       ),
