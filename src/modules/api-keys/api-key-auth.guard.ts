@@ -2,7 +2,7 @@ import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/commo
 import type { Request, Response } from 'express';
 import { performance } from 'node:perf_hooks';
 import { AppException } from '../../common/errors/app.exception.js';
-import { ERROR_CODE_MAPPING, ErrorCode } from '../../common/errors/error-code.js';
+import { ERROR_CODE_MAPPING } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { bearerToken } from '../auth/guards/backend-auth.guard.js';

@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { PassportModule } from '@nestjs/passport';
 import { OAuthModule } from '../oauth/oauth.module.js';
 import { ApiKeyAuthGuard } from './api-key-auth.guard.js';
 import { ApiKeyCallCounterService } from './api-key-call-counter.service.js';
@@ -14,7 +13,7 @@ import { KeyRateLimitGuard } from './key-rate-limit.guard.js';
 import { VerifiedKeyCache } from './verified-key-cache.js';
 
 @Module({
-  imports: [PassportModule, OAuthModule, ToolCredentialsModule],
+  imports: [OAuthModule, ToolCredentialsModule],
   controllers: [ApiKeysController],
   providers: [ApiKeysRepository, ApiKeysService, ApiKeyCallCounterService, ApiKeyUsageRecorder, ApiKeyAuthenticator, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, VerifiedKeyCache],
   exports: [ApiKeysService, ApiKeyUsageRecorder, ApiKeyAuthenticator, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard],
