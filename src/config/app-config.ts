@@ -31,9 +31,9 @@ export interface AppConfig {
   logLevel: LogLevel;
   version: string;
   /**
-   * `namedStatements` (DATABASE_NAMED_STATEMENTS, default true): the search lists run as named (prepared) statements
-   * on PostgreSQL (never on the embedded engine); turn off behind a pooler in transaction mode that does not carry
-   * prepared statements.
+   * `namedStatements` (DATABASE_NAMED_STATEMENTS, default true): the search statements and list_tasks run as named
+   * (prepared) statements on PostgreSQL (never on the embedded engine); turn off behind a pooler in transaction mode
+   * that does not carry prepared statements.
    */
   database: { url: string | undefined; poolSize: number; namedStatements: boolean };
   redis: { url: string | undefined; prefix: string };

@@ -138,11 +138,8 @@ export class AuditService {
   }
 }
 
-/**
- * The acting credential of a request, from its authenticated principal (and, on the MCP door, its client). Exported
- * for guards, which name the request explicitly.
- */
-export function auditActorOf(request: Request): AuditActor | undefined {
+/** The acting credential of a request, from its authenticated principal (and, on the MCP door, its client). */
+function auditActorOf(request: Request): AuditActor | undefined {
   const principal = request.user as Principal | ApiKeyPrincipal | undefined;
   switch (principal?.kind) {
     case 'user':

@@ -9,7 +9,6 @@ import { protectedResourceMetadataUrl, setUsageTool } from '../api-keys/api-key-
 import type { ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
 import { keyCallerOf } from '../api-keys/key-caller.js';
 import { parseToolCallBody } from './tool-call-body.js';
-import { auditActorOf } from '../audit/audit.service.js';
 import { countRefusedToolCall } from './tool-call-telemetry.js';
 import { ToolsService } from './tools.service.js';
 
@@ -39,14 +38,13 @@ export class ScopeGuard implements CanActivate {
       return this.check(context);
     } catch (error) {
       // A tool call refused here, before it reaches the tool, is still one of the JSON door's calls: counted, and on
-      // the audit log like the MCP door's refusals (the request's credential named explicitly: guards run before
-      // the interceptor that makes it the current one).
+      // the audit log like the MCP door's refusals (with the request's credential, which the request context holds).
       if (this.reflector.get<ScopeRule | undefined>(SCOPE_RULE, context.getHandler())?.kind === 'tool-in-body') {
         const request = context.switchToHttp().getRequest<Request & { user?: ApiKeyPrincipal }>();
         const name: unknown = (request.body as { name?: unknown } | undefined)?.name;
         countRefusedToolCall('json', typeof name === 'string' ? this.tools.find(name) : undefined, error);
         const principal = request.user;
-        if (typeof name === 'string' && principal?.kind === 'api-key') this.tools.recordRefused(name, keyCallerOf(principal).actor, error, auditActorOf(request));
+        if (typeof name === 'string' && principal?.kind === 'api-key') this.tools.recordRefused(name, keyCallerOf(principal).actor, error);
       }
       throw error;
     }

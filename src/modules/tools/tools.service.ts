@@ -139,8 +139,8 @@ export class ToolsService {
    * confirmation): on the audit log with its error, the tool name only (arguments that failed validation are
    * untrusted input of any size and shape, and may be exactly what a parameter marked `audit: 'omit'` keeps out).
    */
-  recordRefused(name: string, actor: Actor, error: unknown, by?: AuditActor): void {
-    const entry = this.toolCallEntry(undefined, actor, by, name);
+  recordRefused(name: string, actor: Actor, error: unknown): void {
+    const entry = this.toolCallEntry(undefined, actor, undefined, name);
     this.audit.recordBehind({ ...entry, outcome: { status: 'error', code: toAppException(error)?.code ?? 'internal' } });
   }
 
