@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -36,6 +36,7 @@ import { applySearchSessionSettings } from '../src/modules/rag/search-session-se
  * NamedStatements' phases, see phase-timer.ts; `pg.*`: from the driver's call to the server's first answer, the
  * parsing of the rows, to ReadyForQuery), and the CPU time and run-queue wait (Linux schedstat) per search of this
  * process's main thread and of the PostgreSQL backends of the pool and of the bare query's connection.
+ * `BENCH_DUMP=<file>` (with BENCH_TRACE=1) writes each query's vector and the statements its hybrid search sent.
  */
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
@@ -265,6 +266,22 @@ async function main(): Promise<void> {
     }
     await bareClient.end();
     for (const client of listClients) await client.end();
+    // BENCH_DUMP=<file> (traced runs): each query's vector and the named statements its hybrid search sent, for
+    // replaying variants of them at the statement level (binary parameters as base64).
+    if (tracing && process.env.BENCH_DUMP) {
+      const dump = await Promise.all(
+        queries.map(async (query) => ({
+          query,
+          vector: toVectorLiteral((await embedder.embed([query], 'query'))[0]),
+          statements: (sent.get(query) ?? []).map(({ name, text, values }) => ({
+            name,
+            text,
+            values: values.map((value) => (Buffer.isBuffer(value) ? { base64: value.toString('base64') } : value)),
+          })),
+        })),
+      );
+      writeFileSync(process.env.BENCH_DUMP, JSON.stringify({ bareQuery, queries: dump }));
+    }
     const stats = (values: number[]) => {
       const sorted = [...values].sort((a, b) => a - b);
       return { p50: round(sorted[Math.floor(sorted.length * 0.5)]), p95: round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))]) };

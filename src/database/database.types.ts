@@ -321,12 +321,18 @@ export interface RagPostings {
   dl: number;
   document_id: string;
   lexeme: string;
+  scope_id: number;
   tf: number;
 }
 
 export interface RagScopeLexicon {
   df: number;
   lexeme: string;
+  scope: string;
+}
+
+export interface RagScopes {
+  id: Generated<number>;
   scope: string;
 }
 
@@ -386,6 +392,7 @@ export interface DB {
   projects: Projects;
   rag_postings: RagPostings;
   rag_scope_lexicon: RagScopeLexicon;
+  rag_scopes: RagScopes;
   rag_scope_stats: RagScopeStats;
   tasks: Tasks;
   users: Users;

@@ -8,7 +8,12 @@ import { viewerStatScopes, visibleDocument } from '../../src/common/access/acces
 import type { Actor } from '../../src/common/auth/actor.js';
 import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
 import type { DB } from '../../src/database/database.types.js';
+import { EmbeddedEngine } from '../../src/database/embedded-engine.js';
 import { runMigrationsUnderLock } from '../../src/database/migrations-runner.js';
+import { NamedStatements } from '../../src/database/named-statements.js';
+import { DocumentChunksRepository } from '../../src/modules/rag/document-chunks.repository.js';
+import { toVectorBatch } from '../../src/modules/rag/embeddings/embedding-provider.js';
+import { RagSearchRepository, type SearchScope } from '../../src/modules/rag/rag-search.repository.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-app.js';
 
 /**
@@ -16,6 +21,8 @@ import { createTestDatabase, type TestDatabase } from '../support/test-app.js';
  * (visibleDocument), on a real database with the real scope triggers, for every caller kind: nothing the
  * caller may not see is ever counted in its statistics, and everything it may see is, but for the one documented
  * exception (a public document of a project its author has left: visible to the author, counted for members only).
+ * Keyword search, which filters postings by the statistic scope they carry (plus that exception), finds exactly
+ * the chunks of the documents the caller may see, written by the real chunk writer.
  */
 describe('RAG statistic scopes agree with document visibility (medium)', () => {
   let database: TestDatabase;
@@ -26,6 +33,9 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
   /** project → members. A left p3 after writing in it; p2 was never A's. */
   const members: Record<string, string[]> = { [projects.p1]: [users.a, users.b], [projects.p2]: [users.b], [projects.p3]: [users.b] };
   const documents: { id: string; authorId: string; projectId: string | null; isPublic: boolean }[] = [];
+  /** chunk id → document id */
+  const documentOfChunk = new Map<string, string>();
+  let search: RagSearchRepository;
 
   beforeAll(async () => {
     Logger.overrideLogger(['error', 'warn']);
@@ -46,7 +56,9 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
       .insertInto('project_members')
       .values(Object.entries(members).flatMap(([projectId, userIds]) => userIds.map((userId) => ({ project_id: projectId, user_id: userId, role: 'editor' }))))
       .execute();
-    // Every author × project (or none) × visibility, one chunk each (the trigger stamps its scope and counts it).
+    // Every author × project (or none) × visibility, one chunk each, with its postings (the trigger stamps its scope and counts it).
+    const chunkWriter = new DocumentChunksRepository(db);
+    search = new RagSearchRepository(db, new NamedStatements(db, null, new EmbeddedEngine(db)));
     for (const authorId of Object.values(users)) {
       for (const projectId of [null, ...Object.values(projects)]) {
         for (const isPublic of [false, true]) {
@@ -67,8 +79,14 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
               content: Buffer.from('x'),
             })
             .execute();
-          await sql`INSERT INTO document_chunks (id, document_id, chunk_index, text, start_offset, end_offset, content_sha256, embedding_model, embedding_dims, tsv, token_count)
-                    VALUES (${randomUUID()}, ${id}, 0, 'x', 0, 1, 'x', 'm', 8, to_tsvector('english', 'word'), 1)`.execute(db);
+          const chunkId = randomUUID();
+          documentOfChunk.set(chunkId, id);
+          await chunkWriter.insertBatch(
+            { documentId: id, sha256: 'x', embeddingModel: 'm', embeddingDims: 2 },
+            [{ id: chunkId, index: 0, text: 'word', start: 0, end: 4, indexText: 'word' }],
+            toVectorBatch([[1, 0]], 2),
+            db,
+          );
         }
       }
     }
@@ -119,6 +137,52 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
       expect(visible.size).toBeGreaterThan(counted.size);
       expect(counted.size).toBeGreaterThan(0);
     }
+  });
+
+  /** Documents whose chunks a keyword search for the fixture's one word finds, in the given search scope. */
+  const foundBy = async (scope: SearchScope): Promise<Set<string>> => {
+    const ranked = await search.keywordCandidates(scope, 'word', 100, { param: null, dims: 2, model: 'm' }, 0);
+    return new Set(ranked.map((chunk) => documentOfChunk.get(chunk.id)!));
+  };
+  const visibleTo = async (actor: Actor): Promise<Set<string>> =>
+    new Set((await db.selectFrom('documents as d').select('d.id').where(visibleDocument(actor, 'd')).execute()).map((row) => row.id));
+
+  it.each(callerKinds)('%s: keyword search reads the postings of exactly the documents it may see', async (_kind, actor) => {
+    const visible = await visibleTo(actor);
+    const expected = (keep: (document: (typeof documents)[number]) => boolean) =>
+      documents.filter((document) => visible.has(document.id) && keep(document)).map((document) => document.id).sort();
+
+    expect([...(await foundBy({ actor, projectId: null, documentIds: null }))].sort()).toEqual(expected(() => true));
+    for (const projectId of Object.values(projects)) {
+      expect([...(await foundBy({ actor, projectId, documentIds: null }))].sort()).toEqual(expected((document) => document.projectId === projectId));
+    }
+    // Narrowed to some documents: every other fixture document, visible or not.
+    const some = documents.filter((_, index) => index % 2 === 0).map((document) => document.id);
+    expect([...(await foundBy({ actor, projectId: null, documentIds: some }))].sort()).toEqual(expected((document) => some.includes(document.id)));
+  });
+
+  it('every posting carries the statistic scope of its chunk, also after a document changes visibility', async () => {
+    const mismatched = () =>
+      sql<{ n: number }>`SELECT count(*)::int AS n FROM rag_postings p JOIN document_chunks c ON c.id = p.chunk_id
+                         JOIN rag_scopes s ON s.id = p.scope_id WHERE s.scope <> c.stat_scope`.execute(db);
+    const postings = await sql<{ n: number }>`SELECT count(*)::int AS n FROM rag_postings`.execute(db);
+    expect(postings.rows[0].n).toBe(documents.length);
+    expect((await mismatched()).rows[0].n).toBe(0);
+
+    // B's private document in p2 goes public, then to no project: A (not in p2) finds it only while it is not private to B.
+    const moved = documents.find((d) => d.authorId === users.b && d.projectId === projects.p2 && !d.isPublic)!;
+    const outsider: Actor = { userId: users.a, projectIds: null, repos: null };
+    try {
+      await db.updateTable('documents').set({ is_public: true, project_id: null }).where('id', '=', moved.id).execute();
+      expect((await mismatched()).rows[0].n).toBe(0);
+      expect((await foundBy({ actor: outsider, projectId: null, documentIds: null })).has(moved.id)).toBe(true);
+      await db.updateTable('documents').set({ is_public: false }).where('id', '=', moved.id).execute();
+      expect((await mismatched()).rows[0].n).toBe(0);
+      expect((await foundBy({ actor: outsider, projectId: null, documentIds: null })).has(moved.id)).toBe(false);
+    } finally {
+      await db.updateTable('documents').set({ is_public: false, project_id: projects.p2 }).where('id', '=', moved.id).execute();
+    }
+    expect((await mismatched()).rows[0].n).toBe(0);
   });
 
   it('the statistics of a scope follow a document that changes visibility', async () => {

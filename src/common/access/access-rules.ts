@@ -39,7 +39,8 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  * combined with `sql`. Aliases and columns come from code, never from input. Stable names:
  * {@link insidePins}, {@link visibleTask}, {@link editableTask}, {@link deletableTask}, {@link visibleDocument},
  * {@link editableDocument}, {@link visibleProject}, {@link projectRoleAtLeast}, {@link visibleRepo},
- * {@link visibleAgentRun}, {@link visibleIndexingJob}, {@link visibleAuditEntry}, {@link viewerStatScopes}.
+ * {@link visibleAgentRun}, {@link visibleIndexingJob}, {@link visibleAuditEntry}, {@link viewerStatScopes},
+ * {@link visibleOutsideStatScopes}.
  * For objects already loaded: {@link isProjectAllowed}, {@link isRepoAllowed}, {@link mayCreateWithoutProject},
  * {@link effectiveRole}, {@link accessOutcome}, {@link accessDenied}.
 
@@ -102,6 +103,18 @@ export function viewerStatScopes(actor: Actor, scopeColumn: string): RawBuilder<
   const pins = [...actor.projectIds];
   return sql<SqlBool>`${scope} = ANY(ARRAY(SELECT 'p:' || access_sm.project_id::text FROM project_members access_sm
       WHERE access_sm.user_id = ${actor.userId} AND access_sm.project_id = ANY(${pins}::uuid[])) || ${pins.map((projectId) => `${userPrefix}${projectId}`)}::text[])`;
+}
+
+/**
+ * Documents `alias` the actor may see ({@link visibleDocument}) whose statistic scope is not among
+ * {@link viewerStatScopes}: the one difference on purpose between the two, its own public documents in a project
+ * it is no longer a member of (inside its pins). A search that filters by the viewer's scopes adds these, so that it
+ * covers exactly the documents the caller may see (checked in `test/medium/rag-scopes.medium-spec.ts`).
+ */
+export function visibleOutsideStatScopes(actor: Actor, alias = 'd'): RawBuilder<SqlBool> {
+  return sql<SqlBool>`(${ref(alias, 'author_id')} = ${actor.userId} AND ${ref(alias, 'is_public')} AND ${ref(alias, 'project_id')} IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM project_members access_om WHERE access_om.project_id = ${ref(alias, 'project_id')} AND access_om.user_id = ${actor.userId})
+    AND ${insidePins(actor, `${alias}.project_id`)})`;
 }
 
 /** Documents the actor may change or delete: its own, and inside a project only while at least an editor there (after the cap). */

@@ -119,10 +119,13 @@ export class DocumentChunksRepository {
                ${source.embeddingDims}, embedding, tsv, (SELECT coalesce(sum(${TSV_TF_SQL}), 0) FROM unnest(tsv) u)
         FROM prepared
         ON CONFLICT (document_id, chunk_index) DO NOTHING
-        RETURNING id, tsv, token_count)
-      INSERT INTO rag_postings (lexeme, chunk_id, document_id, tf, dl)
-      SELECT u.lexeme, inserted.id, ${source.documentId}, ${TSV_TF_SQL}, inserted.token_count
-      FROM inserted, unnest(inserted.tsv) u
+        RETURNING id, tsv, token_count),
+      -- The statistic scope of the document, as the chunks' trigger stamps it (the caller holds the document's row
+      -- lock, so its visibility cannot change in between): keyword search filters postings by it.
+      scope AS (SELECT rag_scope_id(rag_stat_scope(d.is_public, d.author_id, d.project_id)) AS id FROM documents d WHERE d.id = ${source.documentId})
+      INSERT INTO rag_postings (lexeme, chunk_id, document_id, tf, dl, scope_id)
+      SELECT u.lexeme, inserted.id, ${source.documentId}, ${TSV_TF_SQL}, inserted.token_count, scope.id
+      FROM inserted CROSS JOIN scope, unnest(inserted.tsv) u
       ORDER BY u.lexeme`.execute(executor);
   }
 
