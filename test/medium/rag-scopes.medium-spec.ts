@@ -12,7 +12,7 @@ import { EmbeddedEngine } from '../../src/database/embedded-engine.js';
 import { runMigrationsUnderLock } from '../../src/database/migrations-runner.js';
 import { NamedStatements } from '../../src/database/named-statements.js';
 import { DocumentChunksRepository } from '../../src/modules/rag/document-chunks.repository.js';
-import { toVectorBatch } from '../../src/modules/rag/embeddings/embedding-provider.js';
+import { toVectorBatch, toVectorParam } from '../../src/modules/rag/embeddings/embedding-provider.js';
 import { RagSearchRepository, type SearchScope } from '../../src/modules/rag/rag-search.repository.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-app.js';
 
@@ -144,21 +144,34 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
     const ranked = await search.keywordCandidates(scope, 'word', 100, { param: null, dims: 2, model: 'm' }, 0);
     return new Set(ranked.map((chunk) => documentOfChunk.get(chunk.id)!));
   };
+  /** The same for the vector ranking (every fixture chunk has the same vector). */
+  const vectorFoundBy = async (scope: SearchScope): Promise<Set<string>> => {
+    const ranked = await search.vectorCandidates(db, scope, 'word', { param: toVectorParam([1, 0]), dims: 2, model: 'm' }, 100, 0);
+    return new Set(ranked.map((chunk) => documentOfChunk.get(chunk.id)!));
+  };
   const visibleTo = async (actor: Actor): Promise<Set<string>> =>
     new Set((await db.selectFrom('documents as d').select('d.id').where(visibleDocument(actor, 'd')).execute()).map((row) => row.id));
 
-  it.each(callerKinds)('%s: keyword search reads the postings of exactly the documents it may see', async (_kind, actor) => {
+  it.each(callerKinds)('%s: keyword search and the vector ranking find exactly the documents it may see', async (_kind, actor) => {
     const visible = await visibleTo(actor);
     const expected = (keep: (document: (typeof documents)[number]) => boolean) =>
       documents.filter((document) => visible.has(document.id) && keep(document)).map((document) => document.id).sort();
-
-    expect([...(await foundBy({ actor, projectId: null, documentIds: null }))].sort()).toEqual(expected(() => true));
-    for (const projectId of Object.values(projects)) {
-      expect([...(await foundBy({ actor, projectId, documentIds: null }))].sort()).toEqual(expected((document) => document.projectId === projectId));
-    }
     // Narrowed to some documents: every other fixture document, visible or not.
     const some = documents.filter((_, index) => index % 2 === 0).map((document) => document.id);
-    expect([...(await foundBy({ actor, projectId: null, documentIds: some }))].sort()).toEqual(expected((document) => some.includes(document.id)));
+    const cases: [Omit<SearchScope, 'actor'>, string[]][] = [
+      [{ projectId: null, documentIds: null }, expected(() => true)],
+      ...Object.values(projects).map((projectId): [Omit<SearchScope, 'actor'>, string[]] => [
+        { projectId, documentIds: null },
+        expected((document) => document.projectId === projectId),
+      ]),
+      [{ projectId: null, documentIds: some }, expected((document) => some.includes(document.id))],
+      [{ projectId: projects.p3, documentIds: some }, expected((document) => some.includes(document.id) && document.projectId === projects.p3)],
+    ];
+    for (const [narrowing, wanted] of cases) {
+      const scope = { actor, ...narrowing };
+      expect({ narrowing, keyword: [...(await foundBy(scope))].sort() }).toEqual({ narrowing, keyword: wanted });
+      expect({ narrowing, vector: [...(await vectorFoundBy(scope))].sort() }).toEqual({ narrowing, vector: wanted });
+    }
   });
 
   it('every posting carries the statistic scope of its chunk, also after a document changes visibility', async () => {
