@@ -193,11 +193,13 @@ function viewerTermsCtes(query: string, actor: SearchScope['actor']): RawBuilder
 }
 
 /**
- * A tsvector reduced to the lexemes of a text[]: they are marked with weight A (all of a to_tsvector are D)
- * and kept by ts_filter, far cheaper than unnesting every lexeme.
+ * A tsvector reduced to the lexemes of a text[]: they are marked with weight A and kept by ts_filter, far cheaper
+ * than unnesting every lexeme. `tsv` must carry no weights: every stored chunk tsvector is a plain `to_tsvector`
+ * (all positions weight D; the chunk writer is their only writer). Resetting them first (`setweight(tsv, 'D')`,
+ * a copy of the whole tsvector per row) cost ~0.5 ms of a ~5 ms keyword list at 100k chunks (issue 15, session 11).
  */
 function onlyLexemes(tsv: RawBuilder<unknown>, lexemes: RawBuilder<unknown>): RawBuilder<unknown> {
-  return sql`ts_filter(setweight(setweight(${tsv}, 'D'), 'A', ${lexemes}), '{a}')`;
+  return sql`ts_filter(setweight(${tsv}, 'A', ${lexemes}), '{a}')`;
 }
 
 /** BM25 of one posting: IDF `idf`, term frequency `tf`, chunk length `dl`, mean length `st.avgdl`. */
