@@ -198,6 +198,52 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
     expect((await mismatched()).rows[0].n).toBe(0);
   });
 
+  it('a caller with more scopes than are compared one by one finds exactly what it may see', async () => {
+    // 40 projects of a third user, each with its public document: above POSTING_SCOPES_SCANNED, the postings'
+    // scopes are looked up in a hash. Documents added here are pushed to the fixture, so later expectations see them.
+    const c = randomUUID();
+    await db.insertInto('users').values({ id: c, email: `${c}@example.com`, name: 'c', password_hash: 'x' }).execute();
+    const chunkWriter = new DocumentChunksRepository(db);
+    for (let index = 0; index < 40; index++) {
+      const projectId = randomUUID();
+      const id = randomUUID();
+      await db.insertInto('projects').values({ id: projectId, name: `c${index}`, owner_id: c }).execute();
+      await db.insertInto('project_members').values({ project_id: projectId, user_id: c, role: 'owner' }).execute();
+      members[projectId] = [c];
+      await db
+        .insertInto('documents')
+        .values({
+          id,
+          author_id: c,
+          project_id: projectId,
+          is_public: true,
+          title: 't',
+          mime_type: 'text/markdown',
+          size_bytes: 1,
+          sha256: createHash('sha256').update(id).digest('hex'),
+          origin: 'text',
+          content: Buffer.from('x'),
+        })
+        .execute();
+      documents.push({ id, authorId: c, projectId, isPublic: true });
+      const chunkId = randomUUID();
+      documentOfChunk.set(chunkId, id);
+      await chunkWriter.insertBatch(
+        { documentId: id, sha256: 'x', embeddingModel: 'm', embeddingDims: 2 },
+        [{ id: chunkId, index: 0, text: 'word', start: 0, end: 4, indexText: 'word' }],
+        toVectorBatch([[1, 0]], 2),
+        db,
+      );
+    }
+    for (const actor of [{ userId: c, projectIds: null, repos: null }, { userId: users.b, projectIds: null, repos: null }] satisfies Actor[]) {
+      const visible = [...(await visibleTo(actor))].sort();
+      const scopes = await db.selectFrom('rag_scope_stats as s').select('s.scope').where(viewerStatScopes(actor, 's.scope')).execute();
+      if (actor.userId === c) expect(scopes.length).toBeGreaterThan(32);
+      expect([...(await foundBy({ actor, projectId: null, documentIds: null }))].sort()).toEqual(visible);
+      expect([...(await vectorFoundBy({ actor, projectId: null, documentIds: null }))].sort()).toEqual(visible);
+    }
+  });
+
   it('the statistics of a scope follow a document that changes visibility', async () => {
     const actor: Actor = { userId: users.b, projectIds: null, repos: null };
     const privateOfA = documents.find((d) => d.authorId === users.a && d.projectId === projects.p1 && !d.isPublic)!;
