@@ -37,6 +37,35 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
   const documentOfChunk = new Map<string, string>();
   let search: RagSearchRepository;
 
+  /** A document with one chunk of the word "word", written by the real chunk writer (postings and their scope). */
+  const addDocument = async (authorId: string, projectId: string | null, isPublic: boolean): Promise<void> => {
+    const id = randomUUID();
+    documents.push({ id, authorId, projectId, isPublic });
+    await db
+      .insertInto('documents')
+      .values({
+        id,
+        author_id: authorId,
+        project_id: projectId,
+        is_public: isPublic,
+        title: 't',
+        mime_type: 'text/markdown',
+        size_bytes: 1,
+        sha256: createHash('sha256').update(id).digest('hex'),
+        origin: 'text',
+        content: Buffer.from('x'),
+      })
+      .execute();
+    const chunkId = randomUUID();
+    documentOfChunk.set(chunkId, id);
+    await new DocumentChunksRepository(db).insertBatch(
+      { documentId: id, sha256: 'x', embeddingModel: 'm', embeddingDims: 2 },
+      [{ id: chunkId, index: 0, text: 'word', start: 0, end: 4, indexText: 'word' }],
+      toVectorBatch([[1, 0]], 2),
+      db,
+    );
+  };
+
   beforeAll(async () => {
     Logger.overrideLogger(['error', 'warn']);
     database = await createTestDatabase();
@@ -56,38 +85,11 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
       .insertInto('project_members')
       .values(Object.entries(members).flatMap(([projectId, userIds]) => userIds.map((userId) => ({ project_id: projectId, user_id: userId, role: 'editor' }))))
       .execute();
-    // Every author × project (or none) × visibility, one chunk each, with its postings (the trigger stamps its scope and counts it).
-    const chunkWriter = new DocumentChunksRepository(db);
+    // Every author × project (or none) × visibility, one chunk each (the trigger stamps its scope and counts it).
     search = new RagSearchRepository(db, new NamedStatements(db, null, new EmbeddedEngine(db)));
     for (const authorId of Object.values(users)) {
       for (const projectId of [null, ...Object.values(projects)]) {
-        for (const isPublic of [false, true]) {
-          const id = randomUUID();
-          documents.push({ id, authorId, projectId, isPublic });
-          await db
-            .insertInto('documents')
-            .values({
-              id,
-              author_id: authorId,
-              project_id: projectId,
-              is_public: isPublic,
-              title: 't',
-              mime_type: 'text/markdown',
-              size_bytes: 1,
-              sha256: createHash('sha256').update(id).digest('hex'),
-              origin: 'text',
-              content: Buffer.from('x'),
-            })
-            .execute();
-          const chunkId = randomUUID();
-          documentOfChunk.set(chunkId, id);
-          await chunkWriter.insertBatch(
-            { documentId: id, sha256: 'x', embeddingModel: 'm', embeddingDims: 2 },
-            [{ id: chunkId, index: 0, text: 'word', start: 0, end: 4, indexText: 'word' }],
-            toVectorBatch([[1, 0]], 2),
-            db,
-          );
-        }
+        for (const isPublic of [false, true]) await addDocument(authorId, projectId, isPublic);
       }
     }
   });
@@ -203,37 +205,12 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
     // scopes are looked up in a hash. Documents added here are pushed to the fixture, so later expectations see them.
     const c = randomUUID();
     await db.insertInto('users').values({ id: c, email: `${c}@example.com`, name: 'c', password_hash: 'x' }).execute();
-    const chunkWriter = new DocumentChunksRepository(db);
     for (let index = 0; index < 40; index++) {
       const projectId = randomUUID();
-      const id = randomUUID();
       await db.insertInto('projects').values({ id: projectId, name: `c${index}`, owner_id: c }).execute();
       await db.insertInto('project_members').values({ project_id: projectId, user_id: c, role: 'owner' }).execute();
       members[projectId] = [c];
-      await db
-        .insertInto('documents')
-        .values({
-          id,
-          author_id: c,
-          project_id: projectId,
-          is_public: true,
-          title: 't',
-          mime_type: 'text/markdown',
-          size_bytes: 1,
-          sha256: createHash('sha256').update(id).digest('hex'),
-          origin: 'text',
-          content: Buffer.from('x'),
-        })
-        .execute();
-      documents.push({ id, authorId: c, projectId, isPublic: true });
-      const chunkId = randomUUID();
-      documentOfChunk.set(chunkId, id);
-      await chunkWriter.insertBatch(
-        { documentId: id, sha256: 'x', embeddingModel: 'm', embeddingDims: 2 },
-        [{ id: chunkId, index: 0, text: 'word', start: 0, end: 4, indexText: 'word' }],
-        toVectorBatch([[1, 0]], 2),
-        db,
-      );
+      await addDocument(c, projectId, true);
     }
     for (const actor of [{ userId: c, projectIds: null, repos: null }, { userId: users.b, projectIds: null, repos: null }] satisfies Actor[]) {
       const visible = [...(await visibleTo(actor))].sort();
