@@ -37,9 +37,9 @@ export interface EvalOptions {
 
 export interface ModeReport {
   mode: SearchMode;
-  /** From a topK 100 search (the one Recall@100 uses): FUSION_CANDIDATES does not matter below 100. */
+  /** From a topK 100 search (the one Recall@100 uses): KEYWORD_CANDIDATES and VECTOR_CANDIDATES do not matter below 100. */
   ndcg10: number;
-  /** From a topK 10 search, as the API and the tools usually ask: FUSION_CANDIDATES candidates per list. */
+  /** From a topK 10 search, as the API and the tools usually ask: KEYWORD_CANDIDATES and VECTOR_CANDIDATES candidates. */
   ndcg10AtTopK10: number;
   recall100: number;
   latencyP50Ms: number;

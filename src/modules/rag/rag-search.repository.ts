@@ -5,7 +5,7 @@ import type { Actor } from '../../common/auth/actor.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { InjectNamedStatements, type NamedStatements } from '../../database/named-statements.js';
 import { searchSessionSettingsHold } from './search-session-settings.repository.js';
-import { BM25_B, BM25_K1, KEYWORD_POSTINGS_PER_TERM, POSTING_IMPACT_SQL, TEXT_SEARCH_CONFIG, TSV_TF_SQL } from './rag.constants.js';
+import { BM25_B, BM25_K1, KEYWORD_POSTINGS_PER_CANDIDATE, POSTING_IMPACT_SQL, TEXT_SEARCH_CONFIG, TSV_TF_SQL } from './rag.constants.js';
 
 /** Which documents a search covers: those the actor may see, narrowed to a project and/or to some documents. */
 export interface SearchScope {
@@ -319,7 +319,7 @@ export class RagSearchRepository {
 
   /**
    * BM25 top-`limit` over the chunks in scope, in two steps in one statement:
-   * 1. For each query term, its best `KEYWORD_POSTINGS_PER_TERM` postings in scope in impact order (an
+   * 1. For each query term, its best `KEYWORD_POSTINGS_PER_CANDIDATE × limit` postings in scope in impact order (an
    *    index-only scan of `rag_postings_impact_idx` that stops there; scope is the statistic scope each posting
    *    carries, see postingInScope). A term in fewer of the caller's chunks than that is read entirely, and exactly.
    * 2. When a term was cut off, the best `limit` chunks by that sum get their exact BM25 over all query terms,
@@ -340,7 +340,7 @@ export class RagSearchRepository {
     vector: QueryVector,
     detailRows: number,
   ): Promise<RankedChunk[]> {
-    const cutAt = int(KEYWORD_POSTINGS_PER_TERM);
+    const cutAt = int(KEYWORD_POSTINGS_PER_CANDIDATE * limit);
     const rows = await this.listRows(
       sql<{ id: string; score: number } & DetailRow>`
       WITH ${viewerTermsCtes(query, scope.actor)},

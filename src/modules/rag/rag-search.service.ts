@@ -8,7 +8,7 @@ import { ProjectsService } from '../projects/projects.service.js';
 import { EMBEDDING_PROVIDER, toVectorParam, type EmbeddingProvider } from './embeddings/embedding-provider.js';
 import { fuseScores } from './fusion.js';
 import { RagSearchRepository, type LoadedChunk, type QueryVector, type RankedChunk, type SearchScope } from './rag-search.repository.js';
-import { DETAIL_MARGIN, FUSION_CANDIDATES } from './rag.constants.js';
+import { DETAIL_MARGIN, KEYWORD_CANDIDATES, VECTOR_CANDIDATES } from './rag.constants.js';
 
 export type SearchMode = 'hybrid' | 'vector' | 'keyword';
 
@@ -47,7 +47,7 @@ export interface SearchResult {
  * and assembles.
  *
  * - keyword: BM25 (k1 1.2, b 0.75) over the `rag_postings` inverted index with English stemming, reading at
- *   most KEYWORD_POSTINGS_PER_TERM postings per term in impact order (see keywordCandidates). Measured
+ *   most KEYWORD_POSTINGS_PER_CANDIDATE postings per term and candidate in impact order (see keywordCandidates). Measured
  *   on SciFact (5,183 abstracts, 300 queries): nDCG@10 0.683 vs 0.665 published BM25.
  * - vector: cosine over the HNSW index of the configured vector space only.
  * - hybrid: convex fusion of min-max-normalised scores (see fusion.ts); measured 0.685 on SciFact with the
@@ -92,7 +92,8 @@ export class RagSearchService implements OnModuleInit {
   /** The search itself; `topK` may exceed the route's 50 for the evaluation harness (Recall@100). */
   async searchVisible(actor: Actor, input: SearchInput): Promise<SearchResult> {
     const started = performance.now();
-    const candidates = Math.max(FUSION_CANDIDATES, input.topK);
+    const keywordCandidates = Math.max(KEYWORD_CANDIDATES, input.topK);
+    const vectorCandidates = Math.max(VECTOR_CANDIDATES, input.topK);
     let clock = phaseClock();
     const queryVector = input.mode === 'keyword' ? null : (await this.embedder.embed([input.query], 'query'))[0];
     phaseSince('embed', clock);
@@ -110,24 +111,24 @@ export class RagSearchService implements OnModuleInit {
     // always from the keyword list's best rows (88% of bench:rag's searches at 100k chunks, 93% of SciFact's
     // queries, with topK 10), and the vector list skips the caller's BM25 statistics and its own loading. A fused
     // hit that no list loaded, or that lacks a score, is loaded by one more statement (assemble).
-    const detailRows = Math.min(candidates, input.topK + DETAIL_MARGIN);
+    const detailRows = input.topK + DETAIL_MARGIN;
     // The two ranked lists run concurrently, each on its own pooled connection: hybrid costs about the slower
     // of the two instead of their sum. Both apply the visibility rule in SQL (and a later load checks it again).
     const [keywordList, vectorList] = await Promise.all([
       input.mode === 'vector'
         ? Promise.resolve([])
-        : phaseGroup('keyword', () => timedList(() => this.searches.keywordCandidates(scope, input.query, candidates, vector, detailRows))),
+        : phaseGroup('keyword', () => timedList(() => this.searches.keywordCandidates(scope, input.query, keywordCandidates, vector, detailRows))),
       vector.param === null
         ? Promise.resolve([])
         : phaseGroup('vector', () =>
             timedList(() =>
-              this.searches.withSettings({ efSearch: RagSearchService.efSearch(candidates), iterativeScan: this.iterativeScan }, (executor) =>
+              this.searches.withSettings({ efSearch: RagSearchService.efSearch(vectorCandidates), iterativeScan: this.iterativeScan }, (executor) =>
                 this.searches.vectorCandidates(
                   executor,
                   scope,
                   input.query,
                   { ...vector, param: vector.param! },
-                  candidates,
+                  vectorCandidates,
                   input.mode === 'vector' ? detailRows : 0,
                 ),
               ),

@@ -18,11 +18,19 @@ export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
 
 /**
- * Candidates taken from each list before fusion (more when a search asks for more results); the HNSW
- * ef_search follows it. 50 rather than 100 halves the vector half and the keyword rescoring at 100k chunks;
- * SciFact hybrid nDCG@10 of a topK 10 search: 0.682 at 50 vs 0.681 at 100 (see README.md).
+ * Candidates the keyword list takes before fusion (more when a search asks for more results). 50 rather than 100
+ * halves the keyword rescoring at 100k chunks; SciFact hybrid nDCG@10 of a topK 10 search: 0.682 at 50 vs 0.681 at
+ * 100 (see README.md).
  */
-export const FUSION_CANDIDATES = 50;
+export const KEYWORD_CANDIDATES = 50;
+
+/**
+ * Candidates a vector list takes (more when a search asks for more results); the HNSW ef_search follows it, and 40
+ * is pgvector's default, the one the pooled sessions start with (applySearchSessionSettings). 40 rather than 50: the
+ * HNSW walk is its ef_search wide, so the vector ranking at 100k chunks went 1.32 → 1.05 ms (a bare query of 0.88),
+ * with hybrid's vector side weighing 0.15; SciFact nDCG@10 of a topK 10 search: RAG README, issue 15 session 12.
+ */
+export const VECTOR_CANDIDATES = 40;
 
 /**
  * Each ranked list loads its best `topK + DETAIL_MARGIN` chunks (text, title, the other list's score) in its
@@ -39,11 +47,14 @@ export const DETAIL_MARGIN = 5;
 export const POSTING_IMPACT_SQL = sql<number>`(p.tf::float8 / (p.tf::float8 + 0.3::float8 + 0.009::float8 * p.dl::float8))`;
 
 /**
- * Keyword search reads at most this many visible postings per query term, best impact first: a term in
- * fewer chunks is read entirely (exact), a very common one (low IDF) contributes only where it weighs most.
- * At 100k chunks a 12-word query otherwise sums ~235k postings. Reading, projecting and grouping the read
- * postings is most of the keyword list's execution (~1 µs per posting at 100k chunks), so 300 (was 1,000, then
- * 500): SciFact nDCG@10 keyword 0.6853 / hybrid 0.6864 (0.6841 / 0.6852 at 500; topK-10 searches 0.6766 / 0.6796
- * against 0.6782 / 0.6816), keyword statement at 100k chunks −1 ms (RAG README, issue 15 session 9).
+ * Keyword search reads at most this many visible postings per query term for each candidate it ranks (150 for the
+ * 50 candidates of a topK-10 search, 300 for a topK-100 one), best impact first: a term in fewer chunks is read
+ * entirely (exact), a very common one (low IDF) contributes only where it weighs most, and the winners are then
+ * rescored exactly. At 100k chunks a 12-word query otherwise sums ~235k postings; reading, projecting and grouping
+ * the read postings is most of the keyword list's execution. A fixed 300 per term (session 9; 1,000, then 500
+ * before) read twice what ranking 50 candidates needs: at 3 per candidate the keyword list of a topK-10 search at
+ * 100k chunks is ~20 % faster, SciFact nDCG@10 of topK-10 searches rises (keyword 0.6766 → 0.6784, hybrid 0.6792 →
+ * 0.6807) and the topK-100 figures are those of 300 (keyword 0.6853, hybrid 0.6876). A flat 200 or 150 per term
+ * fell below them (0.6842 / 0.6850, Recall@100 0.893; RAG README, issue 15 session 12).
  */
-export const KEYWORD_POSTINGS_PER_TERM = 300;
+export const KEYWORD_POSTINGS_PER_CANDIDATE = 3;

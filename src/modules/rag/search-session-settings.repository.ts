@@ -1,11 +1,11 @@
 import { CompiledQuery, type DatabaseConnection } from 'kysely';
-import { FUSION_CANDIDATES } from './rag.constants.js';
+import { VECTOR_CANDIDATES } from './rag.constants.js';
 
 // Apart from RagSearchRepository: the database layer's Kysely client runs this on every new connection, and
 // must not import the repository (which injects that client).
 
-/** The HNSW candidate-list size every pooled session starts with: what a list of FUSION_CANDIDATES wants. */
-export const SESSION_EF_SEARCH = FUSION_CANDIDATES;
+/** The HNSW candidate-list size every pooled session starts with: what a vector list of VECTOR_CANDIDATES wants. */
+export const SESSION_EF_SEARCH = VECTOR_CANDIDATES;
 
 /** False once a connection could not take the search session settings: then every list sets its own again. */
 let sessionSettingsHold = true;
