@@ -28,7 +28,8 @@ export const KEYWORD_CANDIDATES = 50;
  * Candidates a vector list takes (more when a search asks for more results); the HNSW ef_search follows it, and 40
  * is pgvector's default, the one the pooled sessions start with (applySearchSessionSettings). 40 rather than 50: the
  * HNSW walk is its ef_search wide, so the vector ranking at 100k chunks went 1.32 → 1.05 ms (a bare query of 0.88),
- * with hybrid's vector side weighing 0.15; SciFact nDCG@10 of a topK 10 search: RAG README, issue 15 session 12.
+ * with hybrid's vector side weighing 0.15. SciFact nDCG@10 of topK-10 searches: vector 0.4600 → 0.4571, hybrid with
+ * KEYWORD_POSTINGS_PER_CANDIDATE 0.6815 (RAG README, issue 15 session 12).
  */
 export const VECTOR_CANDIDATES = 40;
 
@@ -54,7 +55,7 @@ export const POSTING_IMPACT_SQL = sql<number>`(p.tf::float8 / (p.tf::float8 + 0.
  * the read postings is most of the keyword list's execution. A fixed 300 per term (session 9; 1,000, then 500
  * before) read twice what ranking 50 candidates needs: at 3 per candidate the keyword list of a topK-10 search at
  * 100k chunks is ~20 % faster, SciFact nDCG@10 of topK-10 searches rises (keyword 0.6766 → 0.6784, hybrid 0.6792 →
- * 0.6807) and the topK-100 figures are those of 300 (keyword 0.6853, hybrid 0.6876). A flat 200 or 150 per term
+ * 0.6807; 0.6815 with VECTOR_CANDIDATES 40) and the topK-100 figures are those of 300 (keyword 0.6853, hybrid 0.6876). A flat 200 or 150 per term
  * fell below them (0.6842 / 0.6850, Recall@100 0.893; RAG README, issue 15 session 12).
  */
 export const KEYWORD_POSTINGS_PER_CANDIDATE = 3;
