@@ -101,9 +101,22 @@ function detailOf(row: DetailRow): RankedChunk['detail'] {
  * is its own statement text and a generic plan of it (NamedStatements) still uses the index the filter wants.
  */
 function inScope(scope: SearchScope): RawBuilder<boolean> {
+  return sql<boolean>`${visibleDocument(scope.actor, 'd')}${searchFilters(scope)}`;
+}
+
+/** The search's own filters on documents `d` (its project, its documents), each left out when the search has none. */
+function searchFilters(scope: SearchScope): RawBuilder<unknown> {
   const project = scope.projectId === null ? sql`` : sql` AND d.project_id = ${scope.projectId}::uuid`;
   const documents = scope.documentIds === null ? sql`` : sql` AND d.id = ANY(${scope.documentIds}::uuid[])`;
-  return sql<boolean>`${visibleDocument(scope.actor, 'd')}${project}${documents}`;
+  return sql`${project}${documents}`;
+}
+
+/**
+ * The two statistic scopes of the search's project (its public documents, the caller's private ones), as the list
+ * of an `IN (…)`: the scopes a search narrowed to a project covers among the caller's.
+ */
+function projectStatScopes(actor: SearchScope['actor'], projectId: string): RawBuilder<unknown> {
+  return sql`rag_stat_scope(true, NULL, ${projectId}::uuid), rag_stat_scope(false, ${actor.userId}::uuid, ${projectId}::uuid)`;
 }
 
 /**
@@ -122,7 +135,7 @@ function postingScopesCte(scope: SearchScope): RawBuilder<unknown> {
   const project =
     scope.projectId === null
       ? sql``
-      : sql` WHERE r.scope IN (rag_stat_scope(true, NULL, ${scope.projectId}::uuid), rag_stat_scope(false, ${scope.actor.userId}::uuid, ${scope.projectId}::uuid))`;
+      : sql` WHERE r.scope IN (${projectStatScopes(scope.actor, scope.projectId)})`;
   return sql`ps AS MATERIALIZED (
               SELECT coalesce(array_agg(r.id), '{}') AS ids, count(*) <= ${sql.lit(POSTING_SCOPES_SCANNED)} AS few
               FROM st JOIN rag_scopes r ON r.scope = ANY(st.scopes)${project})`;
@@ -134,9 +147,7 @@ function postingScopesCte(scope: SearchScope): RawBuilder<unknown> {
  * hashed lookup built only if a row fails the first arm).
  */
 function outsideScopesDocuments(scope: SearchScope): RawBuilder<unknown> {
-  const project = scope.projectId === null ? sql`` : sql` AND d.project_id = ${scope.projectId}::uuid`;
-  const documents = scope.documentIds === null ? sql`` : sql` AND d.id = ANY(${scope.documentIds}::uuid[])`;
-  return sql`SELECT d.id FROM documents d WHERE ${visibleOutsideStatScopes(scope.actor, 'd')}${project}${documents}`;
+  return sql`SELECT d.id FROM documents d WHERE ${visibleOutsideStatScopes(scope.actor, 'd')}${searchFilters(scope)}`;
 }
 
 /**
@@ -150,7 +161,7 @@ function chunkInScope(scope: SearchScope): RawBuilder<boolean> {
   const project =
     scope.projectId === null
       ? sql``
-      : sql` AND c.stat_scope IN (rag_stat_scope(true, NULL, ${scope.projectId}::uuid), rag_stat_scope(false, ${scope.actor.userId}::uuid, ${scope.projectId}::uuid))`;
+      : sql` AND c.stat_scope IN (${projectStatScopes(scope.actor, scope.projectId)})`;
   const documents = scope.documentIds === null ? sql`` : sql` AND c.document_id = ANY(${scope.documentIds}::uuid[])`;
   return sql<boolean>`((${viewerStatScopes(scope.actor, 'c.stat_scope')}${project}) OR (c.document_id IN (${outsideScopesDocuments(scope)})) IS TRUE)${documents}`;
 }
