@@ -125,22 +125,20 @@ export interface AppConfig {
     /**
      * Share of wall time the indexing of a large document (≥ PACED_MIN_CHUNKS chunks) may work on PostgreSQL
      * (1 = no pause): after each batch the writer pauses so that embedding + PostgreSQL's insert work take at
-     * most this share, leaving CPU to the requests served meanwhile (a 15 MB text indexes for minutes).
+     * most this share, leaving CPU to the requests served meanwhile (a large text indexes for minutes).
      * RAG_INDEX_DUTY_CYCLE, default 0.5.
      */
     dutyCycle: number;
     /**
      * Documents of at least this many chunks are paced at dutyCycle (0: every document). RAG_INDEX_PACED_MIN_CHUNKS,
-     * default 200: a 200-page PDF (~475 chunks) or a 100-page DOCX (~300) indexed at full speed took a core for
-     * 1.5–3 s and put the other users' list_tasks p99 at 1.4–2.8× (bench:ingest); bench:rag's documents of ~40
-     * chunks stay at full speed (its ingest throughput, ≥ 100 chunks/s, is unchanged).
+     * default 200: a long PDF or DOCX indexed at full speed took a core for seconds and slowed other users' calls
+     * (bench:ingest, docs/perf/rag.md), while short documents stay at full speed.
      */
     pacedMinChunks: number;
     /**
      * Most chunks per batch (one statement, one transaction) of a paced document, RAG_INDEX_PACED_BATCH_CHUNKS,
-     * default 16 (1..64). Short bursts of PostgreSQL work with pauses as long: with 64-chunk batches (~300 ms of
-     * tsvector, postings and HNSW inserts each) pacing the short documents did not lower the stream's p99
-     * (during / quiet 1.5–2.7×), with 8 or 16 it did (1.2–2.4×, mean 1.6× against 2.3× unpaced; RAG notes, session 9).
+     * default 16 (1..64). Short bursts of PostgreSQL work with pauses as long: with full-size batches pacing did
+     * not lower other users' tail latency, with short ones it did (docs/perf/rag.md).
      */
     pacedBatchChunks: number;
   };
@@ -182,7 +180,7 @@ export interface AppConfig {
   shutdownDrainDelayMs: number;
   /** APP_ROLE=worker: the port of its /api/health and /api/ready probes (and of its /metrics). */
   workerHttpPort: number;
-  /** Prometheus metrics (GET /metrics); README "Operations: metrics and traces". */
+  /** Prometheus metrics (GET /metrics); docs/operations.md, "Metrics". */
   metrics: MetricsConfig;
   /** OpenTelemetry traces; read again by the tracing preload before anything else is loaded. */
   tracing: TracingConfig;

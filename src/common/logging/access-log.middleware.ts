@@ -47,7 +47,7 @@ export function accessLogMiddleware(logger: JsonLogger): RequestHandler {
     customErrorObject: (req, res, _error, value: { responseTime: number }) => fields(req, res, value.responseTime),
   }) as unknown as RequestHandler;
   // Below info (LOG_LEVEL=warn/error) only failed requests are written: they need no per-request child
-  // logger, only a look at the status when the answer is done (pino-http's set-up cost ~30 µs a call).
+  // logger, only a look at the status when the answer is done (pino-http's per-request set-up is not free).
   const failuresOnly: RequestHandler = (req, res, next) => {
     const started = performance.now();
     const done = () => {

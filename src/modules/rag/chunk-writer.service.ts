@@ -42,7 +42,7 @@ const SANDBOX_CHUNKING_MIN_CHARS = 64 * 1024;
 /**
  * Turns one document into chunks, embeddings and BM25 postings, in bounded batches: every statement and
  * every transaction covers at most INDEX_BATCH_CHUNKS chunks, however large the document (one INSERT
- * of a 13.5 MB text's 15,000 chunks and their postings hit the statement timeout). Batches commit in
+ * of a large text's chunks and their postings hit the statement timeout). Batches commit in
  * chunk order under a short lock of the document row, each checking that the content is still the one
  * read; a run that was interrupted resumes after the chunks it committed (chunking is deterministic),
  * and a chunk index already present is skipped (ON CONFLICT), so two runs over one document store
@@ -57,9 +57,8 @@ export class ChunkWriterService {
    * RAG_INDEX_PACED_MIN_CHUNKS (default 200): documents of at least this many chunks are indexed at
    * RAG_INDEX_DUTY_CYCLE on PostgreSQL, in batches of at most RAG_INDEX_PACED_BATCH_CHUNKS: tsvector, postings and
    * HNSW inserts plus the embedding thread otherwise keep a core of a small machine busy for the whole document,
-   * and every request meanwhile competes for the other (bench:ingest, 15 MB text: list_tasks p99 2.46× → 1.33× at
-   * duty 0.5; 200-page PDFs and 100-page DOCX files: see AppConfig.indexing). Short bursts: a paced batch is a
-   * few chunks, so each pause follows ~50–100 ms of work, not ~300 ms. Smaller documents (bench:rag's ~40 chunks)
+   * and every request meanwhile competes for the other (bench:ingest; docs/perf/rag.md). Short bursts: a paced
+   * batch is a few chunks, so each pause follows a short stretch of work rather than a long one. Smaller documents
    * run at full speed. On the embedded engine the BatchSizer already keeps the loop free and PGlite's work is
    * on it, so no pause is added there.
    */
