@@ -115,6 +115,7 @@ describeOnLan(`pages over plain http at a LAN address (${lan.address ?? lan.reas
     page.locator(selector).first().evaluate((el, prop) => (globalThis as unknown as { getComputedStyle(e: unknown): { getPropertyValue(p: string): string } }).getComputedStyle(el).getPropertyValue(prop), property);
 
   it('answers without HSTS, upgrade-insecure-requests or COOP (PUBLIC_URL is http)', async () => {
+    expect((await request(base).get('/favicon.ico').expect(200)).headers['content-type']).toMatch(/^image\//);
     for (const path of ['/', '/api/docs/', '/api/health']) {
       const res = await request(base).get(path).expect(200);
       expect(res.headers['strict-transport-security']).toBeUndefined();
@@ -150,6 +151,7 @@ describeOnLan(`pages over plain http at a LAN address (${lan.address ?? lan.reas
     expect(answer?.headers()['strict-transport-security']).toBeUndefined();
     await page.getByRole('heading', { name: 'Sign in to connect Test client' }).waitFor({ state: 'visible' });
     expect(await styleOf('.site-header', 'background-color')).toBe('rgb(246, 248, 250)');
+    expect(await page.locator('link[rel="icon"]').first().getAttribute('href')).toBe('/favicon.ico');
     await page.getByLabel('Email').fill(user.email);
     await page.getByLabel('Password').fill(user.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -168,6 +170,8 @@ describeOnLan(`pages over plain http at a LAN address (${lan.address ?? lan.reas
     expect(await title.textContent()).toContain('Atrium');
     expect(await styleOf('.swagger-ui .info .title', 'font-size')).toBe('36px');
     await page.locator('.swagger-ui .opblock-tag', { hasText: 'auth' }).first().waitFor({ state: 'visible' });
+    // Atrium's icon, as on the other pages, instead of Swagger's.
+    expect(await page.locator('link[rel="icon"]').getAttribute('href')).toBe('/favicon.ico');
   });
 });
 
