@@ -82,7 +82,7 @@ function announce(text) {
   // Clearing first makes screen readers repeat an identical message.
   $('status').textContent = '';
   window.clearTimeout(statusTimer);
-  window.setTimeout(() => {
+  statusTimer = window.setTimeout(() => {
     $('status').textContent = text;
     statusTimer = window.setTimeout(() => ($('status').textContent = ''), STATUS_SHOWN_MS);
   }, 30);
