@@ -8,7 +8,8 @@
  * 2. The build, executed: `git archive HEAD` into a temporary directory (what a clean checkout holds),
  *    .dockerignore applied, then each stage's WORKDIR / ENV / COPY / RUN replayed in a directory that
  *    stands for the stage's filesystem (absolute paths under WORKDIR are mapped into it). The final
- *    stage is then started with its CMD and ENV, and its HEALTHCHECK command must pass.
+ *    stage then runs the pre-rollout migration (`node dist/src/database/migrate.js`, no Nest CLI in the image), is
+ *    started with its CMD and ENV, and its HEALTHCHECK command must pass.
  *
  * What it cannot check: the base image itself (the host's Node runs the steps), file ownership
  * (checked by reading: the data directory must be copied with --chown of the final USER), and the
@@ -322,6 +323,15 @@ async function executeBuild(stages: Stage[], dockerignore: string): Promise<void
       API_KEY_PEPPER: randomBytes(32).toString('hex'),
       ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     };
+    // The pre-rollout migration operators run from the image (the Helm chart's hook runs the same command): the
+    // pruned image has no Nest CLI, so it must be plain node on the build's output.
+    if (existsSync(join(cwd, 'node_modules', '@nestjs', 'cli'))) throw new Error('the final stage still holds the Nest CLI (a dev dependency)');
+    const migrateCommand = ['node', 'dist/src/database/migrate.js'];
+    console.log(`migrate: ${migrateCommand.join(' ')}`);
+    const migrate = spawnSync(migrateCommand[0], migrateCommand.slice(1), { cwd, env: runtimeEnv, encoding: 'utf8' });
+    const migrated = /migrations applied/.test(migrate.stdout ?? '');
+    if (migrate.status !== 0 || !migrated) throw new Error(`${migrateCommand.join(' ')} failed (exit ${migrate.status}):\n${migrate.stdout}${migrate.stderr}`);
+    console.log('migrate: exited 0, migrations applied');
     console.log(`start: ${cmd.join(' ')} (cwd ${cwd}, DATA_DIR ${runtimeEnv.DATA_DIR})`);
     const child = spawn(cmd[0], cmd.slice(1), { cwd, env: runtimeEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
