@@ -84,7 +84,7 @@ describe('build only when a build input changed (npm start prestart)', () => {
     try {
       const started = Date.now();
       let port = 0;
-      while (!port && Date.now() - started < 90_000 && child.exitCode === null) {
+      while (!port && Date.now() - started < 200_000 && child.exitCode === null) {
         await new Promise((done) => setTimeout(done, 100));
         const line = output.split('\n').find((l) => l.includes('"msg":"listening"'));
         if (line) port = (JSON.parse(line) as { port: number }).port;
@@ -102,5 +102,5 @@ describe('build only when a build input changed (npm start prestart)', () => {
       await exited;
       rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 120_000);
+  }, 240_000);
 });
