@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
-import { publicOnlyLookup } from '../src/modules/agent/webhooks/webhook-address.js';
+import { guardedLookup } from '../src/common/net/outbound-guard.js';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { FakeLlmServer, fakeModelEnv } from './support/fake-llm-server.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -181,9 +181,9 @@ describe('agent runs: webhook URLs are checked against SSRF (default configurati
   });
 
   it('re-checks at connect time: a name that resolves to a private address is refused by the delivery lookup', async () => {
-    const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => publicOnlyLookup(false)('localhost', {}, (err) => resolve(err)));
+    const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => guardedLookup({ allowPrivate: false, label: 'webhookUrl' })('localhost', {}, (err) => resolve(err)));
     expect(error?.code).toBe('EADDRNOTPUBLIC');
-    const allowed = await new Promise<string | unknown>((resolve) => publicOnlyLookup(true)('localhost', {}, (err, address) => resolve(err ?? address)));
+    const allowed = await new Promise<string | unknown>((resolve) => guardedLookup({ allowPrivate: true, label: 'webhookUrl' })('localhost', {}, (err, address) => resolve(err ?? address)));
     expect(typeof allowed).toBe('string');
   });
 });
