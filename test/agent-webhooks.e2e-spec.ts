@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
 import { guardedLookup } from '../src/common/net/outbound-guard.js';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
+import { pkcePair, REDIRECT_URI } from './support/oauth-helpers.js';
 import { FakeLlmServer, fakeModelEnv } from './support/fake-llm-server.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
@@ -150,19 +151,31 @@ describe('agent runs: webhook URLs are checked against SSRF (default configurati
   let app: TestApp;
   let owner: TestUser;
   let projectId: string;
+  let receiver: Receiver;
 
   beforeAll(async () => {
-    app = await startTestApp({ env: { DATABASE_POOL_SIZE: process.env.TEST_DATABASE_URL ? '10' : '1' } });
+    receiver = await new Receiver().start();
+    app = await startTestApp({ env: { DATABASE_POOL_SIZE: process.env.TEST_DATABASE_URL ? '10' : '1', WEBHOOK_RETRY_BASE_MS: '200' } });
     owner = await makeUser(app);
     projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'SSRF' }).expect(201)).body.data.id;
   }, 120_000);
 
   afterAll(async () => {
     await app?.close();
+    await receiver?.stop();
   });
 
   it.each([
     ['http (not https)', 'http://example.com/hook'],
+    ['IPv4-compatible IPv6 loopback', 'https://[::7f00:1]/hook'],
+    ['benchmarking 198.18/15', 'https://198.18.0.1/hook'],
+    ['CGNAT 100.64/10', 'https://100.64.0.1/hook'],
+    ['NAT64 of a private address', 'https://[64:ff9b::a00:1]/hook'],
+    ['6to4 of a private address', 'https://[2002:c0a8:101::1]/hook'],
+    ['unique-local IPv6', 'https://[fd00::1]/hook'],
+    ['multicast', 'https://224.0.0.1/hook'],
+    ['reserved 240/4', 'https://240.0.0.1/hook'],
+    ['documentation range', 'https://192.0.2.10/hook'],
     ['loopback literal', 'https://127.0.0.1/hook'],
     ['private 10/8', 'https://10.1.2.3/hook'],
     ['link-local metadata', 'https://169.254.169.254/latest/meta-data'],
@@ -178,6 +191,39 @@ describe('agent runs: webhook URLs are checked against SSRF (default configurati
     expect(JSON.stringify(res.body.error)).toContain('webhookUrl');
     const [row] = await app.app.get(DataSource).query(`SELECT count(*)::int AS n FROM agent_runs`);
     expect(row.n).toBe(0);
+  });
+
+  it('a name that resolves to a private address after the URL was accepted is refused when the delivery connects', async () => {
+    // A public literal passes the execute-time check; the stored URL is then swapped for a name resolving to the
+    // receiver on 127.0.0.1, as DNS rebinding would do between the check and the delivery.
+    const { jobId } = (await app.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, input: 'hello', webhookUrl: 'https://93.184.216.34/hook' }).expect(202)).body.data;
+    const port = new URL(receiver.url).port;
+    await app.app.get(DataSource).query(`UPDATE agent_runs SET webhook_url = $2 WHERE id = $1`, [jobId, `https://localhost:${port}/hooks/atrium`]);
+    const refused = await waitFor(
+      'a delivery attempt refused by the connect-time lookup',
+      async () => {
+        const rows: { last_error: string | null }[] = await app.app.get(DataSource).query(`SELECT last_error FROM agent_run_webhook_deliveries WHERE run_id = $1`, [jobId]);
+        return rows.find((row) => /resolves to a private or special-purpose address/.test(row.last_error ?? ''));
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(refused.last_error).toContain('localhost');
+    expect(receiver.received).toHaveLength(0);
+  }, 90_000);
+
+  it.each([
+    ['IPv4-compatible IPv6 loopback', 'https://[::7f00:1]/client.json', 'private or special-purpose address'],
+    ['benchmarking 198.18/15', 'https://198.18.0.1/client.json', 'private or special-purpose address'],
+    ['CGNAT 100.64/10', 'https://100.64.0.1/client.json', 'private or special-purpose address'],
+    ['IPv4-mapped loopback', 'https://[::ffff:127.0.0.1]/client.json', 'private or special-purpose address'],
+    ['a name resolving to loopback (refused by the connection lookup)', 'https://localhost:9/client.json', 'resolves to a private or special-purpose address'],
+  ])('the same guard refuses an OAuth client metadata document at %s: a 400 error page, never a fetch', async (_label, clientId, reason) => {
+    const res = await app.http
+      .get(`/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })}`)
+      .redirects(0)
+      .expect(400);
+    expect(res.headers.location).toBeUndefined();
+    expect(res.text).toContain(reason);
   });
 
   it('re-checks at connect time: a name that resolves to a private address is refused by the delivery lookup', async () => {
