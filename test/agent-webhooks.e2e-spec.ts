@@ -2,8 +2,9 @@ import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
+import { metricsRegistry } from '../src/common/metrics/metrics.registry.js';
 import { guardedLookup } from '../src/common/net/outbound-guard.js';
-import { bearer, makeUser, type TestUser } from './support/factories.js';
+import { bearer, makeApiKey, makeUser, type TestUser } from './support/factories.js';
 import { pkcePair, REDIRECT_URI } from './support/oauth-helpers.js';
 import { FakeLlmServer, fakeModelEnv } from './support/fake-llm-server.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -42,6 +43,12 @@ function verify(secret: string, headers: IncomingHttpHeaders, body: string): boo
   return createHmac('sha256', secret).update(`${match[1]}.${body}`).digest('hex') === match[2];
 }
 
+const LLM_KEY = 'sk-llm-upstream-key-never-shown-0123456789';
+const FAKE_GITHUB_TOKEN = 'ghp_R3dactMe0123456789abcdefghijABCDEFGH';
+const FAKE_AWS_KEY = 'AKIAIOSFODNN7EXAMPLE';
+const redactions = async (where: string) =>
+  ((await metricsRegistry.getSingleMetric('atrium_redactions_total')!.get()).values.filter((v) => v.labels.where === where).reduce((sum, v) => sum + v.value, 0));
+
 const until = <T>(probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> => waitFor('webhook condition', probe, { timeoutMs });
 
 describe('agent runs: signed webhooks (local receiver, WEBHOOK_ALLOW_PRIVATE=true)', () => {
@@ -57,7 +64,7 @@ describe('agent runs: signed webhooks (local receiver, WEBHOOK_ALLOW_PRIVATE=tru
     llm = await new FakeLlmServer().start();
     receiver = await new Receiver().start();
     app = await startTestApp({
-      env: fakeModelEnv(llm, { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_BASE_MS: '200', WEBHOOK_MAX_ATTEMPTS: '4' }),
+      env: fakeModelEnv(llm, { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_BASE_MS: '200', WEBHOOK_MAX_ATTEMPTS: '4', LLM_API_KEY: LLM_KEY }),
     });
     owner = await makeUser(app);
     projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Hooks' }).expect(201)).body.data.id;
@@ -135,6 +142,50 @@ describe('agent runs: signed webhooks (local receiver, WEBHOOK_ALLOW_PRIVATE=tru
     });
     expect(run.webhook.deliveries[0]).toMatchObject({ attempts: 4, lastStatusCode: 503, lastError: 'receiver answered 503' });
     receiver.answers = [];
+  });
+
+  it('credential shapes never leave: a tool result the model reads, the run output and the webhook body say [redacted]', async () => {
+    receiver.received.length = 0;
+    const created = await app.http
+      .post('/api/v1/public/mcp/call')
+      .set(bearer((await makeApiKey(app, owner, { scopes: ['tasks:read', 'tasks:write'] })).key))
+      .send({ name: 'create_task', arguments: { title: 'Deploy notes', description: `use ${FAKE_GITHUB_TOKEN} and ${FAKE_AWS_KEY}`, project_id: projectId } })
+      .expect(200);
+    expect(created.body.result.description).toBe('use [redacted] and [redacted]');
+    const taskId = created.body.result.id;
+    const [toolBefore, outputBefore] = [await redactions('tool_result'), await redactions('run_output')];
+    llm.play({ toolCalls: [{ name: 'get_task', arguments: { task_id: taskId } }] }, { content: `The token is ${FAKE_GITHUB_TOKEN}.` });
+    const { jobId } = (await app.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, input: 'read the task', webhookUrl: receiver.url }).expect(202)).body.data;
+    await until(async () => receiver.received.length >= 1);
+    const run = await status(jobId);
+    expect(run.output).toBe('The token is [redacted].');
+    const toolMessage = llm.requests.at(-1)!.body.messages.find((m: { role: string }) => m.role === 'tool') as { content: string };
+    expect(toolMessage.content).toContain('use [redacted] and [redacted]');
+    const body = receiver.received[0].body;
+    expect(JSON.parse(body)).toMatchObject({ output: 'The token is [redacted].' });
+    expect(JSON.stringify([run, body, llm.requests.map((r) => r.body)])).not.toMatch(/ghp_R3dact|AKIAIOSFODNN7/);
+    expect((await redactions('tool_result')) - toolBefore).toBeGreaterThanOrEqual(2);
+    expect((await redactions('run_output')) - outputBefore).toBeGreaterThanOrEqual(1);
+
+    // A stored output written before redaction existed is redacted again as the webhook body leaves.
+    const webhookBefore = await redactions('webhook_body');
+    const db = app.app.get(DataSource);
+    await db.query(`UPDATE agent_runs SET output = $2 WHERE id = $1`, [jobId, `legacy ${FAKE_AWS_KEY}`]);
+    await db.query(`INSERT INTO agent_run_webhook_deliveries (run_id, type) VALUES ($1, 'agent_run.succeeded')`, [jobId]);
+    await until(async () => receiver.received.length >= 2);
+    expect(JSON.parse(receiver.received[1].body).output).toBe('legacy [redacted]');
+    expect((await redactions('webhook_body')) - webhookBefore).toBe(1);
+  });
+
+  it('an LLM error body echoing the API key never reaches the run error', async () => {
+    llm.play({ status: 401, echoAuthorization: true });
+    const { jobId } = (await app.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, input: 'fail please' }).expect(202)).body.data;
+    const run = await until(async () => {
+      const current = await status(jobId);
+      return current.status === 'failed' ? current : undefined;
+    });
+    expect(run.error).toBe('LLM service answered HTTP 401 (check LLM_API_KEY)');
+    expect(JSON.stringify(run)).not.toContain(LLM_KEY);
   });
 
   it('an Idempotency-Key replay answers the same run without the secret', async () => {

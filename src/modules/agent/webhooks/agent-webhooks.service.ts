@@ -10,6 +10,7 @@ import { TokenCipher } from '../../github/token-cipher.js';
 import { AgentWebhookDeliveriesRepository, type WebhookDelivery } from './agent-webhook-deliveries.repository.js';
 import { checkOutboundUrl, guardedLookup } from '../../../common/net/outbound-guard.js';
 import { webhookPolicy } from './webhook-address.js';
+import { redactJsonText } from '../../../common/secrets/secret-redactor.js';
 
 export const AGENT_WEBHOOKS_QUEUE = 'agent-webhooks';
 /** How often a worker hands new deliveries to the queue. */
@@ -100,14 +101,15 @@ export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDes
     if (!row || row.status !== 'pending') return;
     const status = row.type.replace(/^agent_run\./, '');
     const final = status !== 'awaiting_approval';
-    const body = JSON.stringify({
+    // The run's output and error were redacted when written; the body is checked again as it leaves.
+    const body = redactJsonText(JSON.stringify({
       type: row.type,
       jobId: row.runId,
       status,
       output: final ? row.output : null,
       error: final ? row.error : null,
       occurredAt: row.occurredAt.toISOString(),
-    });
+    }), 'webhook_body');
     const secret = this.cipher.decrypt(row.sealedSecret, `agent-run-webhook:${row.runId}`);
     let code: number | null = null;
     let failure: string | null = null;
