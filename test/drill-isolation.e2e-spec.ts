@@ -79,6 +79,9 @@ describe(`isolation drill (seed ${seed})`, () => {
 
   // ---- the model -------------------------------------------------------------------------------
   const roleIn = (userId: string, projectId: string): Role | null => projects.get(projectId)?.members.get(userId) ?? null;
+  /** Who a task may be assigned to: a member of its project, or the caller itself for a personal task. */
+  const assignable = (a: Actor, projectId: string | null, assignee: string | null) =>
+    assignee === null || (projectId === null ? assignee === a.userId : roleIn(assignee, projectId) !== null);
   const pinned = (a: Actor, projectId: string | null) => a.pins === null || (projectId !== null && a.pins.includes(projectId));
   /** ProjectsService.roleOf as the contract states it: member, inside the pins, capped by a token's role. */
   const effectiveRole = (a: Actor, projectId: string): Role | null => {
@@ -240,7 +243,8 @@ describe(`isolation drill (seed ${seed})`, () => {
       for (let i = 0; i < 4; i++) {
         const m = marker('t');
         const project = mine.length > 0 && rng.chance(0.6) ? rng.pick(mine) : null;
-        const assignee = rng.chance(0.5) ? rng.pick(users).id : null;
+        // Assignable: a member of the task's project, or the creator for a personal task.
+        const assignee = rng.chance(0.5) ? (project ? rng.pick([...projects.get(project)!.members.keys()]) : u.id) : null;
         const res = await call(t.baseUrl, {
           method: 'POST', path: '/api/v1/public/mcp/call', token: key.token,
           body: { name: 'create_task', arguments: { title: `task ${m}`, description: `secret ${m}`, project_id: project, assignee_id: assignee } },
@@ -324,6 +328,8 @@ describe(`isolation drill (seed ${seed})`, () => {
         const allowed = project === null || effectiveRole({ userId: a.userId, pins: a.pins }, project) !== null;
         expect = project === null && a.pins !== null
           ? fail(400, 'invalid_argument')
+          : allowed && !assignable(a, project, assignee)
+          ? fail(400, 'invalid_argument')
           : allowed
           ? ok(
               (body) => (body.result.creator_id === a.userId ? null : 'create_task: wrong creator'),
@@ -339,9 +345,11 @@ describe(`isolation drill (seed ${seed})`, () => {
         const assignee = rng.pick(users).id;
         args = reassign ? { task_id: id, assignee_id: assignee } : { task_id: id, status: rng.pick(['todo', 'in_progress', 'done']) };
         expect = task && taskVisible(a, task)
-          ? ok(undefined, () => {
-              if (reassign) task.assignee = assignee;
-            })
+          ? reassign && !assignable(a, task.project, assignee)
+            ? fail(400, 'invalid_argument')
+            : ok(undefined, () => {
+                if (reassign) task.assignee = assignee;
+              })
           : fail(404, 'not_found');
         break;
       }

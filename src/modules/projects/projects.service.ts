@@ -74,6 +74,12 @@ export class ProjectsService {
     return role === null ? null : effectiveRole(actor, role);
   }
 
+  /** Another user's member role in a project (no cap applies: it is not the caller's), or null when not a member. */
+  async memberRoleOf(projectId: string, userId: string): Promise<ProjectRole | null> {
+    if (!isUuid(projectId) || !isUuid(userId)) return null;
+    return this.projects.memberRole(projectId, userId);
+  }
+
   async create(actor: Actor, input: CreateProjectDto): Promise<ProjectView> {
     const id = randomUUID();
     const project = { id, name: input.name, description: input.description ?? '', ownerId: actor.userId };
