@@ -69,9 +69,12 @@ function replaceShapes(text: string, where: RedactionSite, json: boolean): strin
   return out;
 }
 
+/** No shape is shorter than this (a Slack token: `xoxb-` and ten characters), so shorter strings are skipped unread. */
+const SHORTEST_SHAPE = 15;
+
 /** Plain text with every credential shape replaced by `[redacted]` (the same string when there is none). */
 export function redactText(text: string, where: RedactionSite): string {
-  return mayContainSecret(text) ? replaceShapes(text, where, false) : text;
+  return text.length >= SHORTEST_SHAPE && mayContainSecret(text) ? replaceShapes(text, where, false) : text;
 }
 
 /** JSON text (e.g. a list PostgreSQL wrote) redacted inside its string literals; still valid JSON. */
@@ -94,10 +97,14 @@ export function redactValue<T>(value: T, where: RedactionSite): T {
     return (copy ?? value) as T;
   }
   if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    const record = value as Record<string, unknown>;
     let copy: Record<string, unknown> | undefined;
-    for (const [key, inner] of Object.entries(value)) {
+    for (const key in record) {
+      const inner = record[key];
+      // Numbers, booleans, null and short strings (ids' neighbours: statuses, dates) cannot hold a shape.
+      if (typeof inner === 'string' ? inner.length < SHORTEST_SHAPE : inner === null || typeof inner !== 'object') continue;
       const redacted = redactValue(inner, where);
-      if (redacted !== inner) (copy ??= { ...(value as Record<string, unknown>) })[key] = redacted;
+      if (redacted !== inner) (copy ??= { ...record })[key] = redacted;
     }
     return (copy ?? value) as T;
   }
