@@ -310,8 +310,11 @@ export interface ProjectSessionTokens {
   created_by: string;
   expires_at: Timestamp;
   id: string;
+  last_used_at: Timestamp | null;
   name: string;
+  prefix: string | null;
   project_id: string;
+  revoked_at: Timestamp | null;
   role: string;
   token_hash: string;
 }

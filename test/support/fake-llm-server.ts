@@ -13,6 +13,8 @@ export interface FakeLlmReply {
   delayMs?: number;
   /** Never answer; the client has to give up or abort. */
   hang?: boolean;
+  /** With `status`: the error body quotes the request's Authorization header (a misbehaving upstream or proxy). */
+  echoAuthorization?: boolean;
 }
 
 export interface RecordedRequest {
@@ -79,7 +81,7 @@ export class FakeLlmServer {
     if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
     if (res.destroyed) return;
     if (reply.status && reply.status >= 400) {
-      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify({ error: { message: `scripted ${reply.status}`, type: 'server_error' } }));
+      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify({ error: { message: reply.echoAuthorization ? `invalid key: ${req.headers.authorization}` : `scripted ${reply.status}`, type: 'server_error' } }));
       return;
     }
     const toolCalls = (reply.toolCalls ?? []).map((call, i) => ({

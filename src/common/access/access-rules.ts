@@ -18,7 +18,8 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  * ## The rules
  * - **Pins**: a pinned actor sees only objects inside its projects; an object without a project (a personal
  *   task, a document without a project) is outside every pin. Creating one needs an unpinned actor.
- * - **Tasks**: visible and editable to their creator and assignee; deletable by the creator only.
+ * - **Tasks**: visible and editable to their creator and assignee; deletable by the creator only. Assignable
+ *   only to a member of the task's project, or, for a task without a project, to the actor itself.
  * - **Documents**: visible to the author; when public, to the members of its project, or to everyone for a
  *   public document without a project. A private document is its author's only, even inside a project.
  *   Editable (and deletable) by the author only, and inside a project only while at least an editor there.
@@ -41,7 +42,7 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  * {@link editableDocument}, {@link visibleProject}, {@link projectRoleAtLeast}, {@link visibleRepo},
  * {@link visibleAgentRun}, {@link visibleIndexingJob}, {@link visibleAuditEntry}, {@link viewerStatScopes},
  * {@link visibleOutsideStatScopes}.
- * For objects already loaded: {@link isProjectAllowed}, {@link isRepoAllowed}, {@link mayCreateWithoutProject},
+ * For objects already loaded: {@link isProjectAllowed}, {@link isRepoAllowed}, {@link mayCreateWithoutProject}, {@link mayAssignTask},
  * {@link effectiveRole}, {@link accessOutcome}, {@link accessDenied}.
 
  */
@@ -188,6 +189,15 @@ export function isRepoAllowed(actor: Actor, fullName: string): boolean {
  */
 export function mayCreateWithoutProject(actor: Actor): boolean {
   return actor.projectIds === null;
+}
+
+/**
+ * Who a task may be assigned to: a member (any role) of the task's project; for a task without a project, only the
+ * actor itself (so no one can push a task, and the text in it, into a stranger's lists and MCP clients).
+ * `assigneeRole` is the assignee's member role in the task's project, null when not a member (or no project).
+ */
+export function mayAssignTask(actor: Actor, projectId: string | null, assigneeId: string, assigneeRole: ProjectRole | null): boolean {
+  return projectId === null ? assigneeId === actor.userId : assigneeRole !== null;
 }
 
 /** The actor's role in a project it is a member of: the member role capped by a project token's role. */

@@ -11,6 +11,7 @@ export const AUDIT_ACTIONS = [
   'project.update',
   'project.member.set',
   'project.token.create',
+  'project.token.revoke',
   'document.upload',
   'document.delete',
   'github_repo.register',

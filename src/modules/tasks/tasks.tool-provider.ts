@@ -33,7 +33,7 @@ const CREATE_TASK = {
   priority: param.str({ description: 'Priority', default: 'medium', enum: TASK_PRIORITIES }),
   status: param.str({ description: 'Status', default: 'todo', enum: TASK_STATUSES }),
   due_date: param.date({ description: 'Due date (YYYY-MM-DD) or null', default: null, nullable: true }),
-  assignee_id: param.str({ description: 'Id of an existing user to assign, or null', default: null, nullable: true, format: 'uuid' }),
+  assignee_id: param.str({ description: 'Id of a member of the task\'s project to assign (yourself for a task without a project), or null', default: null, nullable: true, format: 'uuid' }),
   project_id: param.str({ description: 'Id of a project you are a member of, or null', default: null, nullable: true, format: 'uuid' }),
 };
 const UPDATE_TASK = {
@@ -43,7 +43,7 @@ const UPDATE_TASK = {
   status: param.str({ description: 'New status', enum: TASK_STATUSES }),
   priority: param.str({ description: 'New priority', enum: TASK_PRIORITIES }),
   due_date: param.date({ description: 'New due date (YYYY-MM-DD), or null to clear', nullable: true }),
-  assignee_id: param.str({ description: 'Id of an existing user, or null to unassign', nullable: true, format: 'uuid' }),
+  assignee_id: param.str({ description: 'Id of a member of the task\'s project (yourself for a task without a project), or null to unassign', nullable: true, format: 'uuid' }),
 };
 
 /** The seven task tools: thin adapters from tool arguments to TasksService, which owns every rule. */

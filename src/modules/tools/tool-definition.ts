@@ -71,6 +71,16 @@ export class ToolList<T = unknown> {
   get items(): T[] {
     return (this.parsed ??= JSON.parse(this.json!) as T[]);
   }
+
+  /** The same list with its text passed through `redact` (JSON text when it has it, else its items); itself when nothing changed. */
+  redacted(redactJson: (json: string) => string, redactItems: (items: T[]) => T[]): ToolList<T> {
+    if (this.json !== undefined) {
+      const json = redactJson(this.json);
+      return json === this.json ? this : new ToolList<T>(undefined, this.truncated, json);
+    }
+    const items = redactItems(this.items);
+    return items === this.items ? this : new ToolList(items, this.truncated);
+  }
 }
 
 /** Thrown at start-up for a bad or duplicate tool definition, so a broken catalog never serves. */
