@@ -89,10 +89,11 @@ export function redactJsonText(json: string, where: RedactionSite): string {
 export function redactValue<T>(value: T, where: RedactionSite): T {
   if (typeof value === 'string') return redactText(value, where) as T;
   if (Array.isArray(value)) {
+    const items: readonly unknown[] = value;
     let copy: unknown[] | undefined;
-    for (let i = 0; i < value.length; i += 1) {
-      const redacted = redactValue(value[i], where);
-      if (redacted !== value[i]) (copy ??= value.slice())[i] = redacted;
+    for (let i = 0; i < items.length; i += 1) {
+      const redacted = redactValue(items[i], where);
+      if (redacted !== items[i]) (copy ??= items.slice())[i] = redacted;
     }
     return (copy ?? value) as T;
   }

@@ -17,7 +17,6 @@ import { ProjectMemberSchema, ProjectSchema, ProjectSessionTokenListItemSchema, 
 import { BackendController } from '../../common/http/backend-controller.js';
 
 const projectId = new ParseUUIDPipe();
-const tokenId = new ParseUUIDPipe();
 
 @ApiTags('projects')
 @BackendController('api/projects')
@@ -84,7 +83,7 @@ export class ProjectsController {
   @ApiOperation({ summary: 'Revoke a project session token at once, on every instance (owner or editor; audited project.token.revoke)' })
   @ApiData(200, RevokedSessionTokenSchema, 'The token is revoked: it answers 401 from now on')
   @ApiErrors(403, 404)
-  revokeSessionToken(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Param('tokenId', tokenId) token: string) {
+  revokeSessionToken(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Param('tokenId', new ParseUUIDPipe()) token: string) {
     return this.projects.revokeSessionToken(actorFromPrincipal(principal, id), id, token);
   }
 }

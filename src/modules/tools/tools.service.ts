@@ -127,7 +127,7 @@ export class ToolsService {
     const entry = this.toolCallEntry(prepared, actor, by);
     const value = await this.audit.runToolCall(entry, () => prepared.tool.handler(prepared.args, actor));
     // Every door (JSON, MCP, agent) gets results here, so credential shapes in them are redacted once, here.
-    if (value instanceof ToolList) return listOutcome(value.redacted((json) => redactJsonText(json, 'tool_result'), (items) => redactValue(items, 'tool_result')));
+    if (value instanceof ToolList) return listOutcome((value as ToolList<unknown>).redacted((json) => redactJsonText(json, 'tool_result'), (items) => redactValue(items, 'tool_result')));
     return { result: redactValue(value, 'tool_result'), truncated: false };
   }
 
