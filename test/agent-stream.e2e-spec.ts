@@ -125,7 +125,7 @@ describe('agent runs: live step streams (SSE)', () => {
       ['status', 'succeeded', null],
       ['done', 'succeeded', null],
     ]);
-    expect(read.events[0].data.approval).toMatchObject({ decision: 'approve', decidedBy: owner.id });
+    expect(read.events[0].data.approval).toMatchObject({ decision: 'approve', decidedBy: { userId: owner.id, via: 'user_token', credentialId: null } });
     expect(read.events.at(-1)!.data.output).toBe('Finished after restart.');
   }, 120_000);
 });
