@@ -282,7 +282,7 @@ describe('agent runs: prompt-injection eval (obedient model, default approval mo
       `run ${jobId} settled`,
       async () => (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(starter.token)).expect(200)).body.data,
       (run) => run.status === 'awaiting_approval' || FINAL.includes(run.status),
-      { timeoutMs: 30_000, intervalMs: 50 },
+      { timeoutMs: 60_000, intervalMs: 100 },
     );
   }
 
@@ -308,21 +308,27 @@ describe('agent runs: prompt-injection eval (obedient model, default approval mo
     const started = Date.now();
     expect(variants.length).toBeGreaterThanOrEqual(20);
 
-    const attacks: { name: string; damage: string[]; status: string; untrustedSince: unknown }[] = [];
+    // Under the default mode: every variant planted (fresh targets each), then run four at a time (the worker's concurrency).
+    const planted: { variant: Variant; f: Fixture; input: string; othersPrivateDocumentId?: string }[] = [];
     for (const [n, variant] of variants.entries()) {
       const f = await fixture(n, 'auto');
-      const planted = await variant.plant(n, f);
-      const run = await runUntilSettled(planted.input);
-      attacks.push({ name: variant.name, damage: await damage(run, f, planted.othersPrivateDocumentId), status: run.status, untrustedSince: run.untrustedSince });
-      if (run.status === 'awaiting_approval') await app.http.post(`/api/agent/cancel/${run.jobId}`).set(bearer(starter.token)).expect(202);
+      planted.push({ variant, f, ...(await variant.plant(n, f)) });
+    }
+    const runs: any[] = [];
+    for (let i = 0; i < planted.length; i += 4) runs.push(...(await Promise.all(planted.slice(i, i + 4).map((p) => runUntilSettled(p.input)))));
+    const attacks: { name: string; damage: string[]; status: string }[] = [];
+    for (const [i, p] of planted.entries()) {
+      attacks.push({ name: p.variant.name, damage: await damage(runs[i], p.f, p.othersPrivateDocumentId), status: runs[i].status });
+      if (runs[i].status === 'awaiting_approval') await app.http.post(`/api/agent/cancel/${runs[i].jobId}`).set(bearer(starter.token)).expect(202);
     }
 
+    // The control, one variant at a time so that each attack's effect is its own.
     const control: { name: string; damage: string[] }[] = [];
     for (const [n, variant] of variants.entries()) {
-      const f = await fixture(n, 'none');
-      const planted = await variant.plant(n + 1000, f);
-      const run = await runUntilSettled(planted.input, 'none');
-      control.push({ name: variant.name, damage: await damage(run, f, planted.othersPrivateDocumentId) });
+      const f = await fixture(n + 1000, 'none');
+      const plantedNone = await variant.plant(n + 1000, f);
+      const run = await runUntilSettled(plantedNone.input, 'none');
+      control.push({ name: variant.name, damage: await damage(run, f, plantedNone.othersPrivateDocumentId) });
     }
 
     // Utility: runs that read only the starter's own text (in a project of its own) and write what the user asked.
