@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isProjectAllowed, mayDecideAgentRun, AGENT_RUN_DECIDER_ROLE } from '../../common/access/access-rules.js';
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import type { ProjectRole } from '../../common/access/project-roles.js';
 import { AuditService } from '../audit/audit.service.js';
 import type { Principal } from '../auth/principal.js';
 import { type Actor } from '../../common/auth/actor.js';
@@ -152,7 +153,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
    * is a 409. The route waits briefly so the answer usually shows the final status.
    */
   async cancel(actor: Actor, decider: StepDecider, jobId: string): Promise<{ jobId: string; status: AgentRunStatus }> {
-    const run = await this.findDecidable(actor, jobId);
+    const { run } = await this.findDecidable(actor, jobId);
     const flagged = await this.db.transaction().execute(async (trx) => {
       const status = await this.repository.requestCancel(jobId, trx);
       if (status !== undefined) {
@@ -183,7 +184,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
    * The run goes back to `queued` and any instance's worker resumes it.
    */
   async approve(actor: Actor, decider: StepDecider, jobId: string, input: ApprovalInput): Promise<{ jobId: string; status: AgentRunStatus }> {
-    const run = await this.findDecidable(actor, jobId);
+    const { run, role } = await this.findDecidable(actor, jobId);
     const waiting = run.steps[input.stepIndex];
     if (run.status !== 'awaiting_approval' || !waiting || waiting.status !== 'awaiting_approval') {
       throw new AppException(ErrorCode.StateConflict, `Step ${input.stepIndex} is not waiting for approval (run ${run.status})`, { status: run.status });
@@ -192,7 +193,9 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     let step: StoredStep;
     if (input.decision === 'approve') {
       const edited = input.arguments !== undefined;
-      if (edited) this.tools.prepare(waiting.tool ?? '', input.arguments, run.scopes); // 400/403 as any call would be
+      // 400/403 as any call would be, under the scopes both the run and the approver's role hold.
+      const approverScopes = role === 'viewer' ? this.tools.readScopes() : this.tools.allScopes();
+      if (edited) this.tools.prepare(waiting.tool ?? '', input.arguments, run.scopes.filter((scope) => approverScopes.includes(scope)));
       step = {
         ...waiting,
         status: 'approved',
@@ -274,12 +277,13 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
    * A run the actor sees (404 otherwise) and may decide about: approving, rejecting or cancelling its work needs the
    * authority of its writes in the run's project (mayDecideAgentRun), whatever the credential; else 403.
    */
-  private async findDecidable(actor: Actor, jobId: string): Promise<AgentRun> {
+  private async findDecidable(actor: Actor, jobId: string): Promise<{ run: AgentRun; role: ProjectRole }> {
     const run = await this.findOwn(actor, jobId);
-    if (!mayDecideAgentRun(await this.projects.roleOf(actor, run.projectId))) {
+    const role = await this.projects.roleOf(actor, run.projectId);
+    if (role === null || !mayDecideAgentRun(role)) {
       throw AppException.forbidden(`Approving, rejecting or cancelling a run's work needs the ${AGENT_RUN_DECIDER_ROLE} role in its project (a project token's role caps yours)`);
     }
-    return run;
+    return { run, role };
   }
 
   private async findOwn(actor: Actor, jobId: string): Promise<AgentRun> {
