@@ -87,6 +87,8 @@ describe('agent runs: live step streams (SSE)', () => {
     expect((await readSse(`${app.baseUrl}/api/agent/stream/not-a-uuid`, owner.token)).status).toBe(404);
     expect((await readSse(`${app.baseUrl}/api/agent/stream/00000000-0000-4000-8000-000000000000`, owner.token)).status).toBe(404);
     expect((await fetch(streamUrl(jobId))).status).toBe(401);
+    // Finished before the next test scripts the model, so this run cannot take the next test's reply.
+    await waitFor(jobId);
   });
 
   it('sends heartbeats while a run waits, and resumes with Last-Event-ID on a new instance after a restart', async () => {
