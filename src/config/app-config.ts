@@ -167,6 +167,8 @@ export interface AppConfig {
     approvalTimeoutMs: number;
     /** A comment line on an idle run stream this often, so proxies keep it open. */
     streamHeartbeatMs: number;
+    /** How often an open run stream re-checks its credential (it ends when that expired or was revoked). */
+    streamCredentialCheckMs: number;
     /** Run webhooks: http and private/loopback addresses allowed (local development and tests only). */
     webhookAllowPrivate: boolean;
     /** First retry delay of a failed webhook delivery (doubling each time) and the number of attempts. */
@@ -293,6 +295,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       recoveryIntervalMs: read.int('AGENT_RECOVERY_INTERVAL_MS', 15_000, 100, 3_600_000),
       approvalTimeoutMs: read.int('AGENT_APPROVAL_TIMEOUT_MS', 86_400_000, 1_000, 30 * 86_400_000),
       streamHeartbeatMs: read.int('AGENT_STREAM_HEARTBEAT_MS', 15_000, 100, 300_000),
+      streamCredentialCheckMs: read.int('AGENT_STREAM_CREDENTIAL_CHECK_MS', 5_000, 100, 300_000),
       webhookAllowPrivate: read.raw('WEBHOOK_ALLOW_PRIVATE') === 'true',
       // 5 s doubling over 14 attempts: the last one about 22 h after the first (API.md: up to 24 h).
       webhookRetryBaseMs: read.int('WEBHOOK_RETRY_BASE_MS', 5_000, 10, 3_600_000),

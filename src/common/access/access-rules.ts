@@ -25,7 +25,10 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  *   Editable (and deletable) by the author only, and inside a project only while at least an editor there.
  * - **Projects**: visible to members; the actor's role is the member role capped by the token's role.
  * - **GitHub repositories**: every registered one for an unpinned actor, else only those in `repos` (any case).
- * - **Agent runs**: their starter's only, inside its pins.
+ * - **Agent runs**: their starter's only, inside its pins. Deciding about a run's writes (approve, reject, cancel)
+ *   needs the authority of the write: an effective role of at least editor in the run's project, whatever the
+ *   credential ({@link mayDecideAgentRun}); an approved call runs with the rights of both the run and the approver
+ *   ({@link narrowestActor}).
  * - **Indexing jobs**: a project's jobs to its members; a job without a project to its creator, unpinned only.
  * - **Audit entries**: a user's own (whoever acted through which of its credentials); everyone's to an admin only,
  *   on the admin routes, which no predicate here widens.
@@ -43,7 +46,7 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  * {@link visibleAgentRun}, {@link visibleIndexingJob}, {@link visibleAuditEntry}, {@link viewerStatScopes},
  * {@link visibleOutsideStatScopes}.
  * For objects already loaded: {@link isProjectAllowed}, {@link isRepoAllowed}, {@link mayCreateWithoutProject}, {@link mayAssignTask},
- * {@link effectiveRole}, {@link accessOutcome}, {@link accessDenied}.
+ * {@link effectiveRole}, {@link accessOutcome}, {@link accessDenied}, {@link mayDecideAgentRun}, {@link narrowestActor}.
 
  */
 
@@ -216,4 +219,34 @@ export function accessOutcome(visible: boolean, permitted: boolean): AccessOutco
 /** The error for an action the actor may not take on an object: not_found when it cannot even see it, else forbidden. */
 export function accessDenied(visible: boolean, object: string, reason: string): AppException {
   return visible ? AppException.forbidden(reason) : AppException.notFound(object);
+}
+
+/** The minimum effective project role that may approve, reject or cancel an agent run's work (that of its writes). */
+export const AGENT_RUN_DECIDER_ROLE: ProjectRole = 'editor';
+
+/**
+ * Whether an actor who sees an agent run (visibleAgentRun) may decide about its writes: approve or reject a waiting
+ * call, with or without edited arguments, or cancel the run. `role` is the actor's effective role in the run's project
+ * (member role capped by a project token's; null when not a member). A viewer, or a viewer token, may not.
+ */
+export function mayDecideAgentRun(role: ProjectRole | null): boolean {
+  return role !== null && roleAtLeast(role, AGENT_RUN_DECIDER_ROLE);
+}
+
+/**
+ * The rights two actors of the same user share: the intersection of their pins and the lower of their role caps.
+ * An approved agent call runs as this of the run and the approver, so an approval never lends a run rights its
+ * approver lacks (nor the other way round).
+ */
+export function narrowestActor(a: Actor, b: Actor): Actor {
+  if (a.userId !== b.userId) throw new Error('narrowestActor: two different users');
+  const both = <T extends string>(x: readonly T[] | null, y: readonly T[] | null, same: (p: T, q: T) => boolean): readonly T[] | null =>
+    x === null ? y : y === null ? x : x.filter((item) => y.some((other) => same(item, other)));
+  const cap = a.projectRoleCap === undefined ? b.projectRoleCap : b.projectRoleCap === undefined ? a.projectRoleCap : cappedRole(a.projectRoleCap, b.projectRoleCap);
+  return {
+    userId: a.userId,
+    projectIds: both(a.projectIds, b.projectIds, (p, q) => p === q),
+    repos: both(a.repos, b.repos, (p, q) => p.toLowerCase() === q.toLowerCase()),
+    ...(cap !== undefined ? { projectRoleCap: cap as 'editor' | 'viewer' } : {}),
+  };
 }

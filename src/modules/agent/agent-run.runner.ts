@@ -9,7 +9,10 @@ import { ProjectsService } from '../projects/projects.service.js';
 import { observeToolCall } from '../tools/tool-call-telemetry.js';
 import { ToolsService } from '../tools/tools.service.js';
 import { CANCEL_POLL_MS, HEARTBEAT_EVERY_MS, MAX_RUN_ATTEMPTS, RESULT_SUMMARY_MAX_CHARS, TOOL_RESULT_MAX_CHARS } from './agent.constants.js';
-import { assistantMessage, awaitingApprovalStep, messageStep, rebuildConversation, type Conversation } from './agent-run.conversation.js';
+import { assistantMessage, awaitingApprovalStep, messageStep, rebuildConversation, toolMessage, type Conversation } from './agent-run.conversation.js';
+import { narrowestActor } from '../../common/access/access-rules.js';
+import { isWriteTool } from '../tools/tool-definition.js';
+import { foreignTextIn, foreignTextInFailure } from '../tools/tool-provenance.js';
 import { LostClaim, StepRecorder } from './agent-run.steps.js';
 import type { AgentRun, ModelToolCall, StoredStep } from './agent-run.types.js';
 import { AGENT_RUNS_TABLE, AgentRunsRepository, toAgentRun } from './agent-runs.repository.js';
@@ -149,10 +152,11 @@ export class AgentRunner implements OnModuleDestroy {
         attempt.stepLabel = `tool call ${call.name}`;
         const decided = conversation.approved.get(call.id);
         // Stop before the write: the row holds the question, no worker waits; approve/reject re-enqueues.
-        if (!decided && this.needsApproval(run, scope, call)) return steps.pause(awaitingApprovalStep(conversation.nextIndex, call));
+        if (!decided && this.needsApproval(run, conversation, scope, call)) return steps.pause(awaitingApprovalStep(conversation.nextIndex, call));
         const step = await this.runTool(steps, decided?.index ?? conversation.nextIndex, call, scope, decided);
         if (!decided) conversation.nextIndex += 1;
-        conversation.messages.push({ role: 'tool', tool_call_id: call.id, content: step.modelContent ?? '' });
+        if (step.untrusted) conversation.untrusted = true;
+        conversation.messages.push(toolMessage(step));
         if (controller.signal.aborted) throw controller.signal.reason;
       }
       if (conversation.turns >= run.maxSteps) {
@@ -182,13 +186,10 @@ export class AgentRunner implements OnModuleDestroy {
     return completion;
   }
 
-  private needsApproval(run: AgentRun, scope: RunScope, call: ModelToolCall): boolean {
-    return (
-      run.approval === 'writes' &&
-      scope.offeredNames.has(call.name) &&
-      this.tools.find(call.name)?.definition.annotations?.readOnlyHint !== true &&
-      parseArguments(call.arguments).parseError === null
-    );
+  /** `writes`: before every write; `auto`: before every write once the run has read text its starter did not write. */
+  private needsApproval(run: AgentRun, conversation: Conversation, scope: RunScope, call: ModelToolCall): boolean {
+    const asks = run.approval === 'writes' || (run.approval === 'auto' && conversation.untrusted);
+    return asks && scope.offeredNames.has(call.name) && isWriteTool(this.tools.find(call.name)) && parseArguments(call.arguments).parseError === null;
   }
 
   /** How an attempt that stopped early ends: the final write for each outcome, a release on shutdown, nothing once lost. */
@@ -238,6 +239,9 @@ export class AgentRunner implements OnModuleDestroy {
       step.resultSummary = summary.length > RESULT_SUMMARY_MAX_CHARS ? `${summary.slice(0, RESULT_SUMMARY_MAX_CHARS - 1)}…` : summary;
     };
     const refuse = (code: string, message: string) => settle('error', JSON.stringify({ error: { code, message } }), `error: ${code}: ${message}`);
+    const tool = this.tools.find(call.name);
+    // An approved call runs within the rights of both the run and whoever approved it.
+    const actor = approved?.approval?.approverActor ? narrowestActor(scope.actor, { ...approved.approval.approverActor }) : scope.actor;
 
     if (!scope.offeredNames.has(call.name)) {
       refuse('tool_not_allowed', `The tool "${call.name}" is not available to this run (not in its allowlist or outside the caller's permissions); it was not executed`);
@@ -251,14 +255,18 @@ export class AgentRunner implements OnModuleDestroy {
     }
     await record(step); // recorded before it runs: a retry never executes it twice
     try {
-      const outcome = await observeToolCall({ door: 'agent', tool: this.tools.find(call.name), statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined) }, () =>
+      const outcome = await observeToolCall({ door: 'agent', tool, statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined) }, () =>
         withTimeout(
-          this.tools.call(call.name, args as Record<string, unknown>, scope.actor, scope.scopes, { userId: scope.actor.userId, via: 'agent_run', credentialId: null, runId: scope.runId }),
+          this.tools.call(call.name, args as Record<string, unknown>, actor, scope.scopes, { userId: scope.actor.userId, via: 'agent_run', credentialId: null, runId: scope.runId }),
           this.config.agent.stepTimeoutMs,
         ),
       );
       settle('ok', toModelContent(outcome.result, outcome.truncated), summarize(outcome.result, outcome.truncated));
+      const foreign = foreignTextIn(tool, args, outcome.result, scope.actor.userId);
+      if (foreign) step.untrusted = foreign;
     } catch (error) {
+      const foreign = foreignTextInFailure(tool, args);
+      if (foreign) step.untrusted = foreign;
       if (error instanceof StepTimeout) {
         refuse('timeout', `The tool did not finish within ${this.config.agent.stepTimeoutMs} ms; its outcome is unknown`);
       } else if (error instanceof AppException) {

@@ -3,7 +3,7 @@ import { sql, type RawBuilder, type Selectable } from 'kysely';
 import { visibleAgentRun } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import type { AgentRuns, Json } from '../../database/database.types.js';
-import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { claimedBy, staleHeartbeat, type Claim, type ClaimableTable } from '../../queue/claimable-jobs.repository.js';
 import type { AgentRun, AgentRunActor, AgentRunApproval, AgentRunStatus, StoredStep } from './agent-run.types.js';
 
@@ -88,8 +88,8 @@ export class AgentRunsRepository {
    * Flags the cancel; a queued run, or one waiting for an approval, is cancelled at once. Returns the status after
    * the change, or undefined when the run had already finished.
    */
-  async requestCancel(id: string): Promise<AgentRunStatus | undefined> {
-    const row = await this.db
+  async requestCancel(id: string, executor: DbExecutor = this.db): Promise<AgentRunStatus | undefined> {
+    const row = await executor
       .updateTable('agent_runs')
       .set({
         cancel_requested: true,
@@ -121,8 +121,8 @@ export class AgentRunsRepository {
    * added to `paused_ms` (not the run's working time). False when the step no longer waits (another decision, a
    * cancel or the timeout came first).
    */
-  async decide(id: string, step: StoredStep): Promise<boolean> {
-    const row = await this.db
+  async decide(id: string, step: StoredStep, executor: DbExecutor = this.db): Promise<boolean> {
+    const row = await executor
       .updateTable('agent_runs')
       .set({
         steps: sql`jsonb_set(steps, ARRAY[${String(step.index)}::text], ${JSON.stringify(step)}::jsonb)`,

@@ -17,6 +17,9 @@ export const AUDIT_ACTIONS = [
   'github_repo.register',
   'github_repo.delete',
   'auth.login_failed',
+  'agent.approve',
+  'agent.reject',
+  'agent.cancel',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -25,6 +25,8 @@ export interface QueryVector {
 export interface ChunkDetail {
   documentId: string;
   documentTitle: string;
+  /** Who wrote the text (an agent run tells its starter's own text from others'). */
+  authorId: string;
   chunkIndex: number;
   text: string;
   startOffset: number;
@@ -55,6 +57,7 @@ export interface SearchSettings {
 interface ChunkRow {
   document_id: string;
   title: string;
+  author_id: string;
   chunk_index: number;
   text: string;
   start_offset: number;
@@ -67,7 +70,7 @@ interface DetailRow extends ChunkRow {
 }
 
 /** The chunk columns every statement selects for a result (chunk `c`, document `d`), in the order of ChunkRow. */
-const CHUNK_COLUMNS = sql`c.document_id, d.title, c.chunk_index, c.text, c.start_offset, c.end_offset`;
+const CHUNK_COLUMNS = sql`c.document_id, d.title, d.author_id, c.chunk_index, c.text, c.start_offset, c.end_offset`;
 
 /**
  * The id of ranked row `r` when its rank is among the `detailRows` a list loads, else NULL. As the lookup key of
@@ -82,6 +85,7 @@ function chunkOf(row: ChunkRow): ChunkDetail {
   return {
     documentId: row.document_id,
     documentTitle: row.title,
+    authorId: row.author_id,
     chunkIndex: row.chunk_index,
     text: row.text,
     startOffset: row.start_offset,

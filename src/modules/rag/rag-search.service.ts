@@ -24,6 +24,7 @@ export interface SearchInput {
 export interface SearchHit {
   documentId: string;
   documentTitle: string;
+  authorId: string;
   chunkId: string;
   chunkIndex: number;
   text: string;
@@ -194,6 +195,7 @@ export class RagSearchService implements OnModuleInit {
       hits.push({
         documentId: detail.documentId,
         documentTitle: detail.documentTitle,
+        authorId: detail.authorId,
         chunkId: hit.id,
         chunkIndex: detail.chunkIndex,
         text: detail.text,
