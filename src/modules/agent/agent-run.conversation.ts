@@ -69,7 +69,7 @@ export function toolMessage(step: StoredStep): ChatMessage {
 /** The JSON text inside a tool message's `<tool-data>` block (what `toolMessage` wrapped), or the content as it is. */
 export function toolDataText(content: string): string {
   const match = /^<tool-data [^>]*>\n([\s\S]*)\n<\/tool-data>$/.exec(content);
-  return match ? match[1]! : content;
+  return match?.[1] ?? content;
 }
 
 function escapeAttribute(value: string): string {

@@ -24,7 +24,10 @@ export function foreignTextIn(tool: RegisteredTool | undefined, args: unknown, r
     if (item === null || typeof item !== 'object' || Array.isArray(item)) return { target: `${provenance.object}:unknown` };
     const record = item as Record<string, unknown>;
     const writers = provenance.writers.map((field) => record[field]).filter((writer) => writer !== null && writer !== undefined);
-    if (writers.length === 0 || writers.some((writer) => writer !== readerId)) return { target: `${provenance.object}:${String(record[provenance.id] ?? 'unknown')}` };
+    if (writers.length === 0 || writers.some((writer) => writer !== readerId)) {
+      const id = record[provenance.id];
+      return { target: `${provenance.object}:${typeof id === 'string' || typeof id === 'number' ? id : 'unknown'}` };
+    }
   }
   return null;
 }
