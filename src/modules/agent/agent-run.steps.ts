@@ -41,17 +41,19 @@ export class StepRecorder {
   }
 
   /** The final write; a pending cancel turns it into `cancelled` (AgentRunsRepository.finish). */
-  finish(status: 'succeeded' | 'failed' | 'cancelled', output: string | null, error: string | null): Promise<void> {
-    return this.runs.finish(this.claim, status, output, error);
+  async finish(status: 'succeeded' | 'failed' | 'cancelled', output: string | null, error: string | null): Promise<void> {
+    const written = await this.runs.finish(this.claim, status, output, error);
+    if (written) this.claims.ended(this.claim, written, written === 'failed' && error ? { error } : {});
   }
 
   /** Stops before a write call until its owner decides; the run leaves this worker. */
   async pause(step: StoredStep): Promise<void> {
     if (!(await this.runs.pause(this.claim, step))) throw new LostClaim('the run is no longer ours');
+    this.claims.ended(this.claim, 'paused', { tool: step.tool });
   }
 
   /** Graceful stop: the run stays `running` with no heartbeat, so the next worker takes it over at once. */
   release(): Promise<void> {
-    return this.claims.release(this.claim);
+    return this.claims.release(this.claim, 'shutdown');
   }
 }

@@ -118,6 +118,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       webhookUrl: input.webhookUrl ?? null,
       webhookSecret: webhookSecret ? this.webhooks.sealSecret(webhookSecret, id) : null,
     });
+    this.claims.queued(AGENT_RUNS_TABLE, id, RequestContext.requestId());
     try {
       await this.enqueue(id);
     } catch (error) {

@@ -147,9 +147,9 @@ export class IndexingJobsRepository {
       .execute();
   }
 
-  /** Finishes the run: `failed` when every document failed, else `succeeded`. */
-  async finish(jobId: string, claim: number): Promise<void> {
-    await this.db
+  /** Finishes the run: `failed` when every document failed, else `succeeded`; null when the claim is no longer this run's. */
+  async finish(jobId: string, claim: number): Promise<'succeeded' | 'failed' | null> {
+    const row = await this.db
       .updateTable('indexing_jobs')
       .set({
         status: sql<string>`CASE WHEN failed > 0 AND done = 0 THEN 'failed' ELSE 'succeeded' END`,
@@ -160,7 +160,9 @@ export class IndexingJobsRepository {
       .where('id', '=', jobId)
       .where('status', '=', 'running')
       .where('attempts', '=', claim)
-      .execute();
+      .returning('status')
+      .executeTakeFirst();
+    return row ? (row.status as 'succeeded' | 'failed') : null;
   }
 
   /** Fails a queued or running job; returns its documents, or null when it had already ended. */

@@ -143,6 +143,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
       }
       throw error;
     }
+    this.claims.queued(INDEXING_JOBS_TABLE, id, traceId, { indexingKind: kind, documents: ids.length });
     // Even a job with nothing to do goes through the queue: every job starts `queued` (API.md), and the
     // worker finishes an empty one at once.
     await this.enqueue(id);
