@@ -1,0 +1,180 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { chunkText } from '../src/modules/rag/chunking/chunker';
+import { buildOnce, startAppProcess, type AppProcess } from './support/app-process';
+import { call } from './support/drill-helpers';
+import { FakeEmbeddings } from './support/fake-embeddings-server';
+import { createTestDatabase, deploymentEnv, describeOnSharedServices, type TestDatabase } from './support/test-app';
+import { waitFor } from './support/wait';
+
+/** Every line a process printed, parsed: a line that is not a JSON object fails the test, naming it. */
+export function jsonLines(output: string): Record<string, any>[] {
+  return output
+    .split('\n')
+    .filter((line) => line.length > 0)
+    .map((line) => {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        throw new Error(`not a JSON line: ${line.slice(0, 300)}`);
+      }
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error(`not a JSON object: ${line.slice(0, 300)}`);
+      return parsed as Record<string, any>;
+    });
+}
+
+/** The job transition lines (context Jobs) of one job in a process's output. */
+function transitions(output: string, jobId: string): Record<string, any>[] {
+  return jsonLines(output).filter((line) => line.context === 'Jobs' && line.jobId === jobId);
+}
+
+const CHUNK_CHARS = 200;
+/** About 9,500 chunks: the size of the ingest in the report that led here. */
+const PARAGRAPHS = 12_900;
+
+/**
+ * A worker stopped mid-ingest (SIGTERM, as Kubernetes or compose stop it) hands its job back instead of holding it
+ * until a lease runs out: it exits 0 within its grace period, and a second worker resumes the job within seconds,
+ * ending with every chunk stored exactly once. Real processes on one PostgreSQL database: with TEST_REDIS_URL the
+ * queue is BullMQ on Redis, without it BullMQ's PostgreSQL backend (two processes cannot share the embedded engine).
+ */
+describeOnSharedServices(`worker drain on SIGTERM (${process.env.TEST_REDIS_URL ? 'BullMQ on Redis' : "BullMQ's PostgreSQL backend"})`, () => {
+  let database: TestDatabase;
+  let db: Client;
+  let embeddings: FakeEmbeddings;
+  let env: Record<string, string>;
+  const dataDir = mkdtempSync(join(tmpdir(), 'atrium-drain-'));
+  const processes: AppProcess[] = [];
+  const figures: Record<string, string | number> = {};
+
+  async function start(role: 'api' | 'worker', extra: Record<string, string> = {}): Promise<AppProcess> {
+    const p = await startAppProcess({ ...env, APP_ROLE: role, ...extra });
+    processes.push(p);
+    return p;
+  }
+
+  beforeAll(async () => {
+    buildOnce();
+    database = await createTestDatabase();
+    db = new Client({ connectionString: database.url });
+    await db.connect();
+    embeddings = await new FakeEmbeddings(8).start();
+    env = {
+      NODE_ENV: 'test',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'info',
+      DATABASE_URL: database.url,
+      DATABASE_POOL_SIZE: '5',
+      ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
+      ...deploymentEnv('drain'),
+      EMBEDDINGS_PROVIDER: 'openai',
+      EMBEDDINGS_BASE_URL: embeddings.baseUrl,
+      EMBEDDINGS_MODEL: 'fake-embed',
+      EMBEDDINGS_DIMENSIONS: '8',
+      RAG_CHUNK_TARGET_CHARS: String(CHUNK_CHARS),
+      RAG_CHUNK_OVERLAP_CHARS: '0',
+      // The stale-claim bound of a crashed worker, far above the resume time asserted: only a release can explain it.
+      RAG_STALE_AFTER_MS: '60000',
+      RAG_RECOVERY_INTERVAL_MS: '30000',
+    };
+  }, 240_000);
+
+  afterAll(async () => {
+    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+    await Promise.all(processes.map((p) => p.exited));
+    await db?.end();
+    await database?.drop();
+    await embeddings?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+    // eslint-disable-next-line no-console
+    console.log(`worker-drain figures:\n${Object.entries(figures).map(([k, v]) => `  ${k}: ${v}`).join('\n')}`);
+  });
+
+  it('SIGTERM mid-ingest: exit 0 within the grace period, another worker resumes within 5 s, every chunk stored once, every line JSON', async () => {
+    const api = await start('api');
+    const first = await start('worker');
+    const credentials = { email: 'drain@example.com', password: 'drain-test-password', name: 'Drain' };
+    expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(201);
+    const token = (await call(api.baseUrl, { method: 'POST', path: '/api/auth/login', body: { email: credentials.email, password: credentials.password } })).json.data.accessToken as string;
+    const projectId = (await call(api.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain' } })).json.data.id as string;
+
+    // Unique paragraphs: a chunk embedded twice (work redone after the takeover) shows in the embeddings server's record.
+    const text = Array.from({ length: PARAGRAPHS }, (_, i) => `Paragraph ${i}: the worker drain test stores every chunk exactly once, after a takeover too (${i}).`).join('\n\n');
+    const expectedChunks = chunkText(text, { targetChars: CHUNK_CHARS, overlapChars: 0 }).length;
+    const requestId = `drain-upload-${Date.now()}`;
+    const form = new FormData();
+    form.append('file', new Blob([text], { type: 'text/markdown' }), 'large.md');
+    form.append('projectId', projectId);
+    form.append('title', 'Large');
+    const upload = await call(api.baseUrl, { method: 'POST', path: '/api/documents/upload', token, rawBody: form, headers: { 'X-Request-Id': requestId } });
+    expect(upload.status).toBe(201);
+    const documentId = upload.json.data.id as string;
+    const jobId = (await db.query(`SELECT id FROM indexing_jobs WHERE $1 = ANY(document_ids)`, [documentId])).rows[0].id as string;
+
+    const chunksStored = async () => Number((await db.query(`SELECT count(*) AS n FROM document_chunks WHERE document_id = $1`, [documentId])).rows[0].n);
+    // Mid-ingest: some chunks stored, most not; a second worker is up before the first one stops.
+    await waitFor('the first worker is indexing', async () => (await chunksStored()) >= 200, { timeoutMs: 120_000, intervalMs: 200 });
+    const second = await start('worker');
+    const before = await chunksStored();
+    expect(before).toBeLessThan(expectedChunks / 2);
+
+    const signalled = Date.now();
+    first.child.kill('SIGTERM');
+    const code = await first.exited;
+    const stoppedMs = Date.now() - signalled;
+    figures['chunks stored at SIGTERM'] = `${before} of ${expectedChunks}`;
+    figures['SIGTERM → exit'] = `${stoppedMs} ms (code ${code})`;
+    expect(code).toBe(0);
+    expect(stoppedMs).toBeLessThan(10_000); // SHUTDOWN_TIMEOUT_MS, the grace period
+    expect(first.output()).toContain('"msg":"stopped cleanly"');
+    expect(first.output()).not.toContain('shutdown timed out');
+
+    const finalDocument = await waitFor(
+      'the document indexed by the second worker',
+      async () => {
+        const doc = (await call(api.baseUrl, { method: 'GET', path: `/api/documents/${documentId}`, token })).json.data;
+        return doc.status === 'indexed' || doc.status === 'failed' ? doc : undefined;
+      },
+      { timeoutMs: 300_000, intervalMs: 500 },
+    );
+    expect(finalDocument.status).toBe('indexed');
+    const job = (await call(api.baseUrl, { method: 'GET', path: `/api/rag/ingest/${jobId}`, token })).json.data;
+    expect(job).toMatchObject({ status: 'succeeded', progress: { total: 1, done: 1, failed: 0 } });
+
+    // Exactly the right chunks: the count the chunker gives, each index once, none missing.
+    const stored = (await db.query(`SELECT count(*)::int AS n, count(DISTINCT chunk_index)::int AS distinct_n, min(chunk_index) AS lo, max(chunk_index) AS hi FROM document_chunks WHERE document_id = $1`, [documentId])).rows[0];
+    expect(stored).toEqual({ n: expectedChunks, distinct_n: expectedChunks, lo: 0, hi: expectedChunks - 1 });
+    expect(finalDocument.chunkCount).toBe(expectedChunks);
+    // No work done twice: the first worker stopped between two batches, after storing the one it had embedded.
+    const embeddedTwice = embeddings.texts.length - new Set(embeddings.texts).size;
+    figures['chunks embedded twice'] = embeddedTwice;
+    expect(embeddedTwice).toBe(0);
+
+    // One line per transition, each naming the upload's request id: queued (api), started and released (first
+    // worker), resumed and finished (second worker); the resume within 5 s of the release.
+    const queued = transitions(api.output(), jobId);
+    const firstLines = transitions(first.output(), jobId);
+    const secondLines = transitions(second.output(), jobId);
+    expect(queued.map((line) => line.event)).toEqual(['queued']);
+    expect(firstLines.map((line) => line.event)).toEqual(['started', 'released']);
+    expect(secondLines.map((line) => line.event)).toEqual(['resumed', 'finished']);
+    for (const line of [...queued, ...firstLines, ...secondLines]) expect(line).toMatchObject({ kind: 'indexing', jobId, requestId, level: expect.stringMatching(/^(info)$/) });
+    expect(firstLines[1]).toMatchObject({ reason: 'shutdown', durationMs: expect.any(Number) });
+    expect(secondLines[1]).toMatchObject({ status: 'succeeded', durationMs: expect.any(Number) });
+    const resumeMs = Date.parse(secondLines[0].time) - Date.parse(firstLines[1].time);
+    figures['release → resume'] = `${resumeMs} ms`;
+    expect(resumeMs).toBeLessThan(5_000);
+    // The second worker's other lines about this job carry the request id too (the request context is carried in).
+    expect(jsonLines(second.output()).filter((line) => line.jobId === jobId).every((line) => line.requestId === requestId)).toBe(true);
+
+    // Every line of every process, first to last, is a JSON object.
+    second.child.kill('SIGTERM');
+    api.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+    expect(await api.exited).toBe(0);
+    for (const p of [api, first, second]) expect(() => jsonLines(p.output())).not.toThrow();
+  }, 600_000);
+});
