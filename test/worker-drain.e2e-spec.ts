@@ -6,6 +6,7 @@ import { chunkText } from '../src/modules/rag/chunking/chunker';
 import { buildOnce, startAppProcess, type AppProcess } from './support/app-process';
 import { call } from './support/drill-helpers';
 import { FakeEmbeddings } from './support/fake-embeddings-server';
+import { FakeLlmServer } from './support/fake-llm-server';
 import { createTestDatabase, deploymentEnv, describeOnSharedServices, type TestDatabase } from './support/test-app';
 import { waitFor } from './support/wait';
 
@@ -45,6 +46,7 @@ describeOnSharedServices(`worker drain on SIGTERM (${process.env.TEST_REDIS_URL 
   let database: TestDatabase;
   let db: Client;
   let embeddings: FakeEmbeddings;
+  let llm: FakeLlmServer;
   let env: Record<string, string>;
   const dataDir = mkdtempSync(join(tmpdir(), 'atrium-drain-'));
   const processes: AppProcess[] = [];
@@ -62,6 +64,7 @@ describeOnSharedServices(`worker drain on SIGTERM (${process.env.TEST_REDIS_URL 
     db = new Client({ connectionString: database.url });
     await db.connect();
     embeddings = await new FakeEmbeddings(8).start();
+    llm = await new FakeLlmServer().start();
     env = {
       NODE_ENV: 'test',
       DATA_DIR: dataDir,
@@ -79,6 +82,11 @@ describeOnSharedServices(`worker drain on SIGTERM (${process.env.TEST_REDIS_URL 
       // The stale-claim bound of a crashed worker, far above the resume time asserted: only a release can explain it.
       RAG_STALE_AFTER_MS: '60000',
       RAG_RECOVERY_INTERVAL_MS: '30000',
+      LLM_PROVIDER: 'openai',
+      LLM_BASE_URL: llm.baseUrl,
+      LLM_MODEL: 'fake-model-1',
+      AGENT_STALE_AFTER_MS: '60000',
+      AGENT_RECOVERY_INTERVAL_MS: '30000',
     };
   }, 240_000);
 
@@ -88,6 +96,7 @@ describeOnSharedServices(`worker drain on SIGTERM (${process.env.TEST_REDIS_URL 
     await db?.end();
     await database?.drop();
     await embeddings?.stop();
+    await llm?.stop();
     rmSync(dataDir, { recursive: true, force: true });
     // eslint-disable-next-line no-console
     console.log(`worker-drain figures:\n${Object.entries(figures).map(([k, v]) => `  ${k}: ${v}`).join('\n')}`);
@@ -177,4 +186,55 @@ describeOnSharedServices(`worker drain on SIGTERM (${process.env.TEST_REDIS_URL 
     expect(await api.exited).toBe(0);
     for (const p of [api, first, second]) expect(() => jsonLines(p.output())).not.toThrow();
   }, 600_000);
+
+  it('SIGTERM mid agent run: exit 0, another worker resumes the run from its recorded steps within 5 s, no tool call twice', async () => {
+    const api = await start('api');
+    const first = await start('worker');
+    const credentials = { email: 'drain-agent@example.com', password: 'drain-test-password', name: 'Drain Agent' };
+    expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(201);
+    const token = (await call(api.baseUrl, { method: 'POST', path: '/api/auth/login', body: { email: credentials.email, password: credentials.password } })).json.data.accessToken as string;
+    const projectId = (await call(api.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain agent' } })).json.data.id as string;
+
+    // The model asks for one write, then its second turn hangs: the run is mid-way when the worker is stopped.
+    llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'Drained task', project_id: projectId } }] }, { hang: true });
+    const requestId = `drain-run-${Date.now()}`;
+    const started = await call(api.baseUrl, { method: 'POST', path: '/api/agent/execute', token, body: { projectId, input: 'make the task', approval: 'none' }, headers: { 'X-Request-Id': requestId } });
+    expect(started.status).toBe(202);
+    const runId = started.json.data.jobId as string;
+    const status = async () => (await call(api.baseUrl, { method: 'GET', path: `/api/agent/status/${runId}`, token })).json.data;
+    await waitFor('the tool call done and the second model turn under way', async () => ((await status()).steps.some((step: any) => step.type === 'tool_call' && step.status === 'ok') && llm.requests.length === 2) || undefined, { timeoutMs: 60_000 });
+    const second = await start('worker');
+
+    llm.play({ content: 'Finished by the second worker.' });
+    const signalled = Date.now();
+    first.child.kill('SIGTERM');
+    const code = await first.exited;
+    figures['agent run: SIGTERM → exit'] = `${Date.now() - signalled} ms (code ${code})`;
+    expect(code).toBe(0);
+    expect(Date.now() - signalled).toBeLessThan(10_000);
+
+    const run = await waitFor('the run finished by the second worker', async () => {
+      const current = await status();
+      return ['succeeded', 'failed', 'cancelled'].includes(current.status) ? current : undefined;
+    }, { timeoutMs: 60_000 });
+    expect(run).toMatchObject({ status: 'succeeded', output: 'Finished by the second worker.' });
+    expect(run.steps.filter((step: any) => step.type === 'tool_call').map((step: any) => step.status)).toEqual(['ok']);
+    expect(Number((await db.query(`SELECT count(*) AS n FROM tasks WHERE title = 'Drained task'`)).rows[0].n)).toBe(1);
+
+    const firstLines = transitions(first.output(), runId);
+    const secondLines = transitions(second.output(), runId);
+    expect(transitions(api.output(), runId).map((line) => line.event)).toEqual(['queued']);
+    expect(firstLines.map((line) => line.event)).toEqual(['started', 'released']);
+    expect(secondLines.map((line) => line.event)).toEqual(['resumed', 'finished']);
+    for (const line of [...firstLines, ...secondLines]) expect(line).toMatchObject({ kind: 'agent_run', requestId });
+    const resumeMs = Date.parse(secondLines[0].time) - Date.parse(firstLines[1].time);
+    figures['agent run: release → resume'] = `${resumeMs} ms`;
+    expect(resumeMs).toBeLessThan(5_000);
+
+    second.child.kill('SIGTERM');
+    api.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+    expect(await api.exited).toBe(0);
+    for (const p of [api, first, second]) expect(() => jsonLines(p.output())).not.toThrow();
+  }, 300_000);
 });

@@ -1,5 +1,5 @@
 import { WorkerHost } from '@nestjs/bullmq';
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { WaitingError, type Job, type Worker } from 'bullmq';
 
@@ -18,7 +18,7 @@ export class WorkerDraining extends Error {
  * one after a restart, takes it over at once instead of after a stale-claim or lock timeout.
  */
 @Injectable()
-export class WorkerDrain {
+export class WorkerDrain implements OnModuleDestroy {
   private readonly controller = new AbortController();
   private closing: Promise<void> | undefined;
 
@@ -39,6 +39,11 @@ export class WorkerDrain {
     // close() stops the fetch loop at once and then waits for the active jobs; Nest's own close later reuses it.
     this.closing = Promise.allSettled(this.workers().map((worker) => worker.close())).then(() => undefined);
     return this.closing;
+  }
+
+  /** Any close of the app drains too (main.ts starts it earlier, at the signal): a handed-back job is never fetched again here. */
+  onModuleDestroy(): Promise<void> {
+    return this.start();
   }
 
   private workers(): Worker[] {
