@@ -8,24 +8,8 @@ import { call } from './support/drill-helpers';
 import { FakeEmbeddings } from './support/fake-embeddings-server';
 import { FakeLlmServer } from './support/fake-llm-server';
 import { createTestDatabase, deploymentEnv, describeOnSharedServices, type TestDatabase } from './support/test-app';
+import { jsonLines } from './support/json-lines';
 import { waitFor } from './support/wait';
-
-/** Every line a process printed, parsed: a line that is not a JSON object fails the test, naming it. */
-export function jsonLines(output: string): Record<string, any>[] {
-  return output
-    .split('\n')
-    .filter((line) => line.length > 0)
-    .map((line) => {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(line);
-      } catch {
-        throw new Error(`not a JSON line: ${line.slice(0, 300)}`);
-      }
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error(`not a JSON object: ${line.slice(0, 300)}`);
-      return parsed as Record<string, any>;
-    });
-}
 
 /** The job transition lines (context Jobs) of one job in a process's output. */
 function transitions(output: string, jobId: string): Record<string, any>[] {
