@@ -222,3 +222,88 @@ describeOnSharedServices(`worker drain on SIGTERM (${process.env.TEST_REDIS_URL 
     for (const p of [api, first, second]) expect(() => jsonLines(p.output())).not.toThrow();
   }, 300_000);
 });
+
+/**
+ * The zero-config default: one process (APP_ROLE=all) on the embedded engine, whose queue is BullMQ's PostgreSQL
+ * backend in that engine. Stopped mid-ingest it hands the job back and exits 0; started again on the same DATA_DIR
+ * it resumes the job within seconds of being up, not after a stale-claim bound.
+ */
+describe('worker drain on the embedded default: SIGTERM mid-ingest, then a restart', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'atrium-drain-embedded-'));
+  let embeddings: FakeEmbeddings;
+  const processes: AppProcess[] = [];
+
+  beforeAll(async () => {
+    buildOnce();
+    embeddings = await new FakeEmbeddings(8).start();
+  }, 240_000);
+
+  afterAll(async () => {
+    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+    await Promise.all(processes.map((p) => p.exited));
+    await embeddings?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('exits 0 within the grace period and the restarted process resumes the job within 5 s, every chunk stored once', async () => {
+    const env = {
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'info',
+      SHUTDOWN_DRAIN_DELAY_MS: '1000',
+      EMBEDDINGS_PROVIDER: 'openai',
+      EMBEDDINGS_BASE_URL: embeddings.baseUrl,
+      EMBEDDINGS_MODEL: 'fake-embed',
+      EMBEDDINGS_DIMENSIONS: '8',
+      RAG_CHUNK_TARGET_CHARS: String(CHUNK_CHARS),
+      RAG_CHUNK_OVERLAP_CHARS: '0',
+      RAG_STALE_AFTER_MS: '60000',
+      RAG_RECOVERY_INTERVAL_MS: '30000',
+    };
+    const first = await startAppProcess(env);
+    processes.push(first);
+    const credentials = { email: 'drain-embedded@example.com', password: 'drain-test-password', name: 'Drain' };
+    expect((await call(first.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(201);
+    const login = async (baseUrl: string) => (await call(baseUrl, { method: 'POST', path: '/api/auth/login', body: { email: credentials.email, password: credentials.password } })).json.data.accessToken as string;
+    let token = await login(first.baseUrl);
+    const projectId = (await call(first.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain' } })).json.data.id as string;
+    const text = Array.from({ length: 4_000 }, (_, i) => `Paragraph ${i}: the embedded drain test stores every chunk exactly once, after a restart too (${i}).`).join('\n\n');
+    const expectedChunks = chunkText(text, { targetChars: CHUNK_CHARS, overlapChars: 0 }).length;
+    const requestId = `drain-embedded-${Date.now()}`;
+    const form = new FormData();
+    form.append('file', new Blob([text], { type: 'text/markdown' }), 'large.md');
+    form.append('projectId', projectId);
+    form.append('title', 'Large');
+    const upload = await call(first.baseUrl, { method: 'POST', path: '/api/documents/upload', token, rawBody: form, headers: { 'X-Request-Id': requestId } });
+    expect(upload.status).toBe(201);
+    const documentId = upload.json.data.id as string;
+    const documentOn = async (baseUrl: string) => (await call(baseUrl, { method: 'GET', path: `/api/documents/${documentId}`, token })).json.data;
+    await waitFor('indexing under way', async () => ((await documentOn(first.baseUrl)).progress?.chunksIndexed ?? 0) >= 100 || undefined, { timeoutMs: 120_000, intervalMs: 200 });
+
+    const signalled = Date.now();
+    first.child.kill('SIGTERM');
+    const code = await first.exited;
+    expect(code).toBe(0);
+    expect(Date.now() - signalled).toBeLessThan(10_000);
+    const released = jsonLines(first.output()).filter((line) => line.context === 'Jobs' && line.event === 'released');
+    expect(released).toEqual([expect.objectContaining({ kind: 'indexing', requestId, reason: 'shutdown' })]);
+    const jobId = released[0].jobId as string;
+
+    const second = await startAppProcess(env);
+    processes.push(second);
+    const up = jsonLines(second.output()).find((line) => line.msg === 'listening')!;
+    const resumed = await waitFor('the resumed line', async () => jsonLines(second.output().slice(0, second.output().lastIndexOf('\n') + 1)).find((line) => line.context === 'Jobs' && line.jobId === jobId && line.event === 'resumed'), { timeoutMs: 30_000 });
+    expect(resumed).toMatchObject({ requestId, kind: 'indexing' });
+    expect(Date.parse(resumed.time) - Date.parse(up.time)).toBeLessThan(5_000);
+
+    token = await login(second.baseUrl);
+    const done = await waitFor('the document indexed after the restart', async () => {
+      const doc = await documentOn(second.baseUrl);
+      return doc.status === 'indexed' || doc.status === 'failed' ? doc : undefined;
+    }, { timeoutMs: 300_000, intervalMs: 500 });
+    expect(done).toMatchObject({ status: 'indexed', chunkCount: expectedChunks });
+    expect(embeddings.texts.length - new Set(embeddings.texts).size).toBe(0);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+    for (const p of [first, second]) expect(() => jsonLines(p.output())).not.toThrow();
+  }, 600_000);
+});

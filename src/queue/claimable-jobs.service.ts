@@ -7,6 +7,8 @@ import { ClaimableJobsRepository, type Claim, type ClaimableTable, type Claimabl
 
 /** Queue states in which an entry will still be processed: a queued row with such an entry needs nothing. */
 const LIVE_QUEUE_STATES = ['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'];
+/** Queue states of an entry no worker holds yet: it will be fetched and claim its row, whatever the row's state. */
+const PENDING_QUEUE_STATES = ['waiting', 'delayed', 'prioritized'];
 
 /** How a claim holder keeps its claim alive and learns that it lost it or that a cancel was asked for. */
 export interface ClaimWatch {
@@ -154,6 +156,8 @@ export class ClaimableJobsService {
       const entry = await kind.queue.getJob(job.id);
       const queueState = entry ? await entry.getState() : 'missing';
       if (job.status === 'queued' && LIVE_QUEUE_STATES.includes(queueState)) continue;
+      // A handed-back job (released claim) whose entry waits again: the next worker claims it without help.
+      if (PENDING_QUEUE_STATES.includes(queueState)) continue;
       await kind.enqueue(job.id, `-r${Date.now()}`);
       recovered += 1;
       kind.logger.warn({ msg: `${kind.what} re-enqueued`, jobId: job.id, status: job.status, queueState });
