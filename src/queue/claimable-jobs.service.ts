@@ -94,9 +94,12 @@ export class ClaimableJobsService {
     this.transition(claim, status === 'failed' ? 'failed' : status === 'paused' ? 'paused' : 'finished', { status, ...fields });
   }
 
-  /** The `failed` line of a job that failed with no claim held here (the queue or recovery gave up on it). */
-  failedUnclaimed(table: ClaimableTable, id: string, fields: Record<string, unknown> = {}): void {
-    this.write('failed', { jobId: id, kind: table.kind, ...fields });
+  /**
+   * The end of a job no claim here holds: failed by the queue or recovery giving up, or cancelled before a worker took
+   * it (or from a worker that is gone). Without a `requestId` field the line names the current request (the cancel).
+   */
+  endedUnclaimed(table: ClaimableTable, id: string, status: 'failed' | 'cancelled', fields: Record<string, unknown> = {}): void {
+    this.write(status === 'failed' ? 'failed' : 'finished', { jobId: id, kind: table.kind, status, ...fields });
   }
 
   private transition(claim: Claim, event: JobTransition, fields: Record<string, unknown>): void {

@@ -98,12 +98,12 @@ export class IndexingJobRunner {
    */
   async markFailed(jobId: string, reason: string): Promise<void> {
     const failed = await this.db.transaction().execute(async (trx) => {
-      const documentIds = await this.jobs.fail(jobId, reason, trx);
-      if (documentIds === null) return false;
-      await this.indexState.failUnfinished(documentIds, `indexing failed: ${reason}`, trx);
-      return true;
+      const job = await this.jobs.fail(jobId, reason, trx);
+      if (job === null) return null;
+      await this.indexState.failUnfinished(job.documentIds, `indexing failed: ${reason}`, trx);
+      return job;
     });
-    if (failed) this.claims.failedUnclaimed(INDEXING_JOBS_TABLE, jobId, { error: reason });
+    if (failed) this.claims.endedUnclaimed(INDEXING_JOBS_TABLE, jobId, 'failed', { requestId: failed.requestId, error: reason });
   }
 
   /** Indexes one document; returns an error message for the job's per-document errors, or null. */
