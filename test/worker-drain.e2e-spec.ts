@@ -1,4 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -220,6 +222,61 @@ describeOnSharedServices(`worker drain on SIGTERM (${process.env.TEST_REDIS_URL 
     expect(await second.exited).toBe(0);
     expect(await api.exited).toBe(0);
     for (const p of [api, first, second]) expect(() => jsonLines(p.output())).not.toThrow();
+  }, 300_000);
+
+  it('SIGTERM during a webhook delivery to a receiver that never finishes: exit 0, the next worker delivers it', async () => {
+    // The first delivery gets an answer that never ends (a byte a second keeps the socket's idle timeout from firing).
+    const received: IncomingHttpHeaders[] = [];
+    const trickling: ServerResponse[] = [];
+    const receiver = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        received.push(req.headers);
+        if (received.length > 1) return void res.writeHead(200).end('ok');
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        trickling.push(res);
+        const timer = setInterval(() => res.write('.'), 1000);
+        res.on('close', () => clearInterval(timer));
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const webhookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+    try {
+      const api = await start('api', { WEBHOOK_ALLOW_PRIVATE: 'true' });
+      const first = await start('worker', { WEBHOOK_ALLOW_PRIVATE: 'true' });
+      const credentials = { email: 'drain-hook@example.com', password: 'drain-test-password', name: 'Drain Hook' };
+      expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(201);
+      const token = (await call(api.baseUrl, { method: 'POST', path: '/api/auth/login', body: { email: credentials.email, password: credentials.password } })).json.data.accessToken as string;
+      const projectId = (await call(api.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain hook' } })).json.data.id as string;
+      llm.play({ content: 'Done, tell the hook.' });
+      const runId = (await call(api.baseUrl, { method: 'POST', path: '/api/agent/execute', token, body: { projectId, input: 'say done', webhookUrl } })).json.data.jobId as string;
+      await waitFor('the first delivery under way', async () => received.length >= 1 || undefined, { timeoutMs: 60_000 });
+
+      const signalled = Date.now();
+      first.child.kill('SIGTERM');
+      const code = await first.exited;
+      figures['webhook: SIGTERM → exit'] = `${Date.now() - signalled} ms (code ${code})`;
+      expect(code).toBe(0);
+      expect(Date.now() - signalled).toBeLessThan(10_000);
+
+      const second = await start('worker', { WEBHOOK_ALLOW_PRIVATE: 'true' });
+      const deliveries = await waitFor('the delivery recorded by the second worker', async () => {
+        const run = (await call(api.baseUrl, { method: 'GET', path: `/api/agent/status/${runId}`, token })).json.data;
+        const list = run.webhook?.deliveries ?? [];
+        return list.length > 0 && list.every((delivery: any) => delivery.status === 'delivered') ? list : undefined;
+      }, { timeoutMs: 60_000 });
+      expect(deliveries).toHaveLength(1);
+      // The same delivery, sent again: a receiver recognises it by its id.
+      expect(received).toHaveLength(2);
+      expect(received[1]['atrium-delivery-id']).toBe(received[0]['atrium-delivery-id']);
+      second.child.kill('SIGTERM');
+      api.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+      expect(await api.exited).toBe(0);
+    } finally {
+      for (const res of trickling) res.destroy();
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
   }, 300_000);
 });
 
