@@ -2,6 +2,7 @@ import { Processor, WorkerHost } from '@nestjs/bullmq';
 import type { Job } from 'bullmq';
 import { RequestContext } from '../../common/request-context/request-context.js';
 import { WORKER_DRAIN_DELAY_SECONDS, WORKER_RUN_RETRY_DELAY_MS } from '../../queue/queue.constants.js';
+import { handBack } from '../../queue/worker-drain.js';
 import { AGENT_RUNS_QUEUE } from './agent.constants.js';
 import { AgentRunner } from './agent-run.runner.js';
 
@@ -20,8 +21,11 @@ export class AgentRunProcessor extends WorkerHost {
     super();
   }
 
-  async process(job: Job<AgentRunJobData>): Promise<string> {
+  async process(job: Job<AgentRunJobData>, token?: string): Promise<string> {
     // A redelivered or duplicate entry for a run another live worker holds is simply not claimed.
-    return RequestContext.run({ requestId: job.data.traceId ?? job.data.runId }, () => this.runner.run(job.data.runId));
+    const outcome = await RequestContext.run({ requestId: job.data.traceId ?? job.data.runId }, () => this.runner.run(job.data.runId));
+    // Drained: the run's claim is handed back; its queue entry goes back too, for the next worker at once.
+    if (outcome === 'released') return handBack(job, token);
+    return outcome;
   }
 }

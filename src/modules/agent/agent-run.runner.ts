@@ -5,6 +5,7 @@ import { ERROR_CODE_MAPPING } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
+import { WorkerDrain } from '../../queue/worker-drain.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { observeToolCall } from '../tools/tool-call-telemetry.js';
 import { ToolsService } from '../tools/tools.service.js';
@@ -67,20 +68,31 @@ export class AgentRunner implements OnModuleDestroy {
     private readonly projects: ProjectsService,
     @Inject(LLM_CLIENT) private readonly llm: LlmClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+    drain: WorkerDrain,
+  ) {
+    drain.signal.addEventListener('abort', () => this.stopAll(), { once: true });
+  }
 
   /** Shutdown: stop every run here without a final write and release it, so another worker resumes it at once. */
   async onModuleDestroy(): Promise<void> {
-    this.stopping = true;
-    for (const { controller } of this.active.values()) controller.abort(new Stop('shutdown'));
+    this.stopAll();
     await Promise.race([Promise.allSettled([...this.active.values()].map((run) => run.done)), new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
   }
 
-  async run(runId: string): Promise<'finished' | 'not-claimed'> {
-    if (this.stopping) return 'not-claimed';
+  /** A drain (SIGTERM) stops the runs at once, before the rest of the app closes. */
+  private stopAll(): void {
+    this.stopping = true;
+    for (const { controller } of this.active.values()) controller.abort(new Stop('shutdown'));
+  }
+
+  /** 'released': stopped by a drain with its claim handed back (or never claimed); the caller puts its queue entry back. */
+  async run(runId: string): Promise<'finished' | 'not-claimed' | 'released'> {
+    if (this.stopping) return 'released';
     const claimed = await this.claims.claim(AGENT_RUNS_TABLE, runId, this.config.agent.staleAfterMs, toAgentRun);
     if (!claimed) return 'not-claimed';
     const controller = new AbortController();
+    // A drain that began while the claim was being taken stops this run too.
+    if (this.stopping) controller.abort(new Stop('shutdown'));
     const done = this.execute(claimed.job, new StepRecorder(this.repository, this.claims, claimed.claim), controller).catch((error: unknown) => {
       this.logger.error({ msg: 'agent run crashed', runId, error: error instanceof Error ? error.message : String(error) });
     });
@@ -90,7 +102,8 @@ export class AgentRunner implements OnModuleDestroy {
     } finally {
       this.active.delete(runId);
     }
-    return 'finished';
+    const reason: unknown = controller.signal.reason;
+    return reason instanceof Stop && reason.reason === 'shutdown' ? 'released' : 'finished';
   }
 
   /** Checks before any work, narrows the scope, then runs the loop under the claim's watch and the run's deadline. */

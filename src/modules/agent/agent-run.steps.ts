@@ -44,19 +44,22 @@ export class StepRecorder {
   }
 
   /** The final write; a pending cancel turns it into `cancelled` (AgentRunsRepository.finish). */
-  finish(status: 'succeeded' | 'failed' | 'cancelled', output: string | null, error: string | null): Promise<void> {
+  async finish(status: 'succeeded' | 'failed' | 'cancelled', output: string | null, error: string | null): Promise<void> {
     // What the model wrote (or an error quoted) leaves through status, streams and webhooks: no credential shapes.
-    return this.runs.finish(this.claim, status, output === null ? null : redactText(output, 'run_output'), error === null ? null : redactText(error, 'run_output'));
+    const safeError = error === null ? null : redactText(error, 'run_output');
+    const written = await this.runs.finish(this.claim, status, output === null ? null : redactText(output, 'run_output'), safeError);
+    if (written) this.claims.ended(this.claim, written, written === 'failed' && safeError ? { error: safeError } : {});
   }
 
   /** Stops before a write call until its owner decides; the run leaves this worker. */
   async pause(step: StoredStep): Promise<void> {
     if (!(await this.runs.pause(this.claim, step))) throw new LostClaim('the run is no longer ours');
+    this.claims.ended(this.claim, 'paused', { tool: step.tool });
   }
 
   /** Graceful stop: the run stays `running` with no heartbeat, so the next worker takes it over at once. */
   release(): Promise<void> {
-    return this.claims.release(this.claim);
+    return this.claims.release(this.claim, 'shutdown');
   }
 }
 

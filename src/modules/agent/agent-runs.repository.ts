@@ -8,7 +8,7 @@ import { claimedBy, staleHeartbeat, type Claim, type ClaimableTable } from '../.
 import type { AgentRun, AgentRunActor, AgentRunApproval, AgentRunStatus, StoredStep } from './agent-run.types.js';
 
 /** Agent runs as claimable jobs: fenced by a per-claim token, with a cancel flag the claim holder watches. */
-export const AGENT_RUNS_TABLE: ClaimableTable<'agent_runs'> = { table: 'agent_runs', fencedBy: 'claim_token', cancelFlag: 'cancel_requested' };
+export const AGENT_RUNS_TABLE: ClaimableTable<'agent_runs'> = { table: 'agent_runs', kind: 'agent_run', fencedBy: 'claim_token', cancelFlag: 'cancel_requested' };
 
 /** A run to insert (status `queued`): what the caller asked for, plus the trace id and the already sealed webhook secret. */
 export type NewAgentRun = Pick<AgentRun, 'id' | 'userId' | 'projectId' | 'input' | 'provider' | 'model' | 'tools' | 'scopes' | 'actor' | 'maxSteps' | 'approval' | 'webhookUrl'> & {
@@ -171,8 +171,8 @@ export class AgentRunsRepository {
    * reached. The row lock orders it against requestCancel (which only flags unfinished runs), so a cancel
    * either lands first (this write turns it into `cancelled`) or finds the run finished (409).
    */
-  async finish(claim: Claim, status: 'succeeded' | 'failed' | 'cancelled', output: string | null, error: string | null): Promise<void> {
-    await this.db
+  async finish(claim: Claim, status: 'succeeded' | 'failed' | 'cancelled', output: string | null, error: string | null): Promise<'succeeded' | 'failed' | 'cancelled' | null> {
+    const row = await this.db
       .updateTable('agent_runs')
       .set({
         status: sql`CASE WHEN cancel_requested THEN 'cancelled' ELSE ${status}::text END`,
@@ -182,7 +182,10 @@ export class AgentRunsRepository {
         claim_token: null,
       })
       .where(claimedBy(claim))
-      .execute();
+      .returning('status')
+      .executeTakeFirst();
+    // The status written (a pending cancel wins), or null when the claim was no longer this run's.
+    return row ? (row.status as 'succeeded' | 'failed' | 'cancelled') : null;
   }
 
   /**

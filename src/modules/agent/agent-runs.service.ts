@@ -131,6 +131,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       webhookUrl: input.webhookUrl ?? null,
       webhookSecret: webhookSecret ? this.webhooks.sealSecret(webhookSecret, id) : null,
     });
+    this.claims.queued(AGENT_RUNS_TABLE, id, RequestContext.requestId());
     try {
       await this.enqueue(id);
     } catch (error) {
@@ -163,6 +164,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     });
     if (flagged === undefined) throw new AppException(ErrorCode.StateConflict, `The run has already finished (${run.status})`, { status: run.status });
     if (flagged === 'cancelled') {
+      this.claims.endedUnclaimed(AGENT_RUNS_TABLE, jobId, 'cancelled', { was: run.status });
       await this.queue.remove(jobId).catch(() => undefined);
       return { jobId, status: 'cancelled' };
     }
@@ -173,7 +175,10 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       if (status && FINAL_STATUSES.includes(status)) return { jobId, status };
     }
     // No live worker answered (its heartbeat is stale or gone): nobody else will stop it, so stop it here.
-    if (await this.repository.cancelAbandoned(jobId, this.config.agent.staleAfterMs)) return { jobId, status: 'cancelled' };
+    if (await this.repository.cancelAbandoned(jobId, this.config.agent.staleAfterMs)) {
+      this.claims.endedUnclaimed(AGENT_RUNS_TABLE, jobId, 'cancelled', { was: 'running' });
+      return { jobId, status: 'cancelled' };
+    }
     // Still running on a live worker: the cancel is recorded and its final write will be `cancelled`.
     return { jobId, status: (await this.repository.statusOf(jobId)) ?? 'cancelled' };
   }
@@ -257,7 +262,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       approvalTimeoutMs,
       `No decision on the write call within ${approvalTimeoutMs} ms (AGENT_APPROVAL_TIMEOUT_MS); the call was not executed`,
     );
-    for (const runId of expired) this.logger.warn({ msg: 'agent run failed: approval timed out', runId });
+    for (const runId of expired) this.claims.endedUnclaimed(AGENT_RUNS_TABLE, runId, 'failed', { error: 'approval timed out' });
     return this.claims.recover({
       table: AGENT_RUNS_TABLE,
       what: 'agent run',

@@ -102,7 +102,8 @@ export class ChunkWriterService {
     await this.deleteInBatches(documentId, currentSha256 === null ? {} : { sha256: currentSha256 });
   }
 
-  async write(document: IndexableDocument, force = false, onProgress?: WriteProgress): Promise<WriteOutcome> {
+  /** `stop`: once aborted, the write stops between two batches (after storing its progress) and throws the signal's reason. */
+  async write(document: IndexableDocument, force = false, onProgress?: WriteProgress, stop?: AbortSignal): Promise<WriteOutcome> {
     if (!force) {
       const existing = await this.isCurrent(document.id, document.sha256);
       if (existing !== null) return { status: 'unchanged', chunkCount: existing };
@@ -110,7 +111,7 @@ export class ChunkWriterService {
     const plan = await this.planChunks(document);
     const from = await this.clearForWrite(document, force, plan.indexTexts.length);
     if (onProgress) await onProgress(from, plan.indexTexts.length);
-    return this.writeBatches(document, plan, from, onProgress);
+    return this.writeBatches(document, plan, from, onProgress, stop);
   }
 
   /**
@@ -140,7 +141,7 @@ export class ChunkWriterService {
   }
 
   /** Embeds and stores the chunks from `from` on, batch by batch (see BatchSizer), reporting progress. */
-  private async writeBatches(document: IndexableDocument, plan: ChunkPlan, from: number, onProgress?: WriteProgress): Promise<WriteOutcome> {
+  private async writeBatches(document: IndexableDocument, plan: ChunkPlan, from: number, onProgress?: WriteProgress, stop?: AbortSignal): Promise<WriteOutcome> {
     const total = plan.indexTexts.length;
     const paced = total >= this.pacedMinChunks && Boolean(this.config.database.url);
     const dutyCycle = paced ? this.dutyCycle : 1;
@@ -148,6 +149,11 @@ export class ChunkWriterService {
     let reportedAt = performance.now();
     try {
       while (from < total) {
+        if (stop?.aborted) {
+          // The checkpoint a resumed run reads back (it continues after the committed chunks either way).
+          if (onProgress) await onProgress(from, total);
+          throw stop.reason;
+        }
         const to = Math.min(total, from + sizer.size);
         const batchStarted = performance.now();
         const { rows, vectors } = await this.embedBatch(plan, from, to);

@@ -9,11 +9,13 @@ import { isTransientDatabaseFailure } from '../../database/pg-errors.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
-import type { ClaimableTable } from '../../queue/claimable-jobs.repository.js';
-import { IndexingJobsRepository, toIndexingJob } from './indexing-jobs.repository.js';
+import type { Claim, ClaimableTable } from '../../queue/claimable-jobs.repository.js';
+import { IndexingJobsRepository, toIndexingJob, type IndexingJob } from './indexing-jobs.repository.js';
+import { WorkerDrain, WorkerDraining } from '../../queue/worker-drain.js';
+import { RequestContext } from '../../common/request-context/request-context.js';
 
 /** Indexing jobs as claimable jobs (src/queue): a claim's number (`attempts`) fences its writes. */
-export const INDEXING_JOBS_TABLE: ClaimableTable<'indexing_jobs'> = { table: 'indexing_jobs', fencedBy: 'attempts' };
+export const INDEXING_JOBS_TABLE: ClaimableTable<'indexing_jobs'> = { table: 'indexing_jobs', kind: 'indexing', fencedBy: 'attempts' };
 
 /**
  * Runs one indexing job. Claiming is an atomic UPDATE (queued, or running with a dead worker's stale
@@ -41,29 +43,49 @@ export class IndexingJobRunner {
     private readonly indexState: DocumentIndexStateService,
     private readonly sandbox: IngestSandbox,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly drain: WorkerDrain,
   ) {}
 
-  async run(jobId: string): Promise<'finished' | 'not-claimed'> {
+  /**
+   * Runs the job under its claim. 'released': the worker is draining (WorkerDrain); the job stopped between two batches,
+   * its progress is stored and its claim handed back, and the caller puts the queue entry back for the next worker.
+   */
+  async run(jobId: string): Promise<'finished' | 'not-claimed' | 'released'> {
+    const drain = this.drain.signal;
+    if (drain.aborted) return 'released'; // fetched as the drain began: not even claimed
     const claimed = await this.claims.claim(INDEXING_JOBS_TABLE, jobId, this.config.indexing.staleAfterMs, (row) => row);
     if (!claimed) return 'not-claimed';
     const { claim: held } = claimed;
     const job = toIndexingJob(claimed.job);
+    // Every log line of the job names the request that queued it.
+    return RequestContext.run({ requestId: held.requestId ?? jobId }, () => this.runClaimed(jobId, job, held, drain));
+  }
+
+  private async runClaimed(jobId: string, job: IndexingJob, held: Claim, drain: AbortSignal): Promise<'finished' | 'released'> {
     const claim = job.attempts; // the fencing token (INDEXING_JOBS_TABLE.fencedBy) every write below names
     const heartbeatEveryMs = Math.min(10_000, Math.floor(this.config.indexing.staleAfterMs / 3));
     const stopHeartbeat = this.claims.watch(held, { checkEveryMs: heartbeatEveryMs, beatEveryMs: heartbeatEveryMs });
+    let position = job.done + job.failed;
     try {
-      for (let position = job.done + job.failed; position < job.documentIds.length; position += 1) {
+      for (; position < job.documentIds.length; position += 1) {
+        if (drain.aborted) throw drain.reason;
         if (!(await this.claims.held(held))) return 'finished'; // cancelled, or taken over by another worker
         const documentId = job.documentIds[position];
-        const error = await this.indexDocument(documentId, job.kind === 'reindex', jobId, claim);
+        const error = await this.indexDocument(documentId, job.kind === 'reindex', jobId, claim, drain);
         const counted = await this.jobs.countDocument(jobId, claim, { failure: error === null ? null : { documentId, message: error } });
         if (!counted) return 'finished'; // cancelled, or taken over by another worker: no longer ours
       }
-      await this.jobs.finish(jobId, claim);
+      const status = await this.jobs.finish(jobId, claim);
+      if (status) this.claims.ended(held, status, { documents: job.documentIds.length });
       return 'finished';
     } catch (error) {
+      if (error instanceof WorkerDraining) {
+        // The chunks committed so far stay; the next claim continues after them (ChunkWriterService).
+        await this.claims.release(held, 'shutdown', { documentsDone: position, documents: job.documentIds.length });
+        return 'released';
+      }
       // Let the queue's retry claim the job at once instead of waiting for the heartbeat to go stale.
-      await this.claims.release(held).catch(() => undefined);
+      await this.claims.release(held, 'error', { error: error instanceof Error ? error.message : String(error) }).catch(() => undefined);
       throw error;
     } finally {
       stopHeartbeat();
@@ -75,15 +97,17 @@ export class IndexingJobRunner {
    * unfinished: an upload answered 201 ends `indexed` or `failed`, never `uploaded` for good.
    */
   async markFailed(jobId: string, reason: string): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      const documentIds = await this.jobs.fail(jobId, reason, trx);
-      if (documentIds === null) return;
-      await this.indexState.failUnfinished(documentIds, `indexing failed: ${reason}`, trx);
+    const failed = await this.db.transaction().execute(async (trx) => {
+      const job = await this.jobs.fail(jobId, reason, trx);
+      if (job === null) return null;
+      await this.indexState.failUnfinished(job.documentIds, `indexing failed: ${reason}`, trx);
+      return job;
     });
+    if (failed) this.claims.endedUnclaimed(INDEXING_JOBS_TABLE, jobId, 'failed', { requestId: failed.requestId, error: reason });
   }
 
   /** Indexes one document; returns an error message for the job's per-document errors, or null. */
-  private async indexDocument(documentId: string, force: boolean, jobId: string, claim: number): Promise<string | null> {
+  private async indexDocument(documentId: string, force: boolean, jobId: string, claim: number, drain: AbortSignal): Promise<string | null> {
     const document = await this.indexState.load(documentId);
     if (!document) return null; // deleted meanwhile: nothing to index, nothing left to find
     const progress = async (written: number, total: number): Promise<void> => {
@@ -105,10 +129,11 @@ export class IndexingJobRunner {
     }
     await this.indexState.markProcessing(documentId, document.sha256);
     try {
-      const outcome = await this.chunks.write({ id: document.id, title: document.title, sha256: document.sha256, text }, force, progress);
+      const outcome = await this.chunks.write({ id: document.id, title: document.title, sha256: document.sha256, text }, force, progress, drain);
       if (outcome.status !== 'stale') await this.indexState.markIndexed(documentId, document.sha256, outcome.chunkCount);
       return null;
     } catch (error) {
+      if (error instanceof WorkerDraining) throw error;
       const message = error instanceof Error ? error.message : String(error);
       if (isTransientDatabaseFailure(error)) {
         // Not the document's fault (a statement timeout under load, a deadlock, the database restarting): the job
