@@ -52,7 +52,7 @@ export class WorkerDrain implements OnModuleDestroy {
       const instance: unknown = wrapper.instance;
       if (!(instance instanceof WorkerHost)) continue;
       try {
-        workers.push(instance.worker);
+        workers.push(instance.worker as Worker);
       } catch {
         // a processor whose worker was not started in this role
       }
