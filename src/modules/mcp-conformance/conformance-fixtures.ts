@@ -312,12 +312,18 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
     // The fixtures log only inside test_tool_with_logging; the level is accepted as the scenario checks.
   }
 
-  prompts(): Prompt[] {
-    return this.promptList;
+  prompts(request: McpExtensionRequest): Prompt[] {
+    return request.era === 'modern' ? [...this.promptList, MRTR_PROMPT] : this.promptList;
   }
 
-  getPrompt(name: string, args: Record<string, string> | undefined): Promise<GetPromptResult | InputRequiredResult> | undefined {
+  getPrompt(name: string, args: Record<string, string> | undefined, request: McpExtensionRequest): Promise<GetPromptResult | InputRequiredResult> | undefined {
     switch (name) {
+      case MRTR_PROMPT.name: {
+        if (request.era !== 'modern') return undefined;
+        const context = answered(request.inputResponses, 'user_context', 'context');
+        if (context !== undefined) return Promise.resolve({ messages: [{ role: 'user', content: { type: 'text', text: `Prompt with context: ${String(context)}` } }] });
+        return Promise.resolve(inputRequired({ inputRequests: { user_context: askFor('What context should the prompt use?', 'context') } }));
+      }
       case 'test_simple_prompt':
         return Promise.resolve({ messages: [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }] });
       case 'test_prompt_with_arguments':
@@ -353,16 +359,26 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
   }
 }
 
-/** SEP-1613: a tool input schema that keeps `$schema`, `$defs` and `additionalProperties` as written. */
+/** A prompt that needs the user's input first (multi-round-trip on a request other than tools/call). */
+const MRTR_PROMPT: Prompt = { name: 'test_input_required_result_prompt', description: 'Asks the user for context before it answers' };
+
+/** SEP-1613 / SEP-2106: a tool input schema whose 2020-12 keywords must reach the client as written. */
 const JSON_SCHEMA_2020_12 = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   type: 'object',
   $defs: {
-    address: { type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } },
+    address: { $anchor: 'postalAddress', type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } },
   },
   properties: {
     name: { type: 'string' },
     address: { $ref: '#/$defs/address' },
+    contactMethod: { type: 'string', enum: ['phone', 'email'] },
+    phone: { type: 'string' },
+    email: { type: 'string' },
   },
+  allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+  if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
+  then: { required: ['phone'] },
+  else: { required: ['email'] },
   additionalProperties: false,
 } as const;

@@ -58,7 +58,7 @@ export interface McpExtension {
   listResources?(request: McpExtensionRequest): Promise<Resource[]>;
   listResourceTemplates?(request: McpExtensionRequest): ResourceTemplate[];
   readResource?(uri: string, request: McpExtensionRequest): Promise<ReadResourceResult | undefined>;
-  prompts?(caller: KeyCaller): Prompt[];
+  prompts?(request: McpExtensionRequest): Prompt[];
   getPrompt?(name: string, args: Record<string, string> | undefined, request: McpExtensionRequest): Promise<GetPromptResult | InputRequiredResult> | undefined;
   complete?(params: CompleteRequestParams, request: McpExtensionRequest): Promise<CompleteResult | undefined>;
   /** `logging/setLevel`, `resources/subscribe` / `unsubscribe`: answered only where the capability is served. */

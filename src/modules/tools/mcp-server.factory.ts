@@ -332,7 +332,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     }
     if (capabilities.prompts) {
       register('prompts/list', async (_params, request) => ({
-        prompts: all.flatMap((extension) => extension.prompts?.(request.caller) ?? []),
+        prompts: all.flatMap((extension) => extension.prompts?.(request) ?? []),
         ...modern(request, CACHE_HINTS.list),
       }));
       register('prompts/get', async (params, request) => {
