@@ -86,11 +86,12 @@ async function json(base: string, method: string, path: string, body: unknown, t
   return JSON.parse(text) as Record<string, any>;
 }
 
-/** The front door: forwards everything to the server, adding the key where the request carries no credential. */
+/** The front door: forwards everything to the server, adding the key to MCP requests that carry no credential. */
 function startFrontDoor(target: URL, key: string, port: number): Promise<Server> {
   const door = createServer((req, res) => {
     const headers = { ...req.headers };
-    if (headers.authorization === undefined) headers.authorization = `Bearer ${key}`;
+    // Only the MCP endpoint: the OAuth endpoints behind the same door must see exactly what the client sent.
+    if (headers.authorization === undefined && (req.url ?? '').startsWith(MCP_PATH)) headers.authorization = `Bearer ${key}`;
     const upstream = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
@@ -261,8 +262,71 @@ async function main(): Promise<void> {
   process.exitCode = failed === 0 ? 0 : 1;
 }
 
-async function runAuthorizationScenarios(_base: string, _doorUrl: string, _token: string, _work: string): Promise<ScenarioResult[]> {
-  return [];
+/**
+ * The suite's authorization-server scenarios against Atrium's own authorization server (the issuer is PUBLIC_URL):
+ * a public client registered for the suite's loopback callback, and this script as the user's browser once the suite
+ * prints the authorization URL (the consent page, then the approval the page's script would send).
+ */
+async function runAuthorizationScenarios(base: string, issuer: string, token: string, work: string): Promise<ScenarioResult[]> {
+  const callbackPort = await freePort();
+  const redirectUri = `http://127.0.0.1:${callbackPort}/callback`;
+  const client = await json(base, 'POST', '/oauth/register', { client_name: 'MCP conformance suite', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
+  const outDir = join(work, 'results-authorization');
+  const bin = join(CONFORMANCE_DIR, (JSON.parse(readFileSync(join(CONFORMANCE_DIR, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin.conformance);
+  const child = spawn(process.execPath, [bin, 'authorization', '--url', issuer, '--client-id', client.client_id as string, '-p', String(callbackPort), '-o', outDir], {
+    env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  let approved: Promise<void> | undefined;
+  const onOutput = (chunk: Buffer): void => {
+    output += chunk.toString();
+    const url = /^(\S+\/oauth\/authorize\?\S+)$/m.exec(output)?.[1];
+    if (url && !approved) approved = approveAsUser(base, token, url);
+  };
+  child.stdout.on('data', onOutput);
+  child.stderr.on('data', onOutput);
+  await new Promise((done) => child.on('close', done));
+  if (approved) await approved.catch((error: unknown) => (output += `\nthe approval failed: ${String(error)}`));
+  const checks = readChecks(outDir);
+  const names = ['authorization-server-metadata-endpoint', 'authorization-code-grant'];
+  return names.map((scenario) => {
+    const found = [...checks.entries()].find(([name]) => name.includes(scenario))?.[1];
+    return {
+      set: 'authorization',
+      scenario,
+      scored: true,
+      passed: found !== undefined && found.failures.length === 0 && found.checks > 0,
+      failures: found ? found.failures : [`no result: ${output.slice(-600)}`],
+    };
+  });
+}
+
+/** What the user does in the browser: open the consent page, approve what it shows, follow the redirect. */
+async function approveAsUser(base: string, token: string, authorizationUrl: string): Promise<void> {
+  const url = new URL(authorizationUrl);
+  const page = await fetch(`${base}${url.pathname}${url.search}`);
+  const html = await page.text();
+  const embedded = /<script type="application\/json" id="authorization-request">([\s\S]*?)<\/script>/.exec(html)?.[1];
+  if (!page.ok || !embedded) throw new Error(`the consent page answered ${page.status}`);
+  const request = JSON.parse(embedded) as Record<string, any>;
+  const answer = await json(
+    base,
+    'POST',
+    '/api/oauth/authorize',
+    {
+      clientId: request.clientId,
+      redirectUri: request.redirectUri,
+      codeChallenge: request.codeChallenge,
+      codeChallengeMethod: request.codeChallengeMethod,
+      scope: (request.scopes as string[]).join(' '),
+      resource: request.resource,
+      ...(request.state !== null ? { state: request.state } : {}),
+      approve: true,
+    },
+    token,
+  );
+  await fetch(answer.data.redirectTo as string);
 }
 
 main().catch((error: unknown) => {
