@@ -26,6 +26,7 @@ interface FixtureTool {
   description: string;
   /** The 2025-era call sends messages before its result (SSE answer). */
   streams?: boolean;
+  inputSchema?: Tool['inputSchema'];
   /** Only on 2026-07-28 (multi-round-trip and stateless diagnostics). */
   modernOnly?: boolean;
   run(request: McpExtensionRequest, args: Record<string, unknown>): Promise<McpToolAnswer>;
@@ -92,6 +93,74 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
     test_error_handling: {
       description: 'Fails on purpose (an isError result)',
       run: async () => ({ content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }], isError: true }),
+    },
+    test_sampling: {
+      description: 'Asks the client to sample (2025-era session)',
+      streams: true,
+      inputSchema: { type: 'object', properties: { prompt: { type: 'string', description: 'What to ask the model' } }, required: ['prompt'] },
+      run: async (request, args) => {
+        const result = await this.askClient(request, 'sampling/createMessage', {
+          messages: [{ role: 'user', content: { type: 'text', text: typeof args.prompt === 'string' ? args.prompt : 'Say hello' } }],
+          maxTokens: 100,
+        });
+        const content = result.content as { text?: unknown } | undefined;
+        return text(`LLM response: ${typeof content?.text === 'string' ? content.text : 'no response'}`);
+      },
+    },
+    test_elicitation: {
+      description: 'Asks the user for a response (2025-era session)',
+      streams: true,
+      inputSchema: { type: 'object', properties: { message: { type: 'string', description: 'What to show the user' } }, required: ['message'] },
+      run: async (request, args) => {
+        const result = await this.askClient(request, 'elicitation/create', {
+          message: typeof args.message === 'string' ? args.message : 'Please respond',
+          requestedSchema: { type: 'object', properties: { response: { type: 'string', description: 'Your response' } }, required: ['response'] },
+        });
+        return text(`User response: action=${String(result.action)}, content=${JSON.stringify(result.content ?? {})}`);
+      },
+    },
+    test_elicitation_sep1034_defaults: {
+      description: 'Asks with a default for every primitive type (SEP-1034)',
+      streams: true,
+      run: async (request) => {
+        const result = await this.askClient(request, 'elicitation/create', {
+          message: 'Please review the form; every field has a default',
+          requestedSchema: {
+            type: 'object',
+            properties: {
+              name: { type: 'string', description: 'User name', default: 'John Doe' },
+              age: { type: 'integer', description: 'User age', default: 30 },
+              score: { type: 'number', description: 'User score', default: 95.5 },
+              status: { type: 'string', description: 'User status', enum: ['active', 'inactive', 'pending'], default: 'active' },
+              verified: { type: 'boolean', description: 'Verification status', default: true },
+            },
+            required: [],
+          },
+        });
+        return text(`Elicitation completed: action=${String(result.action)}, content=${JSON.stringify(result.content ?? {})}`);
+      },
+    },
+    test_elicitation_sep1330_enums: {
+      description: 'Asks with the five enum forms (SEP-1330)',
+      streams: true,
+      run: async (request) => {
+        const choices = (prefix: string, titles: string[]) => titles.map((title, i) => ({ const: `${prefix}${i + 1}`, title }));
+        const result = await this.askClient(request, 'elicitation/create', {
+          message: 'Please pick from each list',
+          requestedSchema: {
+            type: 'object',
+            properties: {
+              untitledSingle: { type: 'string', description: 'Pick one', enum: ['option1', 'option2', 'option3'] },
+              titledSingle: { type: 'string', description: 'Pick one (titled)', oneOf: choices('value', ['First Option', 'Second Option', 'Third Option']) },
+              legacyEnum: { type: 'string', description: 'Pick one (legacy titles)', enum: ['opt1', 'opt2', 'opt3'], enumNames: ['Option One', 'Option Two', 'Option Three'] },
+              untitledMulti: { type: 'array', description: 'Pick several', minItems: 1, maxItems: 3, items: { type: 'string', enum: ['option1', 'option2', 'option3'] } },
+              titledMulti: { type: 'array', description: 'Pick several (titled)', minItems: 1, maxItems: 3, items: { anyOf: choices('value', ['First Choice', 'Second Choice', 'Third Choice']) } },
+            },
+            required: [],
+          },
+        });
+        return text(`Elicitation completed: action=${String(result.action)}, content=${JSON.stringify(result.content ?? {})}`);
+      },
     },
     json_schema_2020_12_tool: {
       description: 'A tool whose input schema uses JSON Schema 2020-12 features',
@@ -261,7 +330,7 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
     return Object.entries(this.fixtureTools).map(([name, tool]) => ({
       name,
       description: tool.description,
-      inputSchema: name === 'json_schema_2020_12_tool' ? (JSON_SCHEMA_2020_12 as unknown as Tool['inputSchema']) : NO_ARGUMENTS,
+      inputSchema: name === 'json_schema_2020_12_tool' ? (JSON_SCHEMA_2020_12 as unknown as Tool['inputSchema']) : (tool.inputSchema ?? NO_ARGUMENTS),
     }));
   }
 
@@ -351,6 +420,17 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
     if (params.ref.type === 'ref/prompt' && this.promptList.some((prompt) => prompt.name === params.ref.name)) return { completion: { values: [], total: 0, hasMore: false } };
     if (params.ref.type === 'ref/resource' && params.ref.uri === 'test://template/{id}/data') return { completion: { values: [], total: 0, hasMore: false } };
     return undefined;
+  }
+
+  wantsSession(capabilities: Record<string, unknown>): boolean {
+    return typeof capabilities.sampling === 'object' && capabilities.sampling !== null;
+  }
+
+  private askClient(request: McpExtensionRequest, method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+    if (!request.askClient) {
+      return Promise.reject(new McpError(JsonRpcErrorCode.InvalidRequest, `${method} needs a session: initialize declaring the capability first`));
+    }
+    return request.askClient(method, params);
   }
 
   private mint(request: McpExtensionRequest, payload: Record<string, unknown>): Promise<string> {

@@ -34,6 +34,11 @@ export interface McpExtensionRequest {
   mintState?(payload: unknown): Promise<string>;
   /** 2026-07-28: the log level the request asked for (`io.modelcontextprotocol/logLevel`); no log messages without it. */
   logLevel?: string;
+  /**
+   * 2025-era request in a session: sends a request to the client on this request's stream (sampling, elicitation)
+   * and waits for its answer, which may reach any instance. Rejects when the client answers with an error or not at all.
+   */
+  askClient?(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** Sends a notification related to this request (on the request's SSE stream; dropped when it has none). */
   notify(notification: { method: string; params?: Record<string, unknown> }): Promise<void>;
   signal: AbortSignal;
@@ -47,6 +52,8 @@ export type McpToolAnswer = CallToolResult | InputRequiredResult;
  * per caller, so what a credential may not use is never advertised to it.
  */
 export interface McpExtension {
+  /** Whether a 2025-era client declaring these capabilities at initialize gets a session (one is kept for elicitation anyway). */
+  wantsSession?(clientCapabilities: Record<string, unknown>): boolean;
   /** The capabilities this extension serves to this caller (merged into the server's own). */
   capabilities(caller: KeyCaller): ServerCapabilities;
   tools?(caller: KeyCaller): Tool[];

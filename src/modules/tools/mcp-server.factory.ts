@@ -157,14 +157,30 @@ export class McpServerFactory implements OnApplicationShutdown {
   create(context: McpRequestContext): Server {
     const capabilities = this.capabilitiesFor(context);
     const server = new Server({ ...SERVER_INFO, version: this.config.version }, { capabilities, instructions: this.tools.instructionsFor(context.caller.scopes) });
-    const requestOf = (params: { _meta?: Record<string, unknown> } | undefined, extra: { signal: AbortSignal; sendNotification: (n: never) => Promise<void> }): McpExtensionRequest => ({
-      caller: context.caller,
-      era: 'legacy',
-      clientCapabilities: server.getClientCapabilities() as Record<string, unknown> | undefined,
-      meta: params?._meta,
-      notify: (notification) => extra.sendNotification(notification as never),
-      signal: extra.signal,
-    });
+    const requestOf = (
+      params: { _meta?: Record<string, unknown> } | undefined,
+      extra: { signal: AbortSignal; requestId: string | number; sendNotification: (n: never) => Promise<void> },
+    ): McpExtensionRequest => {
+      const session = context.session;
+      const signal = context.signal ? AbortSignal.any([extra.signal, context.signal]) : extra.signal;
+      return {
+        caller: context.caller,
+        era: 'legacy',
+        clientCapabilities: server.getClientCapabilities() as Record<string, unknown> | undefined,
+        meta: params?._meta,
+        notify: (notification) => extra.sendNotification(notification as never),
+        askClient: session
+          ? async (method, askParams) => {
+              const send = (message: Parameters<NonNullable<Server['transport']>['send']>[0]) =>
+                server.transport?.send(message, { relatedRequestId: extra.requestId }) ?? Promise.reject(new Error('closed'));
+              const outcome = await this.confirmations.askClient(session, method, askParams, send, signal);
+              if ('result' in outcome) return outcome.result;
+              throw new McpError(JsonRpcErrorCode.InternalError, outcome.failed === 'client-error' ? `The client answered ${method} with an error (${outcome.detail})` : `The client did not answer ${method} (${outcome.failed})`);
+            }
+          : undefined,
+        signal,
+      };
+    };
     server.setRequestHandler(ListToolsRequestSchema, () => this.listTools(context));
     const legacySchemas: Record<string, unknown> = {
       'resources/list': ListResourcesRequestSchema,
@@ -280,6 +296,11 @@ export class McpServerFactory implements OnApplicationShutdown {
   /** The server's capabilities for this caller: its tools, plus what the extensions serve it. */
   private capabilitiesFor(context: McpRequestContext): ServerCapabilities {
     return { ...this.extensions.capabilitiesFor(context.caller), tools: { listChanged: false } };
+  }
+
+  /** Whether an extension wants a 2025-era session for a client declaring these capabilities. */
+  extensionWantsSession(capabilities: Record<string, unknown>): boolean {
+    return this.extensions.all.some((extension) => extension.wantsSession?.(capabilities) === true);
   }
 
   private extensionOfTool(name: string): McpExtension | undefined {

@@ -26,7 +26,7 @@ export interface NewMcpSession {
 }
 
 /** What a claimed answer holds: the client's JSON-RPC `result` (its action), or its `error`. */
-export type StoredAnswer = { result: { action: string } } | { error: { code: number; message: string } };
+export type StoredAnswer = { result: Record<string, unknown> } | { error: { code: number; message: string } };
 
 const inMs = (ms: number) => sql<Date>`now() + ${ms} * interval '1 millisecond'`;
 

@@ -142,7 +142,7 @@ export class McpController {
       // A new initialize starts over: a session header on it is not looked at (the spec has none there).
       context.client = toMcpClientInfo(body.params.clientInfo);
       setMcpClient(request, context.client);
-      const opening = this.sessions.openingFor(body.params);
+      const opening = this.sessions.openingFor(body.params, (capabilities) => this.servers.extensionWantsSession(capabilities));
       if (!opening) return { answered: false };
       const id = this.sessions.newId();
       await this.sessions.open(id, context.caller.keyId, opening);
