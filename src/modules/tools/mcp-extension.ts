@@ -46,6 +46,9 @@ export interface McpExtensionRequest {
 
 export type McpToolAnswer = CallToolResult | InputRequiredResult;
 
+/** MCP's "resource not found" (-32002) for a resource that does not exist or is not the caller's; on 2026-07-28 the v2 SDK answers it as -32602 (SEP-2164). */
+export const MCP_RESOURCE_NOT_FOUND = -32002;
+
 /**
  * More than the tool registry on the MCP door: resources, prompts, completions and tools served by another module.
  * Each method answers only for what it owns (undefined otherwise), so several extensions combine; every list is

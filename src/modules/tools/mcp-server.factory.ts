@@ -31,9 +31,10 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { KeyCaller } from '../api-keys/key-caller.js';
 import type { RegisteredTool } from './tool-definition.js';
 import type { JsonSchema } from './tool-parameters.js';
+import { portableSchema } from './portable-schema.js';
 import { KeyToolCallsService } from './key-tool-calls.service.js';
 import type { McpClientInfo } from './mcp-client-info.js';
-import { McpExtensions, type McpExtension, type McpExtensionRequest, type McpToolAnswer } from './mcp-extension.js';
+import { MCP_RESOURCE_NOT_FOUND, McpExtensions, type McpExtension, type McpExtensionRequest, type McpToolAnswer } from './mcp-extension.js';
 import { McpSessionsRepository } from './mcp-sessions.repository.js';
 import { McpWriteConfirmations, type ElicitOutcome, type McpSession } from './mcp-sessions.service.js';
 import { mcpToolCallStatus, observeToolCall } from './tool-call-telemetry.js';
@@ -97,9 +98,6 @@ type WriteConfirmation =
       mint: (payload: ConfirmState) => Promise<string>;
     }
   | { kind: 'elicit'; ask: (params: ElicitRequestFormParams) => Promise<ElicitOutcome> };
-
-/** The SDK's -32002 "resource not found" (2025 revisions); 2026-07-28 keeps the code (SEP-2164). */
-const RESOURCE_NOT_FOUND = -32002;
 
 /**
  * 2026-07-28 cache hints (SEP-2549). Lists depend on the credential (its scopes, its documents), so they are private to
@@ -215,7 +213,7 @@ export class McpServerFactory implements OnApplicationShutdown {
               ),
           }
         : undefined;
-      return this.callTool(request.params.name, request.params.arguments, context, confirmation);
+      return this.callTool(request.params.name, request.params.arguments, context, confirmation, progressOf(request.params._meta, (n) => extra.sendNotification(n as never)));
     });
     return server;
   }
@@ -283,7 +281,7 @@ export class McpServerFactory implements OnApplicationShutdown {
         state: ctx.mcpReq.requestState(),
         mint: (payload) => codec.mint(payload, ctx),
       };
-      return this.callTool(request.params.name, request.params.arguments, context, confirmation) as never;
+      return this.callTool(request.params.name, request.params.arguments, context, confirmation, progressOf(ctx.mcpReq._meta, (n) => ctx.mcpReq.notify(n as never))) as never;
     });
     return server;
   }
@@ -339,7 +337,7 @@ export class McpServerFactory implements OnApplicationShutdown {
           const result = await extension.readResource?.(uri, request);
           if (result) return { ...result, ...modern(request, CACHE_HINTS.read) };
         }
-        throw new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${uri.slice(0, 200)}`, { uri });
+        throw new McpError(MCP_RESOURCE_NOT_FOUND, `Resource not found: ${uri.slice(0, 200)}`, { uri });
       });
       if (capabilities.resources.subscribe) {
         for (const [method, subscribed] of [['resources/subscribe', true], ['resources/unsubscribe', false]] as const) {
@@ -388,8 +386,9 @@ export class McpServerFactory implements OnApplicationShutdown {
     args: Record<string, unknown> | undefined,
     context: McpRequestContext,
     confirmation?: WriteConfirmation,
+    progress?: ProgressReporter,
   ): Promise<CallToolResult | InputRequiredResult> {
-    return observeToolCall({ door: 'mcp', tool: this.tools.find(name), statusOfResult: mcpToolCallStatus }, () => this.runToolCall(name, args, context, confirmation));
+    return observeToolCall({ door: 'mcp', tool: this.tools.find(name), statusOfResult: mcpToolCallStatus }, () => this.runToolCall(name, args, context, confirmation, progress));
   }
 
   private async runToolCall(
@@ -397,6 +396,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     args: Record<string, unknown> | undefined,
     context: McpRequestContext,
     confirmation?: WriteConfirmation,
+    progress?: ProgressReporter,
   ): Promise<CallToolResult | InputRequiredResult> {
     // An unknown name is a protocol error (the client asked for something not offered), not a tool failure.
     if (!this.tools.find(name)) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`);
@@ -411,7 +411,9 @@ export class McpServerFactory implements OnApplicationShutdown {
         // 'cannot-ask' leaves confirmed false: KeyToolCallsService refuses with confirmation_required.
         confirmed = step === 'confirmed';
       }
+      await progress?.(0, `Running ${name}`);
       const outcome = await this.keyCalls.invoke(prepared, caller, context.idempotencyKey, { confirmed });
+      await progress?.(1, `${name} finished`);
       context.onToolCall?.(name, 200);
       return successResult(outcome);
     } catch (error) {
@@ -489,10 +491,10 @@ function toMcpTool(tools: ToolsService, tool: RegisteredTool): Tool {
     name: view.name,
     title: view.title,
     description: view.description,
-    inputSchema: view.inputSchema as Tool['inputSchema'],
+    inputSchema: portableSchema(view.inputSchema) as Tool['inputSchema'],
     // A failure's structuredContent is the Area A error body; the schema admits it so clients that
     // validate structuredContent (the official SDK does, even for isError results) accept it.
-    outputSchema: { type: 'object', anyOf: [view.outputSchema, TOOL_ERROR_SCHEMA] } as Tool['outputSchema'],
+    outputSchema: portableSchema({ type: 'object', anyOf: [view.outputSchema, TOOL_ERROR_SCHEMA] }) as Tool['outputSchema'],
     // Spelled out: MCP's defaults (destructive, open world) are the opposite of most of our tools.
     annotations: {
       title: view.title,
@@ -532,6 +534,19 @@ function sameText(a: string, b: string): boolean {
 
 function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;
+}
+
+/** Reports a tool call's progress (0..1) to a caller that asked for it with a progressToken. */
+type ProgressReporter = (progress: number, message: string) => Promise<void>;
+
+/**
+ * Progress notifications for a call whose `_meta` carries a progressToken (none otherwise). A lost notification never
+ * fails the call: the result is what counts.
+ */
+function progressOf(meta: { progressToken?: unknown } | undefined, notify: (notification: { method: string; params: Record<string, unknown> }) => Promise<void>): ProgressReporter | undefined {
+  const token = meta?.progressToken;
+  if (typeof token !== 'string' && typeof token !== 'number') return undefined;
+  return (progress, message) => notify({ method: 'notifications/progress', params: { progressToken: token, progress, total: 1, message } }).catch(() => undefined);
 }
 
 /** What a confirmation's requestState carries: the call the user is shown, and a nonce that makes it single-use. */
