@@ -198,7 +198,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     );
     server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
       const owner = this.extensionOfTool(request.params.name);
-      if (owner) return this.callExtensionTool(owner, request.params.name, request.params.arguments, requestOf(request.params as never, extra as never)) as never;
+      if (owner) return this.callExtensionTool(owner, request.params.name, request.params.arguments, requestOf(request.params as never, extra as never), context) as never;
       const session = context.session;
       const confirmation: WriteConfirmation | undefined = session?.canElicit
         ? {
@@ -273,7 +273,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     );
     server.setRequestHandler('tools/call', (request, ctx) => {
       const owner = this.extensionOfTool(request.params.name);
-      if (owner) return this.callExtensionTool(owner, request.params.name, request.params.arguments, requestOf(ctx)) as never;
+      if (owner) return this.callExtensionTool(owner, request.params.name, request.params.arguments, requestOf(ctx), context) as never;
       const confirmation: WriteConfirmation = {
         kind: 'input-required',
         canAsk: server.getClientCapabilities()?.elicitation !== undefined,
@@ -306,7 +306,10 @@ export class McpServerFactory implements OnApplicationShutdown {
     return this.extensions.all.find((extension) => extension.ownsTool?.(name));
   }
 
-  private async callExtensionTool(owner: McpExtension, name: string, args: Record<string, unknown> | undefined, request: McpExtensionRequest): Promise<McpToolAnswer> {
+  private async callExtensionTool(owner: McpExtension, name: string, args: Record<string, unknown> | undefined, request: McpExtensionRequest, context: McpRequestContext): Promise<McpToolAnswer> {
+    // The per-credential limit holds for every tool, as for the registry's (an in-band rate_limited result).
+    if (context.rateLimited) return errorResult(context.rateLimited).result;
+    context.onToolCall?.(name, 200);
     const answer = owner.callTool?.(name, args, request);
     if (!answer) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`);
     return answer;
@@ -422,9 +425,9 @@ export class McpServerFactory implements OnApplicationShutdown {
         this.logger.error({ msg: 'Tool failed', tool: name }, error instanceof Error ? error : undefined);
         exception = new AppException(ErrorCode.Internal, 'Internal server error; quote the traceId when reporting it');
       }
-      const rendered = renderError(exception, 'tool-api', RequestContext.requestId() ?? '');
-      context.onToolCall?.(name, rendered.status);
-      return { content: [{ type: 'text', text: JSON.stringify(rendered.body) }], structuredContent: rendered.body, isError: true };
+      const failure = errorResult(exception);
+      context.onToolCall?.(name, failure.status);
+      return failure.result;
     }
   }
 
@@ -505,6 +508,12 @@ function toMcpTool(tools: ToolsService, tool: RegisteredTool): Tool {
     },
     _meta: { 'atrium/scope': view.scope },
   };
+}
+
+/** A tool failure as an MCP result: `isError`, with the Area A error body as text and as structuredContent. */
+function errorResult(exception: AppException): { result: CallToolResult; status: number } {
+  const rendered = renderError(exception, 'tool-api', RequestContext.requestId() ?? '');
+  return { result: { content: [{ type: 'text', text: JSON.stringify(rendered.body) }], structuredContent: rendered.body, isError: true }, status: rendered.status };
 }
 
 function successResult(outcome: ToolCallOutcome): CallToolResult {
