@@ -235,8 +235,8 @@ async function main(): Promise<void> {
     if (ofSet.length === 0) continue;
     console.log(`\nRequirement set ${revision} (server scenarios, at the ${revision} wire):`);
     for (const r of ofSet) {
-      console.log(`  ${r.passed ? '✓' : '✗'} ${r.scenario}${r.scored ? '' : ' (not scored)'}`);
-      if (!r.passed) for (const f of r.failures) console.log(`      ${f}`);
+      console.log(`  ${r.passed ? '✓' : '✗'} ${r.scenario}${r.scored ? '' : ' (not scored)'}${!r.passed && !r.scored ? `: ${r.failures.length} failed check(s), first: ${r.failures[0]?.slice(0, 160)}` : ''}`);
+      if (!r.passed && r.scored) for (const f of r.failures) console.log(`      ${f}`);
     }
     const scored = ofSet.filter((r) => r.scored);
     const passed = scored.filter((r) => r.passed).length;
