@@ -58,7 +58,7 @@ describe('MCP endpoint with the MCP Inspector CLI', () => {
     const command = /\| MCP Inspector \| `npx @modelcontextprotocol\/inspector --cli <url> ([^`]+)`/.exec(readme)?.[1];
     expect(command).toBeDefined();
     // The command's arguments, the header filled in with a wrong key.
-    const args = [...(command as string).matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2]).map((arg) => arg.replace('atr_…', 'atr_wrongwrongwrongwrongwrongwrongwr000000'));
+    const args = [...(command as string).matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2]).map((arg) => arg.replace(/Bearer \S+/, 'Bearer atr_wrongwrongwrongwrongwrongwrongwr000000'));
     const failure = await inspector([...args, '--method', 'tools/list']).then(
       () => ({ stderr: 'succeeded', stdout: '' }),
       (error: { stderr: string; stdout: string }) => error,

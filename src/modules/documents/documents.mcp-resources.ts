@@ -4,7 +4,7 @@ import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import type { KeyCaller } from '../api-keys/key-caller.js';
 import { ProjectsService } from '../projects/projects.service.js';
-import { MCP_RESOURCE_NOT_FOUND, McpExtensions, type McpExtension, type McpExtensionRequest } from '../tools/mcp-extension.js';
+import { MCP_RESOURCE_NOT_FOUND, McpExtensions, type McpExtension, type McpExtensionRequest } from '../tools/server-extensions.js';
 import { toToolDocumentView } from './document-views.js';
 import { DocumentsService } from './documents.service.js';
 

@@ -1,7 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { McpError, type CompleteRequestParams, type CompleteResult, type ReadResourceResult, type ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
 import type { KeyCaller } from '../api-keys/key-caller.js';
-import { MCP_RESOURCE_NOT_FOUND, McpExtensions, type McpExtension, type McpExtensionRequest } from '../tools/mcp-extension.js';
+import { MCP_RESOURCE_NOT_FOUND, McpExtensions, type McpExtension, type McpExtensionRequest } from '../tools/server-extensions.js';
 import { GithubService } from './github.service.js';
 
 const REPOSITORY_TEMPLATE = 'atrium://repositories/{owner}/{name}';

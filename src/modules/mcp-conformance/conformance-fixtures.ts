@@ -3,7 +3,7 @@ import { inputRequired, MissingRequiredClientCapabilityError, type InputRequired
 import { ErrorCode as JsonRpcErrorCode, McpError, type CallToolResult, type GetPromptResult, type Prompt, type ReadResourceResult, type Resource, type ResourceTemplate, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import type { KeyCaller } from '../api-keys/key-caller.js';
-import { McpExtensions, type McpExtension, type McpExtensionRequest, type McpToolAnswer } from '../tools/mcp-extension.js';
+import { McpExtensions, type McpExtension, type McpExtensionRequest, type McpToolAnswer } from '../tools/server-extensions.js';
 import { TINY_PNG_BASE64, TINY_WAV_BASE64 } from './fixture-media.js';
 
 /** Fixture tools take no arguments; the suite lists them and calls them by name. */

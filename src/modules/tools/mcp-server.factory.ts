@@ -34,7 +34,7 @@ import type { JsonSchema } from './tool-parameters.js';
 import { portableSchema } from './portable-schema.js';
 import { KeyToolCallsService } from './key-tool-calls.service.js';
 import type { McpClientInfo } from './mcp-client-info.js';
-import { MCP_RESOURCE_NOT_FOUND, McpExtensions, type McpExtension, type McpExtensionRequest, type McpToolAnswer } from './mcp-extension.js';
+import { MCP_RESOURCE_NOT_FOUND, McpExtensions, type McpExtension, type McpExtensionRequest, type McpToolAnswer } from './server-extensions.js';
 import { McpSessionsRepository } from './mcp-sessions.repository.js';
 import { McpWriteConfirmations, type ElicitOutcome, type McpSession } from './mcp-sessions.service.js';
 import { mcpToolCallStatus, observeToolCall } from './tool-call-telemetry.js';
