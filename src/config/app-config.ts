@@ -66,6 +66,8 @@ export interface AppConfig {
     sessionTtlMs: number;
     /** How long a write of a "confirm writes" credential waits for the user's elicitation answer before it fails. */
     confirmTimeoutMs: number;
+    /** MCP_CONFORMANCE_FIXTURES: the official conformance suite's fixtures on the MCP endpoint (refused in production). */
+    conformanceFixtures: boolean;
   };
   /**
    * Express `trust proxy`: which peers may set the client address through X-Forwarded-For. false = none
@@ -257,6 +259,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sessionTtlMs: read.int('MCP_SESSION_TTL_MS', 86_400_000, 1_000, 30 * 86_400_000),
       // The official v1 SDK client gives up on a request after 60 s unless told otherwise; a human needs longer.
       confirmTimeoutMs: read.int('MCP_CONFIRM_TIMEOUT_MS', 120_000, 100, 3_600_000),
+      conformanceFixtures: readConformanceFixtures(read, nodeEnv),
     },
     trustProxy: readTrustProxy(read),
     publicUrl: readPublicUrl(read),
@@ -352,6 +355,13 @@ function readTrustProxy(read: EnvReader): AppConfig['trustProxy'] {
     }
   }
   return entries;
+}
+
+/** The conformance suite's fixtures are test doubles on the real endpoint: never in production. */
+function readConformanceFixtures(read: EnvReader, nodeEnv: string): boolean {
+  const on = read.oneOf('MCP_CONFORMANCE_FIXTURES', ['true', 'false'] as const, 'false') === 'true';
+  if (on && nodeEnv === 'production') throw new ConfigError('MCP_CONFORMANCE_FIXTURES', 'must not be true when NODE_ENV=production (it adds test fixtures to the MCP endpoint)');
+  return on;
 }
 
 /** PUBLIC_URL without a trailing slash; an origin plus an optional path prefix, nothing else. */

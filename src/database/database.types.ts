@@ -214,6 +214,11 @@ export interface McpElicitations {
   session_hash: Buffer;
 }
 
+export interface McpRequestStateUses {
+  expires_at: Timestamp;
+  nonce: string;
+}
+
 export interface McpSessions {
   client_capabilities: Json;
   client_name: string;
@@ -384,6 +389,7 @@ export interface DB {
   idempotency_records: IdempotencyRecords;
   indexing_jobs: IndexingJobs;
   mcp_elicitations: McpElicitations;
+  mcp_request_state_uses: McpRequestStateUses;
   mcp_sessions: McpSessions;
   oauth_clients: OauthClients;
   oauth_codes: OauthCodes;
