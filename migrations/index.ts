@@ -22,6 +22,7 @@ import { TaskViewJson1765200000000 } from './1765200000000-task-view-json.js';
 import { RagPostingsScope1765300000000 } from './1765300000000-rag-postings-scope.js';
 import { AgentRunApprovalAuto1795816277539 } from './1795816277539-agent-run-approval-auto.js';
 import { IngestProgress1764014000000 } from './1764014000000-ingest-progress.js';
+import { McpRequestStateUses1795817066837 } from './1795817066837-mcp-request-state-uses.js';
 import { ProjectTokenRevocation1795817877733 } from './1795817877733-project-token-revocation.js';
 
 /**

@@ -22,6 +22,11 @@ function answered(responses: Record<string, unknown> | undefined, key: string, f
   return answer?.content?.[field];
 }
 
+/** An answered value as the text a fixture echoes back. */
+function asText(value: unknown): string {
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
+}
+
 interface FixtureTool {
   description: string;
   /** The 2025-era call sends messages before its result (SSE answer). */
@@ -87,7 +92,7 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
             await pause(20);
           }
         }
-        return text(String(progressToken ?? 'no progress token'));
+        return text(typeof progressToken === 'string' || typeof progressToken === 'number' ? String(progressToken) : 'no progress token');
       },
     },
     test_error_handling: {
@@ -170,7 +175,7 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
       description: 'Needs the client to declare sampling',
       modernOnly: true,
       run: async (request) => {
-        if (!request.clientCapabilities?.sampling) throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { sampling: {} } } as never);
+        if (!request.clientCapabilities?.sampling) throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { sampling: {} } });
         return text('Success');
       },
     },
@@ -195,7 +200,7 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
       modernOnly: true,
       run: async (request) => {
         const name = answered(request.inputResponses, 'user_name', 'name');
-        if (name !== undefined) return text(`Hello, ${String(name)}!`);
+        if (name !== undefined) return text(`Hello, ${asText(name)}!`);
         return inputRequired({ inputRequests: { user_name: askFor('What is your name?', 'name') } });
       },
     },
@@ -390,7 +395,7 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
       case MRTR_PROMPT.name: {
         if (request.era !== 'modern') return undefined;
         const context = answered(request.inputResponses, 'user_context', 'context');
-        if (context !== undefined) return Promise.resolve({ messages: [{ role: 'user', content: { type: 'text', text: `Prompt with context: ${String(context)}` } }] });
+        if (context !== undefined) return Promise.resolve({ messages: [{ role: 'user', content: { type: 'text', text: `Prompt with context: ${asText(context)}` } }] });
         return Promise.resolve(inputRequired({ inputRequests: { user_context: askFor('What context should the prompt use?', 'context') } }));
       }
       case 'test_simple_prompt':

@@ -164,7 +164,7 @@ export class McpServerFactory implements OnApplicationShutdown {
       return {
         caller: context.caller,
         era: 'legacy',
-        clientCapabilities: server.getClientCapabilities() as Record<string, unknown> | undefined,
+        clientCapabilities: server.getClientCapabilities(),
         meta: params?._meta,
         notify: (notification) => extra.sendNotification(notification as never),
         askClient: session
@@ -198,7 +198,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     );
     server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
       const owner = this.extensionOfTool(request.params.name);
-      if (owner) return this.callExtensionTool(owner, request.params.name, request.params.arguments, requestOf(request.params as never, extra as never), context) as never;
+      if (owner) return this.callExtensionTool(owner, request.params.name, request.params.arguments, requestOf(request.params, extra), context);
       const session = context.session;
       const confirmation: WriteConfirmation | undefined = session?.canElicit
         ? {
@@ -213,7 +213,7 @@ export class McpServerFactory implements OnApplicationShutdown {
               ),
           }
         : undefined;
-      return this.callTool(request.params.name, request.params.arguments, context, confirmation, progressOf(request.params._meta, (n) => extra.sendNotification(n as never)));
+      return this.callTool(request.params.name, request.params.arguments, context, confirmation, progressOf(request.params._meta, (n) => extra.sendNotification(n)));
     });
     return server;
   }
@@ -253,18 +253,18 @@ export class McpServerFactory implements OnApplicationShutdown {
     });
     const server = new ModernServer(
       { ...SERVER_INFO, version: this.config.version },
-      { capabilities: capabilities as never, instructions: this.tools.instructionsFor(context.caller.scopes), requestState: { verify: codec.verify } },
+      { capabilities: capabilities as never, instructions: this.tools.instructionsFor(context.caller.scopes), requestState: { verify: (state, scope) => codec.verify(state, scope) } },
     );
     const requestOf = (ctx: ModernContext): McpExtensionRequest => ({
       caller: context.caller,
       era: 'modern',
-      clientCapabilities: server.getClientCapabilities() as Record<string, unknown> | undefined,
-      meta: ctx.mcpReq._meta as Record<string, unknown> | undefined,
+      clientCapabilities: server.getClientCapabilities(),
+      meta: ctx.mcpReq._meta,
       inputResponses: ctx.mcpReq.inputResponses,
       requestState: ctx.mcpReq.requestState(),
       mintState: (payload) => codec.mint(payload, ctx),
-      logLevel: ctx.mcpReq.envelope?.[LOG_LEVEL_META_KEY as keyof typeof ctx.mcpReq.envelope] as string | undefined,
-      notify: (notification) => ctx.mcpReq.notify(notification as never),
+      logLevel: ctx.mcpReq.envelope?.[LOG_LEVEL_META_KEY as keyof typeof ctx.mcpReq.envelope],
+      notify: (notification) => ctx.mcpReq.notify(notification),
       signal: ctx.mcpReq.signal,
     });
     server.setRequestHandler('tools/list', () => ({ ...this.listTools(context), ...CACHE_HINTS.list }) as never);
@@ -273,7 +273,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     );
     server.setRequestHandler('tools/call', (request, ctx) => {
       const owner = this.extensionOfTool(request.params.name);
-      if (owner) return this.callExtensionTool(owner, request.params.name, request.params.arguments, requestOf(ctx), context) as never;
+      if (owner) return this.callExtensionTool(owner, request.params.name, request.params.arguments, requestOf(ctx), context);
       const confirmation: WriteConfirmation = {
         kind: 'input-required',
         canAsk: server.getClientCapabilities()?.elicitation !== undefined,
@@ -281,7 +281,7 @@ export class McpServerFactory implements OnApplicationShutdown {
         state: ctx.mcpReq.requestState(),
         mint: (payload) => codec.mint(payload, ctx),
       };
-      return this.callTool(request.params.name, request.params.arguments, context, confirmation, progressOf(ctx.mcpReq._meta, (n) => ctx.mcpReq.notify(n as never))) as never;
+      return this.callTool(request.params.name, request.params.arguments, context, confirmation, progressOf(ctx.mcpReq._meta, (n) => ctx.mcpReq.notify(n)));
     });
     return server;
   }
@@ -497,7 +497,7 @@ function toMcpTool(tools: ToolsService, tool: RegisteredTool): Tool {
     inputSchema: portableSchema(view.inputSchema) as Tool['inputSchema'],
     // A failure's structuredContent is the Area A error body; the schema admits it so clients that
     // validate structuredContent (the official SDK does, even for isError results) accept it.
-    outputSchema: portableSchema({ type: 'object', anyOf: [view.outputSchema, TOOL_ERROR_SCHEMA] }) as Tool['outputSchema'],
+    outputSchema: portableSchema({ type: 'object', anyOf: [view.outputSchema, TOOL_ERROR_SCHEMA] }),
     // Spelled out: MCP's defaults (destructive, open world) are the opposite of most of our tools.
     annotations: {
       title: view.title,

@@ -193,7 +193,7 @@ export class McpWriteConfirmations {
    * calls of one session would both ask with id 0 and an answer could not say which call it confirms.
    */
   async ask(session: McpSession, params: ElicitRequestFormParams, send: (message: JSONRPCMessage) => Promise<void>, signal: AbortSignal): Promise<ElicitOutcome> {
-    const outcome = await this.request(session, REQUEST_ID_PREFIX, 'elicitation/create', params as unknown as Record<string, unknown>, send, signal);
+    const outcome = await this.request(session, REQUEST_ID_PREFIX, 'elicitation/create', params, send, signal);
     if ('failed' in outcome) return outcome;
     return outcomeOf(outcome.answer);
   }
@@ -289,7 +289,7 @@ export class McpWriteConfirmations {
     const asked = typeof id === 'string' && id.startsWith(ASK_ID_PREFIX);
     if ('result' in message && asked) {
       if (JSON.stringify(message.result).length > MAX_ANSWER_JSON) throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: the answer is too large');
-      stored = { result: message.result as Record<string, unknown> };
+      stored = { result: message.result };
     } else if ('result' in message) {
       const parsed = ElicitResultSchema.safeParse(message.result);
       if (!parsed.success) throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: the result is not an elicitation answer (action accept, decline or cancel)');

@@ -4,7 +4,7 @@
  * the type-specific keywords (format, enum, minimum, …) staying with the non-null member. Everything else is kept.
  */
 export function portableSchema<T>(schema: T): T {
-  if (Array.isArray(schema)) return schema.map((item) => portableSchema(item)) as T;
+  if (Array.isArray(schema)) return (schema as unknown[]).map((item) => portableSchema(item)) as T;
   if (typeof schema !== 'object' || schema === null) return schema;
   const source = schema as Record<string, unknown>;
   const out: Record<string, unknown> = {};

@@ -97,6 +97,6 @@ export class McpExtensions {
         if (value && typeof value === 'object') merged[name] = { ...merged[name], ...(value as Record<string, unknown>) };
       }
     }
-    return merged as ServerCapabilities;
+    return merged;
   }
 }
