@@ -102,6 +102,7 @@ const DESCRIPTIONS: Record<string, Description> = {
     group: 'MCP and OAuth',
     text: 'a 2025-era MCP session unused this long is gone (404; the client initializes again); the v1 SDK client does not re-initialize by itself, hence a long default',
   },
+  MCP_CONFORMANCE_FIXTURES: { group: 'MCP and OAuth', text: '`true` adds the official MCP conformance suite\'s fixture tools, resources and prompts to the MCP endpoint for any valid credential (`npm run conformance`; refused with `NODE_ENV=production`)' },
   MCP_CONFIRM_TIMEOUT_MS: {
     group: 'MCP and OAuth',
     text: 'how long a write of a "confirm writes" credential on a 2025-era session waits for the user\'s elicitation answer before it fails with `confirmation_required` (the v1 SDK client\'s own request timeout is 60 s unless the caller raises it)',
