@@ -713,7 +713,7 @@ describe(`isolation drill (seed ${seed})`, () => {
         { name: 'create_task', arguments: { title: 'agent personal task' } },
       ];
       llm.play({ toolCalls: calls }, { content: 'Done.' });
-      const started = await call(t.baseUrl, { method: 'POST', path: '/api/agent/execute', token: starter.token, body: { projectId: starter.projectId, input: 'Collect everything.', maxSteps: 20 } });
+      const started = await call(t.baseUrl, { method: 'POST', path: '/api/agent/execute', token: starter.token, body: { projectId: starter.projectId, input: 'Collect everything.', maxSteps: 20, approval: 'none' } });
       if (started.status !== 202) {
         problems.push(`${starter.label}: execute → ${started.status} ${excerpt(started.text)}`);
         continue;
