@@ -103,6 +103,18 @@ describe('MCP resources, completions and client features', () => {
     expect(bobsView).not.toContain(`atrium://documents/${aliceDoc}`);
   });
 
+  it('a credential-shaped string in a document leaves a resource read as [redacted], on both eras', async () => {
+    // A GitHub token shape built at run time, so no secret scanner mistakes this file for a leak.
+    const token = ['ghp', '_', 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8'].join('');
+    const leaky = (await toolResult(app, aliceKey.key, 'create_document', { title: 'Pasted config', content: `deploy with token ${token} please` })).id;
+    for (const client of [await legacy(aliceKey.key), await modern(aliceKey.key)]) {
+      const read = await client.readResource({ uri: `atrium://documents/${leaky}` });
+      const text = (read.contents[0] as { text: string }).text;
+      expect(text).toBe('deploy with token [redacted] please');
+      expect(text).not.toContain(token);
+    }
+  });
+
   it('a credential without docs:read or github:read is offered no resources or completions', async () => {
     const client = await legacy(tasksOnly.key);
     expect(client.getServerCapabilities()).toEqual({ tools: { listChanged: false } });

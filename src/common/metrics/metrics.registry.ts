@@ -53,7 +53,7 @@ export const rateLimitedTotal = new Counter({
 
 export const redactionsTotal = new Counter({
   name: 'atrium_redactions_total',
-  help: 'Credential-shaped strings replaced by [redacted], by kind (atrium, github, aws, google, slack, stripe, private_key, jwt) and where (tool_result, run_output, webhook_body, upstream_error)',
+  help: 'Credential-shaped strings replaced by [redacted], by kind (atrium, github, aws, google, slack, stripe, private_key, jwt) and where (tool_result, resource_read, run_output, webhook_body, upstream_error)',
   labelNames: ['kind', 'where'] as const,
   registers: [metricsRegistry],
 });

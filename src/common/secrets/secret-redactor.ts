@@ -1,7 +1,7 @@
 import { redactionsTotal } from '../metrics/metrics.registry.js';
 
 /** Where a redaction happened (a label of atrium_redactions_total). */
-export type RedactionSite = 'tool_result' | 'run_output' | 'webhook_body' | 'upstream_error';
+export type RedactionSite = 'tool_result' | 'resource_read' | 'run_output' | 'webhook_body' | 'upstream_error';
 
 export const REDACTED = '[redacted]';
 

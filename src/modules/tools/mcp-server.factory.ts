@@ -26,6 +26,7 @@ import { renderError } from '../../common/errors/error-body.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { toAppException } from '../../common/errors/to-app-exception.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
+import { redactValue } from '../../common/secrets/secret-redactor.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { KeyCaller } from '../api-keys/key-caller.js';
@@ -338,7 +339,8 @@ export class McpServerFactory implements OnApplicationShutdown {
         const uri = typeof params.uri === 'string' ? params.uri : '';
         for (const extension of all) {
           const result = await extension.readResource?.(uri, request);
-          if (result) return { ...result, ...modern(request, CACHE_HINTS.read) };
+          // A resource's text leaves like a tool result: credential shapes in it are redacted here, for every provider.
+          if (result) return { ...redactValue(result, 'resource_read'), ...modern(request, CACHE_HINTS.read) };
         }
         throw new McpError(MCP_RESOURCE_NOT_FOUND, `Resource not found: ${uri.slice(0, 200)}`, { uri });
       });
