@@ -143,6 +143,14 @@ export interface AppConfig {
      * (during / quiet 1.5–2.7×), with 8 or 16 it did (1.2–2.4×, mean 1.6× against 2.3× unpaced; RAG notes, session 9).
      */
     pacedBatchChunks: number;
+    /**
+     * Fair shares: a job works at most this long (INDEX_SLICE_MS, default 5000) or this many chunks (INDEX_SLICE_CHUNKS,
+     * default 2000) before it hands its worker to a waiting job, if one waits; it resumes where it stopped.
+     */
+    sliceMs: number;
+    sliceChunks: number;
+    /** INDEX_MAX_QUEUED_PER_USER (default 100): a user's queued and running indexing jobs at most; beyond, 429 RATE_LIMITED. */
+    maxQueuedPerUser: number;
   };
   /** Limits on turning an untrusted upload into text (see IngestSandbox); a broken one fails the document. */
   extraction: ExtractionLimits & {
@@ -275,6 +283,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       dutyCycle: read.number('RAG_INDEX_DUTY_CYCLE', 0.5, 0.1, 1),
       pacedMinChunks: read.int('RAG_INDEX_PACED_MIN_CHUNKS', 200, 0, 100_000_000),
       pacedBatchChunks: read.int('RAG_INDEX_PACED_BATCH_CHUNKS', 16, 1, 64),
+      sliceMs: read.int('INDEX_SLICE_MS', 5_000, 50, 3_600_000),
+      sliceChunks: read.int('INDEX_SLICE_CHUNKS', 2_000, 1, 10_000_000),
+      maxQueuedPerUser: read.int('INDEX_MAX_QUEUED_PER_USER', 100, 1, 1_000_000),
     },
     extraction: {
       maxTextBytes: read.int('EXTRACT_MAX_TEXT_BYTES', DEFAULT_EXTRACTION_LIMITS.maxTextBytes, 1024, 1024 * 1024 * 1024),

@@ -57,6 +57,23 @@ export class ClaimableJobsService {
     return { claim: { table, id, token: claimed.token }, job: map(claimed.row) };
   }
 
+  /** Claims the job fairest to run next (ClaimableJobsRepository.claimNext) and maps its row; undefined when none waits. */
+  async claimNext<T extends ClaimableTableName, R>(table: ClaimableTable<T>, staleAfterMs: number, map: (row: Selectable<DB[T]>) => R): Promise<{ claim: Claim<T>; job: R } | undefined> {
+    const claimed = await this.repository.claimNext(table, staleAfterMs, randomUUID());
+    if (!claimed) return undefined;
+    const id = (claimed.row as { id: string }).id;
+    return { claim: { table, id, token: claimed.token }, job: map(claimed.row) };
+  }
+
+  othersWaiting(table: ClaimableTable, exceptId: string, staleAfterMs: number): Promise<boolean> {
+    return this.repository.othersWaiting(table, exceptId, staleAfterMs);
+  }
+
+  /** An owner's queued and running jobs of a kind (for the per-user caps). */
+  activeOf(table: ClaimableTable, ownerId: string): Promise<number> {
+    return this.repository.activeOf(table, ownerId);
+  }
+
   /** Whether the claim is still ours (a look between two units of work). */
   async held(claim: Claim): Promise<boolean> {
     return (await this.repository.state(claim)).held;

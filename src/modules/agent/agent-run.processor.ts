@@ -1,6 +1,5 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import type { Job } from 'bullmq';
-import { RequestContext } from '../../common/request-context/request-context.js';
 import { WORKER_DRAIN_DELAY_SECONDS, WORKER_RUN_RETRY_DELAY_MS } from '../../queue/queue.constants.js';
 import { AGENT_RUNS_QUEUE } from './agent.constants.js';
 import { AgentRunner } from './agent-run.runner.js';
@@ -20,8 +19,11 @@ export class AgentRunProcessor extends WorkerHost {
     super();
   }
 
-  async process(job: Job<AgentRunJobData>): Promise<string> {
-    // A redelivered or duplicate entry for a run another live worker holds is simply not claimed.
-    return RequestContext.run({ requestId: job.data.traceId ?? job.data.runId }, () => this.runner.run(job.data.runId));
+  /**
+   * An entry says "a run is waiting"; the runner claims whichever run is fairest to run next (per-user shares),
+   * which need not be the entry's own: that one stays queued and a later entry (or the recovery sweep) picks it up.
+   */
+  async process(_job: Job<AgentRunJobData>): Promise<string> {
+    return this.runner.run();
   }
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
+import { RequestContext } from '../../common/request-context/request-context.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ERROR_CODE_MAPPING } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
@@ -73,19 +74,30 @@ export class AgentRunner implements OnModuleDestroy {
     await Promise.race([Promise.allSettled([...this.active.values()].map((run) => run.done)), new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
   }
 
-  async run(runId: string): Promise<'finished' | 'not-claimed'> {
+  /**
+   * Runs one run: the given one, or (from the queue, `runId` undefined) whichever is fairest to run next
+   * (ClaimableJobsService.claimNext): a queue entry only says "there is work", so one user's backlog cannot hold
+   * the workers while another user's run waits.
+   */
+  async run(runId?: string): Promise<'finished' | 'not-claimed'> {
     if (this.stopping) return 'not-claimed';
-    const claimed = await this.claims.claim(AGENT_RUNS_TABLE, runId, this.config.agent.staleAfterMs, toAgentRun);
+    const map = (row: Parameters<typeof toAgentRun>[0]) => ({ run: toAgentRun(row), traceId: row.trace_id });
+    const claimed =
+      runId === undefined
+        ? await this.claims.claimNext(AGENT_RUNS_TABLE, this.config.agent.staleAfterMs, map)
+        : await this.claims.claim(AGENT_RUNS_TABLE, runId, this.config.agent.staleAfterMs, map);
     if (!claimed) return 'not-claimed';
+    const claimedId = claimed.job.run.id;
     const controller = new AbortController();
-    const done = this.execute(claimed.job, new StepRecorder(this.repository, this.claims, claimed.claim), controller).catch((error: unknown) => {
-      this.logger.error({ msg: 'agent run crashed', runId, error: error instanceof Error ? error.message : String(error) });
+    const recorder = new StepRecorder(this.repository, this.claims, claimed.claim);
+    const done = RequestContext.run({ requestId: claimed.job.traceId ?? claimedId }, () => this.execute(claimed.job.run, recorder, controller)).catch((error: unknown) => {
+      this.logger.error({ msg: 'agent run crashed', runId: claimedId, error: error instanceof Error ? error.message : String(error) });
     });
-    this.active.set(runId, { controller, done });
+    this.active.set(claimedId, { controller, done });
     try {
       await done;
     } finally {
-      this.active.delete(runId);
+      this.active.delete(claimedId);
     }
     return 'finished';
   }

@@ -1,4 +1,7 @@
+import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import { RAG_INDEXING_QUEUE } from './rag.constants.js';
 import { DocumentIndexStateService, type DocumentForIndexing } from '../documents/document-index-state.service.js';
 import { TextExtractionError } from '../documents/text-extraction-error.js';
 import { kindOfMime } from '../documents/document-type.js';
@@ -12,8 +15,46 @@ import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
 import type { ClaimableTable } from '../../queue/claimable-jobs.repository.js';
 import { IndexingJobsRepository, toIndexingJob } from './indexing-jobs.repository.js';
 
+/** Claims of a job that were interrupted (its worker died or failed) before it is failed with its unfinished documents. */
+export const MAX_JOB_CLAIMS = 5;
+
+const YIELDED = Symbol('yielded');
+
+/** Adds a queue entry saying "indexing work is waiting" (the suffix makes a new BullMQ job id). */
+export function enqueueIndexing(queue: Queue, id: string, suffix = ''): Promise<unknown> {
+  return queue.add(
+    'index',
+    { indexingJobId: id },
+    { jobId: `${id}${suffix}`, attempts: 5, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: 1000, removeOnFail: 1000 },
+  );
+}
+
+/**
+ * One slice of an indexing job's work: over once it has run `sliceMs` or written `sliceChunks` chunks and another job
+ * is waiting. With nobody waiting a new slice starts at once (the question is asked once per slice, not per batch).
+ */
+class Slice {
+  private startedAt = performance.now();
+  private chunks = 0;
+
+  constructor(
+    private readonly sliceMs: number,
+    private readonly sliceChunks: number,
+    private readonly othersWaiting: () => Promise<boolean>,
+  ) {}
+
+  async over(chunksWritten: number): Promise<boolean> {
+    this.chunks += chunksWritten;
+    if (performance.now() - this.startedAt < this.sliceMs && this.chunks < this.sliceChunks) return false;
+    if (await this.othersWaiting()) return true;
+    this.startedAt = performance.now();
+    this.chunks = 0;
+    return false;
+  }
+}
+
 /** Indexing jobs as claimable jobs (src/queue): a claim's number (`attempts`) fences its writes. */
-export const INDEXING_JOBS_TABLE: ClaimableTable<'indexing_jobs'> = { table: 'indexing_jobs', fencedBy: 'attempts' };
+export const INDEXING_JOBS_TABLE: ClaimableTable<'indexing_jobs'> = { table: 'indexing_jobs', fencedBy: 'attempts', owner: 'created_by', project: 'project_id', handBacks: 'slices' };
 
 /**
  * Runs one indexing job. Claiming is an atomic UPDATE (queued, or running with a dead worker's stale
@@ -41,33 +82,61 @@ export class IndexingJobRunner {
     private readonly indexState: DocumentIndexStateService,
     private readonly sandbox: IngestSandbox,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectQueue(RAG_INDEXING_QUEUE) private readonly queue: Queue,
   ) {}
 
-  async run(jobId: string): Promise<'finished' | 'not-claimed'> {
-    const claimed = await this.claims.claim(INDEXING_JOBS_TABLE, jobId, this.config.indexing.staleAfterMs, (row) => row);
+  /**
+   * Runs one slice of an indexing job: the given one, or (from the queue, `jobId` undefined) whichever is fairest to
+   * run next (ClaimableJobsService.claimNext): a queue entry only says "there is work". A slice ends after
+   * INDEX_SLICE_MS or INDEX_SLICE_CHUNKS of work when another job is waiting: the job hands its claim back, still
+   * `running` with its progress stored, and a new queue entry lets the fairest job (often another user's) go first;
+   * the next claim resumes at the same document and chunk. With nobody waiting it simply goes on.
+   */
+  async run(jobId?: string): Promise<'finished' | 'yielded' | 'not-claimed'> {
+    const staleAfterMs = this.config.indexing.staleAfterMs;
+    const claimed =
+      jobId === undefined
+        ? await this.claims.claimNext(INDEXING_JOBS_TABLE, staleAfterMs, toIndexingJob)
+        : await this.claims.claim(INDEXING_JOBS_TABLE, jobId, staleAfterMs, toIndexingJob);
     if (!claimed) return 'not-claimed';
-    const { claim: held } = claimed;
-    const job = toIndexingJob(claimed.job);
+    const { claim: held, job } = claimed;
     const claim = job.attempts; // the fencing token (INDEXING_JOBS_TABLE.fencedBy) every write below names
-    const heartbeatEveryMs = Math.min(10_000, Math.floor(this.config.indexing.staleAfterMs / 3));
+    const heartbeatEveryMs = Math.min(10_000, Math.floor(staleAfterMs / 3));
     const stopHeartbeat = this.claims.watch(held, { checkEveryMs: heartbeatEveryMs, beatEveryMs: heartbeatEveryMs });
+    const slice = new Slice(this.config.indexing.sliceMs, this.config.indexing.sliceChunks, () => this.claims.othersWaiting(INDEXING_JOBS_TABLE, job.id, staleAfterMs));
     try {
       for (let position = job.done + job.failed; position < job.documentIds.length; position += 1) {
         if (!(await this.claims.held(held))) return 'finished'; // cancelled, or taken over by another worker
+        if (position > job.done + job.failed && (await slice.over(0))) return await this.handBack(job.id, claim);
         const documentId = job.documentIds[position];
-        const error = await this.indexDocument(documentId, job.kind === 'reindex', jobId, claim);
-        const counted = await this.jobs.countDocument(jobId, claim, { failure: error === null ? null : { documentId, message: error } });
+        const error = await this.indexDocument(documentId, job.kind === 'reindex', job.id, claim, slice);
+        if (error === YIELDED) return await this.handBack(job.id, claim);
+        const counted = await this.jobs.countDocument(job.id, claim, { failure: error === null ? null : { documentId, message: error } });
         if (!counted) return 'finished'; // cancelled, or taken over by another worker: no longer ours
       }
-      await this.jobs.finish(jobId, claim);
+      await this.jobs.finish(job.id, claim);
       return 'finished';
     } catch (error) {
-      // Let the queue's retry claim the job at once instead of waiting for the heartbeat to go stale.
+      // Interruptions, not slices handed back on purpose, count towards giving up on a job.
+      if (job.attempts - job.slices >= MAX_JOB_CLAIMS) {
+        await this.markFailed(job.id, error instanceof Error ? error.message : String(error));
+        return 'finished';
+      }
+      // Let the next claim take the job at once instead of waiting for the heartbeat to go stale; the queue retries the entry.
       await this.claims.release(held).catch(() => undefined);
       throw error;
     } finally {
       stopHeartbeat();
     }
+  }
+
+  /** Ends this slice: the claim goes back (the job stays `running`, claimable at once) and a queue entry announces it. */
+  private async handBack(jobId: string, claim: number): Promise<'yielded' | 'finished'> {
+    if (!(await this.jobs.handBack(jobId, claim))) return 'finished';
+    await enqueueIndexing(this.queue, jobId, `-s${claim}`).catch((error: unknown) =>
+      this.logger.warn({ msg: 'could not enqueue the next slice; the recovery sweep will', jobId, error: String(error) }),
+    );
+    return 'yielded';
   }
 
   /**
@@ -83,7 +152,7 @@ export class IndexingJobRunner {
   }
 
   /** Indexes one document; returns an error message for the job's per-document errors, or null. */
-  private async indexDocument(documentId: string, force: boolean, jobId: string, claim: number): Promise<string | null> {
+  private async indexDocument(documentId: string, force: boolean, jobId: string, claim: number, slice: Slice): Promise<string | null | typeof YIELDED> {
     const document = await this.indexState.load(documentId);
     if (!document) return null; // deleted meanwhile: nothing to index, nothing left to find
     const progress = async (written: number, total: number): Promise<void> => {
@@ -105,7 +174,10 @@ export class IndexingJobRunner {
     }
     await this.indexState.markProcessing(documentId, document.sha256);
     try {
-      const outcome = await this.chunks.write({ id: document.id, title: document.title, sha256: document.sha256, text }, force, progress);
+      // A resumed slice of a forced reindex must not start the document over: force only on its first write.
+      const forced = force && !(await this.jobs.wasStarted(jobId, claim, documentId));
+      const outcome = await this.chunks.write({ id: document.id, title: document.title, sha256: document.sha256, text }, forced, progress, (chunks) => slice.over(chunks));
+      if (outcome.status === 'yielded') return YIELDED;
       if (outcome.status !== 'stale') await this.indexState.markIndexed(documentId, document.sha256, outcome.chunkCount);
       return null;
     } catch (error) {

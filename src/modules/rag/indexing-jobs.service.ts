@@ -12,7 +12,7 @@ import { DocumentEventsService, type DocumentEvent } from '../documents/document
 import { DocumentsService } from '../documents/documents.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ChunkWriterService } from './chunk-writer.service.js';
-import { INDEXING_JOBS_TABLE, IndexingJobRunner } from './indexing-job.runner.js';
+import { enqueueIndexing, INDEXING_JOBS_TABLE, IndexingJobRunner, MAX_JOB_CLAIMS } from './indexing-job.runner.js';
 import { IndexingJobsRepository, type IndexingJob, type IndexingJobKind, type IndexingJobStatus } from './indexing-jobs.repository.js';
 import { RAG_INDEXING_QUEUE } from './rag.constants.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
@@ -24,8 +24,6 @@ export interface IndexingPlan {
   projectId: string;
   ids: string[];
 }
-/** Claims of a job whose worker kept dying before recovery fails it (and its unfinished documents). */
-const MAX_JOB_CLAIMS = 5;
 
 export type { IndexingJobKind, IndexingJobStatus } from './indexing-jobs.repository.js';
 
@@ -150,11 +148,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
   }
 
   private async enqueue(id: string, suffix = ''): Promise<void> {
-    await this.queue.add(
-      'index',
-      { indexingJobId: id },
-      { jobId: `${id}${suffix}`, attempts: 5, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: 1000, removeOnFail: 1000 },
-    );
+    await enqueueIndexing(this.queue, id, suffix);
   }
 
   /** A document appeared or changed: index it in the background; what is outdated leaves the index first. */
