@@ -17,6 +17,8 @@ import { IndexingJobsRepository, type IndexingJob, type IndexingJobKind, type In
 import { RAG_INDEXING_QUEUE } from './rag.constants.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
 import { isUuid } from '../../common/validation/uuid.js';
+import type { ApiArea } from '../../common/http/api-area.js';
+import { rateLimited } from '../../common/rate-limit/rate-limiter.service.js';
 
 /** An authorised indexing request: which documents a job will index. */
 export interface IndexingPlan {
@@ -24,6 +26,9 @@ export interface IndexingPlan {
   projectId: string;
   ids: string[];
 }
+
+/** Retry-After of a per-user cap: about one slice of another job's work. */
+const CAP_RETRY_AFTER_SECONDS = 5;
 
 export type { IndexingJobKind, IndexingJobStatus } from './indexing-jobs.repository.js';
 
@@ -65,6 +70,17 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
 
   onModuleInit(): void {
     this.unsubscribe = this.events.subscribe((event) => this.onDocumentEvent(event));
+    this.events.setAdmission((userId, area) => this.assertCapacity(userId, area));
+  }
+
+  /**
+   * The per-user cap on queued work (INDEX_MAX_QUEUED_PER_USER): a user with that many indexing jobs queued or
+   * running gets 429 RATE_LIMITED for more (uploads, new text, ingest, reindex) until some finish.
+   */
+  async assertCapacity(userId: string, area: ApiArea = 'backend'): Promise<void> {
+    const cap = this.config.indexing.maxQueuedPerUser;
+    if ((await this.claims.activeOf(INDEXING_JOBS_TABLE, userId)) < cap) return;
+    throw rateLimited(area, `You have ${cap} indexing jobs queued or running (INDEX_MAX_QUEUED_PER_USER); retry when some have finished`, CAP_RETRY_AFTER_SECONDS);
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -76,6 +92,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
 
   onModuleDestroy(): void {
     this.unsubscribe?.();
+    this.events.setAdmission(undefined);
     this.stopSweep?.();
   }
 
@@ -87,6 +104,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
    */
   async plan(actor: Actor, kind: IndexingJobKind, projectId: string, documentIds?: string[]): Promise<IndexingPlan> {
     await this.projects.requireRole(actor, projectId, 'editor');
+    await this.assertCapacity(actor.userId);
     if (documentIds && documentIds.length > 0) {
       const unique = [...new Set(documentIds)];
       const found = new Set(await this.documents.visibleIdsInProject(actor, projectId, { ids: unique }));
