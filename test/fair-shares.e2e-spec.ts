@@ -76,7 +76,7 @@ function prose(bytes: number): string {
 }
 
 describe('fair shares: scheduling across users', () => {
-  const RUN_STEP_MS = 700;
+  const RUN_STEP_MS = 1_500;
   let app: TestApp;
   let model: SlowModel;
 
@@ -111,9 +111,8 @@ describe('fair shares: scheduling across users', () => {
     const finished = async (user: TestUser, id: string) => (await runView(app, user, id)).status === 'succeeded';
 
     const idle = await timed('idle run', () => execute(small, smallProject), (id) => finished(small, id));
-    // Four runs at a time per process: 16 make four waves of one slow model call each.
-    const backlog: string[] = [];
-    for (let i = 0; i < 16; i += 1) backlog.push(await execute(bulk, bulkProject));
+    // Four runs at a time per process: 24 make six waves of one slow model call each.
+    const backlog = await Promise.all(Array.from({ length: 24 }, () => execute(bulk, bulkProject)));
     const behind = await timed('run behind a backlog', () => execute(small, smallProject), (id) => finished(small, id));
 
     const bulkLeft = await Promise.all(backlog.map(async (id) => (await runView(app, bulk, id)).status));

@@ -82,7 +82,8 @@ export class ClaimableJobsRepository {
    * whose worker died), the one whose owner has the fewest running jobs and was served longest ago (never served
    * first), then the same within the owner's projects, then the oldest. So a user's backlog, however long, delays
    * another user's first job by at most the jobs already running. SKIP LOCKED lets several workers claim at once.
-   * The claim also stamps `claimed_at`, the owner's "last served" time.
+   * The claim also stamps `claimed_at`, the owner's "last served" time. Owners are compared with `=` so each lookup is
+   * an index probe (`*_claimed_idx`, `*_active_idx`); a job without an owner (a system reindex) counts as never served.
    */
   async claimNext<T extends ClaimableTableName>(spec: ClaimableTable<T>, staleAfterMs: number, newToken: string): Promise<{ row: Selectable<DB[T]>; token: string | number } | undefined> {
     const table = sql.table(spec.table);
@@ -97,10 +98,10 @@ export class ClaimableJobsRepository {
         SELECT q.id FROM ${table} q
         WHERE ${claimable}
         ORDER BY
-          (SELECT count(*) FROM ${table} o WHERE o.${owner} IS NOT DISTINCT FROM q.${owner} AND ${live}),
-          (SELECT max(o.claimed_at) FROM ${table} o WHERE o.${owner} IS NOT DISTINCT FROM q.${owner}) NULLS FIRST,
-          (SELECT count(*) FROM ${table} o WHERE o.${project} IS NOT DISTINCT FROM q.${project} AND ${live}),
-          (SELECT max(o.claimed_at) FROM ${table} o WHERE o.${project} IS NOT DISTINCT FROM q.${project}) NULLS FIRST,
+          (SELECT count(*) FROM ${table} o WHERE o.${owner} = q.${owner} AND ${live}),
+          (SELECT max(o.claimed_at) FROM ${table} o WHERE o.${owner} = q.${owner}) NULLS FIRST,
+          (SELECT count(*) FROM ${table} o WHERE o.${project} = q.${project} AND ${live}),
+          (SELECT max(o.claimed_at) FROM ${table} o WHERE o.${project} = q.${project}) NULLS FIRST,
           q.created_at, q.id
         LIMIT 1
         FOR UPDATE SKIP LOCKED
