@@ -202,6 +202,9 @@ async function main(): Promise<void> {
     const docRatio = median(loaded.map((r) => r.documentMs)) / median(idle.map((r) => r.documentMs));
     const runRatio = median(loaded.map((r) => r.runMs)) / median(idle.map((r) => r.runMs));
     console.log(`  ratio (median behind / median idle): document ${docRatio.toFixed(2)}×, run ${runRatio.toFixed(2)}× (target ≤ 2×)`);
+    const idleDoc = median(idle.map((r) => r.documentMs));
+    const idleRun = median(idle.map((r) => r.runMs));
+    console.log(`  per round (behind / median idle): document ${loaded.map((r) => `${(r.documentMs / idleDoc).toFixed(2)}×`).join(', ')}; run ${loaded.map((r) => `${(r.runMs / idleRun).toFixed(2)}×`).join(', ')}`);
 
     await until('bulk runs', async () => (await Promise.all(runs.map((id) => runStatus(bulk, id)))).every((status) => status === 'succeeded'));
     await until('large document', async () => (await documentStatus(bulk, large)) === 'indexed', 1_800_000);
