@@ -148,8 +148,8 @@ export interface AppConfig {
      */
     pacedBatchChunks: number;
     /**
-     * Fair shares: a job works at most this long (INDEX_SLICE_MS, default 5000) or this many chunks (INDEX_SLICE_CHUNKS,
-     * default 2000) before it hands its worker to a waiting job, if one waits; it resumes where it stopped.
+     * Fair shares: after this long (INDEX_SLICE_MS, default 1000) or this many chunks (INDEX_SLICE_CHUNKS, default 500)
+     * of a job's work, a waiting job (the fairest) runs in between for at most as long; then the first one goes on.
      */
     sliceMs: number;
     sliceChunks: number;
@@ -298,8 +298,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       dutyCycle: read.number('RAG_INDEX_DUTY_CYCLE', 0.5, 0.1, 1),
       pacedMinChunks: read.int('RAG_INDEX_PACED_MIN_CHUNKS', 200, 0, 100_000_000),
       pacedBatchChunks: read.int('RAG_INDEX_PACED_BATCH_CHUNKS', 16, 1, 64),
-      sliceMs: read.int('INDEX_SLICE_MS', 5_000, 50, 3_600_000),
-      sliceChunks: read.int('INDEX_SLICE_CHUNKS', 2_000, 1, 10_000_000),
+      sliceMs: read.int('INDEX_SLICE_MS', 1_000, 50, 3_600_000),
+      sliceChunks: read.int('INDEX_SLICE_CHUNKS', 500, 1, 10_000_000),
       maxQueuedPerUser: read.int('INDEX_MAX_QUEUED_PER_USER', 100, 1, 1_000_000),
     },
     extraction: {

@@ -30,8 +30,13 @@ export function enqueueIndexing(queue: Queue, id: string, suffix = ''): Promise<
 }
 
 /**
- * One slice of an indexing job's work: over once it has run `sliceMs` or written `sliceChunks` chunks and another job
- * is waiting. With nobody waiting a new slice starts at once (the question is asked once per slice, not per batch).
+ * One slice of an indexing job's work: over once it has run `sliceMs` or written `sliceChunks` chunks.
+ *
+ * A job a worker took from the queue (the outer job) does not stop at a slice's end: if another job is waiting, it
+ * runs that job in between (`interleave`: the fairest one, claimed as any claim is), then goes on where it was, with
+ * its text, chunk plan and claim still in hand, so a large document costs nothing to resume. A job run in between (a
+ * nested job) has no such turn: at its slice's end it hands its claim back and the outer job continues. With nobody
+ * waiting a new slice starts at once (the question is asked once per slice, not per batch).
  */
 class Slice {
   private startedAt = performance.now();
@@ -40,13 +45,18 @@ class Slice {
   constructor(
     private readonly sliceMs: number,
     private readonly sliceChunks: number,
+    /** Set for a nested job: it hands back at its slice's end. */
+    private readonly nested: boolean,
     private readonly othersWaiting: () => Promise<boolean>,
+    private readonly interleave: () => Promise<void>,
   ) {}
 
+  /** True when the job must stop here and hand its claim back (nested jobs only). */
   async over(chunksWritten: number): Promise<boolean> {
     this.chunks += chunksWritten;
     if (performance.now() - this.startedAt < this.sliceMs && this.chunks < this.sliceChunks) return false;
-    if (await this.othersWaiting()) return true;
+    if (this.nested) return true;
+    if (await this.othersWaiting()) await this.interleave();
     this.startedAt = performance.now();
     this.chunks = 0;
     return false;
@@ -86,13 +96,14 @@ export class IndexingJobRunner {
   ) {}
 
   /**
-   * Runs one slice of an indexing job: the given one, or (from the queue, `jobId` undefined) whichever is fairest to
-   * run next (ClaimableJobsService.claimNext): a queue entry only says "there is work". A slice ends after
-   * INDEX_SLICE_MS or INDEX_SLICE_CHUNKS of work when another job is waiting: the job hands its claim back, still
-   * `running` with its progress stored, and a new queue entry lets the fairest job (often another user's) go first;
-   * the next claim resumes at the same document and chunk. With nobody waiting it simply goes on.
+   * Runs an indexing job: the given one, or (from the queue, `jobId` undefined) whichever is fairest to run next
+   * (ClaimableJobsService.claimNext): a queue entry only says "there is work". Every INDEX_SLICE_MS or
+   * INDEX_SLICE_CHUNKS of work, if another job is waiting, the fairest one runs in between (see Slice), so a small
+   * document never waits for a large one. A job run in between (`nested`) that does not finish within its slice hands
+   * its claim back, still `running` with its progress stored, and a new queue entry announces it; the next claim
+   * resumes at the same document and chunk.
    */
-  async run(jobId?: string): Promise<'finished' | 'yielded' | 'not-claimed'> {
+  async run(jobId?: string, nested = false): Promise<'finished' | 'yielded' | 'not-claimed'> {
     const staleAfterMs = this.config.indexing.staleAfterMs;
     const claimed =
       jobId === undefined
@@ -103,7 +114,13 @@ export class IndexingJobRunner {
     const claim = job.attempts; // the fencing token (INDEXING_JOBS_TABLE.fencedBy) every write below names
     const heartbeatEveryMs = Math.min(10_000, Math.floor(staleAfterMs / 3));
     const stopHeartbeat = this.claims.watch(held, { checkEveryMs: heartbeatEveryMs, beatEveryMs: heartbeatEveryMs });
-    const slice = new Slice(this.config.indexing.sliceMs, this.config.indexing.sliceChunks, () => this.claims.othersWaiting(INDEXING_JOBS_TABLE, job.id, staleAfterMs));
+    const slice = new Slice(
+      this.config.indexing.sliceMs,
+      this.config.indexing.sliceChunks,
+      nested,
+      () => this.claims.othersWaiting(INDEXING_JOBS_TABLE, job.id, staleAfterMs),
+      () => this.interleave(job.id),
+    );
     try {
       for (let position = job.done + job.failed; position < job.documentIds.length; position += 1) {
         if (!(await this.claims.held(held))) return 'finished'; // cancelled, or taken over by another worker
@@ -127,6 +144,15 @@ export class IndexingJobRunner {
       throw error;
     } finally {
       stopHeartbeat();
+    }
+  }
+
+  /** Runs the fairest waiting job for one slice in the middle of job `outerId`; its failure is its own, not the outer job's. */
+  private async interleave(outerId: string): Promise<void> {
+    try {
+      await this.run(undefined, true);
+    } catch (error) {
+      this.logger.warn({ msg: 'a job run in between failed; it will be retried', outerJobId: outerId, error: error instanceof Error ? error.message : String(error) });
     }
   }
 
