@@ -112,10 +112,21 @@ export class ClaimableJobsRepository {
     return { row, token: spec.fencedBy === 'claim_token' ? newToken : (row as { attempts: number }).attempts };
   }
 
-  /** Whether any job other than `exceptId` waits to be claimed (a slice of work yields only when one does). */
+  /**
+   * Whether a job of another owner, or of another project of the same owner, than job `exceptId` waits to be claimed
+   * (a slice of work makes way only for those: two large documents of one project would only trade places).
+   */
   async othersWaiting(spec: ClaimableTable, exceptId: string, staleAfterMs: number): Promise<boolean> {
+    const owner = sql.ref(spec.owner);
+    const project = sql.ref(spec.project);
+    const table = sql.table(spec.table);
     const { rows } = await sql<{ waiting: boolean }>`
-      SELECT EXISTS (SELECT 1 FROM ${sql.table(spec.table)} WHERE id <> ${exceptId} AND (status = 'queued' OR (status = 'running' AND ${staleHeartbeat(staleAfterMs)}))) AS waiting`.execute(this.db);
+      SELECT EXISTS (
+        SELECT 1 FROM ${table} w, ${table} x
+        WHERE x.id = ${exceptId} AND w.id <> x.id
+          AND (w.${owner} IS DISTINCT FROM x.${owner} OR w.${project} IS DISTINCT FROM x.${project})
+          AND (w.status = 'queued' OR (w.status = 'running' AND (w.heartbeat_at IS NULL OR w.heartbeat_at < now() - make_interval(secs => ${staleAfterMs / 1000}))))
+      ) AS waiting`.execute(this.db);
     return rows[0]?.waiting === true;
   }
 
