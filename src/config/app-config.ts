@@ -148,8 +148,9 @@ export interface AppConfig {
      */
     pacedBatchChunks: number;
     /**
-     * Fair shares: after this long (INDEX_SLICE_MS, default 1000) or this many chunks (INDEX_SLICE_CHUNKS, default 500)
-     * of a job's work, a waiting job (the fairest) runs in between for at most as long; then the first one goes on.
+     * Fair shares: after this long (INDEX_SLICE_MS, default 250) or this many chunks (INDEX_SLICE_CHUNKS, default 500)
+     * of a job's work, a waiting job of another user or project (the fairest) runs in between for up to five slices or
+     * INDEX_SLICE_CHUNKS chunks; then the first one goes on where it was.
      */
     sliceMs: number;
     sliceChunks: number;
@@ -298,7 +299,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       dutyCycle: read.number('RAG_INDEX_DUTY_CYCLE', 0.5, 0.1, 1),
       pacedMinChunks: read.int('RAG_INDEX_PACED_MIN_CHUNKS', 200, 0, 100_000_000),
       pacedBatchChunks: read.int('RAG_INDEX_PACED_BATCH_CHUNKS', 16, 1, 64),
-      sliceMs: read.int('INDEX_SLICE_MS', 1_000, 50, 3_600_000),
+      sliceMs: read.int('INDEX_SLICE_MS', 250, 50, 3_600_000),
       sliceChunks: read.int('INDEX_SLICE_CHUNKS', 500, 1, 10_000_000),
       maxQueuedPerUser: read.int('INDEX_MAX_QUEUED_PER_USER', 100, 1, 1_000_000),
     },

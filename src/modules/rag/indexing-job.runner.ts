@@ -20,6 +20,9 @@ export const MAX_JOB_CLAIMS = 5;
 
 const YIELDED = Symbol('yielded');
 
+/** How many slices a job run in between may work before it hands its claim back (see Slice). */
+const NESTED_TURN_SLICES = 5;
+
 /** Adds a queue entry saying "indexing work is waiting" (the suffix makes a new BullMQ job id). */
 export function enqueueIndexing(queue: Queue, id: string, suffix = ''): Promise<unknown> {
   return queue.add(
@@ -30,7 +33,8 @@ export function enqueueIndexing(queue: Queue, id: string, suffix = ''): Promise<
 }
 
 /**
- * One slice of an indexing job's work: over once it has run `sliceMs` or written `sliceChunks` chunks.
+ * One slice of an indexing job's work: over once it has run `sliceMs` or written `sliceChunks` chunks (a nested job's
+ * turn: NESTED_TURN_SLICES slices or `sliceChunks` chunks).
  *
  * A job a worker took from the queue (the outer job) does not stop at a slice's end: if another job is waiting, it
  * runs that job in between (`interleave`: the fairest one, claimed as any claim is), then goes on where it was, with
@@ -54,8 +58,11 @@ class Slice {
   /** True when the job must stop here and hand its claim back (nested jobs only). */
   async over(chunksWritten: number): Promise<boolean> {
     this.chunks += chunksWritten;
-    if (performance.now() - this.startedAt < this.sliceMs && this.chunks < this.sliceChunks) return false;
-    if (this.nested) return true;
+    const elapsed = performance.now() - this.startedAt;
+    // A nested job's turn is longer (NESTED_TURN_SLICES slices or sliceChunks chunks): handing back costs it a reload
+    // and a new chunk plan on its next claim, which a turn should outweigh.
+    if (this.nested) return elapsed >= NESTED_TURN_SLICES * this.sliceMs || this.chunks >= this.sliceChunks;
+    if (elapsed < this.sliceMs && this.chunks < this.sliceChunks) return false;
     if (await this.othersWaiting()) await this.interleave();
     this.startedAt = performance.now();
     this.chunks = 0;
