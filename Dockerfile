@@ -4,9 +4,7 @@
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# Not `npm ci`: the registry lacks some per-platform optional binaries, so they are absent from the
-# lock file and `npm ci` refuses the whole install; `npm install` installs exactly the locked versions.
-RUN npm install --no-audit --no-fund
+RUN npm ci --no-audit --no-fund
 COPY . .
 # The data directory is created here and copied with its owner below: the runtime stage runs no RUN.
 RUN npx nest build && npm prune --omit=dev --no-audit --no-fund && mkdir -p /app/data

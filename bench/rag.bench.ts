@@ -300,7 +300,7 @@ async function main(): Promise<void> {
           documents: documentCount,
           chunks,
           // Share of rag_postings pages the visibility map marks all-visible (see the VACUUM above): near 1 for a
-          // figure comparable with the README's; a --search-only run on a database never vacuumed shows less.
+          // figure comparable with docs/perf/rag.md; a --search-only run on a database never vacuumed shows less.
           postingsAllVisible,
           ingest,
           bulk,

@@ -4,7 +4,7 @@
 // written to localStorage, sessionStorage, cookies or the URL, so a reload signs the user out. A newly
 // created API key is held only in the "new key" panel until the user dismisses it.
 
-import { mcpClientSnippets } from './mcp-snippets.js';
+import { mcpClientSnippets, SET_KEY_VARIABLE } from './mcp-snippets.js';
 
 /**
  * The scopes a key can carry, from GET /api/api-keys/scopes (the server's catalog, declared by the tool
@@ -73,11 +73,19 @@ function describeError(err) {
 
 // ---- messages -------------------------------------------------------------------------------------
 
+/** How long a status message stays on screen (a toast fixed to the viewport, styles.css .status). */
+const STATUS_SHOWN_MS = 6000;
+let statusTimer = 0;
+
 function announce(text) {
   $('error').textContent = '';
   // Clearing first makes screen readers repeat an identical message.
   $('status').textContent = '';
-  window.setTimeout(() => ($('status').textContent = text), 30);
+  window.clearTimeout(statusTimer);
+  statusTimer = window.setTimeout(() => {
+    $('status').textContent = text;
+    statusTimer = window.setTimeout(() => ($('status').textContent = ''), STATUS_SHOWN_MS);
+  }, 30);
 }
 
 function showError(text) {
@@ -275,6 +283,8 @@ function expiryText(key) {
 
 function renderKeys(keys) {
   const body = $('keys-body');
+  // A refresh in the background must not take the keyboard focus away from a row's button.
+  const focused = document.activeElement instanceof HTMLElement && body.contains(document.activeElement) ? document.activeElement.dataset : null;
   body.replaceChildren();
   keysById = new Map(keys.map((k) => [k.id, k]));
   for (const key of keys) {
@@ -347,9 +357,23 @@ function renderKeys(keys) {
     cell(tr, actions, 'key-actions');
     body.append(tr);
   }
-  $('keys-empty').hidden = keys.length > 0;
-  $('keys-table').hidden = keys.length === 0;
+  if (focused && focused.keyId) {
+    body.querySelector(`button[data-action="${focused.action}"][data-key-id="${CSS.escape(focused.keyId)}"]`)?.focus();
+  }
   updateRevokedToggle();
+  updateKeysEmptyState();
+}
+
+/** With no key listed (none yet, or every one deleted and revoked keys collapsed), a sentence instead of an empty table. */
+function updateKeysEmptyState() {
+  const keys = [...keysById.values()];
+  const listed = keys.filter((k) => showRevoked || k.status !== 'revoked').length;
+  const empty = $('keys-empty');
+  empty.textContent = keys.length === 0
+    ? 'You have no API keys yet. Create one to connect an AI client or a script.'
+    : 'You have no API keys left: every key you created is deleted. Create a new one to connect an AI client or a script.';
+  empty.hidden = listed > 0;
+  $('keys-table').hidden = listed === 0;
 }
 
 /** Whether revoked keys are listed; off by default so the list shows the keys that still work. */
@@ -367,6 +391,7 @@ function onToggleRevoked() {
   showRevoked = !showRevoked;
   for (const tr of document.querySelectorAll('#keys-body tr[data-status="revoked"]')) tr.hidden = !showRevoked;
   updateRevokedToggle();
+  updateKeysEmptyState();
 }
 
 /** Every key of the account: the list is paged ({items, nextCursor}), so follow the cursor to the end. */
@@ -601,7 +626,7 @@ function showCreatedKey(created) {
   const origin = window.location.origin;
   const mcpUrl = `${origin}/api/v1/public/mcp`;
   $('created-key').value = created.key;
-  showMcpSnippets(mcpClientSnippets(mcpUrl, created.key));
+  showMcpSnippets(mcpClientSnippets(mcpUrl));
   $('connector-url').textContent = mcpUrl;
   const lines = [
     '# The tools this key may call',
@@ -633,6 +658,8 @@ function showMcpSnippets(snippets) {
     const snippet = snippets.find((s) => s.id === select.value) ?? snippets[0];
     $('created-mcp').textContent = snippet.text;
     $('mcp-where').textContent = snippet.where;
+    $('mcp-env').hidden = !snippet.usesEnv;
+    $('mcp-env-command').textContent = SET_KEY_VARIABLE;
   };
   select.onchange = render;
   render();
@@ -643,6 +670,7 @@ function clearSecretsFromPage() {
   $('created-key').value = '';
   $('created-mcp').textContent = '';
   $('mcp-client').replaceChildren();
+  $('mcp-env').hidden = true;
   $('created-curl').textContent = '';
   $('created-panel').hidden = true;
 }
@@ -695,6 +723,11 @@ async function onShowUsage(keyId, trigger) {
   const detail = await guarded(() => api('GET', `/api/api-keys/${encodeURIComponent(keyId)}`));
   if (!detail) return;
   $('create-panel').hidden = true;
+  renderUsage(keyId, detail);
+  $('usage-title').focus();
+}
+
+function renderUsage(keyId, detail) {
   $('usage-title').textContent = `Recent calls of "${detail.name}"`;
   const body = $('usage-body');
   body.replaceChildren();
@@ -712,7 +745,6 @@ async function onShowUsage(keyId, trigger) {
   $('usage-table').hidden = empty;
   $('usage-panel').hidden = false;
   $('usage-panel').dataset.keyId = keyId;
-  $('usage-title').focus();
 }
 
 function onCloseUsage() {
@@ -800,6 +832,40 @@ async function onDisconnect(button) {
   announce(`"${name}" disconnected.`);
 }
 
+// ---- fresh usage -----------------------------------------------------------------------------------
+
+/** While the page is in view, the lists are re-read this often, so "Last used" and "Calls" follow the clients' calls. */
+const REFRESH_EVERY_MS = 30_000;
+let backgroundRefresh = null;
+
+/**
+ * Re-reads the keys, the connected apps and an open "Recent calls" panel without messages or focus moves:
+ * when the user comes back to the tab or the window (after trying a key in a client) and on a timer.
+ */
+function refreshInBackground() {
+  // Not behind the delete dialog: a re-render would replace the button that focus returns to.
+  if (!session || document.visibilityState !== 'visible' || backgroundRefresh || $('confirm-dialog').open) return;
+  const owner = session;
+  const usageKeyId = $('usage-panel').hidden ? null : $('usage-panel').dataset.keyId;
+  backgroundRefresh = (async () => {
+    try {
+      const [keys, apps, usage] = await Promise.all([
+        fetchAllKeys(),
+        listAll('/api/oauth/grants'),
+        usageKeyId ? api('GET', `/api/api-keys/${encodeURIComponent(usageKeyId)}`) : null,
+      ]);
+      if (session !== owner) return; // signed out (or in as someone else) meanwhile
+      renderKeys(keys);
+      renderConnectedApps(apps);
+      if (usage && !$('usage-panel').hidden && $('usage-panel').dataset.keyId === usageKeyId) renderUsage(usageKeyId, usage);
+    } catch {
+      // Nothing changes on a failed background read; a refused token has already ended the session (api()).
+    } finally {
+      backgroundRefresh = null;
+    }
+  })();
+}
+
 // ---- wiring ----------------------------------------------------------------------------------------
 
 function init() {
@@ -840,6 +906,9 @@ function init() {
     if (!$('usage-panel').hidden) onCloseUsage();
     else if (!$('create-panel').hidden) onCancelCreate();
   });
+  document.addEventListener('visibilitychange', refreshInBackground);
+  window.addEventListener('focus', refreshInBackground);
+  window.setInterval(refreshInBackground, REFRESH_EVERY_MS);
   showLogin('');
   void showSignupIfOpen();
 }

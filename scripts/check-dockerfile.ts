@@ -1,14 +1,15 @@
 /**
  * Checks the Dockerfile the way a build would, on a machine without a Docker engine (CI here):
  *
- * 1. Rules read from the file (a subset of hadolint's, plus this project's): pinned base images, no
- *    `npm ci` (the lock file lacks per-platform optional packages), absolute WORKDIR, COPY not ADD, no
+ * 1. Rules read from the file (a subset of hadolint's, plus this project's): pinned base images,
+ *    dependencies installed with `npm ci` (exactly the lock file), absolute WORKDIR, COPY not ADD, no
  *    `cd`/`sudo` in RUN, exec-form CMD, a non-root USER with a data directory it owns, a HEALTHCHECK,
  *    EXPOSE of the app port; and a .dockerignore that keeps .env, data, node_modules, dist, … out.
  * 2. The build, executed: `git archive HEAD` into a temporary directory (what a clean checkout holds),
  *    .dockerignore applied, then each stage's WORKDIR / ENV / COPY / RUN replayed in a directory that
  *    stands for the stage's filesystem (absolute paths under WORKDIR are mapped into it). The final
- *    stage is then started with its CMD and ENV, and its HEALTHCHECK command must pass.
+ *    stage then runs the pre-rollout migration (`node dist/src/database/migrate.js`, no Nest CLI in the image), is
+ *    started with its CMD and ENV, and its HEALTHCHECK command must pass.
  *
  * What it cannot check: the base image itself (the host's Node runs the steps), file ownership
  * (checked by reading: the data directory must be copied with --chown of the final USER), and the
@@ -115,7 +116,7 @@ function checkRules(stages: Stage[], dockerignore: string | undefined): string[]
       }
       if (i.keyword === 'ADD' && !/https?:\/\//.test(i.args)) at(i, 'use COPY for local files (DL3020)');
       if (i.keyword === 'RUN') {
-        if (/\bnpm ci\b/.test(i.args)) at(i, '`npm ci` fails on this lock file (no per-platform optional packages); use `npm install` as .ci/run does');
+        if (/\bnpm (install|i)\b(?!\s+[^-\s])/.test(i.args)) at(i, 'install dependencies with `npm ci` (exactly package-lock.json), as .ci/run does');
         if (/(^|&&|;)\s*cd\s/.test(i.args)) at(i, 'use WORKDIR instead of cd (DL3003)');
         if (/\bsudo\b/.test(i.args)) at(i, 'do not use sudo (DL3004)');
         if (/apt-get install/.test(i.args) && !/--no-install-recommends/.test(i.args)) at(i, 'apt-get install --no-install-recommends (DL3015)');
@@ -165,7 +166,7 @@ function checkRules(stages: Stage[], dockerignore: string | undefined): string[]
 }
 
 /**
- * npm in a replayed RUN reads the registry's answers from the npm cache the host's own `npm install` filled, without
+ * npm in a replayed RUN reads the registry's answers from the npm cache the host's own `npm ci` filled, without
  * asking the registry whether they changed (--prefer-offline; what the cache lacks is still downloaded): the same
  * packages, locked by package-lock.json's integrity hashes, without 1,800 requests. A docker build downloads them.
  */
@@ -193,7 +194,7 @@ async function freePort(): Promise<number> {
 
 /**
  * docker build's layer cache, for the dependency layer only: a RUN whose stage so far copied only plain files
- * (`COPY package.json package-lock.json ./` then `RUN npm install …`) is keyed, as Docker keys a layer, by every
+ * (`COPY package.json package-lock.json ./` then `RUN npm ci …`) is keyed, as Docker keys a layer, by every
  * instruction before it and the content of the files copied; an unchanged key restores the stage as that RUN
  * left it instead of running it again. The build and start steps (after `COPY . .`) always run. The newest
  * two snapshots are kept (about 0.6 GB each). DOCKERFILE_CHECK_NO_CACHE=1 runs every step.
@@ -322,6 +323,15 @@ async function executeBuild(stages: Stage[], dockerignore: string): Promise<void
       API_KEY_PEPPER: randomBytes(32).toString('hex'),
       ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     };
+    // The pre-rollout migration operators run from the image (the Helm chart's hook runs the same command): the
+    // pruned image has no Nest CLI, so it must be plain node on the build's output.
+    if (existsSync(join(cwd, 'node_modules', '@nestjs', 'cli'))) throw new Error('the final stage still holds the Nest CLI (a dev dependency)');
+    const migrateCommand = ['node', 'dist/src/database/migrate.js'];
+    console.log(`migrate: ${migrateCommand.join(' ')}`);
+    const migrate = spawnSync(migrateCommand[0], migrateCommand.slice(1), { cwd, env: runtimeEnv, encoding: 'utf8' });
+    const migrated = /migrations applied/.test(migrate.stdout ?? '');
+    if (migrate.status !== 0 || !migrated) throw new Error(`${migrateCommand.join(' ')} failed (exit ${migrate.status}):\n${migrate.stdout}${migrate.stderr}`);
+    console.log('migrate: exited 0, migrations applied');
     console.log(`start: ${cmd.join(' ')} (cwd ${cwd}, DATA_DIR ${runtimeEnv.DATA_DIR})`);
     const child = spawn(cmd[0], cmd.slice(1), { cwd, env: runtimeEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';

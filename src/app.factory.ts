@@ -3,7 +3,6 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import type { Express, NextFunction, Request, Response } from 'express';
-import helmet from 'helmet';
 import { join } from 'node:path';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { sendError } from './common/errors/all-exceptions.filter.js';
@@ -13,6 +12,7 @@ import { httpMetricsMiddleware } from './common/metrics/http-metrics.middleware.
 import { METRICS_PATH, metricsHandler } from './common/metrics/metrics-endpoint.js';
 import { requestContextMiddleware } from './common/request-context/request-context.middleware.js';
 import { jsonBodyGuard } from './common/http/json-body-guard.js';
+import { securityHeaders } from './common/http/security-headers.js';
 import type { AppConfig } from './config/app-config.js';
 import { ShutdownState } from './modules/health/shutdown-state.js';
 import { buildOpenApiDocument } from './openapi/openapi-document.js';
@@ -66,12 +66,7 @@ function configureHttp(app: NestExpressApplication, config: AppConfig, logger: J
     if (shutdown.draining) res.setHeader('Connection', 'close');
     next();
   });
-  app.use(
-    helmet({
-      // The account page and the API docs load only same-origin scripts and styles.
-      contentSecurityPolicy: { directives: { 'script-src': ["'self'"], 'style-src': ["'self'", "'unsafe-inline'"] } },
-    }),
-  );
+  app.use(securityHeaders(config.publicUrl));
   // On the main port unless METRICS_PORT gives it a listener of its own (src/common/metrics/metrics.server.ts).
   if (config.metrics.enabled && config.metrics.port === undefined) (app.getHttpAdapter().getInstance() as Express).get(METRICS_PATH, metricsHandler(config.metrics));
   app.useBodyParser('json', { limit: config.limits.jsonBodyBytes, type: ['application/json', 'application/*+json'] });
@@ -84,7 +79,7 @@ function configureHttp(app: NestExpressApplication, config: AppConfig, logger: J
   // route without a documented answer fails the boot, not the first request for the document.
   let document: OpenAPIObject | undefined;
   openApiDocuments.set(app, () => (document ??= buildOpenApiDocument(app as unknown as INestApplication, config)));
-  SwaggerModule.setup('api/docs', app as unknown as INestApplication, openApiDocuments.get(app)!, { jsonDocumentUrl: 'api/docs/openapi.json' });
+  SwaggerModule.setup('api/docs', app as unknown as INestApplication, openApiDocuments.get(app)!, { jsonDocumentUrl: 'api/docs/openapi.json', customfavIcon: '/favicon.ico' });
 
   // Errors thrown by Express middleware (body parser, multer) never reach Nest's filter.
   const errorLogger = new Logger('Errors');

@@ -17,6 +17,7 @@ import { BackendAuthGuard } from './modules/auth/guards/backend-auth.guard.js';
 import { DocumentsModule } from './modules/documents/documents.module.js';
 import { GithubModule } from './modules/github/github.module.js';
 import { HealthModule } from './modules/health/health.module.js';
+import { McpConformanceModule } from './modules/mcp-conformance/mcp-conformance.module.js';
 import { ProjectsModule } from './modules/projects/projects.module.js';
 import { RagModule } from './modules/rag/rag.module.js';
 import { TasksModule } from './modules/tasks/tasks.module.js';
@@ -55,6 +56,7 @@ export class AppModule {
         GithubModule,
         AgentModule.forRoot(config),
         RagModule.forRoot(config),
+        ...(config.mcp.conformanceFixtures ? [McpConformanceModule] : []),
         ...extraModules,
       ],
       providers: [

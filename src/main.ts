@@ -1,11 +1,11 @@
 // First: tracing must start before the modules it instruments are loaded (see the file).
 import './common/tracing/tracing.preload.js';
 import 'reflect-metadata';
-import { Logger, type INestApplicationContext } from '@nestjs/common';
+import type { INestApplicationContext } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createHttpApp, createWorkerContext } from './app.factory.js';
-import { JsonLogger } from './common/logging/json-logger.js';
+import { exitWithError, installProcessLogger } from './common/logging/process-logger.js';
 import { shutdownTracing } from './common/tracing/tracing-state.js';
 import { loadConfig, type AppConfig } from './config/app-config.js';
 import { ConfigError } from './config/config-error.js';
@@ -13,6 +13,7 @@ import { DataDirLockedError } from './database/data-dir-lock.js';
 import { EmbeddedPostgres } from './database/embedded-postgres.js';
 import { ShutdownState } from './modules/health/shutdown-state.js';
 import { WorkerProbeServer } from './modules/health/worker-probe.server.js';
+import { WorkerDrain } from './queue/worker-drain.js';
 
 /**
  * Entry point. APP_ROLE=all (default) serves HTTP and runs workers; api serves HTTP only; worker
@@ -20,19 +21,19 @@ import { WorkerProbeServer } from './modules/health/worker-probe.server.js';
  * PostgreSQL starts in this process.
  */
 export async function start(overrides: Partial<Pick<AppConfig, 'role'>> = {}): Promise<void> {
+  // Every Logger, also those created before Nest starts (the embedded engine's), writes JSON lines from here on.
+  const logger = installProcessLogger();
   let config: AppConfig;
   try {
     config = { ...loadConfig(), ...overrides };
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
+      logger.error({ msg: error.message, variable: error.variable }, 'Config');
       process.exit(78);
     }
     throw error;
   }
-  const logger = new JsonLogger(config.logLevel);
-  // Every Logger, also those created before Nest starts (the embedded engine's), writes JSON lines.
-  Logger.overrideLogger(logger);
+  logger.setLevel(config.logLevel);
   let embedded: EmbeddedPostgres | undefined;
   if (!config.database.url) {
     try {
@@ -72,6 +73,8 @@ export async function start(overrides: Partial<Pick<AppConfig, 'role'>> = {}): P
     app.get(ShutdownState).startDraining();
     const drainMs = httpApp ? config.shutdownDrainDelayMs : 0;
     logger.log({ msg: 'shutting down', signal, drainMs }, 'Main');
+    // Queue workers stop fetching at once and hand back what they hold (see WorkerDrain), during the HTTP drain.
+    const workersDrained = app.get(WorkerDrain).start();
     await sleep(drainMs);
     const forceExit = setTimeout(() => {
       logger.error({ msg: 'shutdown timed out; exiting' }, 'Main');
@@ -79,6 +82,7 @@ export async function start(overrides: Partial<Pick<AppConfig, 'role'>> = {}): P
     }, config.shutdownTimeoutMs);
     forceExit.unref();
     try {
+      await workersDrained;
       // Closes the listener (in-flight requests finish), then workers, queues and pools.
       await app.close();
       await probe?.close();
@@ -87,8 +91,7 @@ export async function start(overrides: Partial<Pick<AppConfig, 'role'>> = {}): P
       logger.log({ msg: 'stopped cleanly' }, 'Main');
       process.exit(0);
     } catch (error) {
-      logger.error({ msg: 'error during shutdown' }, error instanceof Error ? error : undefined, 'Main');
-      process.exit(1);
+      exitWithError(logger, 'error during shutdown', error, 1);
     }
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
@@ -96,8 +99,5 @@ export async function start(overrides: Partial<Pick<AppConfig, 'role'>> = {}): P
 }
 
 if (require.main === module) {
-  start().catch((error: unknown) => {
-    process.stderr.write(`Start-up failed: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(1);
-  });
+  start().catch((error: unknown) => exitWithError(installProcessLogger(), 'Start-up failed', error, 1));
 }

@@ -170,29 +170,68 @@ describe('account page (dist/public of the built server) in a real browser', () 
     expect(key).toMatch(/^atr_[0-9A-Za-z]{38}$/);
     secrets.push(key, user.token);
     expect(await page.locator('#created-panel').textContent()).toContain('cannot be shown again');
-    // Every client's snippet, in that client's own format, connects with the MCP SDK client.
+    // Every client's snippet, in that client's own format, holds no key (a config file is copied, synced and
+    // committed): VS Code prompts for it as a password, the others read ATRIUM_API_KEY from the environment.
+    // With the key put where each client takes it from, each connects with the MCP SDK client.
     const mcpUrl = `${app.baseUrl}/api/v1/public/mcp`;
-    const auth = { Authorization: `Bearer ${key}` };
     const snippet = async (client: string) => {
       await page.getByLabel('Client', { exact: true }).selectOption({ label: client });
-      return (await page.locator('#created-mcp').textContent()) ?? '';
+      const text = (await page.locator('#created-mcp').textContent()) ?? '';
+      expect(text).not.toContain(key);
+      expect(text).not.toContain(key.slice(4, 12));
+      return text;
     };
-    expect(JSON.parse(await snippet('VS Code'))).toEqual({ servers: { atrium: { type: 'http', url: mcpUrl, headers: auth } } });
-    expect(JSON.parse(await snippet('Cursor'))).toEqual({ mcpServers: { atrium: { url: mcpUrl, headers: auth } } });
+    const envHint = page.locator('#mcp-env');
+    const vscode = JSON.parse(await snippet('VS Code'));
+    expect(vscode).toEqual({
+      inputs: [{ type: 'promptString', id: 'atrium-api-key', description: 'Atrium API key', password: true }],
+      servers: { atrium: { type: 'http', url: mcpUrl, headers: { Authorization: 'Bearer ${input:atrium-api-key}' } } },
+    });
+    expect(await page.locator('#mcp-where').textContent()).toContain('password prompt');
+    expect(await envHint.isHidden()).toBe(true);
+    // What VS Code sends once the user typed the key into its prompt.
+    const vscodeHeaders = { Authorization: vscode.servers.atrium.headers.Authorization.replace('${input:atrium-api-key}', key) };
+    expect(await toolsSeenBy(vscode.servers.atrium.url, vscodeHeaders)).toContain('list_tasks');
+
+    const cursor = JSON.parse(await snippet('Cursor'));
+    expect(cursor).toEqual({ mcpServers: { atrium: { url: mcpUrl, headers: { Authorization: 'Bearer ${env:ATRIUM_API_KEY}' } } } });
+    expect(await envHint.isVisible()).toBe(true);
+    expect(await page.locator('#mcp-env-command').textContent()).toBe('read -rs ATRIUM_API_KEY && export ATRIUM_API_KEY');
     expect(JSON.parse(await snippet('Claude Code (.mcp.json)'))).toEqual({
       mcpServers: { atrium: { type: 'http', url: mcpUrl, headers: { Authorization: 'Bearer ${ATRIUM_API_KEY}' } } },
     });
-    expect(await snippet('Claude Code (command)')).toBe(`claude mcp add --transport http atrium ${mcpUrl} --header "Authorization: Bearer ${key}"`);
-    const openai = JSON.parse(await snippet('OpenAI Responses API'));
-    expect(openai).toMatchObject({ type: 'mcp', server_label: 'atrium', server_url: mcpUrl, headers: auth });
+    // Single quotes: the shell passes ${ATRIUM_API_KEY} on unexpanded, so Claude Code's config file holds the name only.
+    expect(await snippet('Claude Code (command)')).toBe(`claude mcp add --transport http atrium ${mcpUrl} --header 'Authorization: Bearer \${ATRIUM_API_KEY}'`);
+    const openaiCommand = await snippet('OpenAI Responses API');
+    expect(openaiCommand).toMatch(/-d @- <<EOF\n[\s\S]*\nEOF$/);
+    // The unquoted here-document lets the shell put $ATRIUM_API_KEY into the request body.
+    const openai = JSON.parse(/<<EOF\n([\s\S]*)\nEOF$/.exec(openaiCommand)![1].replace('$ATRIUM_API_KEY', key)).tools[0];
+    expect(openai).toMatchObject({ type: 'mcp', server_label: 'atrium', server_url: mcpUrl, headers: { Authorization: `Bearer ${key}` } });
     expect(await page.locator('#connector-url').textContent()).toBe(mcpUrl);
     expect(await toolsSeenBy(openai.server_url, openai.headers)).toEqual(expect.arrayContaining(['list_tasks', 'list_documents']));
+    // OAuth for claude.ai and Claude Desktop works today; the page says so.
+    expect(await page.locator('#created-panel').textContent()).toContain('sign in with your Atrium account');
+    expect(await page.locator('body').textContent()).not.toMatch(/\bsoon\b/i);
     const curl = (await page.locator('#created-curl').textContent()) ?? '';
     expect(curl).toContain(`-H "Authorization: Bearer ${key}"`);
     expect(curl).toContain(`${app.baseUrl}/api/v1/public/mcp/tools`);
     await page.getByRole('button', { name: 'Copy key' }).click();
     await page.locator('#status', { hasText: 'Copied' }).waitFor();
     expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(key);
+    // The message is seen where the user is: on a short window, scrolled down to the curl example, it sits
+    // inside the viewport (the status region used to stay at the top of the page, scrolled out of view).
+    await page.setViewportSize({ width: 1360, height: 500 });
+    await page.getByRole('button', { name: 'Copy curl example' }).click();
+    await page.locator('#status', { hasText: 'Copied' }).waitFor();
+    expect(await page.evaluate<number>('window.scrollY')).toBeGreaterThan(200);
+    const toast = (await page.locator('#status').boundingBox())!;
+    expect(toast.height).toBeGreaterThan(10);
+    expect(toast.y).toBeGreaterThanOrEqual(0);
+    expect(toast.y + toast.height).toBeLessThanOrEqual(500);
+    expect(toast.x).toBeGreaterThanOrEqual(0);
+    expect(toast.x + toast.width).toBeLessThanOrEqual(1360);
+    expect(await page.evaluate<string>('navigator.clipboard.readText()')).toContain(`Bearer ${key}`);
+    await page.setViewportSize({ width: 1360, height: 900 });
 
     // The shown key works on Area A with exactly the two checked scopes.
     const tools = await app.http.get('/api/v1/public/mcp/tools').set(bearer(key)).expect(200);
@@ -208,12 +247,29 @@ describe('account page (dist/public of the built server) in a real browser', () 
 
     await app.http.post('/api/v1/public/mcp/call').set(bearer(key)).send({ name: 'list_tasks', arguments: {} }).expect(200);
 
-    await page.getByRole('button', { name: 'Reload list' }).click();
+    // The user tries the key in a client and comes back to the browser window: the columns catch up without a
+    // reload. (Headless Chromium keeps every tab "visible", so the window is minimised and restored instead,
+    // with Playwright's emulation of an always-focused page turned off for the while.)
+    const windowOf = await context.newCDPSession(page);
+    await windowOf.send('Emulation.setFocusEmulationEnabled', { enabled: false });
+    const { windowId } = await windowOf.send('Browser.getWindowForTarget');
+    const windowFocused = async (focused: boolean) => {
+      for (let waited = 0; (await page.evaluate<boolean>('document.hasFocus()')) !== focused; waited += 50) {
+        if (waited >= 5_000) throw new Error(`the window did not ${focused ? 'get' : 'lose'} the focus`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    await windowOf.send('Browser.setWindowBounds', { windowId, bounds: { windowState: 'minimized' } });
+    await windowFocused(false);
+    await windowOf.send('Browser.setWindowBounds', { windowId, bounds: { windowState: 'normal' } });
+    await windowFocused(true);
+    await windowOf.send('Emulation.setFocusEmulationEnabled', { enabled: true });
+    await windowOf.detach();
     // Polled through the locator, not page.waitForFunction: when its first check fails, Playwright re-runs
     // a predicate by evaluating a string in the page, which the page's CSP (script-src 'self') refuses.
     const callsShown = () => row.locator('.key-calls').textContent().then(Number);
     for (let waited = 0; (await callsShown()) <= callsBefore; waited += 100) {
-      if (waited >= 10_000) throw new Error(`call count still ${await callsShown()} (was ${callsBefore}) after 10 s`);
+      if (waited >= 10_000) throw new Error(`call count still ${await callsShown()} (was ${callsBefore}) 10 s after the window got the focus back`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(await row.locator('.key-last-used').textContent()).not.toBe('Never');
@@ -258,20 +314,38 @@ describe('account page (dist/public of the built server) in a real browser', () 
     await row.getByRole('button', { name: 'Delete browser key' }).click();
     await dialog.getByRole('button', { name: 'Delete key' }).click();
     await page.locator('#status', { hasText: 'deleted' }).waitFor();
-    // Revoked keys collapse behind a toggle.
+    // Revoked keys collapse behind a toggle; with the last key deleted the list says so instead of showing
+    // an empty table.
     await row.waitFor({ state: 'hidden' });
+    const empty = page.locator('#keys-empty');
+    await empty.waitFor({ state: 'visible' });
+    expect(await empty.textContent()).toContain('You have no API keys left');
+    expect(await page.locator('#keys-table').isHidden()).toBe(true);
     const toggle = page.getByRole('button', { name: 'Show revoked keys (1)' });
     expect(await toggle.getAttribute('aria-expanded')).toBe('false');
     await toggle.click();
     await row.locator('.key-status', { hasText: 'revoked' }).waitFor();
+    expect(await empty.isHidden()).toBe(true);
     expect(await row.getByRole('button', { name: 'Delete browser key' }).count()).toBe(0);
     await page.getByRole('button', { name: 'Hide revoked keys (1)' }).click();
     await row.waitFor({ state: 'hidden' });
+    await empty.waitFor({ state: 'visible' });
 
     const refused = await app.http.get('/api/v1/public/mcp/tools').set(bearer(key)).expect(401);
     expect(refused.body.error.code).toBe('revoked_api_key');
 
     await expectNoSecretsInUrlOrStorage();
+  });
+
+  it('has a favicon: /favicon.ico and every icon the page links answer 200 with an image', async () => {
+    const icons = await page.locator('link[rel="icon"]').evaluateAll((links) => links.map((l) => l.getAttribute('href')));
+    expect(icons).toEqual(expect.arrayContaining(['/favicon.ico']));
+    for (const href of new Set([...icons, '/favicon.ico'])) {
+      const res = await page.request.get(`${app.baseUrl}${href}`);
+      expect([href, res.status()]).toEqual([href, 200]);
+      expect(res.headers()['content-type']).toMatch(/^image\//);
+      expect((await res.body()).length).toBeGreaterThan(100);
+    }
   });
 
   it('shows the API error message when creation is refused', async () => {

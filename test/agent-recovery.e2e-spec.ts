@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
-import { FakeLlmServer } from './support/fake-llm-server.js';
+import { FakeLlmServer, toolData } from './support/fake-llm-server.js';
 import { createTestDatabase, deploymentEnv, describeOnSharedServices, startTestApp, type TestApp } from './support/test-app.js';
 import { pollUntil } from './support/wait.js';
 
@@ -82,7 +82,7 @@ describe('agent runs: recovery after a worker died', () => {
     const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = 'Maybe created'`);
     expect(n).toBe(0);
     const toolMessage = llm.requests[0].body.messages.find((m) => m.role === 'tool')!;
-    expect(JSON.parse(toolMessage.content!).error.code).toBe('outcome_unknown');
+    expect(toolData(toolMessage.content).error.code).toBe('outcome_unknown');
     const [{ attempts }] = await db.query(`SELECT attempts FROM agent_runs WHERE id = $1`, [id]);
     expect(attempts).toBe(2);
   });

@@ -87,6 +87,8 @@ describe('agent runs: live step streams (SSE)', () => {
     expect((await readSse(`${app.baseUrl}/api/agent/stream/not-a-uuid`, owner.token)).status).toBe(404);
     expect((await readSse(`${app.baseUrl}/api/agent/stream/00000000-0000-4000-8000-000000000000`, owner.token)).status).toBe(404);
     expect((await fetch(streamUrl(jobId))).status).toBe(401);
+    // Finished before the next test scripts the model, so this run cannot take the next test's reply.
+    await waitFor(jobId);
   });
 
   it('sends heartbeats while a run waits, and resumes with Last-Event-ID on a new instance after a restart', async () => {
@@ -125,7 +127,7 @@ describe('agent runs: live step streams (SSE)', () => {
       ['status', 'succeeded', null],
       ['done', 'succeeded', null],
     ]);
-    expect(read.events[0].data.approval).toMatchObject({ decision: 'approve', decidedBy: owner.id });
+    expect(read.events[0].data.approval).toMatchObject({ decision: 'approve', decidedBy: { userId: owner.id, via: 'user_token', credentialId: null } });
     expect(read.events.at(-1)!.data.output).toBe('Finished after restart.');
   }, 120_000);
 });

@@ -2,8 +2,10 @@ import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
-import { publicOnlyLookup } from '../src/modules/agent/webhooks/webhook-address.js';
-import { bearer, makeUser, type TestUser } from './support/factories.js';
+import { metricsRegistry } from '../src/common/metrics/metrics.registry.js';
+import { guardedLookup } from '../src/common/net/outbound-guard.js';
+import { bearer, makeApiKey, makeUser, type TestUser } from './support/factories.js';
+import { pkcePair, REDIRECT_URI } from './support/oauth-helpers.js';
 import { FakeLlmServer, fakeModelEnv } from './support/fake-llm-server.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { waitFor } from './support/wait.js';
@@ -41,6 +43,12 @@ function verify(secret: string, headers: IncomingHttpHeaders, body: string): boo
   return createHmac('sha256', secret).update(`${match[1]}.${body}`).digest('hex') === match[2];
 }
 
+const LLM_KEY = 'sk-llm-upstream-key-never-shown-0123456789';
+const FAKE_GITHUB_TOKEN = 'ghp_R3dactMe0123456789abcdefghijABCDEFGH';
+const FAKE_AWS_KEY = 'AKIAIOSFODNN7EXAMPLE';
+const redactions = async (where: string) =>
+  ((await metricsRegistry.getSingleMetric('atrium_redactions_total')!.get()).values.filter((v) => v.labels.where === where).reduce((sum, v) => sum + v.value, 0));
+
 const until = <T>(probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> => waitFor('webhook condition', probe, { timeoutMs });
 
 describe('agent runs: signed webhooks (local receiver, WEBHOOK_ALLOW_PRIVATE=true)', () => {
@@ -56,7 +64,7 @@ describe('agent runs: signed webhooks (local receiver, WEBHOOK_ALLOW_PRIVATE=tru
     llm = await new FakeLlmServer().start();
     receiver = await new Receiver().start();
     app = await startTestApp({
-      env: fakeModelEnv(llm, { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_BASE_MS: '200', WEBHOOK_MAX_ATTEMPTS: '4' }),
+      env: fakeModelEnv(llm, { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_BASE_MS: '200', WEBHOOK_MAX_ATTEMPTS: '4', LLM_API_KEY: LLM_KEY }),
     });
     owner = await makeUser(app);
     projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Hooks' }).expect(201)).body.data.id;
@@ -136,6 +144,50 @@ describe('agent runs: signed webhooks (local receiver, WEBHOOK_ALLOW_PRIVATE=tru
     receiver.answers = [];
   });
 
+  it('credential shapes never leave: a tool result the model reads, the run output and the webhook body say [redacted]', async () => {
+    receiver.received.length = 0;
+    const created = await app.http
+      .post('/api/v1/public/mcp/call')
+      .set(bearer((await makeApiKey(app, owner, { scopes: ['tasks:read', 'tasks:write'] })).key))
+      .send({ name: 'create_task', arguments: { title: 'Deploy notes', description: `use ${FAKE_GITHUB_TOKEN} and ${FAKE_AWS_KEY}`, project_id: projectId } })
+      .expect(200);
+    expect(created.body.result.description).toBe('use [redacted] and [redacted]');
+    const taskId = created.body.result.id;
+    const [toolBefore, outputBefore] = [await redactions('tool_result'), await redactions('run_output')];
+    llm.play({ toolCalls: [{ name: 'get_task', arguments: { task_id: taskId } }] }, { content: `The token is ${FAKE_GITHUB_TOKEN}.` });
+    const { jobId } = (await app.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, input: 'read the task', webhookUrl: receiver.url }).expect(202)).body.data;
+    await until(async () => receiver.received.length >= 1);
+    const run = await status(jobId);
+    expect(run.output).toBe('The token is [redacted].');
+    const toolMessage = llm.requests.at(-1)!.body.messages.find((m: { role: string }) => m.role === 'tool') as { content: string };
+    expect(toolMessage.content).toContain('use [redacted] and [redacted]');
+    const body = receiver.received[0].body;
+    expect(JSON.parse(body)).toMatchObject({ output: 'The token is [redacted].' });
+    expect(JSON.stringify([run, body, llm.requests.map((r) => r.body)])).not.toMatch(/ghp_R3dact|AKIAIOSFODNN7/);
+    expect((await redactions('tool_result')) - toolBefore).toBeGreaterThanOrEqual(2);
+    expect((await redactions('run_output')) - outputBefore).toBeGreaterThanOrEqual(1);
+
+    // A stored output written before redaction existed is redacted again as the webhook body leaves.
+    const webhookBefore = await redactions('webhook_body');
+    const db = app.app.get(DataSource);
+    await db.query(`UPDATE agent_runs SET output = $2 WHERE id = $1`, [jobId, `legacy ${FAKE_AWS_KEY}`]);
+    await db.query(`INSERT INTO agent_run_webhook_deliveries (run_id, type) VALUES ($1, 'agent_run.succeeded')`, [jobId]);
+    await until(async () => receiver.received.length >= 2);
+    expect(JSON.parse(receiver.received[1].body).output).toBe('legacy [redacted]');
+    expect((await redactions('webhook_body')) - webhookBefore).toBe(1);
+  });
+
+  it('an LLM error body echoing the API key never reaches the run error', async () => {
+    llm.play({ status: 401, echoAuthorization: true });
+    const { jobId } = (await app.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, input: 'fail please' }).expect(202)).body.data;
+    const run = await until(async () => {
+      const current = await status(jobId);
+      return current.status === 'failed' ? current : undefined;
+    });
+    expect(run.error).toBe('LLM service answered HTTP 401 (check LLM_API_KEY)');
+    expect(JSON.stringify(run)).not.toContain(LLM_KEY);
+  });
+
   it('an Idempotency-Key replay answers the same run without the secret', async () => {
     llm.play({ content: 'x' }, { content: 'x' });
     const body = { projectId, input: 'once', webhookUrl: receiver.url };
@@ -150,19 +202,31 @@ describe('agent runs: webhook URLs are checked against SSRF (default configurati
   let app: TestApp;
   let owner: TestUser;
   let projectId: string;
+  let receiver: Receiver;
 
   beforeAll(async () => {
-    app = await startTestApp({ env: { DATABASE_POOL_SIZE: process.env.TEST_DATABASE_URL ? '10' : '1' } });
+    receiver = await new Receiver().start();
+    app = await startTestApp({ env: { DATABASE_POOL_SIZE: process.env.TEST_DATABASE_URL ? '10' : '1', WEBHOOK_RETRY_BASE_MS: '200' } });
     owner = await makeUser(app);
     projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'SSRF' }).expect(201)).body.data.id;
   }, 120_000);
 
   afterAll(async () => {
     await app?.close();
+    await receiver?.stop();
   });
 
   it.each([
     ['http (not https)', 'http://example.com/hook'],
+    ['IPv4-compatible IPv6 loopback', 'https://[::7f00:1]/hook'],
+    ['benchmarking 198.18/15', 'https://198.18.0.1/hook'],
+    ['CGNAT 100.64/10', 'https://100.64.0.1/hook'],
+    ['NAT64 of a private address', 'https://[64:ff9b::a00:1]/hook'],
+    ['6to4 of a private address', 'https://[2002:c0a8:101::1]/hook'],
+    ['unique-local IPv6', 'https://[fd00::1]/hook'],
+    ['multicast', 'https://224.0.0.1/hook'],
+    ['reserved 240/4', 'https://240.0.0.1/hook'],
+    ['documentation range', 'https://192.0.2.10/hook'],
     ['loopback literal', 'https://127.0.0.1/hook'],
     ['private 10/8', 'https://10.1.2.3/hook'],
     ['link-local metadata', 'https://169.254.169.254/latest/meta-data'],
@@ -180,10 +244,43 @@ describe('agent runs: webhook URLs are checked against SSRF (default configurati
     expect(row.n).toBe(0);
   });
 
+  it('a name that resolves to a private address after the URL was accepted is refused when the delivery connects', async () => {
+    // A public literal passes the execute-time check; the stored URL is then swapped for a name resolving to the
+    // receiver on 127.0.0.1, as DNS rebinding would do between the check and the delivery.
+    const { jobId } = (await app.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, input: 'hello', webhookUrl: 'https://93.184.216.34/hook' }).expect(202)).body.data;
+    const port = new URL(receiver.url).port;
+    await app.app.get(DataSource).query(`UPDATE agent_runs SET webhook_url = $2 WHERE id = $1`, [jobId, `https://localhost:${port}/hooks/atrium`]);
+    const refused = await waitFor(
+      'a delivery attempt refused by the connect-time lookup',
+      async () => {
+        const rows: { last_error: string | null }[] = await app.app.get(DataSource).query(`SELECT last_error FROM agent_run_webhook_deliveries WHERE run_id = $1`, [jobId]);
+        return rows.find((row) => /resolves to a private or special-purpose address/.test(row.last_error ?? ''));
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(refused.last_error).toContain('localhost');
+    expect(receiver.received).toHaveLength(0);
+  }, 90_000);
+
+  it.each([
+    ['IPv4-compatible IPv6 loopback', 'https://[::7f00:1]/client.json', 'private or special-purpose address'],
+    ['benchmarking 198.18/15', 'https://198.18.0.1/client.json', 'private or special-purpose address'],
+    ['CGNAT 100.64/10', 'https://100.64.0.1/client.json', 'private or special-purpose address'],
+    ['IPv4-mapped loopback', 'https://[::ffff:127.0.0.1]/client.json', 'private or special-purpose address'],
+    ['a name resolving to loopback (refused by the connection lookup)', 'https://localhost:9/client.json', 'resolves to a private or special-purpose address'],
+  ])('the same guard refuses an OAuth client metadata document at %s: a 400 error page, never a fetch', async (_label, clientId, reason) => {
+    const res = await app.http
+      .get(`/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })}`)
+      .redirects(0)
+      .expect(400);
+    expect(res.headers.location).toBeUndefined();
+    expect(res.text).toContain(reason);
+  });
+
   it('re-checks at connect time: a name that resolves to a private address is refused by the delivery lookup', async () => {
-    const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => publicOnlyLookup(false)('localhost', {}, (err) => resolve(err)));
+    const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => guardedLookup({ allowPrivate: false, label: 'webhookUrl' })('localhost', {}, (err) => resolve(err)));
     expect(error?.code).toBe('EADDRNOTPUBLIC');
-    const allowed = await new Promise<string | unknown>((resolve) => publicOnlyLookup(true)('localhost', {}, (err, address) => resolve(err ?? address)));
+    const allowed = await new Promise<string | unknown>((resolve) => guardedLookup({ allowPrivate: true, label: 'webhookUrl' })('localhost', {}, (err, address) => resolve(err ?? address)));
     expect(typeof allowed).toBe('string');
   });
 });

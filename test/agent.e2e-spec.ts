@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { raceExecuteAndCancel } from './support/cancel-race.js';
-import { FakeLlmServer } from './support/fake-llm-server.js';
+import { FakeLlmServer, toolData } from './support/fake-llm-server.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { pollUntil } from './support/wait.js';
 
@@ -89,7 +89,7 @@ describe('agent runs (openai provider, fake model)', () => {
     expect(createTool.function.parameters).toMatchObject({ type: 'object', properties: { title: expect.any(Object) }, required: ['title'] });
     const toolMessage = second.body.messages.find((m) => m.role === 'tool')!;
     expect(toolMessage.tool_call_id).toBe(second.body.messages.find((m) => m.role === 'assistant')!.tool_calls![0].id);
-    expect(JSON.parse(toolMessage.content!)).toMatchObject({ title: 'Agent-made task', creator_id: owner.id });
+    expect(toolData(toolMessage.content)).toMatchObject({ title: 'Agent-made task', creator_id: owner.id });
   });
 
   it('never executes a tool outside the caller\'s scopes: a viewer gets read tools only, and the model gets an error back', async () => {
@@ -104,7 +104,7 @@ describe('agent runs (openai provider, fake model)', () => {
     expect(offered).toEqual(expect.arrayContaining(['list_tasks', 'get_task']));
     expect(offered).not.toContain('create_task');
     expect(offered).not.toContain('delete_task');
-    expect(JSON.parse(llm.requests[1].body.messages.find((m) => m.role === 'tool')!.content!).error.code).toBe('tool_not_allowed');
+    expect(toolData(llm.requests[1].body.messages.find((m) => m.role === 'tool')!.content).error.code).toBe('tool_not_allowed');
   });
 
   it('never executes a tool outside the request\'s allowlist', async () => {
@@ -196,7 +196,7 @@ describe('agent runs (openai provider, fake model)', () => {
     const started = await execute(owner, { projectId, input: 'doomed' });
     const run = await waitFor(owner, started.body.data.jobId);
     expect(run.status).toBe('failed');
-    expect(run.error).toMatch(/LLM service answered HTTP 502.*gave up after 3 attempts/);
+    expect(run.error).toBe('LLM service answered HTTP 502 (gave up after 3 attempts)');
     expect(llm.requests).toHaveLength(3);
 
     llm.play({ status: 400 }, { content: 'never reached' });

@@ -51,29 +51,41 @@ interface McpConnection {
 }
 
 /**
- * The README's "MCP clients" snippets, with its placeholders (localhost:3000, atrium.example.com, the
- * example key, ${ATRIUM_API_KEY} which Claude Code expands) replaced by this server and a real key:
- * each becomes the url + headers that client would connect with.
+ * The README's "MCP clients" snippets, with its placeholders (localhost:3000, atrium.example.com) replaced by
+ * this server, and the key put where each client takes it from (VS Code's password prompt `${input:…}`,
+ * Cursor's `${env:…}`, Claude Code's `${…}`, the shell's `$…`): each becomes the url + headers that client
+ * would connect with. No snippet may hold a key itself.
  */
 function readmeMcpConnections(base: string, key: string): McpConnection[] {
   const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
   const section = readme.slice(readme.indexOf('## MCP clients'), readme.indexOf('With curl:', readme.indexOf('## MCP clients')));
   const fill = (text: string) =>
-    text.replaceAll('http://localhost:3000', base).replaceAll('https://atrium.example.com', base).replaceAll('atr_your_key_here', key).replaceAll('${ATRIUM_API_KEY}', key);
+    text
+      .replaceAll('http://localhost:3000', base)
+      .replaceAll('https://atrium.example.com', base)
+      .replaceAll('${input:atrium-api-key}', key)
+      .replaceAll('${env:ATRIUM_API_KEY}', key)
+      .replaceAll('${ATRIUM_API_KEY}', key)
+      .replaceAll('$ATRIUM_API_KEY', key);
   const connections: McpConnection[] = [];
   for (const [, lang, body] of section.matchAll(/```(\w+)\n([\s\S]*?)```/g)) {
+    expect(body).not.toMatch(/atr_/);
     const text = fill(body);
     if (lang === 'json') {
-      const config = JSON.parse(text) as { servers?: Record<string, any>; mcpServers?: Record<string, any> };
+      const config = JSON.parse(text) as { inputs?: Record<string, unknown>[]; servers?: Record<string, any>; mcpServers?: Record<string, any> };
+      // VS Code's prompt for the key is a password field, kept in its secret storage.
+      if (config.servers) expect(config.inputs).toEqual([expect.objectContaining({ type: 'promptString', id: 'atrium-api-key', password: true })]);
       const entry = (config.servers ?? config.mcpServers)!.atrium;
       // VS Code and Claude Code name the transport; Cursor infers it from `url`.
       if (config.servers || entry.type !== undefined) expect(entry.type).toBe('http');
       connections.push({ from: config.servers ? 'VS Code' : entry.type ? 'Claude Code .mcp.json' : 'Cursor', url: entry.url, headers: entry.headers });
       continue;
     }
-    const claude = /claude mcp add --transport http atrium (\S+) --header "([^:]+): ([^"]+)"/.exec(text);
+    // Single-quoted in the README, so the shell hands Claude Code the variable's name, not the key.
+    expect(body).not.toMatch(/--header "/);
+    const claude = /claude mcp add --transport http atrium (\S+) --header '([^:]+): ([^']+)'/.exec(text);
     if (claude) connections.push({ from: 'claude mcp add', url: claude[1], headers: { [claude[2]]: claude[3] } });
-    const openai = /-d '([\s\S]*)'/.exec(text);
+    const openai = /-d @- <<EOF\n([\s\S]*)\nEOF/.exec(text);
     if (openai) {
       const tool = (JSON.parse(openai[1]) as { tools: { type: string; server_url: string; headers: Record<string, string> }[] }).tools[0];
       expect(tool.type).toBe('mcp');

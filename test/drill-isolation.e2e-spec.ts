@@ -26,7 +26,7 @@ interface MProject { id: string; name: string; ownerId: string; members: Map<str
 interface MTask { id: string; marker: string; creator: string; assignee: string | null; project: string | null; deleted: boolean }
 interface MDoc { id: string; marker: string; author: string; project: string | null; isPublic: boolean; deleted: boolean }
 interface MKey { id: string; userId: string; scopes: Scope[]; pins: string[] | null; token: string; marker: string; revoked: boolean; spare: boolean; oauth?: boolean }
-interface MProjectToken { userId: string; projectId: string; role: 'editor' | 'viewer'; token: string }
+interface MProjectToken { id: string; userId: string; projectId: string; role: 'editor' | 'viewer'; token: string }
 /** Who acts, as the services see it. */
 interface Actor { userId: string; pins: string[] | null; cap?: 'editor' | 'viewer' }
 
@@ -73,12 +73,17 @@ describe(`isolation drill (seed ${seed})`, () => {
   const docs = new Map<string, MDoc>();
   const keys: MKey[] = [];
   const projectTokens: MProjectToken[] = [];
+  /** Every session token id the drill minted, with its project (the seed's and the random mints'). */
+  const tokenProjects = new Map<string, string>();
   const marker = (kind: string) => `zq${kind}${rng.hex(12)}`;
   /** The personal API keys (the /api/api-keys routes know nothing of OAuth grants). */
   const apiKeys = () => keys.filter((k) => !k.oauth);
 
   // ---- the model -------------------------------------------------------------------------------
   const roleIn = (userId: string, projectId: string): Role | null => projects.get(projectId)?.members.get(userId) ?? null;
+  /** Who a task may be assigned to: a member of its project, or the caller itself for a personal task. */
+  const assignable = (a: Actor, projectId: string | null, assignee: string | null) =>
+    assignee === null || (projectId === null ? assignee === a.userId : roleIn(assignee, projectId) !== null);
   const pinned = (a: Actor, projectId: string | null) => a.pins === null || (projectId !== null && a.pins.includes(projectId));
   /** ProjectsService.roleOf as the contract states it: member, inside the pins, capped by a token's role. */
   const effectiveRole = (a: Actor, projectId: string): Role | null => {
@@ -112,6 +117,8 @@ describe(`isolation drill (seed ${seed})`, () => {
     for (const doc of docs.values()) if (!a || !docVisible(a, doc)) out.push(doc.id, doc.marker);
     for (const project of projects.values()) if (!a || !project.members.has(a.userId)) out.push(project.name);
     for (const key of keys) if (!a || key.userId !== a.userId) out.push(key.id, key.marker);
+    // A project token's secret is shown once, by its mint; no other answer may carry one.
+    for (const pt of projectTokens) out.push(pt.token);
     return out;
   }
 
@@ -221,15 +228,16 @@ describe(`isolation drill (seed ${seed})`, () => {
         const tokenRole = rng.pick<'editor' | 'viewer'>(['editor', 'viewer']);
         const res = await b(u, 'POST', `/api/projects/${project.id}/session-tokens`, { name: 'drill', role: tokenRole, expiresInMinutes: 120 });
         expect(res.status).toBe(201);
-        projectTokens.push({ userId: u.id, projectId: project.id, role: tokenRole, token: res.json.data.token });
+        projectTokens.push({ id: res.json.data.id, userId: u.id, projectId: project.id, role: tokenRole, token: res.json.data.token });
       }
     }
     // A token of each role, so every project-token path is always exercised.
     for (const role of ['editor', 'viewer'] as const) {
       const project = projects.get(projectIds[0])!;
       const res = await b(users[0], 'POST', `/api/projects/${project.id}/session-tokens`, { name: 'drill', role, expiresInMinutes: 120 });
-      projectTokens.push({ userId: users[0].id, projectId: project.id, role, token: res.json.data.token });
+      projectTokens.push({ id: res.json.data.id, userId: users[0].id, projectId: project.id, role, token: res.json.data.token });
     }
+    for (const pt of projectTokens) tokenProjects.set(pt.id, pt.projectId);
     // And a key pinned to one project, so personal tasks and documents always meet a pinned caller.
     await makeKey(users[0], [...SCOPES], [projectIds[0]]);
 
@@ -240,7 +248,8 @@ describe(`isolation drill (seed ${seed})`, () => {
       for (let i = 0; i < 4; i++) {
         const m = marker('t');
         const project = mine.length > 0 && rng.chance(0.6) ? rng.pick(mine) : null;
-        const assignee = rng.chance(0.5) ? rng.pick(users).id : null;
+        // Assignable: a member of the task's project, or the creator for a personal task.
+        const assignee = rng.chance(0.5) ? (project ? rng.pick([...projects.get(project)!.members.keys()]) : u.id) : null;
         const res = await call(t.baseUrl, {
           method: 'POST', path: '/api/v1/public/mcp/call', token: key.token,
           body: { name: 'create_task', arguments: { title: `task ${m}`, description: `secret ${m}`, project_id: project, assignee_id: assignee } },
@@ -324,6 +333,8 @@ describe(`isolation drill (seed ${seed})`, () => {
         const allowed = project === null || effectiveRole({ userId: a.userId, pins: a.pins }, project) !== null;
         expect = project === null && a.pins !== null
           ? fail(400, 'invalid_argument')
+          : allowed && !assignable(a, project, assignee)
+          ? fail(400, 'invalid_argument')
           : allowed
           ? ok(
               (body) => (body.result.creator_id === a.userId ? null : 'create_task: wrong creator'),
@@ -339,9 +350,11 @@ describe(`isolation drill (seed ${seed})`, () => {
         const assignee = rng.pick(users).id;
         args = reassign ? { task_id: id, assignee_id: assignee } : { task_id: id, status: rng.pick(['todo', 'in_progress', 'done']) };
         expect = task && taskVisible(a, task)
-          ? ok(undefined, () => {
-              if (reassign) task.assignee = assignee;
-            })
+          ? reassign && !assignable(a, task.project, assignee)
+            ? fail(400, 'invalid_argument')
+            : ok(undefined, () => {
+                if (reassign) task.assignee = assignee;
+              })
           : fail(404, 'not_found');
         break;
       }
@@ -459,7 +472,7 @@ describe(`isolation drill (seed ${seed})`, () => {
       : { kind: 'none' };
     const token = cred.kind === 'user' ? cred.u.token : cred.kind === 'ptoken' ? cred.pt.token : cred.kind === 'key' ? cred.k.token : undefined;
     const actor: Actor | null = cred.kind === 'user' ? userActor(cred.u) : cred.kind === 'ptoken' ? tokenActor(cred.pt) : null;
-    const route = rng.pick(['me', 'projects', 'project', 'patch', 'member', 'mint', 'docs', 'doc', 'docdel', 'upload', 'keys', 'key', 'keydel']);
+    const route = rng.pick(['me', 'projects', 'project', 'patch', 'member', 'mint', 'ptokens', 'ptokdel', 'docs', 'doc', 'docdel', 'upload', 'keys', 'key', 'keydel']);
     const req = (method: string, path: string, body?: unknown): RawRequest => ({ method, path, token, body });
     const probe = (request: RawRequest, expect: Expectation): Probe => ({ label: `B ${route} ${cred.kind}`, request, expect, viewer: actor });
     // Credentials that never work on Area B.
@@ -508,8 +521,30 @@ describe(`isolation drill (seed ${seed})`, () => {
         const role = a ? effectiveRole(a, id) : null;
         return probe(
           req('POST', `/api/projects/${id}/session-tokens`, { name: 'drill', role: 'viewer', expiresInMinutes: 5 }),
-          userOnly(role === null ? fail(404, 'NOT_FOUND') : role === 'viewer' ? fail(403, 'FORBIDDEN') : { statuses: [201] }),
+          userOnly(role === null ? fail(404, 'NOT_FOUND') : role === 'viewer' ? fail(403, 'FORBIDDEN') : { statuses: [201], apply: (body: any) => tokenProjects.set(body.data.id, id) }),
         );
+      }
+      case 'ptokens': {
+        // The project's live tokens: all of the project's and only them, never a secret (forbiddenFor checks that).
+        const id = anyProjectId();
+        const role = a ? effectiveRole(a, id) : null;
+        const check = (body: any) => {
+          const got: string[] = body.data.items.map((item: { id: string }) => item.id);
+          const foreign = got.filter((tokenId) => tokenProjects.get(tokenId) !== id);
+          const missing = projectTokens.filter((pt) => pt.projectId === id && !got.includes(pt.id));
+          if (body.data.items.some((item: Record<string, unknown>) => 'token' in item || 'tokenHash' in item)) return 'session tokens: an item carries a secret field';
+          return foreign.length || missing.length ? `session tokens of ${id}: foreign [${foreign.join(',')}], missing [${missing.map((pt) => pt.id).join(',')}]` : null;
+        };
+        return probe(req('GET', `/api/projects/${id}/session-tokens?limit=200`), userOnly(role === null ? fail(404, 'NOT_FOUND') : role === 'viewer' ? fail(403, 'FORBIDDEN') : ok(check)));
+      }
+      case 'ptokdel': {
+        // Revoking another project's token (or an unknown id) through this project: 404, and the token keeps working
+        // (the drill's other calls with it would then fail).
+        const id = anyProjectId();
+        const other = projectTokens.filter((pt) => pt.projectId !== id);
+        const tokenId = other.length > 0 && rng.chance(0.8) ? rng.pick(other).id : randomUUID();
+        const role = a ? effectiveRole(a, id) : null;
+        return probe(req('DELETE', `/api/projects/${id}/session-tokens/${tokenId}`), userOnly(role === null ? fail(404, 'NOT_FOUND') : role === 'viewer' ? fail(403, 'FORBIDDEN') : fail(404, 'NOT_FOUND')));
       }
       case 'docs': {
         const id = anyProjectId();
@@ -678,7 +713,7 @@ describe(`isolation drill (seed ${seed})`, () => {
         { name: 'create_task', arguments: { title: 'agent personal task' } },
       ];
       llm.play({ toolCalls: calls }, { content: 'Done.' });
-      const started = await call(t.baseUrl, { method: 'POST', path: '/api/agent/execute', token: starter.token, body: { projectId: starter.projectId, input: 'Collect everything.', maxSteps: 20 } });
+      const started = await call(t.baseUrl, { method: 'POST', path: '/api/agent/execute', token: starter.token, body: { projectId: starter.projectId, input: 'Collect everything.', maxSteps: 20, approval: 'none' } });
       if (started.status !== 202) {
         problems.push(`${starter.label}: execute → ${started.status} ${excerpt(started.text)}`);
         continue;

@@ -18,7 +18,7 @@ import { createTestDatabase, deploymentEnv, startTestApp, type TestDatabase } fr
  * runs. The scenario lives in bench/load-scenario.ts; its latency target (the unrelated key's p99 within
  * 2× its unloaded p99) is measured by `npm run bench:load`, on a quiet machine, not asserted here: a
  * 25-sample p99 on a shared 2-core CI box swings with whatever else runs (it failed one CI run at 9.5×
- * while the bench measures ≈1.1× — see the README's reliability table). This suite prints the figures.
+ * while the bench measures far less; docs/perf/drills.md). This suite prints the figures.
  *
  * With TEST_DATABASE_URL the app runs as its own process (`node dist/src/main.js`), so the clients' work
  * in this Jest process does not share the server's event loop; without it (embedded engine, which one

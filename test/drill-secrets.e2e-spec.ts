@@ -94,6 +94,9 @@ describe('secrets drill', () => {
     expect((await tool('create_issue', key, 'create_issue', { repo: 'vault/repo', title: 'hello' })).status).toBe(200);
     github.failNext({ status: 500, body: { message: 'boom' } });
     await tool('list_commits upstream 500', key, 'list_commits', { repo: 'vault/repo' });
+    // An upstream that echoes the Authorization header (the registered repository's token) in its error body.
+    github.failNext({ status: 401, echoAuthorization: true });
+    expect((await tool('list_issues upstream echo', key, 'list_issues', { repo: 'vault/repo' })).status).toBe(502);
     await tool('bad scope', key2, 'create_task', { title: 'x' });
     await scanned('tools', { method: 'GET', path: '/api/v1/public/mcp/tools', token: key });
     await scanned('mcp tools/list', { method: 'POST', path: '/api/v1/public/mcp', token: key, headers: { accept: 'application/json, text/event-stream' }, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
@@ -105,6 +108,17 @@ describe('secrets drill', () => {
     await scanned('project token on keys', { method: 'GET', path: '/api/api-keys', token: projectToken });
     await scanned('project token typo', { method: 'GET', path: `/api/projects/${project}`, token: `${projectToken}x` });
     await scanned('project token on Area A', { method: 'GET', path: '/api/v1/public/mcp/tools', token: projectToken });
+    // Session tokens listed (no secret) and one revoked: it answers 401 from then on.
+    const token2Res = await b('project token 2', 'POST', `/api/projects/${project}/session-tokens`, { name: 'leaked', role: 'viewer' }, true);
+    secrets.projectToken2 = token2Res.json.data.token as string;
+    await scanned('project token 2 used', { method: 'GET', path: `/api/projects/${project}`, token: secrets.projectToken2 });
+    const listedTokens = await b('project tokens list', 'GET', `/api/projects/${project}/session-tokens`);
+    expect(listedTokens.status).toBe(200);
+    expect(listedTokens.json.data.items.map((item: { id: string }) => item.id).sort()).toEqual([tokenRes.json.data.id, token2Res.json.data.id].sort());
+    await scanned('project token lists tokens', { method: 'GET', path: `/api/projects/${project}/session-tokens`, token: projectToken });
+    expect((await b('project token revoke', 'DELETE', `/api/projects/${project}/session-tokens/${token2Res.json.data.id}`)).status).toBe(200);
+    expect((await scanned('revoked project token', { method: 'GET', path: `/api/projects/${project}`, token: secrets.projectToken2 })).status).toBe(401);
+    await b('project tokens list after revoke', 'GET', `/api/projects/${project}/session-tokens`);
     await b('me', 'GET', '/api/auth/me');
     await b('keys', 'GET', '/api/api-keys');
     await b('key detail', 'GET', `/api/api-keys/${keyRes.json.data.id}`);
@@ -160,7 +174,7 @@ describe('secrets drill', () => {
     const exported = await b('audit export', 'GET', '/api/admin/audit/export');
     expect(exported.status).toBe(200);
     const actions = new Set(exported.text.trim().split('\n').map((line) => JSON.parse(line).action as string));
-    for (const action of ['auth.login_failed', 'github_repo.register', 'project.create', 'project.token.create', 'api_key.create', 'oauth.grant', 'tool.call']) expect([action, actions.has(action)]).toEqual([action, true]);
+    for (const action of ['auth.login_failed', 'github_repo.register', 'project.create', 'project.token.create', 'project.token.revoke', 'api_key.create', 'oauth.grant', 'tool.call']) expect([action, actions.has(action)]).toEqual([action, true]);
     // The Prometheus scrape after all of that (its labels saw every route, tool and failure above), and refused scrapes.
     await scanned('metrics wrong token', { method: 'GET', path: '/metrics', token: `${secrets.metricsToken}x` });
     await scanned('metrics no token', { method: 'GET', path: '/metrics' });

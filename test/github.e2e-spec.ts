@@ -119,7 +119,7 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
 
     it.each([
       [{ owner: 'acme', name: 'nope', token: ACME_TOKEN }, /does not exist on GitHub or the token cannot see it \(GitHub 404\)/],
-      [{ owner: 'acme', name: 'widgets-2', token: 'ghp_unknown' }, /rejected the token \(401 Bad credentials\)/],
+      [{ owner: 'acme', name: 'widgets-2', token: 'ghp_unknown' }, /rejected the token \(HTTP 401\)/],
     ])('answers 400 VALIDATION_FAILED with the reason when GitHub refuses %j', async (body, reason) => {
       github.addRepo('acme', 'widgets-2');
       const res = await register(body, 400);
@@ -352,7 +352,7 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
       await call(readWriteKey, 'list_pull_requests', { repo: 'acme/widgets' }).expect(200); // one retry heals a blip
     });
 
-    it('writes are never retried; GitHub 422 → 502 with its validation errors', async () => {
+    it('writes are never retried; GitHub 422 → 502 with Atrium\'s own message and the status', async () => {
       github.failNext({ method: 'POST', status: 503, body: { message: 'Unavailable' } });
       await call(readWriteKey, 'create_issue', { repo: 'acme/widgets', title: 'once' }).expect(502);
       expect(github.requests.filter((r) => r.method === 'POST')).toHaveLength(1);
@@ -362,8 +362,23 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
         body: { message: 'Validation Failed', errors: [{ resource: 'Label', code: 'invalid', field: 'labels' }] },
       });
       const res = await call(readWriteKey, 'create_issue', { repo: 'acme/widgets', title: 'bad labels', labels: ['x'] }).expect(502);
-      expect(res.body.error.message).toMatch(/refused to create an issue in acme\/widgets \(422 Validation Failed: labels invalid\)/);
-      expect(res.body.error.details).toMatchObject({ upstream_status: 422, github_errors: [{ field: 'labels' }] });
+      expect(res.body.error.message).toMatch(/refused to create an issue in acme\/widgets \(HTTP 422/);
+      expect(res.body.error.details).toEqual({ upstream: 'github', upstream_status: 422, repository: 'acme/widgets' });
+    });
+
+    it('an upstream that echoes the Authorization header in its error body never leaks the token (tool call and registration)', async () => {
+      for (const status of [401, 403, 422, 500]) {
+        github.failNext({ status, echoAuthorization: true, times: status >= 500 ? 2 : 1 });
+        const res = await call(readWriteKey, 'list_issues', { repo: 'acme/widgets' }).expect(502);
+        expect(res.body.error).toMatchObject({ code: 'upstream_error', details: { upstream: 'github', upstream_status: status, repository: 'acme/widgets' } });
+        expect(JSON.stringify(res.body)).not.toContain(ACME_TOKEN);
+        expect(JSON.stringify(res.body)).not.toMatch(/Bad credentials for/);
+      }
+      github.addRepo('acme', 'echo');
+      github.grant('ghp_echo_secret_value', ['acme/echo']);
+      github.failNext({ status: 401, echoAuthorization: true });
+      const registration = await register({ owner: 'acme', name: 'echo', token: 'ghp_echo_secret_value' }, 400);
+      expect(JSON.stringify(registration.body)).not.toContain('ghp_echo_secret_value');
     });
 
     it('a read-only token → 403 upstream_error naming the repository', async () => {
@@ -467,8 +482,8 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
       expect(github.fixtureDone()).toBe(true);
       const mapped = toGithubAppException(failure, { repository: 'octokit-fixture-org/errors', action: 'create a label' }, 1000);
       expect(mapped.code).toBe(ErrorCode.UpstreamError);
-      expect(mapped.message).toMatch(/422 Validation Failed: color invalid/);
-      expect(mapped.details).toMatchObject({ upstream_status: 422, github_errors: [{ resource: 'Label', code: 'invalid', field: 'color' }] });
+      expect(mapped.message).toMatch(/HTTP 422/);
+      expect(mapped.details).toEqual({ upstream: 'github', upstream_status: 422, repository: 'octokit-fixture-org/errors' });
     });
 
     it('add-labels-to-issue: create_issue sends exactly the recorded request', async () => {

@@ -202,10 +202,11 @@ describe('confirmWrites on API keys and OAuth grants', () => {
     expect(await titles()).not.toContain(title);
   });
 
-  it('a forged confirmation (an accept answer without the state the server minted) runs nothing', async () => {
-    const res = await app.http
+  /** A raw 2026-07-28 tools/call of create_task, optionally answering a confirmation with a requestState. */
+  const modernCall = (token: string, title: string, confirm?: { state: string; action?: string }) =>
+    app.http
       .post(MCP_PATH)
-      .set(bearer(confirming.key))
+      .set(bearer(token))
       .set('Accept', 'application/json, text/event-stream')
       .set('MCP-Protocol-Version', '2026-07-28')
       .set('Mcp-Method', 'tools/call')
@@ -216,9 +217,8 @@ describe('confirmWrites on API keys and OAuth grants', () => {
         method: 'tools/call',
         params: {
           name: 'create_task',
-          arguments: { title: 'forged accept' },
-          inputResponses: { atrium_confirm_write: { action: 'accept', content: {} } },
-          requestState: 'not-minted-here',
+          arguments: { title },
+          ...(confirm ? { inputResponses: { atrium_confirm_write: { action: confirm.action ?? 'accept', content: {} } }, requestState: confirm.state } : {}),
           _meta: {
             'io.modelcontextprotocol/protocolVersion': '2026-07-28',
             'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
@@ -226,12 +226,54 @@ describe('confirmWrites on API keys and OAuth grants', () => {
           },
         },
       });
-    // The server asks again (its own requestState) instead of running the tool.
-    expect(res.status).toBe(200);
-    expect(res.body.result).toMatchObject({ resultType: 'input_required', inputRequests: { atrium_confirm_write: { method: 'elicitation/create' } } });
-    expect(res.body.result.requestState).not.toBe('not-minted-here');
-    expect(JSON.stringify(res.body)).not.toContain('"creator_id"');
+
+  /** Asks for a confirmation of create_task(title) and returns the requestState the server minted. */
+  const mintedState = async (token: string, title: string): Promise<string> => {
+    const asked = await modernCall(token, title).expect(200);
+    expect(asked.body.result).toMatchObject({ resultType: 'input_required', inputRequests: { atrium_confirm_write: { method: 'elicitation/create' } } });
+    return asked.body.result.requestState as string;
+  };
+
+  it('a forged or tampered requestState runs nothing: a JSON-RPC error, no task', async () => {
+    const forged = await modernCall(confirming.key, 'forged accept', { state: 'not-minted-here' });
+    expect(forged.body.error).toMatchObject({ code: -32602 });
+    const state = await mintedState(confirming.key, 'tampered accept');
+    const flipped = `${state.slice(0, -2)}${state.endsWith('A') ? 'B' : 'A'}${state.slice(-1)}`;
+    for (const tampered of [`${state}x`, flipped]) {
+      const res = await modernCall(confirming.key, 'tampered accept', { state: tampered });
+      expect(res.body.error).toMatchObject({ code: -32602 });
+      expect(JSON.stringify(res.body)).not.toContain('"creator_id"');
+    }
     expect(await titles()).not.toContain('forged accept');
+    expect(await titles()).not.toContain('tampered accept');
+  });
+
+  it('a requestState accepted three times creates the task once; the replays run nothing', async () => {
+    const title = 'confirmed once only';
+    const state = await mintedState(confirming.key, title);
+    const answers = [];
+    for (let i = 0; i < 3; i += 1) answers.push((await modernCall(confirming.key, title, { state }).expect(200)).body.result);
+    expect(answers[0]).toMatchObject({ structuredContent: { title, creator_id: alice.id } });
+    for (const replay of answers.slice(1)) expect(replay).toMatchObject({ isError: true, structuredContent: { error: { code: 'confirmation_required' } } });
+    expect((await titles()).filter((t) => t === title)).toHaveLength(1);
+    // Sent at the same moment, still once.
+    const raced = 'confirmed once under a race';
+    const racedState = await mintedState(confirming.key, raced);
+    await Promise.all([1, 2, 3].map(() => modernCall(confirming.key, raced, { state: racedState }).expect(200)));
+    expect((await titles()).filter((t) => t === raced)).toHaveLength(1);
+  });
+
+  it('a requestState counts only for its credential and its arguments', async () => {
+    const state = await mintedState(confirming.key, 'bound to its call');
+    // Other arguments: the user was not shown this call, so it is asked anew and nothing runs.
+    const other = await modernCall(confirming.key, 'another title', { state }).expect(200);
+    expect(other.body.result).toMatchObject({ resultType: 'input_required' });
+    // Another credential of the same user: the state is refused outright.
+    const res = await app.http.post('/api/api-keys').set(bearer(alice.token)).send({ name: 'careful too', scopes: SCOPES, expiresIn: 'never', confirmWrites: true }).expect(201);
+    const foreign = await modernCall(res.body.data.key as string, 'bound to its call', { state });
+    expect(foreign.body.error).toMatchObject({ code: -32602 });
+    expect(await titles()).not.toContain('bound to its call');
+    expect(await titles()).not.toContain('another title');
   });
 
   it.each(['2025-06-18', '2025-11-25'] as const)('2025-era %s, v1 SDK client with elicitation, user accepts: a session, asked once on the SSE stream, the task created once', async (version) => {

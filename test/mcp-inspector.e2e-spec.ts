@@ -47,12 +47,25 @@ describe('MCP endpoint with the MCP Inspector CLI', () => {
     expect(listed.tools[0]).toMatchObject({ name: 'list_tasks', inputSchema: { type: 'object' }, outputSchema: { type: 'object' }, annotations: { readOnlyHint: true } });
   }, 120_000);
 
-  it('--strict finds no error-severity portability problem in the tool schemas', async () => {
+  it('--strict finds no portability problem at all in the tool schemas (no errors, no warnings)', async () => {
     const { stderr } = await inspector(['--transport', 'http', '--method', 'tools/list', '--strict', '--header', `Authorization: Bearer ${key}`, '--stored-auth-only', '--format', 'json']);
-    // Exit 0 means no error-severity finding; warnings about the tools' own nullable fields may remain.
-    // Nothing is reported about the shape this transport adds (the error branch of outputSchema, annotations).
-    const paths = [...stderr.matchAll(/Path: (\S+)/g)].map((m) => m[1]);
-    expect(paths.filter((path) => !/\.properties\./.test(path))).toEqual([]);
+    expect([...stderr.matchAll(/Path: (\S+)/g)].map((m) => m[1])).toEqual([]);
+    expect(stderr).not.toMatch(/warning/i);
+  }, 120_000);
+
+  it("the README's Inspector command, as written, with a wrong key reads as a key error (no OAuth login, no TTY message)", async () => {
+    const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
+    const command = /\| MCP Inspector \| `npx @modelcontextprotocol\/inspector --cli <url> ([^`]+)`/.exec(readme)?.[1];
+    expect(command).toBeDefined();
+    // The command's arguments, the header filled in with a wrong key.
+    const args = [...(command as string).matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2]).map((arg) => arg.replace(/Bearer \S+/, 'Bearer atr_wrongwrongwrongwrongwrongwrongwr000000'));
+    const failure = await inspector([...args, '--method', 'tools/list']).then(
+      () => ({ stderr: 'succeeded', stdout: '' }),
+      (error: { stderr: string; stdout: string }) => error,
+    );
+    const output = `${failure.stderr}\n${failure.stdout}`;
+    expect(output).toContain('invalid_api_key');
+    expect(output).not.toMatch(/TTY|Interactive OAuth/);
   }, 120_000);
 
   it('tools/call create_task returns structured content', async () => {

@@ -1,3 +1,5 @@
+import { DataSource } from 'typeorm';
+import { metricsRegistry } from '../src/common/metrics/metrics.registry.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -183,6 +185,31 @@ describe('MCP Streamable HTTP at /api/v1/public/mcp', () => {
       const res = await rpc({ jsonrpc: '2.0', id: 'p1', method: 'ping' }, rw.key, { 'Mcp-Protocol-Version': '2025-11-25' }).expect(200);
       expect(res.body).toEqual({ jsonrpc: '2.0', id: 'p1', result: {} });
       await rpc({ jsonrpc: '2.0', method: 'notifications/initialized' }, rw.key, { 'Mcp-Protocol-Version': '2025-11-25' }).expect(202);
+    });
+
+    it('a credential-shaped string in a task comes back [redacted] on both doors (single result and list), counted by kind', async () => {
+      const secret = 'ghp_Mcp0123456789abcdefghijABCDEFGHIJklmn';
+      const pem = '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----';
+      const metric = async () => ((await metricsRegistry.getSingleMetric('atrium_redactions_total')!.get()).values.find((v) => v.labels.kind === 'github' && v.labels.where === 'tool_result')?.value ?? 0);
+      const before = await metric();
+      const json = (name: string, args: Record<string, unknown>) => app.http.post(`${MCP_PATH}/call`).set(bearer(rw.key)).send({ name, arguments: args }).expect(200);
+      const created = (await json('create_task', { title: 'Rotate keys', description: `old token ${secret}\n${pem}\nkeep this line` })).body.result;
+      const expected = 'old token [redacted]\n[redacted]\nkeep this line';
+      expect(created.description).toBe(expected);
+      expect((await json('get_task', { task_id: created.id })).body.result.description).toBe(expected);
+      const listed = await json('list_tasks', { limit: 200 });
+      expect(listed.body.result.find((t: { id: string }) => t.id === created.id).description).toBe(expected);
+      expect(listed.text).not.toContain('ghp_Mcp');
+
+      const client = await connect(rw.key);
+      const viaMcp = (await client.callTool({ name: 'get_task', arguments: { task_id: created.id } })) as CallToolResult;
+      expect((viaMcp.structuredContent as { description: string }).description).toBe(expected);
+      const mcpList = (await client.callTool({ name: 'list_tasks', arguments: { limit: 200 } })) as CallToolResult;
+      expect(JSON.stringify([viaMcp, mcpList])).not.toMatch(/ghp_Mcp|MIIEvQ/);
+      expect((await metric()) - before).toBe(5);
+      // Only what leaves is redacted: the task keeps its text (its creator edits the real thing).
+      const [row] = await app.app.get(DataSource).query(`SELECT description FROM tasks WHERE id = $1`, [created.id]);
+      expect(row.description).toContain(secret);
     });
 
     it('tools/list and tools/call work without a prior initialize (stateless)', async () => {

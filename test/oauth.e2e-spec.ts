@@ -5,7 +5,7 @@ import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } fr
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createServer, type Server } from 'node:http';
 import { bearer, makeApiKey, makeUser, type TestUser } from './support/factories.js';
-import { codeFor, consent, exchange, freePort, oauthTokens, pkcePair, REDIRECT_URI, registerPublicClient, tokenRequest } from './support/oauth-helpers.js';
+import { codeFor, consent, consentRequestOf, exchange, freePort, oauthTokens, pkcePair, REDIRECT_URI, registerPublicClient, tokenRequest } from './support/oauth-helpers.js';
 import { createTestDatabase, deploymentEnv, describeOnSharedServices, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 const EMBEDDED_SAFE_ENV: Record<string, string> = process.env.TEST_DATABASE_URL ? {} : { DATABASE_POOL_SIZE: '1' };
@@ -349,10 +349,12 @@ describe('OAuth 2.1 for MCP clients', () => {
       await authorize({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256', resource: `${app.baseUrl}${MCP_PATH}/` }).expect(200);
     });
 
-    it('missing or plain PKCE, a bad scope or a foreign resource go back to the registered redirect URI as RFC errors', async () => {
-      const clientId = await registerPublicClient(app);
+    it('missing or plain PKCE, a bad scope or a foreign resource are an error page, never a redirect, linking back with the RFC error (RFC 9700 §4.11.2)', async () => {
+      // An https redirect URI anyone may register: a redirect there would make Atrium an open redirector.
+      const evil = 'https://evil.example.com/landing';
+      const clientId = await registerPublicClient(app, [evil]);
       const { challenge } = pkcePair();
-      const base = { response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, state: 'xyz' };
+      const base = { response_type: 'code', client_id: clientId, redirect_uri: evil, state: 'xyz' };
       for (const [params, error] of [
         [{ ...base }, 'invalid_request'],
         [{ ...base, code_challenge: challenge, code_challenge_method: 'plain' }, 'invalid_request'],
@@ -361,11 +363,53 @@ describe('OAuth 2.1 for MCP clients', () => {
         [{ ...base, code_challenge: challenge, code_challenge_method: 'S256', resource: 'https://other.example.com/mcp' }, 'invalid_target'],
         [{ ...base, response_type: 'token', code_challenge: challenge, code_challenge_method: 'S256' }, 'unsupported_response_type'],
       ] as const) {
-        const res = await authorize(params as Record<string, string>).expect(302);
-        const location = new URL(res.headers.location);
-        expect(`${location.origin}${location.pathname}`).toBe(REDIRECT_URI);
-        expect(location.searchParams.get('error')).toBe(error);
-        expect(location.searchParams.get('state')).toBe('xyz');
+        const res = await authorize(params as Record<string, string>).expect(400);
+        expect(res.headers.location).toBeUndefined();
+        expect(res.headers['content-type']).toMatch(/text\/html/);
+        expect(res.text).toContain('Cannot connect this app');
+        const href = /<a href="([^"]+)"/.exec(res.text)?.[1]?.replace(/&amp;/g, '&');
+        const back = new URL(href ?? 'missing:');
+        expect(`${back.origin}${back.pathname}`).toBe(evil);
+        expect(back.searchParams.get('error')).toBe(error);
+        expect(back.searchParams.get('state')).toBe('xyz');
+        expect(back.searchParams.get('iss')).toBe(app.baseUrl);
+      }
+    });
+
+    it('a registered loopback redirect URI does not match with userinfo or a fragment added (registration refuses both)', async () => {
+      const clientId = await registerPublicClient(app);
+      const { challenge } = pkcePair();
+      for (const redirect of ['http://attacker@127.0.0.1:49152/callback', 'http://user:pw@127.0.0.1:49152/callback', 'http://127.0.0.1:49152/callback#frag', 'http://127.0.0.1:50000/callback#']) {
+        const res = await authorize({ response_type: 'code', client_id: clientId, redirect_uri: redirect, code_challenge: challenge, code_challenge_method: 'S256' }).expect(400);
+        expect(res.headers.location).toBeUndefined();
+        expect(res.text).toContain('did not register');
+      }
+    });
+
+    it("`$'`, `$&` and `$\`` in state or client_name reach the consent page as sent (no replacement patterns)", async () => {
+      const name = "Evil $' app $& $` $$";
+      const res = await app.http.post('/oauth/register').send({ client_name: name, redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' }).expect(201);
+      const { challenge } = pkcePair();
+      const state = "s$'t$&a$`te$$";
+      const page = await authorize({ response_type: 'code', client_id: res.body.client_id, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256', state }).expect(200);
+      const request = consentRequestOf(page.text);
+      expect(request.clientName).toBe(name);
+      expect(request.state).toBe(state);
+      // The page around the JSON is intact: one request element, and the template's closing tags after it.
+      expect(page.text.match(/id="authorization-request"/g)).toHaveLength(1);
+      expect(page.text.trimEnd().endsWith('</html>')).toBe(true);
+    });
+
+    it('the authorization response carries iss (RFC 9207), on approval and on denial; the metadata says so', async () => {
+      const metadata = await app.http.get('/.well-known/oauth-authorization-server').expect(200);
+      expect(metadata.body.authorization_response_iss_parameter_supported).toBe(true);
+      const clientId = await registerPublicClient(app);
+      for (const approve of [true, false]) {
+        const { challenge } = pkcePair();
+        const url = `${app.baseUrl}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256', state: 'st' })}`;
+        const redirect = await consent(app, alice, url, { approve });
+        expect(redirect.searchParams.getAll('iss')).toEqual([app.baseUrl]);
+        expect(redirect.searchParams.get('state')).toBe('st');
       }
     });
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
-import { startTestApp, type TestApp } from './support/test-app.js';
+import { waitFor } from './support/wait.js';
+import { createTestDatabase, deploymentEnv, describeOnSharedServices, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 describe('projects, members and project session tokens', () => {
   let app: TestApp;
@@ -233,6 +234,71 @@ describe('projects, members and project session tokens', () => {
       await app.http.get(`/api/projects/${id}`).set(bearer(body.data.token)).expect(401);
     });
 
+    it('are listed without secrets to owners and editors (viewer 403, non-member 404), newest first, paged', async () => {
+      const id = await makeProject(owner);
+      await addMember(id, editor, 'editor');
+      await addMember(id, viewer, 'viewer');
+      const first = (await app.http.post(`/api/projects/${id}/session-tokens`).set(bearer(owner.token)).send({ name: 'first', role: 'viewer' }).expect(201)).body.data;
+      const second = (await app.http.post(`/api/projects/${id}/session-tokens`).set(bearer(editor.token)).send({ name: 'second', role: 'editor', expiresInMinutes: 60 }).expect(201)).body.data;
+      await app.http.get(`/api/projects/${id}`).set(bearer(second.token)).expect(200);
+      // The use is recorded behind the answer.
+      const list = await waitFor('lastUsedAt of the used token', async () => {
+        const res = await app.http.get(`/api/projects/${id}/session-tokens`).set(bearer(editor.token)).expect(200);
+        return res.body.data.items[0]?.lastUsedAt ? res : undefined;
+      });
+      expect(list.body.data).toEqual({
+        items: [
+          { id: second.id, name: 'second', role: 'editor', prefix: second.token.slice(4, 12), createdAt: expect.any(String), expiresAt: second.expiresAt, lastUsedAt: expect.any(String), createdBy: editor.id },
+          { id: first.id, name: 'first', role: 'viewer', prefix: first.token.slice(4, 12), createdAt: expect.any(String), expiresAt: first.expiresAt, lastUsedAt: null, createdBy: owner.id },
+        ],
+        nextCursor: null,
+      });
+      expect(JSON.stringify(list.body)).not.toContain(first.token);
+      expect(JSON.stringify(list.body)).not.toContain(second.token);
+      expect(JSON.stringify(list.body)).not.toMatch(/token_?hash/i);
+      const paged = await app.http.get(`/api/projects/${id}/session-tokens?limit=1`).set(bearer(owner.token)).expect(200);
+      expect(paged.body.data.items.map((t: { id: string }) => t.id)).toEqual([second.id]);
+      const rest = await app.http.get(`/api/projects/${id}/session-tokens?limit=1&cursor=${paged.body.data.nextCursor}`).set(bearer(owner.token)).expect(200);
+      expect(rest.body.data.items.map((t: { id: string }) => t.id)).toEqual([first.id]);
+      expect((await app.http.get(`/api/projects/${id}/session-tokens`).set(bearer(viewer.token))).status).toBe(403);
+      expect((await app.http.get(`/api/projects/${id}/session-tokens`).set(bearer(stranger.token))).status).toBe(404);
+      // A project token is not a credential for managing tokens (like minting).
+      expect((await app.http.get(`/api/projects/${id}/session-tokens`).set(bearer(second.token))).status).toBe(401);
+    });
+
+    it('are revoked at once (401 on the next call), audited, gone from the list; another project\'s token id is 404', async () => {
+      const id = await makeProject(owner);
+      const other = await makeProject(owner, 'Other');
+      await addMember(id, viewer, 'viewer');
+      const minted = (await app.http.post(`/api/projects/${id}/session-tokens`).set(bearer(owner.token)).send({ name: 'leaked', role: 'editor' }).expect(201)).body.data;
+      const elsewhere = (await app.http.post(`/api/projects/${other}/session-tokens`).set(bearer(owner.token)).send({ name: 'kept', role: 'viewer' }).expect(201)).body.data;
+      await app.http.get(`/api/projects/${id}`).set(bearer(minted.token)).expect(200);
+
+      await app.http.delete(`/api/projects/${id}/session-tokens/${elsewhere.id}`).set(bearer(owner.token)).expect(404);
+      await app.http.delete(`/api/projects/${id}/session-tokens/${randomUUID()}`).set(bearer(owner.token)).expect(404);
+      await app.http.delete(`/api/projects/${id}/session-tokens/not-a-uuid`).set(bearer(owner.token)).expect(400);
+      expect((await app.http.delete(`/api/projects/${id}/session-tokens/${minted.id}`).set(bearer(viewer.token))).status).toBe(403);
+      expect((await app.http.delete(`/api/projects/${id}/session-tokens/${minted.id}`).set(bearer(stranger.token))).status).toBe(404);
+      await app.http.get(`/api/projects/${id}`).set(bearer(minted.token)).expect(200);
+
+      const revoked = await app.http.delete(`/api/projects/${id}/session-tokens/${minted.id}`).set(bearer(owner.token)).expect(200);
+      expect(revoked.body.data).toEqual({ id: minted.id, revoked: true });
+      const refused = await app.http.get(`/api/projects/${id}`).set(bearer(minted.token)).expect(401);
+      expect(refused.body.error.code).toBe('AUTH_INVALID');
+      await app.http.delete(`/api/projects/${id}/session-tokens/${minted.id}`).set(bearer(owner.token)).expect(404);
+      expect((await app.http.get(`/api/projects/${id}/session-tokens`).set(bearer(owner.token)).expect(200)).body.data.items).toEqual([]);
+      await app.http.get(`/api/projects/${other}`).set(bearer(elsewhere.token)).expect(200);
+
+      const audit = await app.http.get('/api/audit?action=project.token.revoke').set(bearer(owner.token)).expect(200);
+      expect(audit.body.data.items[0]).toMatchObject({
+        action: 'project.token.revoke',
+        actor: { userId: owner.id, via: 'user_token' },
+        target: { type: 'project', id },
+        details: { tokenId: minted.id, name: 'leaked', role: 'editor' },
+      });
+      expect(JSON.stringify(audit.body)).not.toContain(minted.token);
+    });
+
     it('stops working when the minting user leaves the project role it relied on', async () => {
       const id = await makeProject(owner);
       const member = await makeUser(app);
@@ -242,5 +308,34 @@ describe('projects, members and project session tokens', () => {
       const capped = await app.http.get(`/api/projects/${id}`).set(bearer(body.data.token)).expect(200);
       expect(capped.body.data.role).toBe('viewer');
     });
+  });
+});
+
+describeOnSharedServices('project session tokens across two instances (real PostgreSQL only)', () => {
+  let first: TestApp;
+  let second: TestApp;
+  let database: TestDatabase;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const env = deploymentEnv('project-tokens');
+    first = await startTestApp({ database, env });
+    second = await startTestApp({ database, env });
+  }, 180_000);
+  afterAll(async () => {
+    await second?.close();
+    await first?.close();
+    await database?.drop();
+  });
+
+  it('a token revoked on one instance answers 401 on the other at once', async () => {
+    const owner = await makeUser(first);
+    const id = (await first.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Twin' }).expect(201)).body.data.id;
+    const minted = (await first.http.post(`/api/projects/${id}/session-tokens`).set(bearer(owner.token)).send({ name: 't', role: 'viewer' }).expect(201)).body.data;
+    await second.http.get(`/api/projects/${id}`).set(bearer(minted.token)).expect(200);
+    await first.http.get(`/api/projects/${id}`).set(bearer(minted.token)).expect(200);
+    await first.http.delete(`/api/projects/${id}/session-tokens/${minted.id}`).set(bearer(owner.token)).expect(200);
+    await second.http.get(`/api/projects/${id}`).set(bearer(minted.token)).expect(401);
+    await first.http.get(`/api/projects/${id}`).set(bearer(minted.token)).expect(401);
   });
 });

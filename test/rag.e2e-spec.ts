@@ -114,7 +114,7 @@ describe('RAG (e2e)', () => {
         }),
       ),
     );
-    // JIT off: a search statement whose cost estimate crosses jit_above_cost paid ~36 ms of compilation (RAG README).
+    // JIT off: a search statement whose cost estimate crosses jit_above_cost paid a long compilation (docs/perf/rag.md).
     // ef_search 40 is also pgvector's default; the iterative scan and JIT, off by default, show the settings were applied.
     for (const session of sessions) expect(session).toMatchObject({ ef: '40', iterative: 'relaxed_order', jit: 'off' });
     // And a search still finds what it should with them (the vector list runs as one statement).

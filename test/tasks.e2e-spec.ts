@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { callTool, makeApiKey, makeUser, toolResult, type ApiKeyOptions, type TestUser } from './support/factories.js';
+import { bearer, callTool, makeApiKey, makeUser, toolResult, type ApiKeyOptions, type TestUser } from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 /** See api-keys.e2e-spec.ts: one pooled connection keeps the embedded engine correct under concurrency. */
@@ -19,6 +19,8 @@ describe('task tools: visibility and edit rules through the gateway', () => {
   let alice: TestUser;
   let bob: TestUser;
   let carol: TestUser;
+  /** Alice's project with Bob as an editor: tasks are assignable to members of their project only. */
+  let shared: string;
   const keys: Record<string, string> = {};
 
   const makeKey = async (user: TestUser, options: Partial<ApiKeyOptions> = {}) =>
@@ -35,6 +37,8 @@ describe('task tools: visibility and edit rules through the gateway', () => {
     keys.alice = await makeKey(alice);
     keys.bob = await makeKey(bob);
     keys.carol = await makeKey(carol);
+    shared = (await app.http.post('/api/projects').set(bearer(alice.token)).send({ name: 'Shared' }).expect(201)).body.data.id;
+    await app.http.post(`/api/projects/${shared}/members`).set(bearer(alice.token)).send({ userId: bob.id, role: 'editor' }).expect(201);
   }, 180_000);
   afterAll(async () => {
     await app.close();
@@ -47,7 +51,7 @@ describe('task tools: visibility and edit rules through the gateway', () => {
 
     beforeAll(async () => {
       alicePrivate = await result(keys.alice, 'create_task', { title: 'alice private zebra', description: 'only alice' });
-      aliceToBob = await result(keys.alice, 'create_task', { title: 'alice gives bob zebra', assignee_id: bob.id, due_date: '2020-01-01' });
+      aliceToBob = await result(keys.alice, 'create_task', { title: 'alice gives bob zebra', assignee_id: bob.id, due_date: '2020-01-01', project_id: shared });
       bobPrivate = await result(keys.bob, 'create_task', { title: 'bob private zebra' });
     });
 
@@ -135,10 +139,41 @@ describe('task tools: visibility and edit rules through the gateway', () => {
     });
 
     it('unassigning removes the task from the former assignee', async () => {
-      const task = await result(keys.alice, 'create_task', { title: 'handed over', assignee_id: bob.id });
+      const task = await result(keys.alice, 'create_task', { title: 'handed over', assignee_id: bob.id, project_id: shared });
       await result(keys.bob, 'get_task', { task_id: task.id });
       await result(keys.alice, 'update_task', { task_id: task.id, assignee_id: null });
       await call(keys.bob, 'get_task', { task_id: task.id }).expect(404);
+    });
+  });
+
+  describe('assignment: members of the task\'s project only, yourself for a personal task', () => {
+    const refused = (res: { body: any }) => expect(res.body.error).toMatchObject({ code: 'invalid_argument', details: { argument: 'assignee_id' } });
+
+    it('create_task and update_task (JSON door) refuse a non-member, an unknown id and another user on a personal task; nothing is written', async () => {
+      refused(await call(keys.alice, 'create_task', { title: 'spam for carol', assignee_id: carol.id, project_id: shared }).expect(400));
+      refused(await call(keys.alice, 'create_task', { title: 'spam for carol', assignee_id: carol.id }).expect(400));
+      refused(await call(keys.alice, 'create_task', { title: 'ghost', assignee_id: '00000000-0000-4000-8000-000000000000', project_id: shared }).expect(400));
+      expect((await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title IN ('spam for carol', 'ghost')`))[0].n).toBe(0);
+      const task = await result(keys.alice, 'create_task', { title: 'team task', project_id: shared, assignee_id: bob.id });
+      refused(await call(keys.bob, 'update_task', { task_id: task.id, assignee_id: carol.id }).expect(400));
+      expect((await result(keys.bob, 'update_task', { task_id: task.id, assignee_id: alice.id })).assignee_id).toBe(alice.id);
+      const personal = await result(keys.alice, 'create_task', { title: 'my own', assignee_id: alice.id });
+      refused(await call(keys.alice, 'update_task', { task_id: personal.id, assignee_id: bob.id }).expect(400));
+      const [row] = await db.query(`SELECT assignee_id FROM tasks WHERE id = $1`, [personal.id]);
+      expect(row.assignee_id).toBe(alice.id);
+    });
+
+    it('the MCP door refuses the same way (a tool error with invalid_argument on assignee_id)', async () => {
+      const res = await app.http
+        .post('/api/v1/public/mcp')
+        .set(bearer(keys.alice))
+        .set('Accept', 'application/json, text/event-stream')
+        .send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'create_task', arguments: { title: 'via mcp', assignee_id: carol.id, project_id: shared } } })
+        .expect(200);
+      expect(res.body.result.isError).toBe(true);
+      expect(JSON.stringify(res.body.result)).toContain('invalid_argument');
+      expect(JSON.stringify(res.body.result)).toContain('assignee_id');
+      expect((await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = 'via mcp'`))[0].n).toBe(0);
     });
   });
 

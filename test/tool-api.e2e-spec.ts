@@ -216,7 +216,9 @@ describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency,
     });
 
     it('403 forbidden: an assignee may not delete a task they did not create', async () => {
-      const task = (await call(rw, 'create_task', { title: 'assigned to bob', assignee_id: bob.id }).expect(200)).body.result;
+      const projectId = (await app.http.post('/api/projects').set(bearer(alice.token)).send({ name: 'With Bob' }).expect(201)).body.data.id;
+      await app.http.post(`/api/projects/${projectId}/members`).set(bearer(alice.token)).send({ userId: bob.id, role: 'editor' }).expect(201);
+      const task = (await call(rw, 'create_task', { title: 'assigned to bob', assignee_id: bob.id, project_id: projectId }).expect(200)).body.result;
       expectError(await call(bobKey, 'delete_task', { task_id: task.id }), 403, 'forbidden');
       await call(rw, 'get_task', { task_id: task.id }).expect(200);
     });

@@ -63,6 +63,8 @@ describe('loadConfig', () => {
     [{ ADMIN_EMAIL: 'a@b.c' }, /ADMIN_PASSWORD must be set together/],
     [{ ADMIN_EMAIL: 'a@b.c', ADMIN_PASSWORD: 'short' }, /ADMIN_PASSWORD must be at least 10/],
     [{ NODE_ENV: 'production' }, /JWT_SECRET is required when NODE_ENV=production/],
+    [{ NODE_ENV: 'production', MCP_CONFORMANCE_FIXTURES: 'true' }, /MCP_CONFORMANCE_FIXTURES must not be true when NODE_ENV=production/],
+    [{ MCP_CONFORMANCE_FIXTURES: 'yes' }, /MCP_CONFORMANCE_FIXTURES/],
     [{ RAG_HYBRID_VECTOR_WEIGHT: '1.5' }, /RAG_HYBRID_VECTOR_WEIGHT must be between 0 and 1/],
     [{ RAG_HYBRID_VECTOR_WEIGHT: 'half' }, /RAG_HYBRID_VECTOR_WEIGHT must be a number/],
   ])('rejects %j with one line naming the variable', (env, message) => {

@@ -70,6 +70,8 @@ export interface AppConfig {
     sessionTtlMs: number;
     /** How long a write of a "confirm writes" credential waits for the user's elicitation answer before it fails. */
     confirmTimeoutMs: number;
+    /** MCP_CONFORMANCE_FIXTURES: the official conformance suite's fixtures on the MCP endpoint (refused in production). */
+    conformanceFixtures: boolean;
   };
   /**
    * Express `trust proxy`: which peers may set the client address through X-Forwarded-For. false = none
@@ -129,22 +131,20 @@ export interface AppConfig {
     /**
      * Share of wall time the indexing of a large document (≥ PACED_MIN_CHUNKS chunks) may work on PostgreSQL
      * (1 = no pause): after each batch the writer pauses so that embedding + PostgreSQL's insert work take at
-     * most this share, leaving CPU to the requests served meanwhile (a 15 MB text indexes for minutes).
+     * most this share, leaving CPU to the requests served meanwhile (a large text indexes for minutes).
      * RAG_INDEX_DUTY_CYCLE, default 0.5.
      */
     dutyCycle: number;
     /**
      * Documents of at least this many chunks are paced at dutyCycle (0: every document). RAG_INDEX_PACED_MIN_CHUNKS,
-     * default 200: a 200-page PDF (~475 chunks) or a 100-page DOCX (~300) indexed at full speed took a core for
-     * 1.5–3 s and put the other users' list_tasks p99 at 1.4–2.8× (bench:ingest); bench:rag's documents of ~40
-     * chunks stay at full speed (its ingest throughput, ≥ 100 chunks/s, is unchanged).
+     * default 200: a long PDF or DOCX indexed at full speed took a core for seconds and slowed other users' calls
+     * (bench:ingest, docs/perf/rag.md), while short documents stay at full speed.
      */
     pacedMinChunks: number;
     /**
      * Most chunks per batch (one statement, one transaction) of a paced document, RAG_INDEX_PACED_BATCH_CHUNKS,
-     * default 16 (1..64). Short bursts of PostgreSQL work with pauses as long: with 64-chunk batches (~300 ms of
-     * tsvector, postings and HNSW inserts each) pacing the short documents did not lower the stream's p99
-     * (during / quiet 1.5–2.7×), with 8 or 16 it did (1.2–2.4×, mean 1.6× against 2.3× unpaced; RAG notes, session 9).
+     * default 16 (1..64). Short bursts of PostgreSQL work with pauses as long: with full-size batches pacing did
+     * not lower other users' tail latency, with short ones it did (docs/perf/rag.md).
      */
     pacedBatchChunks: number;
     /**
@@ -182,6 +182,8 @@ export interface AppConfig {
     approvalTimeoutMs: number;
     /** A comment line on an idle run stream this often, so proxies keep it open. */
     streamHeartbeatMs: number;
+    /** How often an open run stream re-checks its credential (it ends when that expired or was revoked). */
+    streamCredentialCheckMs: number;
     /** Run webhooks: http and private/loopback addresses allowed (local development and tests only). */
     webhookAllowPrivate: boolean;
     /** First retry delay of a failed webhook delivery (doubling each time) and the number of attempts. */
@@ -203,7 +205,7 @@ export interface AppConfig {
   shutdownDrainDelayMs: number;
   /** APP_ROLE=worker: the port of its /api/health and /api/ready probes (and of its /metrics). */
   workerHttpPort: number;
-  /** Prometheus metrics (GET /metrics); README "Operations: metrics and traces". */
+  /** Prometheus metrics (GET /metrics); docs/operations.md, "Metrics". */
   metrics: MetricsConfig;
   /** OpenTelemetry traces; read again by the tracing preload before anything else is loaded. */
   tracing: TracingConfig;
@@ -281,6 +283,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sessionTtlMs: read.int('MCP_SESSION_TTL_MS', 86_400_000, 1_000, 30 * 86_400_000),
       // The official v1 SDK client gives up on a request after 60 s unless told otherwise; a human needs longer.
       confirmTimeoutMs: read.int('MCP_CONFIRM_TIMEOUT_MS', 120_000, 100, 3_600_000),
+      conformanceFixtures: readConformanceFixtures(read, nodeEnv),
     },
     trustProxy: readTrustProxy(read),
     publicUrl: readPublicUrl(read),
@@ -322,6 +325,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       recoveryIntervalMs: read.int('AGENT_RECOVERY_INTERVAL_MS', 15_000, 100, 3_600_000),
       approvalTimeoutMs: read.int('AGENT_APPROVAL_TIMEOUT_MS', 86_400_000, 1_000, 30 * 86_400_000),
       streamHeartbeatMs: read.int('AGENT_STREAM_HEARTBEAT_MS', 15_000, 100, 300_000),
+      streamCredentialCheckMs: read.int('AGENT_STREAM_CREDENTIAL_CHECK_MS', 5_000, 100, 300_000),
       webhookAllowPrivate: read.raw('WEBHOOK_ALLOW_PRIVATE') === 'true',
       // 5 s doubling over 14 attempts: the last one about 22 h after the first (API.md: up to 24 h).
       webhookRetryBaseMs: read.int('WEBHOOK_RETRY_BASE_MS', 5_000, 10, 3_600_000),
@@ -382,6 +386,13 @@ function readTrustProxy(read: EnvReader): AppConfig['trustProxy'] {
     }
   }
   return entries;
+}
+
+/** The conformance suite's fixtures are test doubles on the real endpoint: never in production. */
+function readConformanceFixtures(read: EnvReader, nodeEnv: string): boolean {
+  const on = read.oneOf('MCP_CONFORMANCE_FIXTURES', ['true', 'false'] as const, 'false') === 'true';
+  if (on && nodeEnv === 'production') throw new ConfigError('MCP_CONFORMANCE_FIXTURES', 'must not be true when NODE_ENV=production (it adds test fixtures to the MCP endpoint)');
+  return on;
 }
 
 /** PUBLIC_URL without a trailing slash; an origin plus an optional path prefix, nothing else. */

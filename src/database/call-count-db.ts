@@ -11,9 +11,8 @@ import { KYSELY, keepCheckedOutClientErrorsHandled, type Db } from './kysely.pro
  * Where the per-call count statement runs (ApiKeyCallCounterService → ToolCredentialsRepository.addCalls): on
  * PostgreSQL, a pool of its own (CALL_COUNT_CONNECTIONS connections beside DATABASE_POOL_SIZE). Every Area A
  * call waits for its count to be committed, and the count is a group commit (one statement at a time, the calls
- * that arrive meanwhile share the next). On the shared pool that statement queued behind the calls' own reads:
- * with 50 calls in flight on 10 connections, bench:gateway measured the count at p50 19.5 ms (p99 83 ms) of a
- * 42 ms call, for a statement that runs in about a millisecond. On the embedded engine (one session behind its
+ * that arrive meanwhile share the next). On the shared pool that statement, though quick itself, queued behind the
+ * calls' own reads for as long as the list they waited for (docs/perf/gateway.md). On the embedded engine (one session behind its
  * wire server) a second pool would gain nothing, so the count uses the shared client there.
  */
 @Injectable()

@@ -217,6 +217,11 @@ export interface McpElicitations {
   session_hash: Buffer;
 }
 
+export interface McpRequestStateUses {
+  expires_at: Timestamp;
+  nonce: string;
+}
+
 export interface McpSessions {
   client_capabilities: Json;
   client_name: string;
@@ -313,8 +318,11 @@ export interface ProjectSessionTokens {
   created_by: string;
   expires_at: Timestamp;
   id: string;
+  last_used_at: Timestamp | null;
   name: string;
+  prefix: string | null;
   project_id: string;
+  revoked_at: Timestamp | null;
   role: string;
   token_hash: string;
 }
@@ -384,6 +392,7 @@ export interface DB {
   idempotency_records: IdempotencyRecords;
   indexing_jobs: IndexingJobs;
   mcp_elicitations: McpElicitations;
+  mcp_request_state_uses: McpRequestStateUses;
   mcp_sessions: McpSessions;
   oauth_clients: OauthClients;
   oauth_codes: OauthCodes;

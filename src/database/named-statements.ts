@@ -18,12 +18,12 @@ export const InjectNamedStatements = (): ParameterDecorator => Inject(NAMED_STAT
 /**
  * Runs a hot statement as a named (prepared) statement of the connection it lands on, so that PostgreSQL parses,
  * analyses and rewrites its text once per connection, and may keep a generic plan for it, instead of doing all of
- * that on every call (for a search list at 100k chunks: ~1.5 ms of a ~7 ms statement; see the RAG README, issue 15
- * session 9; for list_tasks about half of the statement's PostgreSQL time, issue 22 session 10). The name is a hash of the text, so each distinct text is its own statement.
+ * that on every call, a large share of a hot statement's time (docs/perf/gateway.md, docs/perf/rag.md). The name is
+ * a hash of the text, so each distinct text is its own statement.
  *
  * Only for statements whose text does not vary with input: values go in parameters, limits and other code
  * constants are inlined (a generic plan with a parameterised LIMIT or a `$n IS NULL OR …` filter can lose the
- * index scans that make the statement cheap; see the README). Each connection keeps at most a handful.
+ * index scans that make the statement cheap; docs/perf/rag.md). Each connection keeps at most a handful.
  *
  * Not used (the statement runs as an ordinary unnamed one through Kysely) on the embedded engine (PGlite, known
  * by its version string, asked once), whose connections share one session (a second Parse of a name on another

@@ -143,9 +143,9 @@ export class PgliteWireServer {
         });
     };
 
-    // A large message (an upload's 15 MB parameter) arrives in hundreds of socket chunks: they wait in
+    // A large message (an upload's bytes as a parameter) arrives in hundreds of socket chunks: they wait in
     // `pending` until the message is complete and are joined once. Joining every chunk onto what came
-    // before copied the whole message again per chunk (quadratic: 6 s of event loop for 15 MB).
+    // before copied the whole message again per chunk, which is quadratic and held the event loop.
     const pending: Buffer[] = [];
     let pendingBytes = 0;
     let needed = 0;

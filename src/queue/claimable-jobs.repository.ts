@@ -12,6 +12,8 @@ export type ClaimableTableName = 'agent_runs' | 'indexing_jobs';
  */
 export interface ClaimableTable<T extends ClaimableTableName = ClaimableTableName> {
   table: T;
+  /** Names the kind in the job transition log lines ('indexing', 'agent_run'). */
+  kind: string;
   /**
    * What fences a claim's writes. `claim_token`: a fresh uuid per claim, cleared when the claim is handed back
    * (agent runs: a pause restarts `attempts`, so a claim number could come round again). `attempts`: the claim's
@@ -32,6 +34,10 @@ export interface Claim<T extends ClaimableTableName = ClaimableTableName> {
   table: ClaimableTable<T>;
   id: string;
   token: string | number;
+  /** When this process claimed it (Date.now()), for the durations of the transition log lines. */
+  claimedAt?: number;
+  /** The request that queued the job (the row's `trace_id`): every log line of the job names it. */
+  requestId?: string | null;
 }
 
 /** What a claim holder learns when it looks at its row: still ours, and whether a cancel was asked for. */

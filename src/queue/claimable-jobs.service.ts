@@ -1,4 +1,4 @@
-import { Injectable, type Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import type { Selectable } from 'kysely';
 import { randomUUID } from 'node:crypto';
@@ -7,6 +7,8 @@ import { ClaimableJobsRepository, type Claim, type ClaimableTable, type Claimabl
 
 /** Queue states in which an entry will still be processed: a queued row with such an entry needs nothing. */
 const LIVE_QUEUE_STATES = ['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'];
+/** Queue states of an entry no worker holds yet: it will be fetched and claim its row, whatever the row's state. */
+const PENDING_QUEUE_STATES = ['waiting', 'delayed', 'prioritized'];
 
 /** How a claim holder keeps its claim alive and learns that it lost it or that a cancel was asked for. */
 export interface ClaimWatch {
@@ -36,6 +38,21 @@ export interface JobRecovery {
   logger: Logger;
 }
 
+/** A job's state changes as the log names them (one line each): see docs/operations.md. */
+export type JobTransition = 'queued' | 'started' | 'resumed' | 'finished' | 'failed' | 'released' | 'paused';
+
+/** Why a claim was handed back: a planned stop, an attempt that failed and the queue will retry, or a slice's end (fair shares). */
+export type ReleaseReason = 'shutdown' | 'error' | 'slice';
+
+/** The row fields every claimable table has that the transition lines read. */
+interface ClaimedRowTimes {
+  created_at: Date | string;
+  started_at: Date | string | null;
+  heartbeat_at: Date | string | null;
+  attempts: number;
+  trace_id?: string | null;
+}
+
 /**
  * The job machinery of every kind of claimable job (agent runs, indexing jobs), written once: the `<table>` row is
  * what users read and BullMQ only carries "run job X". A worker claims the row with a fencing token, keeps the
@@ -48,13 +65,57 @@ export interface JobRecovery {
  */
 @Injectable()
 export class ClaimableJobsService {
+  private readonly jobLog = new Logger('Jobs');
+
   constructor(private readonly repository: ClaimableJobsRepository) {}
 
-  /** Claims the job and maps its row; undefined when it is not claimable (another live worker holds it, or it is final). */
+  /**
+   * Claims the job and maps its row; undefined when it is not claimable (another live worker holds it, or it is final).
+   * Logs `started`, or `resumed` when an earlier claim had started it (a released or taken-over job).
+   */
   async claim<T extends ClaimableTableName, R>(table: ClaimableTable<T>, id: string, staleAfterMs: number, map: (row: Selectable<DB[T]>) => R): Promise<{ claim: Claim<T>; job: R } | undefined> {
     const claimed = await this.repository.claim(table, id, staleAfterMs, randomUUID());
     if (!claimed) return undefined;
-    return { claim: { table, id, token: claimed.token }, job: map(claimed.row) };
+    return { claim: this.started(table, id, claimed), job: map(claimed.row) };
+  }
+
+  /** The claim of a freshly claimed row, logged as `started`, or `resumed` when an earlier claim had started it. */
+  private started<T extends ClaimableTableName>(table: ClaimableTable<T>, id: string, claimed: { row: Selectable<DB[T]>; token: string | number }): Claim<T> {
+    const row = claimed.row as unknown as ClaimedRowTimes;
+    const claim: Claim<T> = { table, id, token: claimed.token, claimedAt: Date.now(), requestId: row.trace_id ?? null };
+    // The claim sets started_at only when it was empty, to the same now() as the heartbeat.
+    const resumed = row.started_at !== null && row.heartbeat_at !== null && time(row.started_at) < time(row.heartbeat_at);
+    this.transition(claim, resumed ? 'resumed' : 'started', { attempt: row.attempts, waitedMs: Math.max(0, claim.claimedAt! - time(row.created_at)) });
+    return claim;
+  }
+
+  /** The `queued` line of a new job, written where the job is created (with the request that created it). */
+  queued(table: ClaimableTable, id: string, requestId: string | null | undefined, fields: Record<string, unknown> = {}): void {
+    this.write('queued', { jobId: id, kind: table.kind, requestId: requestId ?? null, ...fields });
+  }
+
+  /** The line of a claim's end: `finished` (succeeded or cancelled), `failed`, or `paused` (waits for a person). */
+  ended(claim: Claim, status: 'succeeded' | 'failed' | 'cancelled' | 'paused', fields: Record<string, unknown> = {}): void {
+    this.transition(claim, status === 'failed' ? 'failed' : status === 'paused' ? 'paused' : 'finished', { status, ...fields });
+  }
+
+  /**
+   * The end of a job no claim here holds: failed by the queue or recovery giving up, or cancelled before a worker took
+   * it (or from a worker that is gone). Without a `requestId` field the line names the current request (the cancel).
+   */
+  endedUnclaimed(table: ClaimableTable, id: string, status: 'failed' | 'cancelled', fields: Record<string, unknown> = {}): void {
+    this.write(status === 'failed' ? 'failed' : 'finished', { jobId: id, kind: table.kind, status, ...fields });
+  }
+
+  private transition(claim: Claim, event: JobTransition, fields: Record<string, unknown>): void {
+    const durationMs = event === 'started' || event === 'resumed' || claim.claimedAt === undefined ? undefined : Date.now() - claim.claimedAt;
+    this.write(event, { jobId: claim.id, kind: claim.table.kind, requestId: claim.requestId ?? null, durationMs, ...fields });
+  }
+
+  private write(event: JobTransition, fields: Record<string, unknown>): void {
+    const line = { msg: `job ${event}`, event, ...fields };
+    if (event === 'failed') this.jobLog.warn(line);
+    else this.jobLog.log(line);
   }
 
   /** Claims the job fairest to run next (ClaimableJobsRepository.claimNext) and maps its row; undefined when none waits. */
@@ -62,7 +123,7 @@ export class ClaimableJobsService {
     const claimed = await this.repository.claimNext(table, staleAfterMs, randomUUID());
     if (!claimed) return undefined;
     const id = (claimed.row as { id: string }).id;
-    return { claim: { table, id, token: claimed.token }, job: map(claimed.row) };
+    return { claim: this.started(table, id, claimed), job: map(claimed.row) };
   }
 
   othersWaiting(table: ClaimableTable, exceptId: string, staleAfterMs: number): Promise<boolean> {
@@ -79,8 +140,15 @@ export class ClaimableJobsService {
     return (await this.repository.state(claim)).held;
   }
 
-  release(claim: Claim): Promise<void> {
-    return this.repository.release(claim);
+  /** Hands the claim back (see ClaimableJobsRepository.release) and logs `released`, with the progress kept when given. */
+  async release(claim: Claim, reason: ReleaseReason, fields: Record<string, unknown> = {}): Promise<void> {
+    await this.repository.release(claim);
+    this.transition(claim, 'released', { reason, ...fields });
+  }
+
+  /** Logs `released` for a claim the kind handed back with its own statement (an indexing slice that yielded). */
+  handedBack(claim: Claim, reason: ReleaseReason, fields: Record<string, unknown> = {}): void {
+    this.transition(claim, 'released', { reason, ...fields });
   }
 
   /**
@@ -118,6 +186,8 @@ export class ClaimableJobsService {
       const entry = await kind.queue.getJob(job.id);
       const queueState = entry ? await entry.getState() : 'missing';
       if (job.status === 'queued' && LIVE_QUEUE_STATES.includes(queueState)) continue;
+      // A handed-back job (released claim) whose entry waits again: the next worker claims it without help.
+      if (PENDING_QUEUE_STATES.includes(queueState)) continue;
       await kind.enqueue(job.id, `-r${Date.now()}`);
       recovered += 1;
       kind.logger.warn({ msg: `${kind.what} re-enqueued`, jobId: job.id, status: job.status, queueState });
@@ -136,4 +206,8 @@ export class ClaimableJobsService {
     timer.unref();
     return () => clearInterval(timer);
   }
+}
+
+function time(value: Date | string): number {
+  return (value instanceof Date ? value : new Date(value)).getTime();
 }

@@ -8,6 +8,7 @@ import { ClaimableJobsRepository } from './claimable-jobs.repository.js';
 import { ClaimableJobsService } from './claimable-jobs.service.js';
 import { QueueErrorListener } from './queue-error-listener.js';
 import { SYSTEM_QUEUE, type QueueBackendKind } from './queue.constants.js';
+import { WorkerDrain } from './worker-drain.js';
 
 /**
  * BullMQ for every background job: on Redis when REDIS_URL is set, otherwise on BullMQ's own
@@ -38,8 +39,8 @@ export class QueueModule {
         BullModule.forRoot({ connection: connection as never, prefix: kind === 'redis' ? config.redis.prefix : undefined, ...bullmqTelemetry() }),
         BullModule.registerQueue({ name: SYSTEM_QUEUE }),
       ],
-      providers: [QueueErrorListener, ClaimableJobsRepository, ClaimableJobsService],
-      exports: [BullModule, ClaimableJobsService],
+      providers: [QueueErrorListener, ClaimableJobsRepository, ClaimableJobsService, WorkerDrain],
+      exports: [BullModule, ClaimableJobsService, WorkerDrain],
     };
   }
 }

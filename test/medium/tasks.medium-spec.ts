@@ -136,4 +136,41 @@ describe('TasksService (medium: real database, no HTTP)', () => {
       await expect(tasks().stats(actorOf(user, { projectIds: [] }), project.id)).rejects.toMatchObject({ code: ErrorCode.NotFound });
     });
   });
+
+  describe('assignment: only to members of the task\'s project, or to yourself for a task without one', () => {
+    const refusedOnAssignee = { code: ErrorCode.InvalidArgument, details: { argument: 'assignee_id' } };
+    const newTask = (fields: { projectId: string | null; assigneeId: string | null }) => ({ title: 'assign me', description: '', status: 'todo' as const, priority: 'medium' as const, dueDate: null, ...fields });
+
+    it('create: a member of any role passes; a non-member, an unknown id and another user on a personal task are 400 on assignee_id', async () => {
+      const { make } = medium();
+      const [owner, viewer, stranger] = [await make.user(), await make.user(), await make.user()];
+      const project = await make.project(owner, { members: [{ user: viewer, role: 'viewer' }] });
+      const assigned = await tasks().create(actorOf(owner), newTask({ projectId: project.id, assigneeId: viewer.id }));
+      expect(assigned.assignee_id).toBe(viewer.id);
+      expect((await tasks().create(actorOf(owner), newTask({ projectId: project.id, assigneeId: owner.id }))).assignee_id).toBe(owner.id);
+      expect((await tasks().create(actorOf(owner), newTask({ projectId: null, assigneeId: owner.id }))).assignee_id).toBe(owner.id);
+      await expect(tasks().create(actorOf(owner), newTask({ projectId: project.id, assigneeId: stranger.id }))).rejects.toMatchObject(refusedOnAssignee);
+      await expect(tasks().create(actorOf(owner), newTask({ projectId: project.id, assigneeId: '00000000-0000-4000-8000-000000000000' }))).rejects.toMatchObject(refusedOnAssignee);
+      await expect(tasks().create(actorOf(owner), newTask({ projectId: null, assigneeId: stranger.id }))).rejects.toMatchObject(refusedOnAssignee);
+      // Nothing was written for the refused ones: the stranger sees no task.
+      expect(await listed(actorOf(stranger), { limit: 50 })).toEqual([]);
+    });
+
+    it('update: the task\'s own project decides (creator and assignee alike); unassigning always passes', async () => {
+      const { make } = medium();
+      const [owner, editor, stranger] = [await make.user(), await make.user(), await make.user()];
+      const project = await make.project(owner, { members: [{ user: editor, role: 'editor' }] });
+      const inProject = await make.task(owner, { projectId: project.id, assigneeId: editor.id });
+      await expect(tasks().update(actorOf(editor), inProject.id, { assigneeId: stranger.id })).rejects.toMatchObject(refusedOnAssignee);
+      await expect(tasks().update(actorOf(owner), inProject.id, { assigneeId: stranger.id })).rejects.toMatchObject(refusedOnAssignee);
+      expect((await tasks().update(actorOf(editor), inProject.id, { assigneeId: owner.id })).assignee_id).toBe(owner.id);
+      expect((await tasks().update(actorOf(owner), inProject.id, { assigneeId: null })).assignee_id).toBeNull();
+      const personal = await make.task(owner, { projectId: null });
+      await expect(tasks().update(actorOf(owner), personal.id, { assigneeId: editor.id })).rejects.toMatchObject(refusedOnAssignee);
+      expect((await tasks().update(actorOf(owner), personal.id, { assigneeId: owner.id })).assignee_id).toBe(owner.id);
+      // A member who left can no longer be given the task.
+      await medium().db.deleteFrom('project_members').where('project_id', '=', project.id).where('user_id', '=', editor.id).execute();
+      await expect(tasks().update(actorOf(owner), inProject.id, { assigneeId: editor.id })).rejects.toMatchObject(refusedOnAssignee);
+    });
+  });
 });

@@ -1,31 +1,14 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, statSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import { isProcessAlive } from '../../src/database/data-dir-lock.js';
+import { buildIfStale, distIsCurrent } from '../../scripts/build-if-stale.js';
 import { createTestDatabase, deploymentEnv, type TestDatabase } from './test-app.js';
 
 const ROOT = join(__dirname, '..', '..');
-/** What `nest build` compiles or copies: a newer file in any of these makes dist/ stale. */
-const BUILD_INPUTS = ['src', 'migrations', 'public', 'bench', 'scripts', 'nest-cli.json', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
-const BUILD_STAMP = join(ROOT, 'dist', '.build-stamp');
 const BUILD_LOCK = join(ROOT, '.test-build.lock');
-
-function newestMtimeMs(path: string): number {
-  if (!existsSync(path)) return 0;
-  const stat = statSync(path);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  let newest = stat.mtimeMs;
-  for (const entry of readdirSync(path)) newest = Math.max(newest, newestMtimeMs(join(path, entry)));
-  return newest;
-}
-
-function distIsFresh(): boolean {
-  if (!existsSync(BUILD_STAMP)) return false;
-  const built = statSync(BUILD_STAMP).mtimeMs;
-  return BUILD_INPUTS.every((input) => newestMtimeMs(join(ROOT, input)) <= built);
-}
 
 /** Takes the build lock, waiting for another test process's build; a lock left by a dead process is taken over. */
 function withBuildLock(fn: () => void): void {
@@ -55,18 +38,13 @@ function withBuildLock(fn: () => void): void {
 }
 
 /**
- * Compiles the app exactly as `npm start` does (`nest build`), unless dist/ is already newer than every
- * input, so the process tests of one run (and of the next run, if nothing changed) share one build.
+ * Compiles the app exactly as `npm start` does (scripts/build-if-stale.ts: `nest build` unless dist/ was built from
+ * the same inputs), so the process tests of one run (and of the next run, if nothing changed) share one build.
  * A lock file keeps two test processes from building into the same dist/ at once.
  */
 export function buildOnce(): void {
-  if (distIsFresh()) return;
-  withBuildLock(() => {
-    if (distIsFresh()) return; // built by the process we waited for
-    const started = Date.now();
-    execFileSync(process.execPath, [join(ROOT, 'node_modules', '@nestjs', 'cli', 'bin', 'nest.js'), 'build'], { cwd: ROOT, stdio: 'pipe' });
-    writeFileSync(BUILD_STAMP, `built in ${Date.now() - started} ms\n`);
-  });
+  if (distIsCurrent(ROOT)) return;
+  withBuildLock(() => buildIfStale(ROOT)); // a no-op when built by the process we waited for
 }
 
 export interface AppProcess {

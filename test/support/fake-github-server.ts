@@ -76,6 +76,8 @@ export interface CannedAnswer {
   headers?: Record<string, string>;
   /** Wait this long before answering (to exercise timeouts). */
   delayMs?: number;
+  /** Put the request's Authorization header into the body's message (a misbehaving upstream or proxy). */
+  echoAuthorization?: boolean;
 }
 interface QueuedAnswer extends CannedAnswer {
   method?: string;
@@ -236,7 +238,8 @@ export class FakeGithubServer {
       const [answer] = this.queue.splice(queued, 1);
       if (answer.delayMs) await sleep(answer.delayMs);
       if (res.destroyed) return;
-      return this.send(res, answer.status, answer.body ?? {}, answer.headers);
+      const body = answer.echoAuthorization ? { message: `Bad credentials for ${req.headers.authorization ?? ''}`, errors: [{ message: String(req.headers.authorization) }] } : (answer.body ?? {});
+      return this.send(res, answer.status, body, answer.headers);
     }
     try {
       this.route(record, url, res);

@@ -13,6 +13,8 @@ export interface FakeLlmReply {
   delayMs?: number;
   /** Never answer; the client has to give up or abort. */
   hang?: boolean;
+  /** With `status`: the error body quotes the request's Authorization header (a misbehaving upstream or proxy). */
+  echoAuthorization?: boolean;
 }
 
 export interface RecordedRequest {
@@ -34,6 +36,7 @@ export interface RecordedRequest {
 export class FakeLlmServer {
   readonly requests: RecordedRequest[] = [];
   private script: FakeLlmReply[] = [];
+  private policy?: (request: RecordedRequest) => FakeLlmReply;
   private server?: Server;
   private readonly open = new Set<ServerResponse>();
   baseUrl = '';
@@ -48,7 +51,13 @@ export class FakeLlmServer {
   /** Replaces the script. */
   play(...replies: FakeLlmReply[]): void {
     this.script = [...replies];
+    this.policy = undefined;
     this.requests.length = 0;
+  }
+
+  /** Answers every request with `policy(request)` once the script is empty (a "model" that reacts to what it read). */
+  respondWith(policy: ((request: RecordedRequest) => FakeLlmReply) | undefined): void {
+    this.policy = policy;
   }
 
   remaining(): number {
@@ -74,12 +83,12 @@ export class FakeLlmServer {
       this.open.delete(res);
       if (!res.writableEnded) recorded.abortedAt = Date.now();
     });
-    const reply = this.script.shift() ?? { content: 'Done.' };
+    const reply = this.script.shift() ?? this.policy?.(recorded) ?? { content: 'Done.' };
     if (reply.hang) return;
     if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
     if (res.destroyed) return;
     if (reply.status && reply.status >= 400) {
-      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify({ error: { message: `scripted ${reply.status}`, type: 'server_error' } }));
+      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify({ error: { message: reply.echoAuthorization ? `invalid key: ${req.headers.authorization}` : `scripted ${reply.status}`, type: 'server_error' } }));
       return;
     }
     const toolCalls = (reply.toolCalls ?? []).map((call, i) => ({
@@ -114,4 +123,11 @@ export function fakeModelEnv(llm: FakeLlmServer, extra: Record<string, string> =
     LLM_MODEL: 'fake-model-1',
     ...extra,
   };
+}
+
+/** The payload of a tool message as the agent sends it (inside its `<tool-data>` block), parsed as JSON. */
+export function toolData(content: string | null): any {
+  const match = /^<tool-data [^>]*>\n([\s\S]*)\n<\/tool-data>$/.exec(content ?? '');
+  if (!match) throw new Error(`not a <tool-data> block: ${String(content).slice(0, 200)}`);
+  return JSON.parse(match[1]!);
 }

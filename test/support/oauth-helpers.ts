@@ -23,7 +23,7 @@ export function pkcePair(): { verifier: string; challenge: string } {
 export const REDIRECT_URI = 'http://127.0.0.1:49152/callback';
 
 /** RFC 7591 registration of a public client (token_endpoint_auth_method none). */
-export async function registerPublicClient(app: TestApp, redirectUris: string[] = [REDIRECT_URI]): Promise<string> {
+export async function registerPublicClient(app: Pick<TestApp, 'http'>, redirectUris: string[] = [REDIRECT_URI]): Promise<string> {
   const res = await app.http.post('/oauth/register').send({ client_name: 'Test client', redirect_uris: redirectUris, token_endpoint_auth_method: 'none' }).expect(201);
   return res.body.client_id as string;
 }

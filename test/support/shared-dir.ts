@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 /**
- * The workplace's shared folder (API.md, the IR collections) sits beside the project as ../shared.
+ * The workplace's shared folder (the IR collections) sits beside the project as ../shared.
  * SHARED_DIR overrides it; a clone made elsewhere falls back to the workplace's own location.
  */
 export function sharedDir(): string {

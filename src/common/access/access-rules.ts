@@ -18,13 +18,17 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  * ## The rules
  * - **Pins**: a pinned actor sees only objects inside its projects; an object without a project (a personal
  *   task, a document without a project) is outside every pin. Creating one needs an unpinned actor.
- * - **Tasks**: visible and editable to their creator and assignee; deletable by the creator only.
+ * - **Tasks**: visible and editable to their creator and assignee; deletable by the creator only. Assignable
+ *   only to a member of the task's project, or, for a task without a project, to the actor itself.
  * - **Documents**: visible to the author; when public, to the members of its project, or to everyone for a
  *   public document without a project. A private document is its author's only, even inside a project.
  *   Editable (and deletable) by the author only, and inside a project only while at least an editor there.
  * - **Projects**: visible to members; the actor's role is the member role capped by the token's role.
  * - **GitHub repositories**: every registered one for an unpinned actor, else only those in `repos` (any case).
- * - **Agent runs**: their starter's only, inside its pins.
+ * - **Agent runs**: their starter's only, inside its pins. Deciding about a run's writes (approve, reject, cancel)
+ *   needs the authority of the write: an effective role of at least editor in the run's project, whatever the
+ *   credential ({@link mayDecideAgentRun}); an approved call runs with the rights of both the run and the approver
+ *   ({@link narrowestActor}).
  * - **Indexing jobs**: a project's jobs to its members; a job without a project to its creator, unpinned only.
  * - **Audit entries**: a user's own (whoever acted through which of its credentials); everyone's to an admin only,
  *   on the admin routes, which no predicate here widens.
@@ -41,8 +45,8 @@ import { cappedRole, PROJECT_ROLES, roleAtLeast, type ProjectRole } from './proj
  * {@link editableDocument}, {@link visibleProject}, {@link projectRoleAtLeast}, {@link visibleRepo},
  * {@link visibleAgentRun}, {@link visibleIndexingJob}, {@link visibleAuditEntry}, {@link viewerStatScopes},
  * {@link visibleOutsideStatScopes}.
- * For objects already loaded: {@link isProjectAllowed}, {@link isRepoAllowed}, {@link mayCreateWithoutProject},
- * {@link effectiveRole}, {@link accessOutcome}, {@link accessDenied}.
+ * For objects already loaded: {@link isProjectAllowed}, {@link isRepoAllowed}, {@link mayCreateWithoutProject}, {@link mayAssignTask},
+ * {@link effectiveRole}, {@link accessOutcome}, {@link accessDenied}, {@link mayDecideAgentRun}, {@link narrowestActor}.
 
  */
 
@@ -190,6 +194,15 @@ export function mayCreateWithoutProject(actor: Actor): boolean {
   return actor.projectIds === null;
 }
 
+/**
+ * Who a task may be assigned to: a member (any role) of the task's project; for a task without a project, only the
+ * actor itself (so no one can push a task, and the text in it, into a stranger's lists and MCP clients).
+ * `assigneeRole` is the assignee's member role in the task's project, null when not a member (or no project).
+ */
+export function mayAssignTask(actor: Actor, projectId: string | null, assigneeId: string, assigneeRole: ProjectRole | null): boolean {
+  return projectId === null ? assigneeId === actor.userId : assigneeRole !== null;
+}
+
 /** The actor's role in a project it is a member of: the member role capped by a project token's role. */
 export function effectiveRole(actor: Actor, memberRole: ProjectRole): ProjectRole {
   return cappedRole(memberRole, actor.projectRoleCap);
@@ -206,4 +219,34 @@ export function accessOutcome(visible: boolean, permitted: boolean): AccessOutco
 /** The error for an action the actor may not take on an object: not_found when it cannot even see it, else forbidden. */
 export function accessDenied(visible: boolean, object: string, reason: string): AppException {
   return visible ? AppException.forbidden(reason) : AppException.notFound(object);
+}
+
+/** The minimum effective project role that may approve, reject or cancel an agent run's work (that of its writes). */
+export const AGENT_RUN_DECIDER_ROLE: ProjectRole = 'editor';
+
+/**
+ * Whether an actor who sees an agent run (visibleAgentRun) may decide about its writes: approve or reject a waiting
+ * call, with or without edited arguments, or cancel the run. `role` is the actor's effective role in the run's project
+ * (member role capped by a project token's; null when not a member). A viewer, or a viewer token, may not.
+ */
+export function mayDecideAgentRun(role: ProjectRole | null): boolean {
+  return role !== null && roleAtLeast(role, AGENT_RUN_DECIDER_ROLE);
+}
+
+/**
+ * The rights two actors of the same user share: the intersection of their pins and the lower of their role caps.
+ * An approved agent call runs as this of the run and the approver, so an approval never lends a run rights its
+ * approver lacks (nor the other way round).
+ */
+export function narrowestActor(a: Actor, b: Actor): Actor {
+  if (a.userId !== b.userId) throw new Error('narrowestActor: two different users');
+  const both = <T extends string>(x: readonly T[] | null, y: readonly T[] | null, same: (p: T, q: T) => boolean): readonly T[] | null =>
+    x === null ? y : y === null ? x : x.filter((item) => y.some((other) => same(item, other)));
+  const cap = a.projectRoleCap === undefined ? b.projectRoleCap : b.projectRoleCap === undefined ? a.projectRoleCap : cappedRole(a.projectRoleCap, b.projectRoleCap);
+  return {
+    userId: a.userId,
+    projectIds: both(a.projectIds, b.projectIds, (p, q) => p === q),
+    repos: both(a.repos, b.repos, (p, q) => p.toLowerCase() === q.toLowerCase()),
+    ...(cap !== undefined ? { projectRoleCap: cap as 'editor' | 'viewer' } : {}),
+  };
 }

@@ -27,6 +27,9 @@ export function sendError(exception: unknown, req: Request, res: Response, logge
   if (!appException) {
     logger.error({ msg: 'Unhandled error', method: req.method, path: req.path }, exception instanceof Error ? exception : undefined);
     appException = new AppException(ErrorCode.Internal, 'Internal server error; quote the traceId when reporting it');
+  } else if (isPlannedDrain(appException)) {
+    // Readiness during a planned shutdown: expected, so the access line stays at info (accessLogMiddleware).
+    res.locals.plannedDrain = true;
   } else if (appException.code === ErrorCode.DependencyUnavailable || appException.code === ErrorCode.UpstreamError) {
     logger.warn({ msg: appException.message, code: appException.code, path: req.path });
   }
@@ -43,4 +46,10 @@ export function sendError(exception: unknown, req: Request, res: Response, logge
   res.status(rendered.status);
   for (const [name, value] of Object.entries(rendered.headers)) res.setHeader(name, value);
   res.json(rendered.body);
+}
+
+/** The 503 of a readiness probe while the process drains (HealthController.ready): not a failure. */
+function isPlannedDrain(exception: AppException): boolean {
+  const details = exception.details;
+  return exception.code === ErrorCode.DependencyUnavailable && !!details && !Array.isArray(details) && details.draining === true;
 }

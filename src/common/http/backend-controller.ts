@@ -9,8 +9,8 @@ import { EnvelopeInterceptor } from './envelope.interceptor.js';
  *
  * Per controller rather than a global interceptor because any interceptor on a route makes Nest run the handler
  * through a chain of RxJS observables (a ReplaySubject, a client-disconnect stream, tap/takeUntil/switchMap): on the
- * tool-call route, which the envelope never wraps, that was ~9% of the gateway's allocations (bench:gateway, issue 22
- * session 10). That no Area B controller can forget it is checked at boot (assertBackendRoutesEnveloped).
+ * tool-call route, which the envelope never wraps, that was a large share of the gateway's allocations
+ * (docs/perf/gateway.md). That no Area B controller can forget it is checked at boot (assertBackendRoutesEnveloped).
  */
 export function BackendController(prefix: string): ClassDecorator {
   return applyDecorators(Controller(prefix), UseInterceptors(EnvelopeInterceptor));

@@ -5,7 +5,7 @@ const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 /**
  * Writes a JSON answer the way Express's `res.json` would (same Content-Type, Content-Length from Node),
  * without its ETag: Express hashes every body it sends (SHA-1 of the whole JSON) so a conditional GET can
- * get a 304, which a POST answer never can; on a 50-row tool result that hash was ~25 µs a call.
+ * get a 304, which a POST answer never can, so on a tool result that hash is pure cost.
  * For handlers that answer themselves (`@Res()`), e.g. the tool-call route.
  */
 export function sendJson(response: Response, status: number, body: unknown): void {
@@ -20,8 +20,8 @@ const CLOSE_RESULT = Buffer.from('}');
 /**
  * `{"result": <json>}` (200) for a result that is already JSON text (a list PostgreSQL wrote). The text goes out
  * as one Buffer between two constant ones, in one socket write (Node corks a response's writes within a tick):
- * wrapping it in a string and ending with that copied ~15 KB twice more on the young heap (the wrapped string, then
- * the header and body joined) on every 50-task list.
+ * wrapping it in a string and ending with that copied the list twice more on the young heap (the wrapped string,
+ * then the header and body joined) on every call.
  */
 export function sendJsonResult(response: Response, resultJson: string): void {
   const body = Buffer.from(resultJson, 'utf8');

@@ -5,6 +5,11 @@ import { pinoHttp } from 'pino-http';
 import { RequestContext } from '../request-context/request-context.js';
 import type { JsonLogger } from './json-logger.js';
 
+/** A readiness 503 while the process drains (marked by sendError): expected, logged at info like a success. */
+function plannedDrain(res: ServerResponse): boolean {
+  return (res as Response).locals?.plannedDrain === true;
+}
+
 /** The caller as far as authentication got: the principal's tracker id is "<kind>:<id>" (never a secret). */
 function credentialOf(req: Request): { kind: string; id: string } | null {
   const trackerId = (req.user as { trackerId?: string } | undefined)?.trackerId;
@@ -40,20 +45,20 @@ export function accessLogMiddleware(logger: JsonLogger): RequestHandler {
     customAttributeKeys: { reqId: 'requestId' },
     quietReqLogger: true,
     quietResLogger: true,
-    customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
+    customLogLevel: (_req, res, error) => (error || (res.statusCode >= 500 && !plannedDrain(res)) ? 'error' : 'info'),
     customSuccessMessage: () => 'request',
     customErrorMessage: () => 'request',
     customSuccessObject: (req, res, value: { responseTime: number }) => fields(req, res, value.responseTime),
     customErrorObject: (req, res, _error, value: { responseTime: number }) => fields(req, res, value.responseTime),
   }) as unknown as RequestHandler;
   // Below info (LOG_LEVEL=warn/error) only failed requests are written: they need no per-request child
-  // logger, only a look at the status when the answer is done (pino-http's set-up cost ~30 µs a call).
+  // logger, only a look at the status when the answer is done (pino-http's per-request set-up is not free).
   const failuresOnly: RequestHandler = (req, res, next) => {
     const started = performance.now();
     const done = () => {
       res.removeListener('finish', done);
       res.removeListener('close', done);
-      if (res.statusCode < 500 && res.writableFinished) return;
+      if ((res.statusCode < 500 || plannedDrain(res)) && res.writableFinished) return;
       // As pino-http rates them: a 5xx or an answer the client did not wait for is an error line.
       if (logger.pino.isLevelEnabled('error')) logger.pino.error({ requestId: String(res.getHeader('X-Request-Id') ?? ''), ...fields(req, res, Math.round(performance.now() - started)) }, 'request');
     };

@@ -51,6 +51,13 @@ export const rateLimitedTotal = new Counter({
   registers: [metricsRegistry],
 });
 
+export const redactionsTotal = new Counter({
+  name: 'atrium_redactions_total',
+  help: 'Credential-shaped strings replaced by [redacted], by kind (atrium, github, aws, google, slack, stripe, private_key, jwt) and where (tool_result, run_output, webhook_body, upstream_error)',
+  labelNames: ['kind', 'where'] as const,
+  registers: [metricsRegistry],
+});
+
 export const jobsTotal = new Counter({
   name: 'atrium_jobs_total',
   help: 'Queue jobs this process finished, by queue and outcome (completed, failed: one count per failed attempt)',

@@ -19,7 +19,7 @@ const SWEEP_EVERY_MS = 60_000;
  * Written here rather than using @nestjs/throttler's ThrottlerStorageService, which keeps a sliding log of every
  * hit's expiry per key and copies that array (`filter`) on every hit: at a per-key limit of thousands per minute
  * each call allocated kilobytes that lived until the key's next call, so they were promoted to the old generation
- * and set off a major GC every ~0.6 s in bench:gateway (issue 22, session 10). Here a hit is one counter update.
+ * and set off frequent major GCs under load (docs/perf/gateway.md). Here a hit is one counter update.
  */
 export class MemoryThrottlerStorage implements ThrottlerStorage, PairCounter {
   private readonly windows = new Map<string, Window>();

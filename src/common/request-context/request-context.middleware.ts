@@ -5,7 +5,7 @@ import { RequestContext, resolveRequestId } from './request-context.js';
 /**
  * First middleware of the app: fixes the request id before body parsing can fail, and keeps the request itself in
  * the flow for the audit log (one AsyncLocalStorage for both: a second one, run around each route handler by a global
- * interceptor, wrapped every call in RxJS observables; bench:gateway, issue 22 session 10).
+ * interceptor, wrapped every call in RxJS observables).
  */
 export function requestContextMiddleware(req: Request, res: Response, next: NextFunction): void {
   const requestId = resolveRequestId(req.headers, activeTraceId);

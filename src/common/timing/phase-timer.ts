@@ -12,7 +12,7 @@ const current = new AsyncLocalStorage<Frame>();
 
 /**
  * Opt-in timings of the phases of one operation, for benches that want to see where its milliseconds go
- * (`BENCH_TRACE=1 bench:rag`, issue 15 session 10). Nothing is recorded unless the caller runs the operation
+ * (`BENCH_TRACE=1 npm run bench:rag`). Nothing is recorded unless the caller runs the operation
  * inside `tracePhases`; outside one, {@link phaseClock} and {@link phaseSince} cost an AsyncLocalStorage lookup.
  */
 export async function tracePhases<T>(operation: () => Promise<T>): Promise<{ result: T; phases: PhaseRecord }> {

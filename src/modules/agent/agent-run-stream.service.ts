@@ -7,6 +7,7 @@ import { AgentRunEventsListener } from './agent-run-events.listener.js';
 import { AgentRunEventsRepository } from './agent-run-events.repository.js';
 import { AgentRunsRepository } from './agent-runs.repository.js';
 import { AgentRunsService } from './agent-runs.service.js';
+import { CredentialLivenessService } from '../auth/credential-liveness.service.js';
 import { FINAL_STATUSES, toStepView } from './agent-run.types.js';
 import { RunStreamSlots, type StreamSlot } from './run-stream-slots.service.js';
 import { rateLimited } from '../../common/rate-limit/rate-limiter.service.js';
@@ -34,6 +35,7 @@ export class AgentRunStreamService implements OnModuleDestroy {
     private readonly runsRepository: AgentRunsRepository,
     private readonly runs: AgentRunsService,
     private readonly listener: AgentRunEventsListener,
+    private readonly credentials: CredentialLivenessService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly slots: RunStreamSlots,
   ) {}
@@ -42,8 +44,11 @@ export class AgentRunStreamService implements OnModuleDestroy {
     for (const stop of this.open) stop();
   }
 
-  /** Checks visibility first (404 as status does), then streams until the run ends or the client leaves. */
-  async stream(actor: Actor, jobId: string, lastEventId: string | undefined, response: Response): Promise<void> {
+  /**
+   * Checks visibility first (404 as status does), then streams until the run ends, the client leaves, or the
+   * credential `bearer` that opened it expires or is revoked (re-checked every AGENT_STREAM_CREDENTIAL_CHECK_MS).
+   */
+  async stream(actor: Actor, jobId: string, lastEventId: string | undefined, response: Response, bearer: string): Promise<void> {
     await this.runs.get(actor, jobId);
     const slot = await this.slots.acquire(actor.userId);
     if (!slot) {
@@ -51,13 +56,14 @@ export class AgentRunStreamService implements OnModuleDestroy {
       throw rateLimited('backend', `You have ${cap} run streams open (AGENT_MAX_STREAMS_PER_USER); close one first`, STREAM_RETRY_AFTER_SECONDS);
     }
     try {
-      await this.serve(jobId, actor, lastEventId, response, slot);
+      await this.serve(jobId, actor, lastEventId, response, bearer, slot);
     } finally {
       slot.release();
     }
   }
 
-  private async serve(jobId: string, actor: Actor, lastEventId: string | undefined, response: Response, slot: StreamSlot): Promise<void> {
+  private async serve(jobId: string, actor: Actor, lastEventId: string | undefined, response: Response, bearer: string, slot: StreamSlot): Promise<void> {
+    const credential = await this.credentials.check(bearer);
     let after = /^\d{1,9}$/.test(lastEventId?.trim() ?? '') ? Number(lastEventId!.trim()) : 0;
 
     response.status(200);
@@ -81,6 +87,20 @@ export class AgentRunStreamService implements OnModuleDestroy {
       closed = true;
       poke();
     };
+    // The credential's end: a timer at its expiry, and a periodic lookup for a revocation (or a lost user).
+    let credentialEnded: 'credential_expired' | 'credential_revoked' | null = credential === null ? 'credential_revoked' : null;
+    const endForCredential = (reason: 'credential_expired' | 'credential_revoked') => {
+      credentialEnded ??= reason;
+      stop();
+    };
+    const expiry = credential ? setTimeout(() => endForCredential('credential_expired'), Math.min(2 ** 31 - 1, Math.max(0, credential.expiresAt.getTime() - Date.now()))) : undefined;
+    const recheck = setInterval(() => {
+      this.credentials.check(bearer).then(
+        (live) => live === null && endForCredential(credential && credential.expiresAt.getTime() <= Date.now() ? 'credential_expired' : 'credential_revoked'),
+        () => undefined, // a failed lookup (database down) is not a revocation; the next check decides
+      );
+    }, this.config.agent.streamCredentialCheckMs);
+    if (credentialEnded) stop();
     this.open.add(stop);
     response.on('close', stop);
     try {
@@ -108,6 +128,11 @@ export class AgentRunStreamService implements OnModuleDestroy {
       // The headers are sent: no error answer is possible any more; the client reconnects with Last-Event-ID.
       this.logger.warn({ msg: 'run stream stopped on an error', runId: jobId, error: error instanceof Error ? error.message : String(error) });
     } finally {
+      if (credentialEnded && !response.writableEnded && !response.destroyed) {
+        response.write(`event: closed\ndata: ${JSON.stringify({ reason: credentialEnded })}\n\n`);
+      }
+      clearTimeout(expiry);
+      clearInterval(recheck);
       clearInterval(heartbeat);
       clearInterval(reread);
       unsubscribe();

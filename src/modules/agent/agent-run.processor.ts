@@ -1,6 +1,7 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import type { Job } from 'bullmq';
 import { WORKER_DRAIN_DELAY_SECONDS, WORKER_RUN_RETRY_DELAY_MS } from '../../queue/queue.constants.js';
+import { handBack } from '../../queue/worker-drain.js';
 import { AGENT_RUNS_QUEUE } from './agent.constants.js';
 import { AgentRunner } from './agent-run.runner.js';
 
@@ -23,7 +24,10 @@ export class AgentRunProcessor extends WorkerHost {
    * An entry says "a run is waiting"; the runner claims whichever run is fairest to run next (per-user shares),
    * which need not be the entry's own: that one stays queued and a later entry (or the recovery sweep) picks it up.
    */
-  async process(_job: Job<AgentRunJobData>): Promise<string> {
-    return this.runner.run();
+  async process(job: Job<AgentRunJobData>, token?: string): Promise<string> {
+    const outcome = await this.runner.run();
+    // Drained: the run's claim is handed back; this entry goes back too, for the next worker at once.
+    if (outcome === 'released') return handBack(job, token);
+    return outcome;
   }
 }

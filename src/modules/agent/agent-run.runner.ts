@@ -6,11 +6,15 @@ import { ERROR_CODE_MAPPING } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
+import { WorkerDrain } from '../../queue/worker-drain.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { observeToolCall } from '../tools/tool-call-telemetry.js';
 import { ToolsService } from '../tools/tools.service.js';
 import { CANCEL_POLL_MS, HEARTBEAT_EVERY_MS, MAX_RUN_ATTEMPTS, RESULT_SUMMARY_MAX_CHARS, TOOL_RESULT_MAX_CHARS } from './agent.constants.js';
-import { assistantMessage, awaitingApprovalStep, messageStep, rebuildConversation, type Conversation } from './agent-run.conversation.js';
+import { assistantMessage, awaitingApprovalStep, messageStep, rebuildConversation, toolMessage, type Conversation } from './agent-run.conversation.js';
+import { narrowestActor } from '../../common/access/access-rules.js';
+import { isWriteTool } from '../tools/tool-definition.js';
+import { foreignTextIn, foreignTextInFailure } from '../tools/tool-provenance.js';
 import { LostClaim, StepRecorder } from './agent-run.steps.js';
 import type { AgentRun, ModelToolCall, StoredStep } from './agent-run.types.js';
 import { AGENT_RUNS_TABLE, AgentRunsRepository, toAgentRun } from './agent-runs.repository.js';
@@ -65,32 +69,43 @@ export class AgentRunner implements OnModuleDestroy {
     private readonly projects: ProjectsService,
     @Inject(LLM_CLIENT) private readonly llm: LlmClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+    drain: WorkerDrain,
+  ) {
+    drain.signal.addEventListener('abort', () => this.stopAll(), { once: true });
+  }
 
   /** Shutdown: stop every run here without a final write and release it, so another worker resumes it at once. */
   async onModuleDestroy(): Promise<void> {
+    this.stopAll();
+    await Promise.race([Promise.allSettled([...this.active.values()].map((run) => run.done)), new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+  }
+
+  /** A drain (SIGTERM) stops the runs at once, before the rest of the app closes. */
+  private stopAll(): void {
     this.stopping = true;
     for (const { controller } of this.active.values()) controller.abort(new Stop('shutdown'));
-    await Promise.race([Promise.allSettled([...this.active.values()].map((run) => run.done)), new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
   }
 
   /**
    * Runs one run: the given one, or (from the queue, `runId` undefined) whichever is fairest to run next
    * (ClaimableJobsService.claimNext): a queue entry only says "there is work", so one user's backlog cannot hold
    * the workers while another user's run waits.
+   * 'released': stopped by a drain with its claim handed back (or never claimed); the caller puts its queue entry back.
    */
-  async run(runId?: string): Promise<'finished' | 'not-claimed'> {
-    if (this.stopping) return 'not-claimed';
-    const map = (row: Parameters<typeof toAgentRun>[0]) => ({ run: toAgentRun(row), traceId: row.trace_id });
+  async run(runId?: string): Promise<'finished' | 'not-claimed' | 'released'> {
+    if (this.stopping) return 'released';
     const claimed =
       runId === undefined
-        ? await this.claims.claimNext(AGENT_RUNS_TABLE, this.config.agent.staleAfterMs, map)
-        : await this.claims.claim(AGENT_RUNS_TABLE, runId, this.config.agent.staleAfterMs, map);
+        ? await this.claims.claimNext(AGENT_RUNS_TABLE, this.config.agent.staleAfterMs, toAgentRun)
+        : await this.claims.claim(AGENT_RUNS_TABLE, runId, this.config.agent.staleAfterMs, toAgentRun);
     if (!claimed) return 'not-claimed';
-    const claimedId = claimed.job.run.id;
+    const claimedId = claimed.job.id;
     const controller = new AbortController();
+    // A drain that began while the claim was being taken stops this run too.
+    if (this.stopping) controller.abort(new Stop('shutdown'));
     const recorder = new StepRecorder(this.repository, this.claims, claimed.claim);
-    const done = RequestContext.run({ requestId: claimed.job.traceId ?? claimedId }, () => this.execute(claimed.job.run, recorder, controller)).catch((error: unknown) => {
+    // Every log line of the run names the request that queued it.
+    const done = RequestContext.run({ requestId: claimed.claim.requestId ?? claimedId }, () => this.execute(claimed.job, recorder, controller)).catch((error: unknown) => {
       this.logger.error({ msg: 'agent run crashed', runId: claimedId, error: error instanceof Error ? error.message : String(error) });
     });
     this.active.set(claimedId, { controller, done });
@@ -99,7 +114,8 @@ export class AgentRunner implements OnModuleDestroy {
     } finally {
       this.active.delete(claimedId);
     }
-    return 'finished';
+    const reason: unknown = controller.signal.reason;
+    return reason instanceof Stop && reason.reason === 'shutdown' ? 'released' : 'finished';
   }
 
   /** Checks before any work, narrows the scope, then runs the loop under the claim's watch and the run's deadline. */
@@ -161,10 +177,11 @@ export class AgentRunner implements OnModuleDestroy {
         attempt.stepLabel = `tool call ${call.name}`;
         const decided = conversation.approved.get(call.id);
         // Stop before the write: the row holds the question, no worker waits; approve/reject re-enqueues.
-        if (!decided && this.needsApproval(run, scope, call)) return steps.pause(awaitingApprovalStep(conversation.nextIndex, call));
+        if (!decided && this.needsApproval(run, conversation, scope, call)) return steps.pause(awaitingApprovalStep(conversation.nextIndex, call));
         const step = await this.runTool(steps, decided?.index ?? conversation.nextIndex, call, scope, decided);
         if (!decided) conversation.nextIndex += 1;
-        conversation.messages.push({ role: 'tool', tool_call_id: call.id, content: step.modelContent ?? '' });
+        if (step.untrusted) conversation.untrusted = true;
+        conversation.messages.push(toolMessage(step));
         if (controller.signal.aborted) throw controller.signal.reason;
       }
       if (conversation.turns >= run.maxSteps) {
@@ -194,13 +211,10 @@ export class AgentRunner implements OnModuleDestroy {
     return completion;
   }
 
-  private needsApproval(run: AgentRun, scope: RunScope, call: ModelToolCall): boolean {
-    return (
-      run.approval === 'writes' &&
-      scope.offeredNames.has(call.name) &&
-      this.tools.find(call.name)?.definition.annotations?.readOnlyHint !== true &&
-      parseArguments(call.arguments).parseError === null
-    );
+  /** `writes`: before every write; `auto`: before every write once the run has read text its starter did not write. */
+  private needsApproval(run: AgentRun, conversation: Conversation, scope: RunScope, call: ModelToolCall): boolean {
+    const asks = run.approval === 'writes' || (run.approval === 'auto' && conversation.untrusted);
+    return asks && scope.offeredNames.has(call.name) && isWriteTool(this.tools.find(call.name)) && parseArguments(call.arguments).parseError === null;
   }
 
   /** How an attempt that stopped early ends: the final write for each outcome, a release on shutdown, nothing once lost. */
@@ -250,6 +264,9 @@ export class AgentRunner implements OnModuleDestroy {
       step.resultSummary = summary.length > RESULT_SUMMARY_MAX_CHARS ? `${summary.slice(0, RESULT_SUMMARY_MAX_CHARS - 1)}…` : summary;
     };
     const refuse = (code: string, message: string) => settle('error', JSON.stringify({ error: { code, message } }), `error: ${code}: ${message}`);
+    const tool = this.tools.find(call.name);
+    // An approved call runs within the rights of both the run and whoever approved it.
+    const actor = approved?.approval?.approverActor ? narrowestActor(scope.actor, { ...approved.approval.approverActor }) : scope.actor;
 
     if (!scope.offeredNames.has(call.name)) {
       refuse('tool_not_allowed', `The tool "${call.name}" is not available to this run (not in its allowlist or outside the caller's permissions); it was not executed`);
@@ -263,14 +280,18 @@ export class AgentRunner implements OnModuleDestroy {
     }
     await record(step); // recorded before it runs: a retry never executes it twice
     try {
-      const outcome = await observeToolCall({ door: 'agent', tool: this.tools.find(call.name), statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined) }, () =>
+      const outcome = await observeToolCall({ door: 'agent', tool, statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined) }, () =>
         withTimeout(
-          this.tools.call(call.name, args as Record<string, unknown>, scope.actor, scope.scopes, { userId: scope.actor.userId, via: 'agent_run', credentialId: null, runId: scope.runId }),
+          this.tools.call(call.name, args as Record<string, unknown>, actor, scope.scopes, { userId: scope.actor.userId, via: 'agent_run', credentialId: null, runId: scope.runId }),
           this.config.agent.stepTimeoutMs,
         ),
       );
       settle('ok', toModelContent(outcome.result, outcome.truncated), summarize(outcome.result, outcome.truncated));
+      const foreign = foreignTextIn(tool, args, outcome.result, scope.actor.userId);
+      if (foreign) step.untrusted = foreign;
     } catch (error) {
+      const foreign = foreignTextInFailure(tool, args);
+      if (foreign) step.untrusted = foreign;
       if (error instanceof StepTimeout) {
         refuse('timeout', `The tool did not finish within ${this.config.agent.stepTimeoutMs} ms; its outcome is unknown`);
       } else if (error instanceof AppException) {

@@ -1,17 +1,44 @@
 export type AgentRunStatus = 'queued' | 'running' | 'awaiting_approval' | 'succeeded' | 'failed' | 'cancelled';
 export const AGENT_RUN_STATUSES: readonly AgentRunStatus[] = ['queued', 'running', 'awaiting_approval', 'succeeded', 'failed', 'cancelled'];
 
-/** `writes`: the run stops before every write tool call (readOnlyHint false) until its owner decides. */
-export type AgentRunApproval = 'none' | 'writes';
-export const AGENT_RUN_APPROVALS: readonly AgentRunApproval[] = ['none', 'writes'];
+/**
+ * When a run stops before a write tool call (readOnlyHint false) until someone with the authority of the write decides:
+ * `auto` (the default) once the run has read text its starter did not write (`untrustedSince`), `writes` always,
+ * `none` never (explicit only: text the run reads can then steer every write it makes).
+ */
+export type AgentRunApproval = 'auto' | 'writes' | 'none';
+export const AGENT_RUN_APPROVALS: readonly AgentRunApproval[] = ['auto', 'writes', 'none'];
+export const DEFAULT_AGENT_RUN_APPROVAL: AgentRunApproval = 'auto';
+
+/** The credential that decided (as the audit log names credentials). */
+export interface StepDecider {
+  userId: string;
+  via: 'user_token' | 'project_token';
+  /** The project session token's id; null for a user access token. */
+  credentialId: string | null;
+}
 
 /** Who decided about a write call, and when (shown in the step log). */
 export interface StepDecision {
   decision: 'approve' | 'reject';
-  decidedBy: string;
+  decidedBy: StepDecider;
   decidedAt: string;
-  /** The model's arguments, kept when the owner approved edited ones. */
+  /** The model's arguments, kept when the approver edited them. */
   originalArguments?: unknown;
+  /** The approver's rights (kept, never shown): an approved call runs within both the run's and these. */
+  approverActor?: AgentRunActor;
+}
+
+/** A tool result that carried text the run's starter did not write: which object (`document:<id>`, `github:owner/name`). */
+export interface UntrustedRead {
+  target: string;
+}
+
+/** The first read of such text: from then on an `auto` run asks before every write. */
+export interface UntrustedSince {
+  stepIndex: number;
+  tool: string;
+  target: string;
 }
 export const FINAL_STATUSES: readonly AgentRunStatus[] = ['succeeded', 'failed', 'cancelled'];
 
@@ -46,6 +73,8 @@ export interface StoredStep {
   toolCalls?: ModelToolCall[];
   modelContent?: string;
   approval?: StepDecision;
+  /** Set when the result carried text the starter did not write. */
+  untrusted?: UntrustedRead;
 }
 
 /** Who a run acts as: the caller pinned to the run's project (see AgentRunsService.start). */
@@ -90,7 +119,8 @@ export interface AgentStepView {
   arguments?: unknown;
   resultSummary?: string;
   content?: string | null;
-  approval?: StepDecision;
+  approval?: Omit<StepDecision, 'approverActor'>;
+  untrusted?: UntrustedRead;
   startedAt: string;
   finishedAt: string | null;
 }
@@ -104,6 +134,8 @@ export interface AgentRunView {
   tools: string[] | null;
   maxSteps: number;
   approval: AgentRunApproval;
+  /** The first step that read text the starter did not write (null while the run has read only its own). */
+  untrustedSince: UntrustedSince | null;
   input: string;
   output: string | null;
   steps: AgentStepView[];
@@ -125,12 +157,22 @@ export function toStepView(step: StoredStep): AgentStepView {
     view.tool = step.tool;
     view.arguments = step.arguments;
     if (step.resultSummary !== undefined) view.resultSummary = step.resultSummary;
-    if (step.approval) view.approval = step.approval;
+    if (step.approval) {
+      const { approverActor: _kept, ...shown } = step.approval;
+      view.approval = shown;
+    }
+    if (step.untrusted) view.untrusted = step.untrusted;
   } else {
     view.content = step.content ?? null;
     if (step.resultSummary !== undefined) view.resultSummary = step.resultSummary;
   }
   return view;
+}
+
+/** The first step whose result carried text the starter did not write, or null. */
+export function untrustedSince(steps: readonly StoredStep[]): UntrustedSince | null {
+  const step = steps.find((candidate) => candidate.untrusted !== undefined);
+  return step ? { stepIndex: step.index, tool: step.tool ?? 'unknown', target: step.untrusted!.target } : null;
 }
 
 export function toSummary(run: AgentRun): AgentRunSummary {
@@ -143,6 +185,7 @@ export function toSummary(run: AgentRun): AgentRunSummary {
     tools: run.tools,
     maxSteps: run.maxSteps,
     approval: run.approval,
+    untrustedSince: untrustedSince(run.steps),
     input: run.input,
     output: run.output,
     error: run.error,

@@ -3,12 +3,12 @@ import { sql, type RawBuilder, type Selectable } from 'kysely';
 import { visibleAgentRun } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import type { AgentRuns, Json } from '../../database/database.types.js';
-import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { claimedBy, staleHeartbeat, type Claim, type ClaimableTable } from '../../queue/claimable-jobs.repository.js';
 import type { AgentRun, AgentRunActor, AgentRunApproval, AgentRunStatus, StoredStep } from './agent-run.types.js';
 
 /** Agent runs as claimable jobs: fenced by a per-claim token, with a cancel flag the claim holder watches. */
-export const AGENT_RUNS_TABLE: ClaimableTable<'agent_runs'> = { table: 'agent_runs', fencedBy: 'claim_token', cancelFlag: 'cancel_requested', owner: 'user_id', project: 'project_id' };
+export const AGENT_RUNS_TABLE: ClaimableTable<'agent_runs'> = { table: 'agent_runs', kind: 'agent_run', fencedBy: 'claim_token', cancelFlag: 'cancel_requested', owner: 'user_id', project: 'project_id' };
 
 /** A run to insert (status `queued`): what the caller asked for, plus the trace id and the already sealed webhook secret. */
 export type NewAgentRun = Pick<AgentRun, 'id' | 'userId' | 'projectId' | 'input' | 'provider' | 'model' | 'tools' | 'scopes' | 'actor' | 'maxSteps' | 'approval' | 'webhookUrl'> & {
@@ -88,8 +88,8 @@ export class AgentRunsRepository {
    * Flags the cancel; a queued run, or one waiting for an approval, is cancelled at once. Returns the status after
    * the change, or undefined when the run had already finished.
    */
-  async requestCancel(id: string): Promise<AgentRunStatus | undefined> {
-    const row = await this.db
+  async requestCancel(id: string, executor: DbExecutor = this.db): Promise<AgentRunStatus | undefined> {
+    const row = await executor
       .updateTable('agent_runs')
       .set({
         cancel_requested: true,
@@ -121,8 +121,8 @@ export class AgentRunsRepository {
    * added to `paused_ms` (not the run's working time). False when the step no longer waits (another decision, a
    * cancel or the timeout came first).
    */
-  async decide(id: string, step: StoredStep): Promise<boolean> {
-    const row = await this.db
+  async decide(id: string, step: StoredStep, executor: DbExecutor = this.db): Promise<boolean> {
+    const row = await executor
       .updateTable('agent_runs')
       .set({
         steps: sql`jsonb_set(steps, ARRAY[${String(step.index)}::text], ${JSON.stringify(step)}::jsonb)`,
@@ -171,8 +171,8 @@ export class AgentRunsRepository {
    * reached. The row lock orders it against requestCancel (which only flags unfinished runs), so a cancel
    * either lands first (this write turns it into `cancelled`) or finds the run finished (409).
    */
-  async finish(claim: Claim, status: 'succeeded' | 'failed' | 'cancelled', output: string | null, error: string | null): Promise<void> {
-    await this.db
+  async finish(claim: Claim, status: 'succeeded' | 'failed' | 'cancelled', output: string | null, error: string | null): Promise<'succeeded' | 'failed' | 'cancelled' | null> {
+    const row = await this.db
       .updateTable('agent_runs')
       .set({
         status: sql`CASE WHEN cancel_requested THEN 'cancelled' ELSE ${status}::text END`,
@@ -182,7 +182,10 @@ export class AgentRunsRepository {
         claim_token: null,
       })
       .where(claimedBy(claim))
-      .execute();
+      .returning('status')
+      .executeTakeFirst();
+    // The status written (a pending cancel wins), or null when the claim was no longer this run's.
+    return row ? (row.status as 'succeeded' | 'failed' | 'cancelled') : null;
   }
 
   /**

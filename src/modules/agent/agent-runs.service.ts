@@ -3,7 +3,11 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import type { Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isProjectAllowed } from '../../common/access/access-rules.js';
+import { isProjectAllowed, mayDecideAgentRun, AGENT_RUN_DECIDER_ROLE } from '../../common/access/access-rules.js';
+import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import type { ProjectRole } from '../../common/access/project-roles.js';
+import { AuditService } from '../audit/audit.service.js';
+import type { Principal } from '../auth/principal.js';
 import { type Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
@@ -14,7 +18,7 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ToolsService } from '../tools/tools.service.js';
 import { AGENT_RUNS_QUEUE } from './agent.constants.js';
-import { FINAL_STATUSES, toSummary, type AgentRunApproval, type StoredStep, toView, type AgentRun, type AgentRunStatus, type AgentRunSummary, type AgentRunView } from './agent-run.types.js';
+import { DEFAULT_AGENT_RUN_APPROVAL, FINAL_STATUSES, toSummary, type AgentRunApproval, type StepDecider, type StoredStep, toView, type AgentRun, type AgentRunStatus, type AgentRunSummary, type AgentRunView } from './agent-run.types.js';
 import { AGENT_RUNS_TABLE, AgentRunsRepository } from './agent-runs.repository.js';
 import { LLM_CLIENT, type LlmClient } from './llm/llm-client.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
@@ -40,6 +44,13 @@ export interface ApprovalInput {
 
 /** Retry-After of the per-user run cap: about one step of a run. */
 const CAP_RETRY_AFTER_SECONDS = 10;
+
+/** The credential deciding about a run's work, as steps and the audit log name it. */
+export function deciderOf(principal: Principal): StepDecider {
+  return principal.kind === 'project-token'
+    ? { userId: principal.userId, via: 'project_token', credentialId: principal.tokenId }
+    : { userId: principal.userId, via: 'user_token', credentialId: null };
+}
 
 /** How long POST cancel waits for a running run to stop before answering. */
 const CANCEL_WAIT_MS = 1_500;
@@ -69,6 +80,8 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     @Inject(LLM_CLIENT) private readonly llm: LlmClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly webhooks: AgentWebhooksService,
+    private readonly audit: AuditService,
+    @InjectDb() private readonly db: Db,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -129,10 +142,11 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       actor: runActor,
       maxSteps: input.maxSteps ?? 8,
       traceId: RequestContext.requestId() ?? null,
-      approval: input.approval ?? 'none',
+      approval: input.approval ?? DEFAULT_AGENT_RUN_APPROVAL,
       webhookUrl: input.webhookUrl ?? null,
       webhookSecret: webhookSecret ? this.webhooks.sealSecret(webhookSecret, id) : null,
     });
+    this.claims.queued(AGENT_RUNS_TABLE, id, RequestContext.requestId());
     try {
       await this.enqueue(id);
     } catch (error) {
@@ -154,11 +168,18 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
    * into `cancelled` whatever it reached, so a 202 here always ends `cancelled`. A run that finished first
    * is a 409. The route waits briefly so the answer usually shows the final status.
    */
-  async cancel(actor: Actor, jobId: string): Promise<{ jobId: string; status: AgentRunStatus }> {
-    const run = await this.findOwn(actor, jobId);
-    const flagged = await this.repository.requestCancel(jobId);
+  async cancel(actor: Actor, decider: StepDecider, jobId: string): Promise<{ jobId: string; status: AgentRunStatus }> {
+    const { run } = await this.findDecidable(actor, jobId);
+    const flagged = await this.db.transaction().execute(async (trx) => {
+      const status = await this.repository.requestCancel(jobId, trx);
+      if (status !== undefined) {
+        await this.audit.recordChange(trx, { action: 'agent.cancel', actor: decider, target: { type: 'agent_run', id: jobId }, details: { status: run.status } });
+      }
+      return status;
+    });
     if (flagged === undefined) throw new AppException(ErrorCode.StateConflict, `The run has already finished (${run.status})`, { status: run.status });
     if (flagged === 'cancelled') {
+      this.claims.endedUnclaimed(AGENT_RUNS_TABLE, jobId, 'cancelled', { was: run.status });
       await this.queue.remove(jobId).catch(() => undefined);
       return { jobId, status: 'cancelled' };
     }
@@ -169,7 +190,10 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       if (status && FINAL_STATUSES.includes(status)) return { jobId, status };
     }
     // No live worker answered (its heartbeat is stale or gone): nobody else will stop it, so stop it here.
-    if (await this.repository.cancelAbandoned(jobId, this.config.agent.staleAfterMs)) return { jobId, status: 'cancelled' };
+    if (await this.repository.cancelAbandoned(jobId, this.config.agent.staleAfterMs)) {
+      this.claims.endedUnclaimed(AGENT_RUNS_TABLE, jobId, 'cancelled', { was: 'running' });
+      return { jobId, status: 'cancelled' };
+    }
     // Still running on a live worker: the cancel is recorded and its final write will be `cancelled`.
     return { jobId, status: (await this.repository.statusOf(jobId)) ?? 'cancelled' };
   }
@@ -179,8 +203,8 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
    * validated as any call of that tool under the run's scopes; the run's pinned actor applies when it runs.
    * The run goes back to `queued` and any instance's worker resumes it.
    */
-  async approve(actor: Actor, jobId: string, input: ApprovalInput): Promise<{ jobId: string; status: AgentRunStatus }> {
-    const run = await this.findOwn(actor, jobId);
+  async approve(actor: Actor, decider: StepDecider, jobId: string, input: ApprovalInput): Promise<{ jobId: string; status: AgentRunStatus }> {
+    const { run, role } = await this.findDecidable(actor, jobId);
     const waiting = run.steps[input.stepIndex];
     if (run.status !== 'awaiting_approval' || !waiting || waiting.status !== 'awaiting_approval') {
       throw new AppException(ErrorCode.StateConflict, `Step ${input.stepIndex} is not waiting for approval (run ${run.status})`, { status: run.status });
@@ -189,25 +213,43 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     let step: StoredStep;
     if (input.decision === 'approve') {
       const edited = input.arguments !== undefined;
-      if (edited) this.tools.prepare(waiting.tool ?? '', input.arguments, run.scopes); // 400/403 as any call would be
+      // 400/403 as any call would be, under the scopes both the run and the approver's role hold.
+      const approverScopes = role === 'viewer' ? this.tools.readScopes() : this.tools.allScopes();
+      if (edited) this.tools.prepare(waiting.tool ?? '', input.arguments, run.scopes.filter((scope) => approverScopes.includes(scope)));
       step = {
         ...waiting,
         status: 'approved',
         arguments: edited ? input.arguments : waiting.arguments,
-        approval: { decision: 'approve', decidedBy: actor.userId, decidedAt, ...(edited ? { originalArguments: waiting.arguments } : {}) },
+        approval: {
+          decision: 'approve',
+          decidedBy: decider,
+          decidedAt,
+          ...(edited ? { originalArguments: waiting.arguments } : {}),
+          approverActor: { userId: actor.userId, projectIds: actor.projectIds, repos: actor.repos, ...(actor.projectRoleCap ? { projectRoleCap: actor.projectRoleCap } : {}) },
+        },
       };
     } else {
       step = {
         ...waiting,
         status: 'rejected',
         finishedAt: decidedAt,
-        resultSummary: 'rejected by the run\'s owner; not executed',
+        resultSummary: 'rejected; not executed',
         modelContent: JSON.stringify({ error: { code: 'rejected', message: 'The user refused this call; it was not executed. Do not retry it; continue without it or explain.' } }),
-        approval: { decision: 'reject', decidedBy: actor.userId, decidedAt },
+        approval: { decision: 'reject', decidedBy: decider, decidedAt },
       };
     }
     // Lost a race with another decision, a cancel or the timeout.
-    if (!(await this.repository.decide(jobId, step))) throw new AppException(ErrorCode.StateConflict, `Step ${input.stepIndex} is no longer waiting for approval`, {});
+    const decided = await this.db.transaction().execute(async (trx) => {
+      if (!(await this.repository.decide(jobId, step, trx))) return false;
+      await this.audit.recordChange(trx, {
+        action: input.decision === 'approve' ? 'agent.approve' : 'agent.reject',
+        actor: decider,
+        target: { type: 'agent_run', id: jobId },
+        details: { stepIndex: input.stepIndex, tool: waiting.tool ?? null, ...(input.decision === 'approve' ? { edited: input.arguments !== undefined } : {}) },
+      });
+      return true;
+    });
+    if (!decided) throw new AppException(ErrorCode.StateConflict, `Step ${input.stepIndex} is no longer waiting for approval`, {});
     try {
       await this.enqueue(jobId, `-a${Date.now()}`);
     } catch (error) {
@@ -235,7 +277,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       approvalTimeoutMs,
       `No decision on the write call within ${approvalTimeoutMs} ms (AGENT_APPROVAL_TIMEOUT_MS); the call was not executed`,
     );
-    for (const runId of expired) this.logger.warn({ msg: 'agent run failed: approval timed out', runId });
+    for (const runId of expired) this.claims.endedUnclaimed(AGENT_RUNS_TABLE, runId, 'failed', { error: 'approval timed out' });
     return this.claims.recover({
       table: AGENT_RUNS_TABLE,
       what: 'agent run',
@@ -249,6 +291,19 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
   private async enqueue(id: string, suffix = ''): Promise<void> {
     // One attempt: a run's own row decides resumption; a queue retry could only race the recovery sweep.
     await this.queue.add('run', { runId: id, traceId: RequestContext.requestId() }, { jobId: `${id}${suffix}`, attempts: 1, removeOnComplete: 1000, removeOnFail: 1000 });
+  }
+
+  /**
+   * A run the actor sees (404 otherwise) and may decide about: approving, rejecting or cancelling its work needs the
+   * authority of its writes in the run's project (mayDecideAgentRun), whatever the credential; else 403.
+   */
+  private async findDecidable(actor: Actor, jobId: string): Promise<{ run: AgentRun; role: ProjectRole }> {
+    const run = await this.findOwn(actor, jobId);
+    const role = await this.projects.roleOf(actor, run.projectId);
+    if (role === null || !mayDecideAgentRun(role)) {
+      throw AppException.forbidden(`Approving, rejecting or cancelling a run's work needs the ${AGENT_RUN_DECIDER_ROLE} role in its project (a project token's role caps yours)`);
+    }
+    return { run, role };
   }
 
   private async findOwn(actor: Actor, jobId: string): Promise<AgentRun> {

@@ -1,5 +1,6 @@
-import { Body, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import type { Response } from 'express';
+import { Body, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { bearerToken } from '../auth/guards/backend-auth.guard.js';
 import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
 import { actorFromPrincipal } from '../auth/actor-from-principal.js';
@@ -7,7 +8,7 @@ import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import { idempotencyKeySpace, type Principal } from '../auth/principal.js';
 import { AgentRunStreamService } from './agent-run-stream.service.js';
-import { AgentRunsService } from './agent-runs.service.js';
+import { AgentRunsService, deciderOf } from './agent-runs.service.js';
 import { AgentHistoryQueryDto } from './dto/agent-history-query.dto.js';
 import { ApproveStepDto } from './dto/approve-step.dto.js';
 import { ExecuteAgentDto } from './dto/execute-agent.dto.js';
@@ -15,6 +16,7 @@ import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorator
 import { page } from '../../common/openapi/openapi-schema.js';
 import { AgentRunSchema, AgentRunStartedSchema, AgentRunStateSchema, AgentRunSummarySchema } from './agent.schemas.js';
 import { BackendController } from '../../common/http/backend-controller.js';
+import { DEFAULT_AGENT_RUN_APPROVAL } from './agent-run.types.js';
 
 @ApiTags('agent')
 @AllowProjectToken()
@@ -46,7 +48,7 @@ export class AgentController {
       ownerId: actor.userId,
       scope: idempotencyKeySpace(principal, 'agent:execute'),
       key: idempotencyKey,
-      request: { ...input, tools: body.tools ?? null, maxSteps: body.maxSteps ?? 8, approval: body.approval ?? 'none', webhookUrl: body.webhookUrl ?? null },
+      request: { ...input, tools: body.tools ?? null, maxSteps: body.maxSteps ?? 8, approval: body.approval ?? DEFAULT_AGENT_RUN_APPROVAL, webhookUrl: body.webhookUrl ?? null },
       authorize: () => this.runs.plan(actor, input),
       work: async (plan) => {
         const { webhookSecret: secret, ...started } = await this.runs.start(actor, plan);
@@ -70,28 +72,35 @@ export class AgentController {
   @Get('stream/:jobId')
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this event id' })
   @ApiOperation({ summary: 'Server-Sent Events of one of your runs: step, status, then done; a finished run replays and closes' })
-  @ApiResponse({ status: 200, description: 'text/event-stream: `event: step` (a step as in status), `event: status` ({status}), `event: done` (the final status view); each with an id', content: { 'text/event-stream': { schema: { type: 'string' } } } })
+  @ApiResponse({ status: 200, description: 'text/event-stream: `event: step` (a step as in status), `event: status` ({status}), `event: done` (the final status view); each with an id. When the credential that opened it expires or is revoked: `event: closed` ({reason: "credential_expired" | "credential_revoked"}) and the stream ends', content: { 'text/event-stream': { schema: { type: 'string' } } } })
   @ApiErrors(404)
-  async stream(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string, @Headers('last-event-id') lastEventId: string | undefined, @Res() response: Response): Promise<void> {
-    await this.streams.stream(actorFromPrincipal(principal), jobId, lastEventId, response);
+  async stream(
+    @CurrentPrincipal() principal: Principal,
+    @Param('jobId') jobId: string,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Req() request: Request,
+    @Res() response: Response,
+  ): Promise<void> {
+    // The guard accepted this bearer token; the stream keeps checking it and ends when it expires or is revoked.
+    await this.streams.stream(actorFromPrincipal(principal), jobId, lastEventId, response, bearerToken(request) ?? '');
   }
 
   @Post('cancel/:jobId')
   @HttpCode(202)
-  @ApiOperation({ summary: 'Cancel a queued or running run; a finished one is a 409' })
+  @ApiOperation({ summary: 'Cancel a queued, running or waiting run (needs the editor role in its project, a project token\'s role capping it); a finished one is a 409' })
   @ApiData(202, AgentRunStateSchema, 'Cancelled, or cancelling (the run ends cancelled)')
-  @ApiErrors(404, 409)
+  @ApiErrors(403, 404, 409)
   cancel(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
-    return this.runs.cancel(actorFromPrincipal(principal), jobId);
+    return this.runs.cancel(actorFromPrincipal(principal), deciderOf(principal), jobId);
   }
 
   @Post('approve/:jobId')
   @HttpCode(202)
-  @ApiOperation({ summary: 'Approve (optionally with edited arguments) or reject the write call a run waits on; the run resumes' })
-  @ApiData(202, AgentRunStateSchema, 'The decision is recorded; the run goes on')
-  @ApiErrors(404, 409)
+  @ApiOperation({ summary: 'Approve (optionally with edited arguments) or reject the write call a run waits on (needs the editor role in its project, a project token\'s role capping it); the run resumes' })
+  @ApiData(202, AgentRunStateSchema, 'The decision is recorded (on the step as decidedBy, and in the audit log); the run goes on')
+  @ApiErrors(400, 403, 404, 409)
   approve(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string, @Body() body: ApproveStepDto) {
-    return this.runs.approve(actorFromPrincipal(principal), jobId, body);
+    return this.runs.approve(actorFromPrincipal(principal), deciderOf(principal), jobId, body);
   }
 
   @Get('history')

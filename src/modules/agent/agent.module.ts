@@ -4,6 +4,7 @@ import { IdempotencyModule } from '../../common/idempotency/idempotency.module.j
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ProjectsModule } from '../projects/projects.module.js';
+import { AuthModule } from '../auth/auth.module.js';
 import { ToolsModule } from '../tools/tools.module.js';
 import { AGENT_RUNS_QUEUE } from './agent.constants.js';
 import { AgentController } from './agent.controller.js';
@@ -50,7 +51,7 @@ export class AgentModule {
     if (config.role !== 'api') providers.push(AgentRunProcessor, AgentWebhookProcessor);
     return {
       module: AgentModule,
-      imports: [BullModule.registerQueue({ name: AGENT_RUNS_QUEUE }), BullModule.registerQueue({ name: AGENT_WEBHOOKS_QUEUE }), ProjectsModule, ToolsModule, IdempotencyModule],
+      imports: [BullModule.registerQueue({ name: AGENT_RUNS_QUEUE }), BullModule.registerQueue({ name: AGENT_WEBHOOKS_QUEUE }), ProjectsModule, ToolsModule, IdempotencyModule, AuthModule],
       controllers: [AgentController],
       providers,
     };

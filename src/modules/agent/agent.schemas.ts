@@ -11,10 +11,16 @@ export const AgentStepSchema = named('AgentStep', object({
   arguments: { description: 'The tool arguments (tool_call steps)' },
   resultSummary: { type: 'string' },
   content: { type: ['string', 'null'], description: 'The model’s message (message steps)' },
-  approval: object({ decision: { type: 'string', enum: ['approve', 'reject'] }, decidedBy: uuid, decidedAt: timestamp, originalArguments: {} }, ['originalArguments']),
+  approval: object({
+    decision: { type: 'string', enum: ['approve', 'reject'] },
+    decidedBy: { ...object({ userId: uuid, via: { type: 'string', enum: ['user_token', 'project_token'] }, credentialId: nullable(uuid) }), description: 'The credential that decided (credentialId: the project session token; null for a user access token)' },
+    decidedAt: timestamp,
+    originalArguments: {},
+  }, ['originalArguments']),
+  untrusted: { ...object({ target: { type: 'string' } }), description: 'Set when this result carried text the run\'s starter did not write (target: `document:<id>`, `task:<id>`, `github:<owner/name>`)' },
   startedAt: timestamp,
   finishedAt: nullable(timestamp),
-}, ['tool', 'arguments', 'resultSummary', 'content', 'approval']));
+}, ['tool', 'arguments', 'resultSummary', 'content', 'approval', 'untrusted']));
 
 const runFields = {
   jobId: uuid,
@@ -24,7 +30,11 @@ const runFields = {
   model: { type: 'string' },
   tools: { ...nullable(stringArray), description: 'The tool allowlist (null: every tool the caller may use)' },
   maxSteps: { type: 'integer', minimum: 1, maximum: 20 },
-  approval: { type: 'string', enum: [...AGENT_RUN_APPROVALS] },
+  approval: { type: 'string', enum: [...AGENT_RUN_APPROVALS], description: 'auto: writes wait for approval once untrustedSince is set; writes: always; none: never' },
+  untrustedSince: {
+    ...nullable(object({ stepIndex: { type: 'integer', minimum: 0 }, tool: { type: 'string' }, target: { type: 'string' } })),
+    description: 'The first step that read text the starter did not write (null while the run has read only its own text)',
+  },
   input: { type: 'string' },
   output: { type: ['string', 'null'] },
   error: { type: ['string', 'null'] },

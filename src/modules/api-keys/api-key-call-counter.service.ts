@@ -16,9 +16,8 @@ interface Batch {
  * Exact per-credential call counts (API keys and OAuth grants alike), committed before the call is answered, written by group commit: while one
  * UPDATE is in flight, the calls that arrive wait together and are written by the next single UPDATE
  * (one row per key, `call_count + n`). An idle server writes one call per statement, as a plain UPDATE
- * would; under load many calls share one (about 14 in bench:gateway). Why: one UPDATE per call made
- * PostgreSQL rewrite a hot `api_keys` row for every call, which cost the gateway about a fifth of its
- * throughput in bench:gateway.
+ * would; under load many calls share one. Why: one UPDATE per call made PostgreSQL rewrite a hot `api_keys`
+ * row for every call, a large share of the gateway's throughput (docs/perf/gateway.md).
  *
  * Nothing is held back in memory past an answer: `count()` resolves only once its batch is committed, so
  * a kill -9 of this process loses no acknowledged call, and every instance sees the count at once.
@@ -28,7 +27,7 @@ interface Batch {
  * needs anyway also re-checks revocation, expiry, scopes and pins against the database on every call.
  *
  * The statement commits asynchronously (`synchronous_commit` off for its own transaction only): waiting
- * for the WAL flush put disk fsync stalls (up to ~100 ms here) into every tool call. A crash of PostgreSQL
+ * for the WAL flush put disk fsync stalls into every tool call. A crash of PostgreSQL
  * itself can therefore lose the counts of its last fraction of a second; every other write still waits.
  * Rows are locked in id order, so two instances flushing overlapping keys cannot deadlock.
  */

@@ -11,11 +11,15 @@ export const AUDIT_ACTIONS = [
   'project.update',
   'project.member.set',
   'project.token.create',
+  'project.token.revoke',
   'document.upload',
   'document.delete',
   'github_repo.register',
   'github_repo.delete',
   'auth.login_failed',
+  'agent.approve',
+  'agent.reject',
+  'agent.cancel',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

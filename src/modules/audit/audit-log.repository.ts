@@ -28,8 +28,8 @@ export class AuditLogRepository {
 
   /**
    * One INSERT per batch, the columns as arrays (`unnest`): the same short statement text for any number of entries,
-   * where a multi-row VALUES list had 14 parameters per entry (4,200 for the ~300 read calls a gateway records in
-   * 200 ms under load) for Kysely to build and PostgreSQL to parse, a stall of the event loop every flush. An OAuth
+   * where a multi-row VALUES list had a dozen parameters per entry, thousands per flush under load, for Kysely to
+   * build and PostgreSQL to parse, a stall of the event loop every flush. An OAuth
    * tool call's client name, when the MCP client did not name itself, is the OAuth client's name on its grant,
    * looked up inside the same statement (as toRow does for one entry).
    */

@@ -6,6 +6,7 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { AdminBootstrapService } from './admin-bootstrap.service.js';
 import { AuthController } from './auth.controller.js';
 import { AuthService } from './auth.service.js';
+import { CredentialLivenessService } from './credential-liveness.service.js';
 import { ProjectSessionTokensRepository } from './project-session-tokens.repository.js';
 import { ProjectSessionTokensService } from './project-session-tokens.service.js';
 import { JwtStrategy } from './strategies/jwt.strategy.js';
@@ -25,7 +26,7 @@ import { UsersService } from './users.service.js';
     }),
   ],
   controllers: [AuthController],
-  providers: [UsersRepository, UsersService, ProjectSessionTokensRepository, AuthService, JwtStrategy, AdminBootstrapService, ProjectSessionTokensService, ProjectTokenStrategy],
-  exports: [UsersService, ProjectSessionTokensService],
+  providers: [UsersRepository, UsersService, ProjectSessionTokensRepository, AuthService, JwtStrategy, AdminBootstrapService, ProjectSessionTokensService, ProjectTokenStrategy, CredentialLivenessService],
+  exports: [UsersService, ProjectSessionTokensService, CredentialLivenessService],
 })
 export class AuthModule {}

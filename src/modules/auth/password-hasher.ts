@@ -3,8 +3,8 @@ import { promisify } from 'node:util';
 
 const scrypt = promisify(scryptCallback) as (password: string, salt: Buffer, keylen: number, options: object) => Promise<Buffer>;
 
-// OWASP's scrypt floor (N=2^17, r=8, p=1) costs 128 MiB per hash; 2^15 keeps login under ~100 ms on
-// these 2-core machines while staying memory-hard. Parameters are stored per hash so they can rise.
+// A quarter of OWASP's scrypt floor (N=2^17, r=8, p=1) keeps a login's hash quick on a small machine while staying
+// memory-hard. Parameters are stored per hash so they can rise.
 const DEFAULT_PARAMS = { N: 2 ** 15, r: 8, p: 1 };
 const KEY_LENGTH = 32;
 

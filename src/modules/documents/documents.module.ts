@@ -11,6 +11,8 @@ import { DocumentsRepository } from './documents.repository.js';
 import { DocumentsService } from './documents.service.js';
 import { DocumentsToolProvider } from './documents.tool-provider.js';
 import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
+import { ToolsModule } from '../tools/tools.module.js';
+import { DocumentsMcpResources } from './documents.mcp-resources.js';
 
 /**
  * Documents: uploads and visibility. Exports DocumentsService (for the document tools), DocumentEventsService
@@ -18,7 +20,7 @@ import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
  * the text, in its sandbox: see document-text-extractor.ts).
  */
 @Module({
-  imports: [
+  imports: [ToolsModule, 
     ProjectsModule,
     IdempotencyModule,
     MulterModule.registerAsync({
@@ -31,7 +33,7 @@ import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
     }),
   ],
   controllers: [DocumentsController],
-  providers: [DocumentsRepository, DocumentsService, DocumentEventsService, DocumentIndexStateService, UploadLimitInterceptor, DocumentsToolProvider],
+  providers: [DocumentsMcpResources, DocumentsRepository, DocumentsService, DocumentEventsService, DocumentIndexStateService, UploadLimitInterceptor, DocumentsToolProvider],
   exports: [DocumentsService, DocumentEventsService, DocumentIndexStateService],
 })
 export class DocumentsModule {}

@@ -39,6 +39,8 @@ const DELETED_SCHEMA = {
 
 const documentId = param.str({ description: 'The document id (UUID)', required: true, format: 'uuid' });
 const READ = { readOnlyHint: true, openWorldHint: false } as const;
+/** Only its author may write a document's title and text. */
+const DOCUMENT_TEXT = { kind: 'written', object: 'document', id: 'id', writers: ['author_id'] } as const;
 
 const LIST_DOCUMENTS = {
   project_id: param.str({ description: 'Only documents of this project id', default: '', format: 'uuid' }),
@@ -86,6 +88,7 @@ export class DocumentsToolProvider {
     scope: 'docs:read',
     annotations: READ,
     output: { type: 'array', items: DOCUMENT_SUMMARY_SCHEMA },
+    provenance: DOCUMENT_TEXT,
     parameters: LIST_DOCUMENTS,
   })
   async listDocuments(args: ToolArgs<typeof LIST_DOCUMENTS>, actor: Actor): Promise<ToolList> {
@@ -107,6 +110,7 @@ export class DocumentsToolProvider {
     scope: 'docs:read',
     annotations: READ,
     output: DOCUMENT_SCHEMA,
+    provenance: DOCUMENT_TEXT,
     parameters: GET_DOCUMENT,
   })
   async getDocument(args: ToolArgs<typeof GET_DOCUMENT>, actor: Actor) {
@@ -124,6 +128,7 @@ export class DocumentsToolProvider {
     scope: 'docs:write',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     output: DOCUMENT_SCHEMA,
+    provenance: DOCUMENT_TEXT,
     parameters: CREATE_DOCUMENT,
   })
   async createDocument(args: ToolArgs<typeof CREATE_DOCUMENT>, actor: Actor) {
@@ -143,6 +148,7 @@ export class DocumentsToolProvider {
     scope: 'docs:write',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     output: DOCUMENT_SCHEMA,
+    provenance: DOCUMENT_TEXT,
     parameters: UPDATE_DOCUMENT,
   })
   async updateDocument(args: ToolArgs<typeof UPDATE_DOCUMENT>, actor: Actor) {
@@ -158,6 +164,7 @@ export class DocumentsToolProvider {
     scope: 'docs:write',
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     output: DELETED_SCHEMA,
+    provenance: { kind: 'none' },
     parameters: ONE_DOCUMENT,
   })
   deleteDocument(args: ToolArgs<typeof ONE_DOCUMENT>, actor: Actor) {

@@ -47,16 +47,23 @@ describe('toGithubAppException', () => {
     expect(mappedTimeout.message).toMatch(/did not answer within 2500 ms/);
     expect(mappedTimeout.details).toMatchObject({ upstream_status: null });
     const refused = toGithubAppException(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { status: 500 }), context, 1000);
-    expect(refused.message).toMatch(/could not be reached .*ECONNREFUSED/);
+    expect(refused.message).toBe('GitHub could not be reached while trying to list issues in acme/widgets');
     expect(describeFailure(refused).status).toBeNull();
   });
 
-  it('summarises a 422 with its field errors', () => {
-    const mapped = toGithubAppException(
-      requestError(422, { message: 'Validation Failed', errors: [{ resource: 'Issue', field: 'title', code: 'missing_field' }] }),
-      { repository: 'acme/widgets', action: 'create an issue' },
-      1000,
-    );
-    expect(mapped.message).toBe('GitHub refused to create an issue in acme/widgets (422 Validation Failed: title missing_field)');
+  it('never passes GitHub\'s text on: a body echoing the token stays out of the message and the details', () => {
+    const token = 'ghp_0123456789abcdefghijABCDEFGHIJ0123456789';
+    for (const status of [400, 401, 403, 404, 410, 422, 500, 502]) {
+      const mapped = toGithubAppException(
+        requestError(status, { message: `Bad credentials: token ${token}`, errors: [{ resource: 'Issue', field: 'title', code: 'custom', message: token }] }),
+        { repository: 'acme/widgets', action: 'create an issue' },
+        1000,
+      );
+      expect(mapped.code).toBe(ErrorCode.UpstreamError);
+      expect(JSON.stringify({ message: mapped.message, details: mapped.details })).not.toContain(token);
+      expect(mapped.details).toEqual({ upstream: 'github', upstream_status: status, repository: 'acme/widgets' });
+    }
+    const unprocessable = toGithubAppException(requestError(422, { message: 'Validation Failed' }), { repository: 'acme/widgets', action: 'create an issue' }, 1000);
+    expect(unprocessable.message).toMatch(/^GitHub refused to create an issue in acme\/widgets \(HTTP 422/);
   });
 });

@@ -21,12 +21,12 @@ export interface GithubCallContext {
 export interface UpstreamFailure {
   /** HTTP status GitHub answered; null when no answer came (network failure or timeout). */
   status: number | null;
+  /** GitHub's own message: read only to recognise a rate limit, never shown to a caller. */
   githubMessage: string | undefined;
-  githubErrors: unknown[] | undefined;
   timedOut: boolean;
   /** Seconds to wait when GitHub rate limited the call; undefined otherwise. */
   retryAfterSeconds: number | undefined;
-  /** For a missing answer: why (e.g. "connect ECONNREFUSED"). */
+  /** For a missing answer: why (e.g. "connect ECONNREFUSED"), for the server log only. */
   reason: string | undefined;
 }
 
@@ -34,14 +34,13 @@ export function describeFailure(error: unknown): UpstreamFailure {
   const failure = (typeof error === 'object' && error !== null ? error : {}) as OctokitFailure;
   const response = failure.response;
   const headers = response?.headers ?? {};
-  const data = (typeof response?.data === 'object' && response.data !== null ? response.data : {}) as { message?: unknown; errors?: unknown };
+  const data = (typeof response?.data === 'object' && response.data !== null ? response.data : {}) as { message?: unknown };
   const githubMessage = typeof data.message === 'string' ? data.message : undefined;
   const timedOut = isTimeout(failure);
   const status = response && typeof failure.status === 'number' ? failure.status : null;
   return {
     status,
     githubMessage,
-    githubErrors: Array.isArray(data.errors) ? data.errors : undefined,
     timedOut,
     retryAfterSeconds: status === null ? undefined : rateLimitWait(status, headers, githubMessage ?? failure.message ?? ''),
     reason: status === null ? (timedOut ? 'timeout' : (failure.message ?? 'network failure')) : undefined,
@@ -50,15 +49,15 @@ export function describeFailure(error: unknown): UpstreamFailure {
 
 /**
  * A GitHub failure during a tool call, as the caller should see it: 429 rate_limited with Retry-After,
- * or 502 upstream_error naming the repository, with the upstream status in the details. An
- * AppException (e.g. our own rate-limit refusal) passes through unchanged.
+ * or 502 upstream_error naming the repository, with the upstream status in the details. The message is
+ * Atrium's own text for that status: GitHub's body (its message, field errors, anything an upstream or a proxy
+ * in front of it echoes, such as the Authorization header) never reaches the caller. An AppException
+ * (e.g. our own rate-limit refusal) passes through unchanged.
  */
 export function toGithubAppException(error: unknown, context: GithubCallContext, timeoutMs: number): AppException {
   if (error instanceof AppException) return error;
   const failure = describeFailure(error);
   const details: Record<string, unknown> = { upstream: 'github', upstream_status: failure.status, repository: context.repository };
-  if (failure.githubMessage) details.github_message = failure.githubMessage;
-  if (failure.githubErrors) details.github_errors = failure.githubErrors;
 
   if (failure.retryAfterSeconds !== undefined) {
     return new AppException(
@@ -68,43 +67,33 @@ export function toGithubAppException(error: unknown, context: GithubCallContext,
       { 'Retry-After': String(failure.retryAfterSeconds) },
     );
   }
-  const upstream = (message: string) => new AppException(ErrorCode.UpstreamError, message, details);
+  return new AppException(ErrorCode.UpstreamError, githubFailureMessage(failure, context, timeoutMs), details);
+}
+
+/** Atrium's fixed sentence for a GitHub failure: the status and what it usually means, no upstream text. */
+export function githubFailureMessage(failure: UpstreamFailure, context: GithubCallContext, timeoutMs: number): string {
   switch (failure.status) {
     case null:
-      if (failure.timedOut) return upstream(`GitHub did not answer within ${timeoutMs} ms while trying to ${action(context)}`);
-      details.reason = failure.reason;
-      return upstream(`GitHub could not be reached while trying to ${action(context)} (${failure.reason})`);
+      return failure.timedOut
+        ? `GitHub did not answer within ${timeoutMs} ms while trying to ${action(context)}`
+        : `GitHub could not be reached while trying to ${action(context)}`;
     case 401:
-      return upstream(
-        `GitHub rejected the token used for repository ${context.repository} (401 ${failure.githubMessage ?? 'Bad credentials'}); an admin must register the repository again with a valid token`,
-      );
+      return `GitHub rejected the token used for repository ${context.repository} (HTTP 401); an admin must register the repository again with a valid token`;
     case 403:
-      return upstream(
-        `The token used for repository ${context.repository} is not allowed to ${context.action} (GitHub 403: ${failure.githubMessage ?? 'Forbidden'}); it may have lost access to the repository`,
-      );
+      return `The token used for repository ${context.repository} is not allowed to ${context.action} (GitHub HTTP 403); it may have lost access to the repository`;
     case 404:
-      return upstream(
-        `GitHub answered 404 when trying to ${action(context)}: it no longer exists or the token used for ${context.repository} lost access to it`,
-      );
+      return `GitHub answered 404 when trying to ${action(context)}: it no longer exists or the token used for ${context.repository} lost access to it`;
     case 410:
-      return upstream(`GitHub answered 410 Gone when trying to ${action(context)} (${failure.githubMessage ?? 'the feature may be disabled'})`);
+      return `GitHub answered 410 Gone when trying to ${action(context)} (the feature may be disabled)`;
     case 422:
-      return upstream(`GitHub refused to ${action(context)} (422 ${summarise422(failure)})`);
+      return `GitHub refused to ${action(context)} (HTTP 422: the request was not valid for GitHub, e.g. an unknown label or an empty field)`;
     default:
-      return upstream(`GitHub failed with HTTP ${failure.status} while trying to ${action(context)}`);
+      return `GitHub failed with HTTP ${failure.status} while trying to ${action(context)}`;
   }
 }
 
 function action(context: GithubCallContext): string {
   return `${context.action} in ${context.repository}`;
-}
-
-function summarise422(failure: UpstreamFailure): string {
-  const fields = (failure.githubErrors ?? [])
-    .map((entry) => (typeof entry === 'object' && entry !== null ? (entry as { field?: unknown; code?: unknown; message?: unknown }) : {}))
-    .map((entry) => (typeof entry.message === 'string' ? entry.message : [entry.field, entry.code].filter((part) => typeof part === 'string').join(' ')))
-    .filter(Boolean);
-  return [failure.githubMessage ?? 'Validation Failed', ...fields].join(': ');
 }
 
 function isTimeout(failure: OctokitFailure): boolean {

@@ -180,24 +180,24 @@ export class GithubReposService {
         { 'Retry-After': String(failure.retryAfterSeconds) },
       );
     }
+    // Atrium's own words for the status; GitHub's body (and whatever it echoes) is never passed on.
     let reason: string;
     switch (failure.status) {
       case null:
-        reason = failure.timedOut
-          ? `GitHub did not answer within ${this.config.github.timeoutMs} ms`
-          : `GitHub at ${this.config.github.apiUrl} is unreachable (${failure.reason})`;
+        reason = failure.timedOut ? `GitHub did not answer within ${this.config.github.timeoutMs} ms` : `GitHub at ${this.config.github.apiUrl} is unreachable`;
+        if (!failure.timedOut) this.logger.warn({ msg: 'GitHub unreachable while registering a repository', repository, reason: failure.reason });
         break;
       case 401:
-        reason = `GitHub rejected the token (401 ${failure.githubMessage ?? 'Bad credentials'})`;
+        reason = 'GitHub rejected the token (HTTP 401)';
         break;
       case 403:
-        reason = `The token has no access to ${repository} (GitHub 403: ${failure.githubMessage ?? 'Forbidden'})`;
+        reason = `The token has no access to ${repository} (GitHub HTTP 403)`;
         break;
       case 404:
         reason = `Repository ${repository} does not exist on GitHub or the token cannot see it (GitHub 404)`;
         break;
       default:
-        reason = `GitHub answered HTTP ${failure.status} for ${repository}${failure.githubMessage ? ` (${failure.githubMessage})` : ''}`;
+        reason = `GitHub answered HTTP ${failure.status} for ${repository}`;
     }
     return AppException.validation(`Cannot register ${repository}: ${reason}`, [
       { field: failure.status === 401 || failure.status === 403 ? 'token' : 'repository', message: reason, upstreamStatus: failure.status },

@@ -6,10 +6,13 @@ import { GithubReposService } from './github-repos.service.js';
 import { GithubService } from './github.service.js';
 import { GithubToolProvider } from './github.tool-provider.js';
 import { TokenCipher } from './token-cipher.js';
+import { ToolsModule } from '../tools/tools.module.js';
+import { GithubMcpResources } from './github.mcp-resources.js';
 
 @Module({
+  imports: [ToolsModule],
   controllers: [GithubReposController],
-  providers: [TokenCipher, GithubClientFactory, GithubReposRepository, GithubReposService, GithubService, GithubToolProvider],
+  providers: [GithubMcpResources, TokenCipher, GithubClientFactory, GithubReposRepository, GithubReposService, GithubService, GithubToolProvider],
   exports: [GithubService],
 })
 export class GithubModule {}

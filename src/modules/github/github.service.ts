@@ -1,9 +1,9 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { type GithubClient, GithubClientFactory } from './github-client.factory.js';
-import { type GithubCallContext, toGithubAppException } from './github-errors.js';
+import { describeFailure, type GithubCallContext, toGithubAppException } from './github-errors.js';
 import { GithubReposService, type ResolvedRepo } from './github-repos.service.js';
 import {
   type CommitSummary,
@@ -81,6 +81,8 @@ interface Page<T> {
  */
 @Injectable()
 export class GithubService {
+  private readonly logger = new Logger(GithubService.name);
+
   constructor(
     private readonly registry: GithubReposService,
     private readonly clients: GithubClientFactory,
@@ -193,6 +195,9 @@ export class GithubService {
     try {
       return await work(client, { owner: resolved.record.owner, repo: resolved.record.name });
     } catch (error) {
+      const failure = describeFailure(error);
+      // Why a call got no answer (e.g. connect ECONNREFUSED) is for operators: the caller gets a fixed message.
+      if (failure.status === null && !failure.timedOut) this.logger.warn({ msg: 'GitHub unreachable', repository: context.repository, reason: failure.reason });
       throw toGithubAppException(error, context, this.config.github.timeoutMs);
     }
   }

@@ -9,6 +9,8 @@ import type { ListResult } from './github-views.js';
 const READ = { readOnlyHint: true, openWorldHint: true } as const;
 // Creating an issue or a comment twice makes two: not idempotent (an Idempotency-Key makes a retry safe).
 const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true } as const;
+/** Whatever GitHub answers (issue and PR bodies, commit messages, descriptions) is text from outside Atrium. */
+const FROM_GITHUB = { kind: 'upstream', object: 'github', targetArgument: 'repo' } as const;
 
 const repo = param.str({ description: 'A registered repository, "owner/name" (see list_repositories)', required: true, format: 'repo' });
 const limit = param.int({ description: 'Maximum number of results', default: 30, minimum: 1, maximum: GITHUB_LIST_MAX });
@@ -117,6 +119,7 @@ export class GithubToolProvider {
     scope: 'github:read',
     annotations: READ,
     output: arrayOf(REPOSITORY_SCHEMA),
+    provenance: FROM_GITHUB,
     parameters: {},
   })
   listRepositories(_args: Record<string, never>, actor: Actor) {
@@ -130,6 +133,7 @@ export class GithubToolProvider {
     scope: 'github:read',
     annotations: READ,
     output: arrayOf(COMMIT_SCHEMA),
+    provenance: FROM_GITHUB,
     parameters: LIST_COMMITS,
   })
   async listCommits(args: ToolArgs<typeof LIST_COMMITS>, actor: Actor) {
@@ -145,6 +149,7 @@ export class GithubToolProvider {
     scope: 'github:read',
     annotations: READ,
     output: arrayOf(ISSUE_SCHEMA),
+    provenance: FROM_GITHUB,
     parameters: LIST_ISSUES,
   })
   async listIssues(args: ToolArgs<typeof LIST_ISSUES>, actor: Actor) {
@@ -158,6 +163,7 @@ export class GithubToolProvider {
     scope: 'github:read',
     annotations: READ,
     output: arrayOf(PULL_REQUEST_SCHEMA),
+    provenance: FROM_GITHUB,
     parameters: LIST_PULL_REQUESTS,
   })
   async listPullRequests(args: ToolArgs<typeof LIST_PULL_REQUESTS>, actor: Actor) {
@@ -171,6 +177,7 @@ export class GithubToolProvider {
     scope: 'github:read',
     annotations: READ,
     output: arrayOf(WORKFLOW_RUN_SCHEMA),
+    provenance: FROM_GITHUB,
     parameters: LIST_WORKFLOW_RUNS,
   })
   async listWorkflowRuns(args: ToolArgs<typeof LIST_WORKFLOW_RUNS>, actor: Actor) {
@@ -186,6 +193,7 @@ export class GithubToolProvider {
     scope: 'github:write',
     annotations: WRITE,
     output: objectOf({ number: int, url: uri, title: str }),
+    provenance: FROM_GITHUB,
     parameters: CREATE_ISSUE,
   })
   createIssue(args: ToolArgs<typeof CREATE_ISSUE>, actor: Actor) {
@@ -199,6 +207,7 @@ export class GithubToolProvider {
     scope: 'github:write',
     annotations: WRITE,
     output: objectOf({ id: int, url: uri }),
+    provenance: FROM_GITHUB,
     parameters: CREATE_ISSUE_COMMENT,
   })
   createIssueComment(args: ToolArgs<typeof CREATE_ISSUE_COMMENT>, actor: Actor) {

@@ -1,7 +1,7 @@
 import type { OAuthMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { AppConfig } from '../../config/app-config.js';
 
-export type AuthorizationServerMetadata = OAuthMetadata & { client_id_metadata_document_supported: boolean };
+export type AuthorizationServerMetadata = OAuthMetadata & { client_id_metadata_document_supported: boolean; authorization_response_iss_parameter_supported: boolean };
 
 /**
  * RFC 8414 metadata of Atrium's authorization server. Served at /.well-known/oauth-authorization-server
@@ -23,5 +23,7 @@ export function authorizationServerMetadata(config: AppConfig, scopes: readonly 
     revocation_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
     scopes_supported: [...scopes],
     client_id_metadata_document_supported: true,
+    // RFC 9207: every authorization response names its issuer, so a client talking to several servers cannot be mixed up.
+    authorization_response_iss_parameter_supported: true,
   };
 }

@@ -1,11 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { OAuthClientMetadataSchema } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
+import { checkOutboundUrl, guardedLookup, OutboundUrlError, type OutboundPolicy } from '../../common/net/outbound-guard.js';
 import { isAllowedRedirectUri } from './redirect-uri.js';
 
 /** A client known from its metadata document (client ID metadata documents, MCP authorization 2025-11-25). */
@@ -23,39 +22,12 @@ const CACHE_TTL_MS = 5 * 60_000;
 const CACHE_MAX_ENTRIES = 500;
 
 /**
- * Addresses a server-side fetch must never reach: loopback, private, link-local, CGNAT, multicast, reserved.
- * No `::ffff:0:0/96` rule: BlockList matches IPv4 addresses against IPv4-mapped IPv6 rules, so that rule
- * would block every IPv4 address; mapped addresses are unwrapped and judged as IPv4 instead.
- */
-const NON_PUBLIC = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
-  ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) NON_PUBLIC.addSubnet(network, prefix, 'ipv4');
-for (const [network, prefix] of [
-  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
-] as const) NON_PUBLIC.addSubnet(network, prefix, 'ipv6');
-
-export function isPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 0) return false;
-  if (family === 6 && address.toLowerCase().startsWith('::ffff:')) {
-    // IPv4-mapped: judge the IPv4 address inside.
-    const v4 = address.slice(7);
-    if (isIP(v4) === 4) return !NON_PUBLIC.check(v4, 'ipv4');
-  }
-  return !NON_PUBLIC.check(address, family === 4 ? 'ipv4' : 'ipv6');
-}
-
-/**
  * Fetches client ID metadata documents (a `client_id` that is an https URL) with an SSRF guard: the
  * address is checked when the socket connects (inside DNS lookup of the connection itself, so a name
  * that resolves to a public address for a check and a private one for the fetch cannot slip through),
  * redirects are not followed, the body is capped at 64 KiB and the whole fetch at 5 s. Documents are
  * cached for 5 minutes (failures too, for 30 s, so a slow host is not hammered).
- * Hand-written on node:http because Node's fetch cannot check the connected address per connection
- * without an extra dispatcher dependency; this is a few dozen lines.
+ * On node:http so the connection's own `lookup` is the shared outbound guard (src/common/net).
  */
 @Injectable()
 export class ClientMetadataFetcher {
@@ -92,19 +64,17 @@ export class ClientMetadataFetcher {
     } catch {
       throw new ClientMetadataError('client_id is not a valid URL');
     }
-    const allowPrivate = this.config.oauth.allowPrivateClientMetadata;
-    // https only; plain http only in the development mode that also allows private addresses.
-    if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) {
-      throw new ClientMetadataError('a client_id URL must use https');
+    const policy: OutboundPolicy = { allowPrivate: this.config.oauth.allowPrivateClientMetadata, label: 'the client_id URL' };
+    try {
+      // https only (plain http only with the allow-private development switch); an address literal is judged here.
+      checkOutboundUrl(url, policy);
+    } catch (error) {
+      throw new ClientMetadataError(error instanceof OutboundUrlError ? error.message : 'the client_id URL is not allowed');
     }
-    if (url.hash || url.username || url.password || url.pathname === '/') {
+    if (url.hash || url.pathname === '/') {
       throw new ClientMetadataError('a client_id URL must have a path and no fragment or credentials');
     }
-    const literal = url.hostname.replace(/^\[|\]$/g, '');
-    if (isIP(literal) && !allowPrivate && !isPublicAddress(literal)) {
-      throw new ClientMetadataError('the client_id URL points to a private or loopback address');
-    }
-    const body = await this.get(url, allowPrivate);
+    const body = await this.get(url, policy);
     let document: unknown;
     try {
       document = JSON.parse(body);
@@ -122,19 +92,10 @@ export class ClientMetadataFetcher {
     return { clientId, clientName: (parsed.data.client_name ?? url.hostname).slice(0, 200), redirectUris };
   }
 
-  private get(url: URL, allowPrivate: boolean): Promise<string> {
-    const guardedLookup: LookupFunction = (hostname, options, callback) => {
-      dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
-        if (error) return callback(error, '', 0);
-        const usable = addresses.filter((a) => allowPrivate || isPublicAddress(a.address));
-        if (usable.length === 0) return callback(new ClientMetadataError('the client_id host resolves to a private or loopback address'), '', 0);
-        if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, usable);
-        callback(null, usable[0].address, usable[0].family);
-      });
-    };
+  private get(url: URL, policy: OutboundPolicy): Promise<string> {
     const client = url.protocol === 'https:' ? https : http;
     return new Promise<string>((resolve, reject) => {
-      const request = client.get(url, { lookup: guardedLookup, headers: { accept: 'application/json' }, timeout: FETCH_TIMEOUT_MS }, (response) => {
+      const request = client.get(url, { lookup: guardedLookup(policy), headers: { accept: 'application/json' }, timeout: FETCH_TIMEOUT_MS }, (response) => {
         if (response.statusCode !== 200) {
           response.resume();
           reject(new ClientMetadataError(`the client metadata document answered HTTP ${response.statusCode}`));
@@ -167,7 +128,7 @@ export class ClientMetadataFetcher {
       }, FETCH_TIMEOUT_MS);
       request.on('close', () => clearTimeout(deadline));
       request.on('timeout', () => request.destroy(new ClientMetadataError('the client metadata document took too long')));
-      request.on('error', (error) => reject(error instanceof ClientMetadataError ? error : new ClientMetadataError('the client metadata document could not be fetched')));
+      request.on('error', (error) => reject(error instanceof ClientMetadataError ? error : new ClientMetadataError(error instanceof OutboundUrlError ? error.message : 'the client metadata document could not be fetched')));
     });
   }
 }

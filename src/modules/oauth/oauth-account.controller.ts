@@ -1,4 +1,4 @@
-import { Body, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Delete, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { Response } from 'express';
@@ -16,6 +16,8 @@ import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorator
 import { page } from '../../common/openapi/openapi-schema.js';
 import { AuthorizeAnswerSchema, OAuthGrantSchema, RevokedGrantSchema } from './oauth.schemas.js';
 import { BackendController } from '../../common/http/backend-controller.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/app-config.token.js';
 
 /** Area B, user access token only: the consent page's answer and the account page's "connected apps". */
 @ApiTags('oauth')
@@ -25,6 +27,7 @@ export class OAuthAccountController {
     private readonly clients: OAuthClientsService,
     private readonly grants: OAuthGrantsService,
     private readonly scopes: ScopeCatalog,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   @Post('authorize')
@@ -53,7 +56,7 @@ export class OAuthAccountController {
       }
       throw error;
     }
-    if (!body.approve) return { redirectTo: redirectWith(request.redirectUri, { error: 'access_denied', error_description: 'The user denied access', state: request.state }) };
+    if (!body.approve) return { redirectTo: redirectWith(request.redirectUri, { error: 'access_denied', error_description: 'The user denied access', state: request.state, iss: this.config.publicUrl }) };
     const scopes = body.scopes ? [...new Set(body.scopes)] : request.scopes;
     const notRequested = scopes.filter((scope) => !request.scopes.includes(scope));
     if (notRequested.length > 0) {
@@ -66,7 +69,7 @@ export class OAuthAccountController {
       expiresIn: body.expiresIn ?? '90d',
       confirmWrites: body.confirmWrites ?? false,
     });
-    return { redirectTo: redirectWith(request.redirectUri, { code, state: request.state }) };
+    return { redirectTo: redirectWith(request.redirectUri, { code, state: request.state, iss: this.config.publicUrl }) };
   }
 
   @Get('grants')

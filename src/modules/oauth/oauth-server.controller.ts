@@ -102,9 +102,9 @@ export class OAuthServerController {
   }
 
   /**
-   * Step 1 failures (unknown client, redirect URI not registered) are an HTML error page, never a
-   * redirect. Step 2 failures go back to the now trusted redirect URI as RFC 6749 errors. A valid
-   * request gets the consent page.
+   * Every invalid request is an HTML error page, never a redirect: step 1 failures (unknown client, redirect URI not
+   * registered) say so; step 2 failures (bad parameters of a valid client and redirect URI) link to the redirect URI
+   * with the RFC 6749 error for the user to follow. A valid request gets the consent page.
    */
   @Get('oauth/authorize')
   @ApiOperation({ summary: 'Authorization endpoint: the consent page for a valid request (authorization code + PKCE S256)' })
@@ -117,8 +117,12 @@ export class OAuthServerController {
   @ApiQuery({ name: 'state', required: false, schema: { type: 'string' } })
   @ApiQuery({ name: 'resource', required: false, schema: { type: 'string', format: 'uri' }, description: 'RFC 8707: the MCP endpoint' })
   @ApiResponse({ status: 200, description: 'The consent page', content: { 'text/html': { schema: { type: 'string' } } } })
-  @ApiResponse({ status: 302, description: 'A bad parameter of a known client goes back to its redirect URI with error and state', headers: { Location: { schema: { type: 'string' } } } })
-  @ApiResponse({ status: 400, description: 'Unknown client or unregistered redirect URI: an error page, never a redirect', content: { 'text/html': { schema: { type: 'string' } } } })
+  @ApiResponse({
+    status: 400,
+    description:
+      'Any invalid request: an error page, never a redirect (RFC 9700 §4.11.2). When the client and redirect URI are valid and only other parameters are bad, the page links to the redirect URI with the RFC 6749 error, state and iss for the user to follow',
+    content: { 'text/html': { schema: { type: 'string' } } },
+  })
   async authorize(@Query() query: Record<string, unknown>, @Res() response: Response): Promise<void> {
     response.setHeader('Cache-Control', 'no-store');
     const params = singleValued(query) as AuthorizationParams;
@@ -147,11 +151,16 @@ export class OAuthServerController {
         state: checked.state ?? null,
         resource: checked.resource,
       };
-      response.status(200).type('html').send(this.consentPage().replace(REQUEST_PLACEHOLDER, scriptSafeJson(request)));
+      // A function replacer: a string one would expand `$&`, `$'`, … found in the client's name or the state.
+      const json = scriptSafeJson(request);
+      response.status(200).type('html').send(this.consentPage().replace(REQUEST_PLACEHOLDER, () => json));
     } catch (error) {
       if (!(error instanceof OAuthError)) throw error;
+      // RFC 9700 §4.11.2: anyone may register a client, so its redirect URI is not trusted enough to be sent to
+      // without the user: an error page, with the error response as a link the user may choose to follow.
       const state = (error as OAuthError & { state?: string }).state;
-      response.redirect(302, redirectWith(redirectUri, { error: error.errorCode, error_description: error.message, state }));
+      const back = redirectWith(redirectUri, { error: error.errorCode, error_description: error.message, state, iss: this.config.publicUrl });
+      errorPage(response, `The app sent an invalid request (${error.errorCode}: ${error.message}).`, { href: back, host: hostOf(redirectUri) });
     }
   }
 
@@ -228,12 +237,13 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
 }
 
-function errorPage(response: Response, message: string): void {
+function errorPage(response: Response, message: string, back?: { href: string; host: string }): void {
+  const link = back ? `<p><a href="${escapeHtml(back.href)}" rel="noreferrer">Return to ${escapeHtml(back.host)} with this error</a></p>` : '';
   response
     .status(400)
     .type('html')
     .send(
       `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Cannot connect this app</title><link rel="stylesheet" href="/styles.css"></head>` +
-        `<body><main id="main"><h1>Cannot connect this app</h1><p>${escapeHtml(message)}</p><p>Nothing was shared. Go back to the app and try connecting again, or ask its maker.</p></main></body></html>`,
+        `<body><main id="main"><h1>Cannot connect this app</h1><p>${escapeHtml(message)}</p><p>Nothing was shared. Go back to the app and try connecting again, or ask its maker.</p>${link}</main></body></html>`,
     );
 }

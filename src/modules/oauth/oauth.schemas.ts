@@ -14,7 +14,7 @@ export const OAuthGrantSchema = named('OAuthGrant', object({
   callCount: { type: 'integer', minimum: 0 },
 }));
 
-export const AuthorizeAnswerSchema = object({ redirectTo: { type: 'string', format: 'uri', description: 'The redirect URI with code and state, or error=access_denied' } });
+export const AuthorizeAnswerSchema = object({ redirectTo: { type: 'string', format: 'uri', description: 'The redirect URI with code, state and iss (RFC 9207), or error=access_denied with state and iss' } });
 export const RevokedGrantSchema = object({ id: uuid, revoked: { const: true } });
 
 /** RFC 6749 §5.2 error body of the authorization server's endpoints. */
@@ -46,6 +46,7 @@ export const AuthorizationServerMetadataSchema = named('AuthorizationServerMetad
     token_endpoint_auth_methods_supported: stringArray,
     scopes_supported: stringArray,
     client_id_metadata_document_supported: { type: 'boolean' },
+    authorization_response_iss_parameter_supported: { type: 'boolean', description: 'RFC 9207: authorization responses carry iss' },
   }),
   description: 'RFC 8414 authorization server metadata',
 });

@@ -1,3 +1,5 @@
+import { redirectUriMatches as sdkRedirectUriMatches } from '@modelcontextprotocol/sdk/server/auth/handlers/authorize.js';
+
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
 /**
@@ -24,5 +26,19 @@ export function isAllowedRedirectUri(value: unknown): value is string {
 
 const BROWSER_SCHEMES = new Set(['javascript', 'data', 'vbscript', 'file', 'blob', 'about', 'ftp', 'ws', 'wss', 'mailto', 'tel', 'sms', 'chrome', 'view-source', 'intent', 'filesystem']);
 
-/** Requested vs registered: exact, except any port on loopback (RFC 8252 §7.3); the SDK's own rule. */
-export { redirectUriMatches } from '@modelcontextprotocol/sdk/server/auth/handlers/authorize.js';
+/**
+ * Requested vs registered: exact, except any port on loopback (RFC 8252 §7.3), the SDK's own rule; but never a URI
+ * registration would refuse (credentials or a fragment), which the SDK's loopback comparison does not look at.
+ */
+export function redirectUriMatches(requested: string, registered: string): boolean {
+  if (requested.includes('#') || requested.includes('@')) {
+    let url: URL;
+    try {
+      url = new URL(requested);
+    } catch {
+      return false;
+    }
+    if (url.hash || requested.includes('#') || url.username || url.password) return false;
+  }
+  return sdkRedirectUriMatches(requested, registered);
+}

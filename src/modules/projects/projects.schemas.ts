@@ -1,4 +1,4 @@
-import { named, object, timestamp, uuid } from '../../common/openapi/openapi-schema.js';
+import { named, nullable, object, timestamp, uuid } from '../../common/openapi/openapi-schema.js';
 import { PROJECT_ROLES } from './project-role.js';
 
 const role = { type: 'string', enum: [...PROJECT_ROLES] };
@@ -22,3 +22,16 @@ export const ProjectSessionTokenSchema = named('ProjectSessionToken', object({
   token: { type: 'string', pattern: '^atp_', description: 'Shown once: Authorization: Bearer atp_… on this project’s routes' },
   expiresAt: timestamp,
 }));
+
+export const ProjectSessionTokenListItemSchema = named('ProjectSessionTokenListItem', object({
+  id: uuid,
+  name: { type: 'string' },
+  role: { type: 'string', enum: ['editor', 'viewer'] },
+  prefix: { ...nullable({ type: 'string' }), description: 'The first 8 characters after atp_ (null for tokens minted before prefixes were kept); never the token' },
+  createdAt: timestamp,
+  expiresAt: timestamp,
+  lastUsedAt: { ...nullable(timestamp), description: 'Recorded at most once a minute per instance' },
+  createdBy: uuid,
+}));
+
+export const RevokedSessionTokenSchema = named('RevokedSessionToken', object({ id: uuid, revoked: { type: 'boolean', const: true } }));

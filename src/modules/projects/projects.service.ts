@@ -8,7 +8,7 @@ import { toPage, type Page, type PageQuery } from '../../common/pagination/curso
 import { isUuid } from '../../common/validation/uuid.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { AuditService } from '../audit/audit.service.js';
-import { ProjectSessionTokensService, type MintedProjectToken } from '../auth/project-session-tokens.service.js';
+import { ProjectSessionTokensService, type MintedProjectToken, type ProjectSessionTokenView } from '../auth/project-session-tokens.service.js';
 import { UsersService } from '../auth/users.service.js';
 import type { AddMemberDto } from './dto/add-member.dto.js';
 import type { CreateProjectDto } from './dto/create-project.dto.js';
@@ -72,6 +72,12 @@ export class ProjectsService {
     if (!isUuid(projectId) || !isProjectAllowed(actor, projectId)) return null;
     const role = await this.projects.memberRole(projectId, actor.userId, executor);
     return role === null ? null : effectiveRole(actor, role);
+  }
+
+  /** Another user's member role in a project (no cap applies: it is not the caller's), or null when not a member. */
+  async memberRoleOf(projectId: string, userId: string): Promise<ProjectRole | null> {
+    if (!isUuid(projectId) || !isUuid(userId)) return null;
+    return this.projects.memberRole(projectId, userId);
   }
 
   async create(actor: Actor, input: CreateProjectDto): Promise<ProjectView> {
@@ -154,6 +160,31 @@ export class ProjectsService {
       });
       return minted;
     });
+  }
+
+  /** The project's live session tokens, without secrets (owners and editors). */
+  async listSessionTokens(actor: Actor, projectId: string, query: PageQuery): Promise<Page<ProjectSessionTokenView>> {
+    await this.requireRole(actor, projectId, 'editor');
+    return this.sessionTokens.list(projectId, query);
+  }
+
+  /** Revokes one of the project's tokens (owners and editors); another project's or an unknown id is not found. */
+  async revokeSessionToken(actor: Actor, projectId: string, tokenId: string): Promise<{ id: string; revoked: true }> {
+    await this.requireRole(actor, projectId, 'editor');
+    const revoked = await this.db.transaction().execute(async (trx) => {
+      const token = await this.sessionTokens.revoke(projectId, tokenId, trx);
+      if (token) {
+        await this.audit.recordChange(trx, {
+          action: 'project.token.revoke',
+          target: { type: 'project', id: projectId },
+          details: { tokenId: token.id, name: token.name, role: token.role },
+          onBehalfOf: actor.userId,
+        });
+      }
+      return token;
+    });
+    if (!revoked) throw AppException.notFound('Session token');
+    return { id: revoked.id, revoked: true };
   }
 }
 

@@ -48,7 +48,7 @@ const SANDBOX_CHUNKING_MIN_CHARS = 64 * 1024;
 /**
  * Turns one document into chunks, embeddings and BM25 postings, in bounded batches: every statement and
  * every transaction covers at most INDEX_BATCH_CHUNKS chunks, however large the document (one INSERT
- * of a 13.5 MB text's 15,000 chunks and their postings hit the statement timeout). Batches commit in
+ * of a large text's chunks and their postings hit the statement timeout). Batches commit in
  * chunk order under a short lock of the document row, each checking that the content is still the one
  * read; a run that was interrupted resumes after the chunks it committed (chunking is deterministic),
  * and a chunk index already present is skipped (ON CONFLICT), so two runs over one document store
@@ -63,9 +63,8 @@ export class ChunkWriterService {
    * RAG_INDEX_PACED_MIN_CHUNKS (default 200): documents of at least this many chunks are indexed at
    * RAG_INDEX_DUTY_CYCLE on PostgreSQL, in batches of at most RAG_INDEX_PACED_BATCH_CHUNKS: tsvector, postings and
    * HNSW inserts plus the embedding thread otherwise keep a core of a small machine busy for the whole document,
-   * and every request meanwhile competes for the other (bench:ingest, 15 MB text: list_tasks p99 2.46× → 1.33× at
-   * duty 0.5; 200-page PDFs and 100-page DOCX files: see AppConfig.indexing). Short bursts: a paced batch is a
-   * few chunks, so each pause follows ~50–100 ms of work, not ~300 ms. Smaller documents (bench:rag's ~40 chunks)
+   * and every request meanwhile competes for the other (bench:ingest; docs/perf/rag.md). Short bursts: a paced
+   * batch is a few chunks, so each pause follows a short stretch of work rather than a long one. Smaller documents
    * run at full speed. On the embedded engine the BatchSizer already keeps the loop free and PGlite's work is
    * on it, so no pause is added there.
    */
@@ -109,7 +108,11 @@ export class ChunkWriterService {
     await this.deleteInBatches(documentId, currentSha256 === null ? {} : { sha256: currentSha256 });
   }
 
-  async write(document: IndexableDocument, force = false, onProgress?: WriteProgress, shouldYield?: ShouldYield): Promise<WriteOutcome> {
+  /**
+   * `shouldYield`: asked after each batch; true ends this slice of the write ('yielded', progress stored).
+   * `stop`: once aborted, the write stops between two batches (after storing its progress) and throws the signal's reason.
+   */
+  async write(document: IndexableDocument, force = false, onProgress?: WriteProgress, shouldYield?: ShouldYield, stop?: AbortSignal): Promise<WriteOutcome> {
     if (!force) {
       const existing = await this.isCurrent(document.id, document.sha256);
       if (existing !== null) return { status: 'unchanged', chunkCount: existing };
@@ -117,7 +120,7 @@ export class ChunkWriterService {
     const plan = await this.planChunks(document);
     const from = await this.clearForWrite(document, force, plan.indexTexts.length);
     if (onProgress) await onProgress(from, plan.indexTexts.length);
-    return this.writeBatches(document, plan, from, onProgress, shouldYield);
+    return this.writeBatches(document, plan, from, onProgress, shouldYield, stop);
   }
 
   /**
@@ -147,7 +150,7 @@ export class ChunkWriterService {
   }
 
   /** Embeds and stores the chunks from `from` on, batch by batch (see BatchSizer), reporting progress. */
-  private async writeBatches(document: IndexableDocument, plan: ChunkPlan, from: number, onProgress?: WriteProgress, shouldYield?: ShouldYield): Promise<WriteOutcome> {
+  private async writeBatches(document: IndexableDocument, plan: ChunkPlan, from: number, onProgress?: WriteProgress, shouldYield?: ShouldYield, stop?: AbortSignal): Promise<WriteOutcome> {
     const total = plan.indexTexts.length;
     const paced = total >= this.pacedMinChunks && Boolean(this.config.database.url);
     const dutyCycle = paced ? this.dutyCycle : 1;
@@ -155,6 +158,11 @@ export class ChunkWriterService {
     let reportedAt = performance.now();
     try {
       while (from < total) {
+        if (stop?.aborted) {
+          // The checkpoint a resumed run reads back (it continues after the committed chunks either way).
+          if (onProgress) await onProgress(from, total);
+          throw stop.reason;
+        }
         const to = Math.min(total, from + sizer.size);
         const batchFrom = from;
         const batchStarted = performance.now();

@@ -12,8 +12,10 @@ import { isTransientDatabaseFailure } from '../../database/pg-errors.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
-import type { ClaimableTable } from '../../queue/claimable-jobs.repository.js';
-import { IndexingJobsRepository, toIndexingJob } from './indexing-jobs.repository.js';
+import type { Claim, ClaimableTable } from '../../queue/claimable-jobs.repository.js';
+import { IndexingJobsRepository, toIndexingJob, type IndexingJob } from './indexing-jobs.repository.js';
+import { WorkerDrain, WorkerDraining } from '../../queue/worker-drain.js';
+import { RequestContext } from '../../common/request-context/request-context.js';
 
 /** Claims of a job that were interrupted (its worker died or failed) before it is failed with its unfinished documents. */
 export const MAX_JOB_CLAIMS = 5;
@@ -71,7 +73,7 @@ class Slice {
 }
 
 /** Indexing jobs as claimable jobs (src/queue): a claim's number (`attempts`) fences its writes. */
-export const INDEXING_JOBS_TABLE: ClaimableTable<'indexing_jobs'> = { table: 'indexing_jobs', fencedBy: 'attempts', owner: 'created_by', project: 'project_id', handBacks: 'slices' };
+export const INDEXING_JOBS_TABLE: ClaimableTable<'indexing_jobs'> = { table: 'indexing_jobs', kind: 'indexing', fencedBy: 'attempts', owner: 'created_by', project: 'project_id', handBacks: 'slices' };
 
 /**
  * Runs one indexing job. Claiming is an atomic UPDATE (queued, or running with a dead worker's stale
@@ -100,6 +102,7 @@ export class IndexingJobRunner {
     private readonly sandbox: IngestSandbox,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectQueue(RAG_INDEXING_QUEUE) private readonly queue: Queue,
+    private readonly drain: WorkerDrain,
   ) {}
 
   /**
@@ -109,8 +112,13 @@ export class IndexingJobRunner {
    * document never waits for a large one. A job run in between (`nested`) that does not finish within its slice hands
    * its claim back, still `running` with its progress stored, and a new queue entry announces it; the next claim
    * resumes at the same document and chunk.
+   *
+   * 'released': the worker is draining (WorkerDrain); the job stopped between two batches, its progress is stored and
+   * its claim handed back, and the caller puts the queue entry back for the next worker.
    */
-  async run(jobId?: string, nested = false): Promise<'finished' | 'yielded' | 'not-claimed'> {
+  async run(jobId?: string, nested = false): Promise<'finished' | 'yielded' | 'not-claimed' | 'released'> {
+    const drain = this.drain.signal;
+    if (drain.aborted) return 'released'; // fetched as the drain began: not even claimed
     const staleAfterMs = this.config.indexing.staleAfterMs;
     const claimed =
       jobId === undefined
@@ -118,6 +126,12 @@ export class IndexingJobRunner {
         : await this.claims.claim(INDEXING_JOBS_TABLE, jobId, staleAfterMs, toIndexingJob);
     if (!claimed) return 'not-claimed';
     const { claim: held, job } = claimed;
+    // Every log line of the job names the request that queued it.
+    return RequestContext.run({ requestId: held.requestId ?? job.id }, () => this.runClaimed(job, held, drain, nested));
+  }
+
+  private async runClaimed(job: IndexingJob, held: Claim, drain: AbortSignal, nested: boolean): Promise<'finished' | 'yielded' | 'released'> {
+    const staleAfterMs = this.config.indexing.staleAfterMs;
     const claim = job.attempts; // the fencing token (INDEXING_JOBS_TABLE.fencedBy) every write below names
     const heartbeatEveryMs = Math.min(10_000, Math.floor(staleAfterMs / 3));
     const stopHeartbeat = this.claims.watch(held, { checkEveryMs: heartbeatEveryMs, beatEveryMs: heartbeatEveryMs });
@@ -128,26 +142,37 @@ export class IndexingJobRunner {
       () => this.claims.othersWaiting(INDEXING_JOBS_TABLE, job.id, staleAfterMs),
       () => this.interleave(job.id),
     );
+    let position = job.done + job.failed;
     try {
-      for (let position = job.done + job.failed; position < job.documentIds.length; position += 1) {
+      for (; position < job.documentIds.length; position += 1) {
+        if (drain.aborted) throw drain.reason;
         if (!(await this.claims.held(held))) return 'finished'; // cancelled, or taken over by another worker
-        if (position > job.done + job.failed && (await slice.over(0))) return await this.handBack(job.id, claim);
+        if (position > job.done + job.failed && (await slice.over(0))) return await this.handBack(held, job, position);
         const documentId = job.documentIds[position];
-        const error = await this.indexDocument(documentId, job.kind === 'reindex', job.id, claim, slice);
-        if (error === YIELDED) return await this.handBack(job.id, claim);
+        const error = await this.indexDocument(documentId, job.kind === 'reindex', job.id, claim, slice, drain);
+        if (error === YIELDED) return await this.handBack(held, job, position);
         const counted = await this.jobs.countDocument(job.id, claim, { failure: error === null ? null : { documentId, message: error } });
         if (!counted) return 'finished'; // cancelled, or taken over by another worker: no longer ours
       }
-      await this.jobs.finish(job.id, claim);
+      const status = await this.jobs.finish(job.id, claim);
+      if (status) this.claims.ended(held, status, { documents: job.documentIds.length });
       return 'finished';
     } catch (error) {
+      if (error instanceof WorkerDraining) {
+        // The chunks committed so far stay; the next claim continues after them (ChunkWriterService).
+        await this.claims.release(held, 'shutdown', { documentsDone: position, documents: job.documentIds.length });
+        // A job run in between has no queue entry of its own in hand: announce it for the next worker.
+        if (nested) await this.announce(job.id, `-d${claim}`);
+        return 'released';
+      }
+      const message = error instanceof Error ? error.message : String(error);
       // Interruptions, not slices handed back on purpose, count towards giving up on a job.
       if (job.attempts - job.slices >= MAX_JOB_CLAIMS) {
-        await this.markFailed(job.id, error instanceof Error ? error.message : String(error));
+        await this.markFailed(job.id, message);
         return 'finished';
       }
       // Let the next claim take the job at once instead of waiting for the heartbeat to go stale; the queue retries the entry.
-      await this.claims.release(held).catch(() => undefined);
+      await this.claims.release(held, 'error', { error: message }).catch(() => undefined);
       throw error;
     } finally {
       stopHeartbeat();
@@ -164,12 +189,19 @@ export class IndexingJobRunner {
   }
 
   /** Ends this slice: the claim goes back (the job stays `running`, claimable at once) and a queue entry announces it. */
-  private async handBack(jobId: string, claim: number): Promise<'yielded' | 'finished'> {
-    if (!(await this.jobs.handBack(jobId, claim))) return 'finished';
-    await enqueueIndexing(this.queue, jobId, `-s${claim}`).catch((error: unknown) =>
-      this.logger.warn({ msg: 'could not enqueue the next slice; the recovery sweep will', jobId, error: String(error) }),
-    );
+  private async handBack(held: Claim, job: IndexingJob, position: number): Promise<'yielded' | 'finished'> {
+    const claim = job.attempts;
+    if (!(await this.jobs.handBack(job.id, claim))) return 'finished';
+    this.claims.handedBack(held, 'slice', { documentsDone: position, documents: job.documentIds.length });
+    await this.announce(job.id, `-s${claim}`);
     return 'yielded';
+  }
+
+  /** A queue entry saying the job waits; if the queue cannot take it, the recovery sweep enqueues one. */
+  private async announce(jobId: string, suffix: string): Promise<void> {
+    await enqueueIndexing(this.queue, jobId, suffix).catch((error: unknown) =>
+      this.logger.warn({ msg: 'could not enqueue the job handed back; the recovery sweep will', jobId, error: String(error) }),
+    );
   }
 
   /**
@@ -177,15 +209,17 @@ export class IndexingJobRunner {
    * unfinished: an upload answered 201 ends `indexed` or `failed`, never `uploaded` for good.
    */
   async markFailed(jobId: string, reason: string): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      const documentIds = await this.jobs.fail(jobId, reason, trx);
-      if (documentIds === null) return;
-      await this.indexState.failUnfinished(documentIds, `indexing failed: ${reason}`, trx);
+    const failed = await this.db.transaction().execute(async (trx) => {
+      const job = await this.jobs.fail(jobId, reason, trx);
+      if (job === null) return null;
+      await this.indexState.failUnfinished(job.documentIds, `indexing failed: ${reason}`, trx);
+      return job;
     });
+    if (failed) this.claims.endedUnclaimed(INDEXING_JOBS_TABLE, jobId, 'failed', { requestId: failed.requestId, error: reason });
   }
 
   /** Indexes one document; returns an error message for the job's per-document errors, or null. */
-  private async indexDocument(documentId: string, force: boolean, jobId: string, claim: number, slice: Slice): Promise<string | null | typeof YIELDED> {
+  private async indexDocument(documentId: string, force: boolean, jobId: string, claim: number, slice: Slice, drain: AbortSignal): Promise<string | null | typeof YIELDED> {
     const document = await this.indexState.load(documentId);
     if (!document) return null; // deleted meanwhile: nothing to index, nothing left to find
     const progress = async (written: number, total: number): Promise<void> => {
@@ -209,11 +243,12 @@ export class IndexingJobRunner {
     try {
       // A resumed slice of a forced reindex must not start the document over: force only on its first write.
       const forced = force && !(await this.jobs.wasStarted(jobId, claim, documentId));
-      const outcome = await this.chunks.write({ id: document.id, title: document.title, sha256: document.sha256, text }, forced, progress, (chunks) => slice.over(chunks));
+      const outcome = await this.chunks.write({ id: document.id, title: document.title, sha256: document.sha256, text }, forced, progress, (chunks) => slice.over(chunks), drain);
       if (outcome.status === 'yielded') return YIELDED;
       if (outcome.status !== 'stale') await this.indexState.markIndexed(documentId, document.sha256, outcome.chunkCount);
       return null;
     } catch (error) {
+      if (error instanceof WorkerDraining) throw error;
       const message = error instanceof Error ? error.message : String(error);
       if (isTransientDatabaseFailure(error)) {
         // Not the document's fault (a statement timeout under load, a deadlock, the database restarting): the job

@@ -175,9 +175,9 @@ export class IndexingJobsRepository {
     return row?.current_document_id === documentId && row.current_chunks_done > 0;
   }
 
-  /** Finishes the run: `failed` when every document failed, else `succeeded`. */
-  async finish(jobId: string, claim: number): Promise<void> {
-    await this.db
+  /** Finishes the run: `failed` when every document failed, else `succeeded`; null when the claim is no longer this run's. */
+  async finish(jobId: string, claim: number): Promise<'succeeded' | 'failed' | null> {
+    const row = await this.db
       .updateTable('indexing_jobs')
       .set({
         status: sql<string>`CASE WHEN failed > 0 AND done = 0 THEN 'failed' ELSE 'succeeded' END`,
@@ -188,19 +188,21 @@ export class IndexingJobsRepository {
       .where('id', '=', jobId)
       .where('status', '=', 'running')
       .where('attempts', '=', claim)
-      .execute();
+      .returning('status')
+      .executeTakeFirst();
+    return row ? (row.status as 'succeeded' | 'failed') : null;
   }
 
-  /** Fails a queued or running job; returns its documents, or null when it had already ended. */
-  async fail(jobId: string, reason: string, executor: DbExecutor = this.db): Promise<string[] | null> {
+  /** Fails a queued or running job; returns its documents and the request that queued it, or null when it had already ended. */
+  async fail(jobId: string, reason: string, executor: DbExecutor = this.db): Promise<{ documentIds: string[]; requestId: string | null } | null> {
     const row = await executor
       .updateTable('indexing_jobs')
       .set({ status: 'failed', error: reason.slice(0, 2000), finished_at: sql<Date>`now()` })
       .where('id', '=', jobId)
       .where('status', 'in', ['queued', 'running'])
-      .returning('document_ids')
+      .returning(['document_ids', 'trace_id'])
       .executeTakeFirst();
-    return row ? row.document_ids : null;
+    return row ? { documentIds: row.document_ids, requestId: row.trace_id } : null;
   }
 
   /**

@@ -135,6 +135,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     if (job.projectId) await this.projects.requireRole(actor, job.projectId, 'editor');
     const cancelled = await this.jobs.cancel(jobId);
     if (!cancelled) throw new AppException(ErrorCode.StateConflict, `The job is already ${job.status}`, { status: job.status });
+    this.claims.endedUnclaimed(INDEXING_JOBS_TABLE, jobId, 'cancelled', { was: job.status });
     // A queued job leaves the queue at once; a running one stops at its next document.
     await this.queue.remove(jobId).catch(() => undefined);
     return toView(cancelled);
@@ -159,6 +160,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
       }
       throw error;
     }
+    this.claims.queued(INDEXING_JOBS_TABLE, id, traceId, { indexingKind: kind, documents: ids.length });
     // Even a job with nothing to do goes through the queue: every job starts `queued` (API.md), and the
     // worker finishes an empty one at once.
     await this.enqueue(id);

@@ -2,6 +2,7 @@ import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import { WORKER_DRAIN_DELAY_SECONDS, WORKER_RUN_RETRY_DELAY_MS } from '../../queue/queue.constants.js';
+import { handBack } from '../../queue/worker-drain.js';
 import { IndexingJobRunner } from './indexing-job.runner.js';
 import { RAG_INDEXING_QUEUE } from './rag.constants.js';
 
@@ -23,8 +24,11 @@ export class IndexingProcessor extends WorkerHost {
    * shares), which need not be the entry's own. A job that keeps failing is failed by the runner itself
    * (MAX_JOB_CLAIMS interruptions), not by the entry's retries.
    */
-  async process(_job: Job<IndexingJobData>): Promise<string> {
-    return this.runner.run();
+  async process(job: Job<IndexingJobData>, token?: string): Promise<string> {
+    const outcome = await this.runner.run();
+    // Drained: the job's claim is handed back; this entry goes back too, for the next worker at once.
+    if (outcome === 'released') return handBack(job, token);
+    return outcome;
   }
 
   @OnWorkerEvent('failed')

@@ -25,6 +25,8 @@ export interface QueryVector {
 export interface ChunkDetail {
   documentId: string;
   documentTitle: string;
+  /** Who wrote the text (an agent run tells its starter's own text from others'). */
+  authorId: string;
   chunkIndex: number;
   text: string;
   startOffset: number;
@@ -55,6 +57,7 @@ export interface SearchSettings {
 interface ChunkRow {
   document_id: string;
   title: string;
+  author_id: string;
   chunk_index: number;
   text: string;
   start_offset: number;
@@ -67,7 +70,7 @@ interface DetailRow extends ChunkRow {
 }
 
 /** The chunk columns every statement selects for a result (chunk `c`, document `d`), in the order of ChunkRow. */
-const CHUNK_COLUMNS = sql`c.document_id, d.title, c.chunk_index, c.text, c.start_offset, c.end_offset`;
+const CHUNK_COLUMNS = sql`c.document_id, d.title, d.author_id, c.chunk_index, c.text, c.start_offset, c.end_offset`;
 
 /**
  * The id of ranked row `r` when its rank is among the `detailRows` a list loads, else NULL. As the lookup key of
@@ -82,6 +85,7 @@ function chunkOf(row: ChunkRow): ChunkDetail {
   return {
     documentId: row.document_id,
     documentTitle: row.title,
+    authorId: row.author_id,
     chunkIndex: row.chunk_index,
     text: row.text,
     startOffset: row.start_offset,
@@ -121,9 +125,8 @@ function projectStatScopes(actor: SearchScope['actor'], projectId: string): RawB
 
 /**
  * Up to this many statistic scopes (an unpinned caller searching across all its projects has one per project),
- * a posting's scope id is compared with each in turn (`= ANY`); above, looked up in a hash of them. Keyword list at
- * 100k chunks, the caller's two scopes behind extra ones: 100 scanned +0.7–1.2 ms, 1,000 scanned +11–15 ms;
- * hashed, +0–0.2 and +0.2–0.4 ms; with two scopes the two ways measure alike.
+ * a posting's scope id is compared with each in turn (`= ANY`); above, looked up in a hash of them, because a scan
+ * grows with the number of scopes and a hash does not, while with few scopes both cost alike (docs/perf/rag.md).
  */
 const POSTING_SCOPES_SCANNED = 32;
 
@@ -155,7 +158,7 @@ function outsideScopesDocuments(scope: SearchScope): RawBuilder<unknown> {
  * scope triggers) instead of a join to its document: one of the caller's scopes (viewerStatScopes, its arrays
  * computed once per statement), narrowed to the project's two, or a document of outsideScopesDocuments; and one
  * of the search's documents. Exactly the chunks of `inScope` (rag-scopes medium spec). The vector ranking filters
- * the rows the HNSW scan yields by it: no join and no per-row probe of `documents` (−0.6 ms of ~5 at 100k chunks).
+ * the rows the HNSW scan yields by it: no join and no per-row probe of `documents`, which was a visible share of it.
  */
 function chunkInScope(scope: SearchScope): RawBuilder<boolean> {
   const project =
@@ -171,7 +174,7 @@ function chunkInScope(scope: SearchScope): RawBuilder<boolean> {
  * inside the index-only scan; a hashed lookup when the caller has many scopes, POSTING_SCOPES_SCANNED), or its document is one the caller sees outside its scopes (visibleOutsideStatScopes:
  * rare, and its hashed lookup is only built when a posting fails the first test), and it is in the search's
  * documents. Together: exactly the chunks of `inScope` (rag-scopes medium spec), without hashing every visible
- * document and probing that hash per posting (~1.3 ms of a 3.7 ms keyword list at 100k chunks; RAG README).
+ * document and probing that hash per posting (a large share of the keyword list's time; docs/perf/rag.md).
  */
 function postingInScope(scope: SearchScope): RawBuilder<boolean> {
   const onlyDocuments = scope.documentIds === null ? sql`` : sql` AND (p.document_id IN (SELECT unnest(${scope.documentIds}::uuid[]))) IS TRUE`;
@@ -182,7 +185,7 @@ function postingInScope(scope: SearchScope): RawBuilder<boolean> {
 /**
  * A whole number written into the statement text (a limit, a cut-off): a code constant or a count the service
  * computed, never free input. Inlined rather than bound, so a generic plan sees the real limit (a parameterised
- * LIMIT made the planner's generic vector plan skip the HNSW index; see the README).
+ * LIMIT made the planner's generic vector plan skip the HNSW index; docs/perf/rag.md).
  */
 function int(value: number): RawBuilder<number> {
   if (!Number.isSafeInteger(value)) throw new Error(`not an integer: ${value}`);
@@ -218,7 +221,7 @@ function viewerTermsCtes(query: string, actor: SearchScope['actor']): RawBuilder
  * A tsvector reduced to the lexemes of a text[]: they are marked with weight A and kept by ts_filter, far cheaper
  * than unnesting every lexeme. `tsv` must carry no weights: every stored chunk tsvector is a plain `to_tsvector`
  * (all positions weight D; the chunk writer is their only writer). Resetting them first (`setweight(tsv, 'D')`,
- * a copy of the whole tsvector per row) cost ~0.5 ms of a ~5 ms keyword list at 100k chunks (issue 15, session 11).
+ * a copy of the whole tsvector per row) was a measurable share of the keyword list's time (docs/perf/rag.md).
  */
 function onlyLexemes(tsv: RawBuilder<unknown>, lexemes: RawBuilder<unknown>): RawBuilder<unknown> {
   return sql`ts_filter(setweight(${tsv}, 'A', ${lexemes}), '{a}')`;

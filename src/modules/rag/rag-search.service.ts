@@ -24,6 +24,7 @@ export interface SearchInput {
 export interface SearchHit {
   documentId: string;
   documentTitle: string;
+  authorId: string;
   chunkId: string;
   chunkIndex: number;
   text: string;
@@ -47,11 +48,11 @@ export interface SearchResult {
  * and assembles.
  *
  * - keyword: BM25 (k1 1.2, b 0.75) over the `rag_postings` inverted index with English stemming, reading at
- *   most KEYWORD_POSTINGS_PER_CANDIDATE postings per term and candidate in impact order (see keywordCandidates). Measured
- *   on SciFact (5,183 abstracts, 300 queries): nDCG@10 0.683 vs 0.665 published BM25.
+ *   most KEYWORD_POSTINGS_PER_CANDIDATE postings per term and candidate in impact order (see keywordCandidates); on
+ *   SciFact it scores above the published BM25 baseline (docs/perf/rag.md).
  * - vector: cosine over the HNSW index of the configured vector space only.
- * - hybrid: convex fusion of min-max-normalised scores (see fusion.ts); measured 0.685 on SciFact with the
- *   offline embedder at weight 0.15, where reciprocal-rank fusion fell to 0.59–0.63.
+ * - hybrid: convex fusion of min-max-normalised scores (see fusion.ts), which beat reciprocal-rank fusion on SciFact
+ *   with the offline embedder (docs/perf/rag.md).
  */
 @Injectable()
 export class RagSearchService implements OnModuleInit {
@@ -108,8 +109,8 @@ export class RagSearchService implements OnModuleInit {
     // The keyword list also loads its best `detailRows` chunks with their cosine, in the same statement (same
     // snapshot as its visibility check), and so does the vector list in vector mode, with their BM25. In hybrid
     // mode the vector list is the ranking alone: the keyword score weighs 0.85, so the fused top-K comes almost
-    // always from the keyword list's best rows (88% of bench:rag's searches at 100k chunks, 93% of SciFact's
-    // queries, with topK 10), and the vector list skips the caller's BM25 statistics and its own loading. A fused
+    // always from the keyword list's best rows (docs/perf/rag.md), and the vector list skips the caller's BM25
+    // statistics and its own loading. A fused
     // hit that no list loaded, or that lacks a score, is loaded by one more statement (assemble).
     const detailRows = input.topK + DETAIL_MARGIN;
     // The two ranked lists run concurrently, each on its own pooled connection: hybrid costs about the slower
@@ -194,6 +195,7 @@ export class RagSearchService implements OnModuleInit {
       hits.push({
         documentId: detail.documentId,
         documentTitle: detail.documentTitle,
+        authorId: detail.authorId,
         chunkId: hit.id,
         chunkIndex: detail.chunkIndex,
         text: detail.text,

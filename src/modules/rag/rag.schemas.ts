@@ -28,6 +28,7 @@ export const SearchResultSchema = named('SearchResult', object({
     items: object({
       documentId: uuid,
       documentTitle: { type: 'string' },
+      authorId: uuid,
       chunkId: uuid,
       chunkIndex: { type: 'integer', minimum: 0 },
       text: { type: 'string' },

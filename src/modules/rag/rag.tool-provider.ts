@@ -9,11 +9,12 @@ const HIT_SCHEMA = {
   properties: {
     document_id: { type: 'string', format: 'uuid' },
     title: { type: 'string' },
+    author_id: { type: 'string', format: 'uuid', description: 'Who wrote the document' },
     chunk_index: { type: 'integer' },
     text: { type: 'string' },
     score: { type: 'number' },
   },
-  required: ['document_id', 'title', 'chunk_index', 'text', 'score'],
+  required: ['document_id', 'title', 'author_id', 'chunk_index', 'text', 'score'],
   additionalProperties: false,
 };
 
@@ -38,6 +39,7 @@ export class RagToolProvider {
     scope: 'docs:read',
     annotations: { readOnlyHint: true, openWorldHint: false },
     output: { type: 'array', items: HIT_SCHEMA },
+    provenance: { kind: 'written', object: 'document', id: 'document_id', writers: ['author_id'] },
     parameters: SEARCH_DOCUMENTS,
   })
   async searchDocuments(args: ToolArgs<typeof SEARCH_DOCUMENTS>, actor: Actor) {
@@ -47,6 +49,6 @@ export class RagToolProvider {
       topK: args.limit,
       mode: 'hybrid',
     });
-    return results.map((hit) => ({ document_id: hit.documentId, title: hit.documentTitle, chunk_index: hit.chunkIndex, text: hit.text, score: hit.score }));
+    return results.map((hit) => ({ document_id: hit.documentId, title: hit.documentTitle, author_id: hit.authorId, chunk_index: hit.chunkIndex, text: hit.text, score: hit.score }));
   }
 }

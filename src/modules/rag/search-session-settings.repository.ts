@@ -20,8 +20,8 @@ export function searchSessionSettingsHold(): boolean {
  * `BEGIN; SET LOCAL …`, the statement and `COMMIT` (three round trips). Only what the installed pgvector knows
  * (`hnsw.ef_search` since 0.5, `hnsw.iterative_scan` since 0.8); every connection gets the same values, and they
  * only change HNSW index scans, which only search runs. And `jit` off: the keyword list's cost estimate sits just
- * under PostgreSQL's `jit_above_cost` (95.5k of 100k on SciFact), and on a database whose statistics are not yet
- * gathered it crossed it: 36 ms of JIT compilation added to a ~5 ms search (RAG README, issue 15 session 10); none
+ * under PostgreSQL's `jit_above_cost`, and on a database whose statistics are not yet gathered it crossed it,
+ * adding a JIT compilation many times the search's own time (docs/perf/rag.md); none
  * of Atrium's statements runs long enough for compiled expressions to pay that back. Before pgvector's library is loaded in a session the
  * values wait as placeholders, which the library takes over when it loads. Never throws: a connection that
  * fails here turns the session settings off for the process (RagSearchRepository.withSettings then sets them

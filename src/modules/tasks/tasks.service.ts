@@ -1,12 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { accessDenied, isProjectAllowed, mayCreateWithoutProject } from '../../common/access/access-rules.js';
+import { accessDenied, isProjectAllowed, mayAssignTask, mayCreateWithoutProject } from '../../common/access/access-rules.js';
 import { type Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import { AuditService } from '../audit/audit.service.js';
-import { UsersService } from '../auth/users.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { TASK_PRIORITIES, TASK_STATUSES, type TaskStats, type TaskStatus, type TaskView } from './task.model.js';
 import { TasksRepository, type NewTask, type RenderedTaskList, type TaskChanges, type TaskFilter } from './tasks.repository.js';
@@ -28,7 +27,6 @@ export type UpdateTaskInput = TaskChanges;
 export class TasksService {
   constructor(
     private readonly tasks: TasksRepository,
-    private readonly users: UsersService,
     private readonly projects: ProjectsService,
     private readonly audit: AuditService,
     @InjectDb() private readonly db: Db,
@@ -87,7 +85,7 @@ export class TasksService {
     }
     // API.md: the creator must be a member of the project (any role, after the token's cap).
     if (input.projectId && (await this.projects.roleOf(actor, input.projectId)) === null) throw AppException.notFound('Project');
-    if (input.assigneeId) await this.assertUserExists(input.assigneeId);
+    if (input.assigneeId) await this.assertAssignable(actor, input.projectId ?? null, input.assigneeId);
     // Tasks change only through tools: the tool call's audit entry goes into the task's own INSERT statement.
     const id = randomUUID();
     return this.tasks.insert({ id, ...input, creatorId: actor.userId }, this.audit.withToolChange({ type: 'task', id }, this.db));
@@ -96,7 +94,7 @@ export class TasksService {
   /** Creator or assignee may update; anyone else gets not_found (the task does not exist for them). */
   async update(actor: Actor, taskId: string, input: UpdateTaskInput): Promise<TaskView> {
     const current = await this.get(actor, taskId);
-    if (input.assigneeId) await this.assertUserExists(input.assigneeId);
+    if (input.assigneeId) await this.assertAssignable(actor, current.project_id, input.assigneeId);
     if (Object.values(input).every((value) => value === undefined)) return current;
     const updated = await this.db.transaction().execute(async (trx) => {
       const row = await this.tasks.updateEditable(actor, taskId, input, trx);
@@ -119,9 +117,16 @@ export class TasksService {
     throw accessDenied(visible, 'Task', 'Only the creator of a task may delete it');
   }
 
-  private async assertUserExists(userId: string): Promise<void> {
-    if (!(await this.users.findById(userId))) {
-      throw new AppException(ErrorCode.InvalidArgument, 'assignee_id does not name an existing user', { argument: 'assignee_id' });
-    }
+  /** 400 on assignee_id unless the access rule allows the assignment (an unknown user is simply not a member). */
+  private async assertAssignable(actor: Actor, projectId: string | null, assigneeId: string): Promise<void> {
+    const role = projectId === null ? null : await this.projects.memberRoleOf(projectId, assigneeId);
+    if (mayAssignTask(actor, projectId, assigneeId, role)) return;
+    throw new AppException(
+      ErrorCode.InvalidArgument,
+      projectId === null
+        ? 'A task without a project can be assigned only to yourself; put the task in a project to assign it to a member'
+        : "assignee_id must name a member of the task's project",
+      { argument: 'assignee_id' },
+    );
   }
 }

@@ -9,6 +9,9 @@ import { TasksService } from './tasks.service.js';
 const TASK_LIST_SCHEMA = { type: 'array', items: TASK_JSON_SCHEMA };
 const taskId = param.str({ description: 'The task id (UUID)', required: true, format: 'uuid' });
 const READ = { readOnlyHint: true, openWorldHint: false } as const;
+/** A task's text may be written by its creator and by its assignee (both may update it). */
+const TASK_TEXT = { kind: 'written', object: 'task', id: 'id', writers: ['creator_id', 'assignee_id'] } as const;
+const NO_TEXT = { kind: 'none' } as const;
 
 const LIST_TASKS = {
   status: param.str({ description: 'Only tasks in this status', default: '', enum: TASK_STATUSES }),
@@ -33,7 +36,7 @@ const CREATE_TASK = {
   priority: param.str({ description: 'Priority', default: 'medium', enum: TASK_PRIORITIES }),
   status: param.str({ description: 'Status', default: 'todo', enum: TASK_STATUSES }),
   due_date: param.date({ description: 'Due date (YYYY-MM-DD) or null', default: null, nullable: true }),
-  assignee_id: param.str({ description: 'Id of an existing user to assign, or null', default: null, nullable: true, format: 'uuid' }),
+  assignee_id: param.str({ description: 'Id of a member of the task\'s project to assign (yourself for a task without a project), or null', default: null, nullable: true, format: 'uuid' }),
   project_id: param.str({ description: 'Id of a project you are a member of, or null', default: null, nullable: true, format: 'uuid' }),
 };
 const UPDATE_TASK = {
@@ -43,7 +46,7 @@ const UPDATE_TASK = {
   status: param.str({ description: 'New status', enum: TASK_STATUSES }),
   priority: param.str({ description: 'New priority', enum: TASK_PRIORITIES }),
   due_date: param.date({ description: 'New due date (YYYY-MM-DD), or null to clear', nullable: true }),
-  assignee_id: param.str({ description: 'Id of an existing user, or null to unassign', nullable: true, format: 'uuid' }),
+  assignee_id: param.str({ description: 'Id of a member of the task\'s project (yourself for a task without a project), or null to unassign', nullable: true, format: 'uuid' }),
 };
 
 /** The seven task tools: thin adapters from tool arguments to TasksService, which owns every rule. */
@@ -66,6 +69,7 @@ export class TasksToolProvider {
     scope: 'tasks:read',
     annotations: READ,
     output: TASK_LIST_SCHEMA,
+    provenance: TASK_TEXT,
     parameters: LIST_TASKS,
   })
   async listTasks(args: ToolArgs<typeof LIST_TASKS>, actor: Actor): Promise<ToolList> {
@@ -87,6 +91,7 @@ export class TasksToolProvider {
     scope: 'tasks:read',
     annotations: READ,
     output: TASK_JSON_SCHEMA,
+    provenance: TASK_TEXT,
     parameters: ONE_TASK,
   })
   getTask(args: ToolArgs<typeof ONE_TASK>, actor: Actor) {
@@ -100,6 +105,7 @@ export class TasksToolProvider {
     scope: 'tasks:read',
     annotations: READ,
     output: TASK_LIST_SCHEMA,
+    provenance: TASK_TEXT,
     parameters: SEARCH_TASKS,
   })
   async searchTasks(args: ToolArgs<typeof SEARCH_TASKS>, actor: Actor): Promise<ToolList> {
@@ -114,6 +120,7 @@ export class TasksToolProvider {
     scope: 'tasks:read',
     annotations: READ,
     output: TASK_STATS_JSON_SCHEMA,
+    provenance: NO_TEXT,
     parameters: TASK_STATS,
   })
   taskStats(args: ToolArgs<typeof TASK_STATS>, actor: Actor) {
@@ -127,6 +134,7 @@ export class TasksToolProvider {
     scope: 'tasks:write',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     output: TASK_JSON_SCHEMA,
+    provenance: TASK_TEXT,
     parameters: CREATE_TASK,
   })
   createTask(args: ToolArgs<typeof CREATE_TASK>, actor: Actor) {
@@ -148,6 +156,7 @@ export class TasksToolProvider {
     scope: 'tasks:write',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     output: TASK_JSON_SCHEMA,
+    provenance: TASK_TEXT,
     parameters: UPDATE_TASK,
   })
   updateTask(args: ToolArgs<typeof UPDATE_TASK>, actor: Actor) {
@@ -168,6 +177,7 @@ export class TasksToolProvider {
     scope: 'tasks:write',
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     output: DELETED_JSON_SCHEMA,
+    provenance: NO_TEXT,
     parameters: ONE_TASK,
   })
   deleteTask(args: ToolArgs<typeof ONE_TASK>, actor: Actor) {

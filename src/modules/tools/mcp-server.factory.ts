@@ -1,14 +1,24 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { createMcpHandler, inputRequired, Server as ModernServer, type InputRequiredResult, type McpHttpHandler } from '@modelcontextprotocol/server';
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createMcpHandler, createRequestStateCodec, inputRequired, LOG_LEVEL_META_KEY, Server as ModernServer, type InputRequiredResult, type McpHttpHandler, type ServerContext as ModernContext } from '@modelcontextprotocol/server';
+import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import {
   CallToolRequestSchema,
+  CompleteRequestSchema,
   ErrorCode as JsonRpcErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  ReadResourceRequestSchema,
+  SetLevelRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
   type CallToolResult,
   type ElicitRequestFormParams,
+  type ServerCapabilities,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { AppException } from '../../common/errors/app.exception.js';
@@ -21,8 +31,11 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { KeyCaller } from '../api-keys/key-caller.js';
 import type { RegisteredTool } from './tool-definition.js';
 import type { JsonSchema } from './tool-parameters.js';
+import { portableSchema } from './portable-schema.js';
 import { KeyToolCallsService } from './key-tool-calls.service.js';
 import type { McpClientInfo } from './mcp-client-info.js';
+import { MCP_RESOURCE_NOT_FOUND, McpExtensions, type McpExtension, type McpExtensionRequest, type McpToolAnswer } from './server-extensions.js';
+import { McpSessionsRepository } from './mcp-sessions.repository.js';
 import { McpWriteConfirmations, type ElicitOutcome, type McpSession } from './mcp-sessions.service.js';
 import { mcpToolCallStatus, observeToolCall } from './tool-call-telemetry.js';
 import { ToolsService, type PreparedToolCall, type ToolCallOutcome } from './tools.service.js';
@@ -61,6 +74,8 @@ const TOOL_ERROR_SCHEMA: JsonSchema = {
 const SERVER_INFO = { name: 'atrium', title: 'Atrium' } as const;
 /** The key of the write confirmation in an `input_required` result and in the retried call's `inputResponses`. */
 const CONFIRM_WRITE = 'atrium_confirm_write';
+/** How long a 2026-07-28 requestState (a confirmation question, a fixture's round) stays answerable. */
+const REQUEST_STATE_TTL_SECONDS = 600;
 
 /**
  * How a tools/call can confirm a write with the user, one way per protocol era:
@@ -77,10 +92,21 @@ type WriteConfirmation =
       canAsk: boolean;
       /** `inputResponses` of a retried call (untrusted client input). */
       responses?: Record<string, unknown>;
-      /** `requestState` echoed by a retried call (untrusted; checked against our HMAC). */
-      state?: string;
+      /** The payload of the `requestState` echoed by a retried call (verified by the codec: MAC, expiry, binding). */
+      state?: unknown;
+      /** Seals a payload into a requestState. */
+      mint: (payload: ConfirmState) => Promise<string>;
     }
   | { kind: 'elicit'; ask: (params: ElicitRequestFormParams) => Promise<ElicitOutcome> };
+
+/**
+ * 2026-07-28 cache hints (SEP-2549). Lists depend on the credential (its scopes, its documents), so they are private to
+ * it; the tool list changes only with a deploy, resource lists and contents whenever someone writes, so those are short.
+ */
+const CACHE_HINTS = {
+  list: { ttlMs: 60_000, cacheScope: 'private' },
+  read: { ttlMs: 10_000, cacheScope: 'private' },
+} as const;
 
 /** Where the per-request context rides through the modern handler (its authInfo pass-through). */
 const ATRIUM_CONTEXT = 'atrium:mcp-context';
@@ -99,6 +125,8 @@ const ATRIUM_CONTEXT = 'atrium:mcp-context';
 export class McpServerFactory implements OnApplicationShutdown {
   private readonly logger = new Logger('Mcp');
   private readonly listing = new Map<string, Tool>();
+  /** HMAC key of 2026-07-28 requestState (derived from the pepper, so every instance verifies every other's). */
+  private readonly requestStateKey: Buffer;
   /** The 2026-07-28 entry: strict (2025 traffic never reaches it), JSON answers, one per process. */
   readonly modern: McpHttpHandler;
 
@@ -106,8 +134,11 @@ export class McpServerFactory implements OnApplicationShutdown {
     private readonly tools: ToolsService,
     private readonly keyCalls: KeyToolCallsService,
     private readonly confirmations: McpWriteConfirmations,
+    private readonly extensions: McpExtensions,
+    private readonly sessionsRepository: McpSessionsRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
+    this.requestStateKey = createHmac('sha256', config.secrets.tokenPepper).update('atrium:mcp-request-state').digest();
     this.modern = createMcpHandler(
       (ctx) => this.createModern((ctx.authInfo?.extra as Record<string, McpRequestContext> | undefined)?.[ATRIUM_CONTEXT]),
       // 'auto' answers one JSON body, as no tool emits messages before its result; 'json' would say the same with a
@@ -122,12 +153,52 @@ export class McpServerFactory implements OnApplicationShutdown {
 
   /** A 2025-era server (v1 SDK) for one request. */
   create(context: McpRequestContext): Server {
-    const server = new Server(
-      { ...SERVER_INFO, version: this.config.version },
-      { capabilities: { tools: { listChanged: false } }, instructions: this.tools.instructionsFor(context.caller.scopes) },
-    );
+    const capabilities = this.capabilitiesFor(context);
+    const server = new Server({ ...SERVER_INFO, version: this.config.version }, { capabilities, instructions: this.tools.instructionsFor(context.caller.scopes) });
+    const requestOf = (
+      params: { _meta?: Record<string, unknown> } | undefined,
+      extra: { signal: AbortSignal; requestId: string | number; sendNotification: (n: never) => Promise<void> },
+    ): McpExtensionRequest => {
+      const session = context.session;
+      const signal = context.signal ? AbortSignal.any([extra.signal, context.signal]) : extra.signal;
+      return {
+        caller: context.caller,
+        era: 'legacy',
+        clientCapabilities: server.getClientCapabilities(),
+        meta: params?._meta,
+        notify: (notification) => extra.sendNotification(notification as never),
+        askClient: session
+          ? async (method, askParams) => {
+              const send = (message: Parameters<NonNullable<Server['transport']>['send']>[0]) =>
+                server.transport?.send(message, { relatedRequestId: extra.requestId }) ?? Promise.reject(new Error('closed'));
+              const outcome = await this.confirmations.askClient(session, method, askParams, send, signal);
+              if ('result' in outcome) return outcome.result;
+              throw new McpError(JsonRpcErrorCode.InternalError, outcome.failed === 'client-error' ? `The client answered ${method} with an error (${outcome.detail})` : `The client did not answer ${method} (${outcome.failed})`);
+            }
+          : undefined,
+        signal,
+      };
+    };
     server.setRequestHandler(ListToolsRequestSchema, () => this.listTools(context));
+    const legacySchemas: Record<string, unknown> = {
+      'resources/list': ListResourcesRequestSchema,
+      'resources/templates/list': ListResourceTemplatesRequestSchema,
+      'resources/read': ReadResourceRequestSchema,
+      'resources/subscribe': SubscribeRequestSchema,
+      'resources/unsubscribe': UnsubscribeRequestSchema,
+      'prompts/list': ListPromptsRequestSchema,
+      'prompts/get': GetPromptRequestSchema,
+      'completion/complete': CompleteRequestSchema,
+      'logging/setLevel': SetLevelRequestSchema,
+    };
+    this.registerExtensionMethods(capabilities, (method, handler) =>
+      server.setRequestHandler(legacySchemas[method] as typeof ListToolsRequestSchema, (request, extra) =>
+        handler((request.params ?? {}) as Record<string, unknown>, requestOf(request.params as never, extra as never)) as never,
+      ),
+    );
     server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+      const owner = this.extensionOfTool(request.params.name);
+      if (owner) return this.callExtensionTool(owner, request.params.name, request.params.arguments, requestOf(request.params, extra), context);
       const session = context.session;
       const confirmation: WriteConfirmation | undefined = session?.canElicit
         ? {
@@ -142,7 +213,7 @@ export class McpServerFactory implements OnApplicationShutdown {
               ),
           }
         : undefined;
-      return this.callTool(request.params.name, request.params.arguments, context, confirmation);
+      return this.callTool(request.params.name, request.params.arguments, context, confirmation, progressOf(request.params._meta, (n) => extra.sendNotification(n)));
     });
     return server;
   }
@@ -151,7 +222,10 @@ export class McpServerFactory implements OnApplicationShutdown {
    * Whether a 2025-era tools/call of this tool may ask the user mid-call, so its POST must be answered as an SSE
    * stream (the question goes out before the result). Every other request keeps its JSON answer.
    */
-  mayAskMidCall(context: McpRequestContext, toolName: string | undefined): boolean {
+  mayAskMidCall(context: McpRequestContext, toolName: string | undefined, hasProgressToken = false): boolean {
+    if (toolName !== undefined && this.extensionOfTool(toolName)?.streamsTool?.(toolName)) return true;
+    // Progress notifications go out before the result, on the POST's SSE stream.
+    if (hasProgressToken && toolName !== undefined && this.tools.find(toolName) !== undefined) return true;
     if (!context.session?.canElicit || !context.caller.confirmWrites || toolName === undefined) return false;
     const tool = this.tools.find(toolName);
     return tool !== undefined && tool.definition.annotations.readOnlyHint !== true;
@@ -169,25 +243,144 @@ export class McpServerFactory implements OnApplicationShutdown {
   private createModern(context: McpRequestContext | undefined): ModernServer {
     // Only serveModern calls the entry, always with a context: fail closed if that ever changes.
     if (!context) throw new Error('MCP modern request without a caller');
+    const capabilities = this.capabilitiesFor(context);
+    // Signed, expiring and bound to this credential and the method: a tampered, stale or foreign requestState is
+    // refused by the SDK (-32602) before any handler runs. Single use is the handler's (confirmWrite).
+    const codec = createRequestStateCodec({
+      key: this.requestStateKey,
+      ttlSeconds: REQUEST_STATE_TTL_SECONDS,
+      bind: (ctx) => `${ctx.mcpReq.method}\0${context.caller.keyId}`,
+    });
     const server = new ModernServer(
       { ...SERVER_INFO, version: this.config.version },
-      { capabilities: { tools: { listChanged: false } }, instructions: this.tools.instructionsFor(context.caller.scopes) },
+      { capabilities: capabilities as never, instructions: this.tools.instructionsFor(context.caller.scopes), requestState: { verify: (state, scope) => codec.verify(state, scope) } },
     );
-    server.setRequestHandler('tools/list', () => this.listTools(context) as never);
+    const requestOf = (ctx: ModernContext): McpExtensionRequest => ({
+      caller: context.caller,
+      era: 'modern',
+      clientCapabilities: server.getClientCapabilities(),
+      meta: ctx.mcpReq._meta,
+      inputResponses: ctx.mcpReq.inputResponses,
+      requestState: ctx.mcpReq.requestState(),
+      mintState: (payload) => codec.mint(payload, ctx),
+      logLevel: ctx.mcpReq.envelope?.[LOG_LEVEL_META_KEY as keyof typeof ctx.mcpReq.envelope],
+      notify: (notification) => ctx.mcpReq.notify(notification),
+      signal: ctx.mcpReq.signal,
+    });
+    server.setRequestHandler('tools/list', () => ({ ...this.listTools(context), ...CACHE_HINTS.list }) as never);
+    this.registerExtensionMethods(capabilities, (method, handler) =>
+      server.setRequestHandler(method as 'resources/list', (request, ctx) => handler((request.params ?? {}) as Record<string, unknown>, requestOf(ctx)) as never),
+    );
     server.setRequestHandler('tools/call', (request, ctx) => {
+      const owner = this.extensionOfTool(request.params.name);
+      if (owner) return this.callExtensionTool(owner, request.params.name, request.params.arguments, requestOf(ctx), context);
       const confirmation: WriteConfirmation = {
         kind: 'input-required',
         canAsk: server.getClientCapabilities()?.elicitation !== undefined,
         responses: ctx.mcpReq.inputResponses,
-        state: rawRequestState(ctx.mcpReq.requestState),
+        state: ctx.mcpReq.requestState(),
+        mint: (payload) => codec.mint(payload, ctx),
       };
-      return this.callTool(request.params.name, request.params.arguments, context, confirmation) as never;
+      return this.callTool(request.params.name, request.params.arguments, context, confirmation, progressOf(ctx.mcpReq._meta, (n) => ctx.mcpReq.notify(n)));
     });
     return server;
   }
 
   private listTools(context: McpRequestContext): { tools: Tool[] } {
-    return { tools: this.tools.toolsFor(context.caller.scopes).map((tool) => this.mcpTool(tool)) };
+    const own = this.tools.toolsFor(context.caller.scopes).map((tool) => this.mcpTool(tool));
+    return { tools: [...own, ...this.extensions.all.flatMap((extension) => extension.tools?.(context.caller) ?? [])] };
+  }
+
+  /** The server's capabilities for this caller: its tools, plus what the extensions serve it. */
+  private capabilitiesFor(context: McpRequestContext): ServerCapabilities {
+    return { ...this.extensions.capabilitiesFor(context.caller), tools: { listChanged: false } };
+  }
+
+  /** Whether an extension wants a 2025-era session for a client declaring these capabilities. */
+  extensionWantsSession(capabilities: Record<string, unknown>): boolean {
+    return this.extensions.all.some((extension) => extension.wantsSession?.(capabilities) === true);
+  }
+
+  private extensionOfTool(name: string): McpExtension | undefined {
+    if (this.tools.find(name)) return undefined;
+    return this.extensions.all.find((extension) => extension.ownsTool?.(name));
+  }
+
+  private async callExtensionTool(owner: McpExtension, name: string, args: Record<string, unknown> | undefined, request: McpExtensionRequest, context: McpRequestContext): Promise<McpToolAnswer> {
+    // The per-credential limit holds for every tool, as for the registry's (an in-band rate_limited result).
+    if (context.rateLimited) return errorResult(context.rateLimited).result;
+    context.onToolCall?.(name, 200);
+    const answer = owner.callTool?.(name, args, request);
+    if (!answer) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    return answer;
+  }
+
+  /**
+   * The extension methods of this server's capabilities (resources, prompts, completions, logging), one handler per
+   * method for both SDKs: each asks the extensions in turn and takes the first answer.
+   */
+  private registerExtensionMethods(
+    capabilities: ServerCapabilities,
+    register: (method: string, handler: (params: Record<string, unknown>, request: McpExtensionRequest) => Promise<unknown>) => void,
+  ): void {
+    const all = this.extensions.all;
+    const modern = (request: McpExtensionRequest, hints: Record<string, unknown>): Record<string, unknown> => (request.era === 'modern' ? hints : {});
+    if (capabilities.resources) {
+      register('resources/list', async (_params, request) => {
+        const lists = await Promise.all(all.map((extension) => extension.listResources?.(request) ?? Promise.resolve([])));
+        return { resources: lists.flat(), ...modern(request, CACHE_HINTS.list) };
+      });
+      register('resources/templates/list', async (_params, request) => ({
+        resourceTemplates: all.flatMap((extension) => extension.listResourceTemplates?.(request) ?? []),
+        ...modern(request, CACHE_HINTS.list),
+      }));
+      register('resources/read', async (params, request) => {
+        const uri = typeof params.uri === 'string' ? params.uri : '';
+        for (const extension of all) {
+          const result = await extension.readResource?.(uri, request);
+          if (result) return { ...result, ...modern(request, CACHE_HINTS.read) };
+        }
+        throw new McpError(MCP_RESOURCE_NOT_FOUND, `Resource not found: ${uri.slice(0, 200)}`, { uri });
+      });
+      if (capabilities.resources.subscribe) {
+        for (const [method, subscribed] of [['resources/subscribe', true], ['resources/unsubscribe', false]] as const) {
+          register(method, async (params, request) => {
+            const uri = typeof params.uri === 'string' ? params.uri : '';
+            for (const extension of all) await extension.subscribe?.(uri, subscribed, request);
+            return {};
+          });
+        }
+      }
+    }
+    if (capabilities.prompts) {
+      register('prompts/list', async (_params, request) => ({
+        prompts: all.flatMap((extension) => extension.prompts?.(request) ?? []),
+        ...modern(request, CACHE_HINTS.list),
+      }));
+      register('prompts/get', async (params, request) => {
+        const name = typeof params.name === 'string' ? params.name : '';
+        for (const extension of all) {
+          const result = extension.getPrompt?.(name, params.arguments as Record<string, string> | undefined, request);
+          if (result) return result;
+        }
+        throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown prompt: ${name.slice(0, 200)}`);
+      });
+    }
+    if (capabilities.completions) {
+      register('completion/complete', async (params, request) => {
+        for (const extension of all) {
+          const result = await extension.complete?.(params as never, request);
+          if (result) return result;
+        }
+        return { completion: { values: [], total: 0, hasMore: false } };
+      });
+    }
+    if (capabilities.logging) {
+      register('logging/setLevel', async (params, request) => {
+        for (const extension of all) await extension.setLogLevel?.(String(params.level), request);
+        return {};
+      });
+    }
   }
 
   /** A tools/call of either revision, counted and traced as the MCP door's (tool-call-telemetry.ts). */
@@ -196,8 +389,9 @@ export class McpServerFactory implements OnApplicationShutdown {
     args: Record<string, unknown> | undefined,
     context: McpRequestContext,
     confirmation?: WriteConfirmation,
+    progress?: ProgressReporter,
   ): Promise<CallToolResult | InputRequiredResult> {
-    return observeToolCall({ door: 'mcp', tool: this.tools.find(name), statusOfResult: mcpToolCallStatus }, () => this.runToolCall(name, args, context, confirmation));
+    return observeToolCall({ door: 'mcp', tool: this.tools.find(name), statusOfResult: mcpToolCallStatus }, () => this.runToolCall(name, args, context, confirmation, progress));
   }
 
   private async runToolCall(
@@ -205,6 +399,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     args: Record<string, unknown> | undefined,
     context: McpRequestContext,
     confirmation?: WriteConfirmation,
+    progress?: ProgressReporter,
   ): Promise<CallToolResult | InputRequiredResult> {
     // An unknown name is a protocol error (the client asked for something not offered), not a tool failure.
     if (!this.tools.find(name)) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`);
@@ -219,7 +414,9 @@ export class McpServerFactory implements OnApplicationShutdown {
         // 'cannot-ask' leaves confirmed false: KeyToolCallsService refuses with confirmation_required.
         confirmed = step === 'confirmed';
       }
+      await progress?.(0, `Running ${name}`);
       const outcome = await this.keyCalls.invoke(prepared, caller, context.idempotencyKey, { confirmed });
+      await progress?.(1, `${name} finished`);
       context.onToolCall?.(name, 200);
       return successResult(outcome);
     } catch (error) {
@@ -228,9 +425,9 @@ export class McpServerFactory implements OnApplicationShutdown {
         this.logger.error({ msg: 'Tool failed', tool: name }, error instanceof Error ? error : undefined);
         exception = new AppException(ErrorCode.Internal, 'Internal server error; quote the traceId when reporting it');
       }
-      const rendered = renderError(exception, 'tool-api', RequestContext.requestId() ?? '');
-      context.onToolCall?.(name, rendered.status);
-      return { content: [{ type: 'text', text: JSON.stringify(rendered.body) }], structuredContent: rendered.body, isError: true };
+      const failure = errorResult(exception);
+      context.onToolCall?.(name, failure.status);
+      return failure.result;
     }
   }
 
@@ -262,23 +459,21 @@ export class McpServerFactory implements OnApplicationShutdown {
       throw new AppException(ErrorCode.ConfirmationRequired, `${name} was not confirmed: ${why}; nothing was run`);
     }
     if (!confirmation?.canAsk) return 'cannot-ask';
-    const binding = this.confirmationBinding(prepared, keyId);
+    const digest = argumentDigest(prepared, keyId);
     const answer = confirmation.responses?.[CONFIRM_WRITE] as { action?: unknown } | undefined;
-    if (answer !== undefined && confirmation.state !== undefined && sameText(confirmation.state, binding)) {
+    const state = confirmation.state as Partial<ConfirmState> | undefined;
+    if (answer !== undefined && state?.kind === CONFIRM_WRITE && state.tool === name && typeof state.digest === 'string' && sameText(state.digest, digest) && typeof state.nonce === 'string') {
+      // Single use: the first answer carrying this state decides; a replay (even one sent at the same moment) runs nothing.
+      if (!(await this.sessionsRepository.useRequestState(state.nonce, (REQUEST_STATE_TTL_SECONDS + 60) * 1000))) {
+        throw new AppException(ErrorCode.ConfirmationRequired, `This confirmation of ${name} was already used; nothing was run again. Call the tool again to be asked anew`);
+      }
       if (answer.action === 'accept') return 'confirmed';
       throw declined(name);
     }
     return inputRequired({
       inputRequests: { [CONFIRM_WRITE]: inputRequired.elicit(confirmationQuestion(prepared)) },
-      requestState: binding,
+      requestState: await confirmation.mint({ kind: CONFIRM_WRITE, tool: name, digest, nonce: randomUUID() }),
     });
-  }
-
-  /** HMAC of (credential, tool, arguments): a confirmation counts only for the call the user was shown. */
-  private confirmationBinding(prepared: PreparedToolCall, keyId: string): string {
-    return createHmac('sha256', this.config.secrets.tokenPepper)
-      .update(JSON.stringify(['atrium:confirm-write', keyId, prepared.tool.definition.name, prepared.args]))
-      .digest('base64url');
   }
 
   /** The MCP view of a tool, built once per tool (the registry is immutable after start-up). */
@@ -299,10 +494,10 @@ function toMcpTool(tools: ToolsService, tool: RegisteredTool): Tool {
     name: view.name,
     title: view.title,
     description: view.description,
-    inputSchema: view.inputSchema as Tool['inputSchema'],
+    inputSchema: portableSchema(view.inputSchema) as Tool['inputSchema'],
     // A failure's structuredContent is the Area A error body; the schema admits it so clients that
     // validate structuredContent (the official SDK does, even for isError results) accept it.
-    outputSchema: { type: 'object', anyOf: [view.outputSchema, TOOL_ERROR_SCHEMA] } as Tool['outputSchema'],
+    outputSchema: portableSchema({ type: 'object', anyOf: [view.outputSchema, TOOL_ERROR_SCHEMA] }),
     // Spelled out: MCP's defaults (destructive, open world) are the opposite of most of our tools.
     annotations: {
       title: view.title,
@@ -313,6 +508,12 @@ function toMcpTool(tools: ToolsService, tool: RegisteredTool): Tool {
     },
     _meta: { 'atrium/scope': view.scope },
   };
+}
+
+/** A tool failure as an MCP result: `isError`, with the Area A error body as text and as structuredContent. */
+function errorResult(exception: AppException): { result: CallToolResult; status: number } {
+  const rendered = renderError(exception, 'tool-api', RequestContext.requestId() ?? '');
+  return { result: { content: [{ type: 'text', text: JSON.stringify(rendered.body) }], structuredContent: rendered.body, isError: true }, status: rendered.status };
 }
 
 function successResult(outcome: ToolCallOutcome): CallToolResult {
@@ -344,8 +545,28 @@ function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;
 }
 
-/** The echoed requestState as the raw string (no verify hook is configured, so the accessor returns it as sent). */
-function rawRequestState(accessor: unknown): string | undefined {
-  const value: unknown = typeof accessor === 'function' ? (accessor as () => unknown)() : accessor;
-  return typeof value === 'string' ? value : undefined;
+/** Reports a tool call's progress (0..1) to a caller that asked for it with a progressToken. */
+type ProgressReporter = (progress: number, message: string) => Promise<void>;
+
+/**
+ * Progress notifications for a call whose `_meta` carries a progressToken (none otherwise). A lost notification never
+ * fails the call: the result is what counts.
+ */
+function progressOf(meta: { progressToken?: unknown } | undefined, notify: (notification: { method: string; params: Record<string, unknown> }) => Promise<void>): ProgressReporter | undefined {
+  const token = meta?.progressToken;
+  if (typeof token !== 'string' && typeof token !== 'number') return undefined;
+  return (progress, message) => notify({ method: 'notifications/progress', params: { progressToken: token, progress, total: 1, message } }).catch(() => undefined);
+}
+
+/** What a confirmation's requestState carries: the call the user is shown, and a nonce that makes it single-use. */
+interface ConfirmState {
+  kind: typeof CONFIRM_WRITE;
+  tool: string;
+  digest: string;
+  nonce: string;
+}
+
+/** Digest of (credential, tool, arguments): a confirmation counts only for the call the user was shown. */
+function argumentDigest(prepared: PreparedToolCall, keyId: string): string {
+  return createHash('sha256').update(JSON.stringify(['atrium:confirm-write', keyId, prepared.tool.definition.name, prepared.args])).digest('base64url');
 }

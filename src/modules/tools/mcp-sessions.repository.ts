@@ -26,7 +26,7 @@ export interface NewMcpSession {
 }
 
 /** What a claimed answer holds: the client's JSON-RPC `result` (its action), or its `error`. */
-export type StoredAnswer = { result: { action: string } } | { error: { code: number; message: string } };
+export type StoredAnswer = { result: Record<string, unknown> } | { error: { code: number; message: string } };
 
 const inMs = (ms: number) => sql<Date>`now() + ${ms} * interval '1 millisecond'`;
 
@@ -79,7 +79,21 @@ export class McpSessionsRepository {
     return result.numDeletedRows > 0n;
   }
 
+  /**
+   * Records the first use of a requestState nonce: true for the first caller, false for every later one (a replay,
+   * or a duplicate sent at the same moment: the primary key decides).
+   */
+  async useRequestState(nonce: string, ttlMs: number): Promise<boolean> {
+    const inserted = await this.db
+      .insertInto('mcp_request_state_uses')
+      .values({ nonce, expires_at: inMs(ttlMs) })
+      .onConflict((conflict) => conflict.column('nonce').doNothing())
+      .executeTakeFirst();
+    return Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1;
+  }
+
   async pruneExpired(): Promise<{ sessions: number; elicitations: number }> {
+    await this.db.deleteFrom('mcp_request_state_uses').where('expires_at', '<', sql<Date>`now()`).execute();
     const elicitations = await this.db.deleteFrom('mcp_elicitations').where('expires_at', '<', sql<Date>`now()`).executeTakeFirst();
     const sessions = await this.db.deleteFrom('mcp_sessions').where('expires_at', '<', sql<Date>`now()`).executeTakeFirst();
     return { sessions: Number(sessions.numDeletedRows), elicitations: Number(elicitations.numDeletedRows) };

@@ -30,6 +30,10 @@ const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
 const MAX_CAPABILITIES_JSON = 8_192;
 /** The ids of our elicitation requests: random strings, so concurrent calls of one session never share one. */
 const REQUEST_ID_PREFIX = 'atrium-confirm-';
+/** The ids of other requests to the client (an MCP extension's sampling or elicitation): the answer is kept whole. */
+const ASK_ID_PREFIX = 'atrium-ask-';
+/** An answer larger than this is refused (it is stored until the waiting call reads it). */
+const MAX_ANSWER_JSON = 65_536;
 /** Re-read a pending answer this often even without a notification (a lost LISTEN connection must not stall a call). */
 const REREAD_EVERY_MS = 1_000;
 const PRUNE_EVERY_MS = 3_600_000;
@@ -100,14 +104,15 @@ export class McpSessions implements OnModuleInit, OnModuleDestroy {
    * Whether the reply to this `initialize` opens a session: the revision the SDK server will answer (its own rule:
    * the requested one if supported, else the latest) has elicitation and the client declared it.
    */
-  openingFor(params: unknown): McpSessionOpening | undefined {
+  openingFor(params: unknown, wantsSession?: (capabilities: Record<string, unknown>) => boolean): McpSessionOpening | undefined {
     if (typeof params !== 'object' || params === null) return undefined;
     const { protocolVersion: requested, capabilities, clientInfo } = params as { protocolVersion?: unknown; capabilities?: unknown; clientInfo?: unknown };
     const protocolVersion = typeof requested === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
     if (!SESSION_REVISIONS.has(protocolVersion)) return undefined;
     if (typeof capabilities !== 'object' || capabilities === null || Array.isArray(capabilities)) return undefined;
     const declared = capabilities as Record<string, unknown>;
-    if (typeof declared.elicitation !== 'object' || declared.elicitation === null) return undefined;
+    const elicits = typeof declared.elicitation === 'object' && declared.elicitation !== null;
+    if (!elicits && !wantsSession?.(declared)) return undefined;
     const client = toMcpClientInfo(clientInfo);
     if (!client) return undefined;
     const kept = JSON.stringify(declared).length <= MAX_CAPABILITIES_JSON ? declared : { elicitation: {} };
@@ -188,7 +193,37 @@ export class McpWriteConfirmations {
    * calls of one session would both ask with id 0 and an answer could not say which call it confirms.
    */
   async ask(session: McpSession, params: ElicitRequestFormParams, send: (message: JSONRPCMessage) => Promise<void>, signal: AbortSignal): Promise<ElicitOutcome> {
-    const requestId = `${REQUEST_ID_PREFIX}${randomBytes(16).toString('base64url')}`;
+    const outcome = await this.request(session, REQUEST_ID_PREFIX, 'elicitation/create', params, send, signal);
+    if ('failed' in outcome) return outcome;
+    return outcomeOf(outcome.answer);
+  }
+
+  /**
+   * Any request to the client on a 2025-era session (an MCP extension's sampling or elicitation), answered the same
+   * way as a confirmation; the client's result comes back whole (bounded in size).
+   */
+  async askClient(
+    session: McpSession,
+    method: string,
+    params: Record<string, unknown>,
+    send: (message: JSONRPCMessage) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<{ result: Record<string, unknown> } | { failed: 'timeout' | 'aborted' } | { failed: 'client-error'; detail: string }> {
+    const outcome = await this.request(session, ASK_ID_PREFIX, method, params, send, signal);
+    if ('failed' in outcome) return outcome;
+    if ('error' in outcome.answer) return { failed: 'client-error', detail: `${outcome.answer.error.code} ${outcome.answer.error.message}` };
+    return { result: outcome.answer.result };
+  }
+
+  private async request(
+    session: McpSession,
+    prefix: string,
+    method: string,
+    params: Record<string, unknown>,
+    send: (message: JSONRPCMessage) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<{ answer: StoredAnswer } | { failed: 'timeout' | 'aborted' }> {
+    const requestId = `${prefix}${randomBytes(16).toString('base64url')}`;
     const timeoutMs = this.config.mcp.confirmTimeoutMs;
     let pending = false;
     let wake = (): void => undefined;
@@ -203,7 +238,7 @@ export class McpWriteConfirmations {
       // The row outlives the wait by a minute: if this process dies, the pruner removes it, and nothing can use it.
       await this.repository.insertElicitation(requestId, session.idHash, timeoutMs + 60_000);
       try {
-        await send({ jsonrpc: '2.0', id: requestId, method: 'elicitation/create', params });
+        await send({ jsonrpc: '2.0', id: requestId, method, params });
       } catch {
         await this.repository.withdraw(requestId);
         return { failed: 'aborted' };
@@ -212,7 +247,7 @@ export class McpWriteConfirmations {
       for (;;) {
         pending = false;
         const answer = await this.repository.takeAnswer(requestId);
-        if (answer) return outcomeOf(answer);
+        if (answer) return { answer };
         const left = deadline - Date.now();
         if (left <= 0 || signal.aborted) break;
         if (!pending) {
@@ -228,7 +263,7 @@ export class McpWriteConfirmations {
       }
       // An answer stored before the withdrawal still counts (its POST was told 202); one after finds nothing.
       const late = await this.repository.withdraw(requestId);
-      if (late) return outcomeOf(late);
+      if (late) return { answer: late };
       if (!signal.aborted) {
         // Spec: a request the sender gives up on is cancelled, so the client stops asking the user.
         await send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: 'confirmation timed out' } }).catch(() => undefined);
@@ -250,15 +285,19 @@ export class McpWriteConfirmations {
    */
   async answer(session: McpSession, message: JSONRPCResultResponse | JSONRPCErrorResponse): Promise<void> {
     let stored: StoredAnswer;
-    if ('result' in message) {
+    const id = message.id;
+    const asked = typeof id === 'string' && id.startsWith(ASK_ID_PREFIX);
+    if ('result' in message && asked) {
+      if (JSON.stringify(message.result).length > MAX_ANSWER_JSON) throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: the answer is too large');
+      stored = { result: message.result };
+    } else if ('result' in message) {
       const parsed = ElicitResultSchema.safeParse(message.result);
       if (!parsed.success) throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: the result is not an elicitation answer (action accept, decline or cancel)');
       stored = { result: { action: parsed.data.action } };
     } else {
       stored = { error: { code: message.error.code, message: String(message.error.message).slice(0, 500) } };
     }
-    const id = message.id;
-    const claimed = typeof id === 'string' && id.startsWith(REQUEST_ID_PREFIX) && id.length <= 100 && (await this.repository.claimAnswer(id, session.idHash, stored));
+    const claimed = typeof id === 'string' && (id.startsWith(REQUEST_ID_PREFIX) || asked) && id.length <= 100 && (await this.repository.claimAnswer(id, session.idHash, stored));
     if (!claimed) {
       throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: this session has no open request with this id (unknown, already answered or expired)');
     }
@@ -267,7 +306,7 @@ export class McpWriteConfirmations {
 
 function outcomeOf(answer: StoredAnswer): ElicitOutcome {
   if ('error' in answer) return { failed: 'client-error', detail: `${answer.error.code} ${answer.error.message}` };
-  const action = answer.result.action;
+  const action = answer.result.action as string | undefined;
   return action === 'accept' || action === 'decline' ? { action } : { action: 'cancel' };
 }
 

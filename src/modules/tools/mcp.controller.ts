@@ -142,7 +142,7 @@ export class McpController {
       // A new initialize starts over: a session header on it is not looked at (the spec has none there).
       context.client = toMcpClientInfo(body.params.clientInfo);
       setMcpClient(request, context.client);
-      const opening = this.sessions.openingFor(body.params);
+      const opening = this.sessions.openingFor(body.params, (capabilities) => this.servers.extensionWantsSession(capabilities));
       if (!opening) return { answered: false };
       const id = this.sessions.newId();
       await this.sessions.open(id, context.caller.keyId, opening);
@@ -182,7 +182,7 @@ export class McpController {
     const transport = new StreamableHTTPServerTransport({
       // Sessions are checked against PostgreSQL (legacySession); the transport's own check is in-memory, one instance only.
       sessionIdGenerator: sessionId === undefined ? undefined : () => sessionId,
-      enableJsonResponse: !this.servers.mayAskMidCall(context, toolCall?.tool),
+      enableJsonResponse: !this.servers.mayAskMidCall(context, toolCall?.tool, toolCall?.hasProgressToken),
     });
     response.on('close', () => {
       closed.abort();
@@ -225,6 +225,8 @@ interface BodyInfo {
   /** The tool name of a tools/call, as sent. */
   tool?: string;
   isSingleToolCall: boolean;
+  /** The tools/call asked for progress notifications (`_meta.progressToken`). */
+  hasProgressToken?: boolean;
 }
 
 /**
@@ -240,10 +242,11 @@ function inspectBody(body: unknown): BodyInfo {
   if (!JSONRPCMessageSchema.safeParse(body).success) {
     throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: the body is not a JSON-RPC 2.0 message');
   }
-  const message = body as { method?: unknown; params?: { name?: unknown } };
+  const message = body as { method?: unknown; params?: { name?: unknown; _meta?: { progressToken?: unknown } } };
   if (typeof message.method !== 'string') return { isSingleToolCall: false };
   if (message.method === 'tools/call' && typeof message.params?.name === 'string') {
-    return { label: message.params.name.slice(0, 100), tool: message.params.name, isSingleToolCall: true };
+    const token = message.params._meta?.progressToken;
+    return { label: message.params.name.slice(0, 100), tool: message.params.name, isSingleToolCall: true, hasProgressToken: typeof token === 'string' || typeof token === 'number' };
   }
   return { label: message.method.slice(0, 100), isSingleToolCall: false };
 }

@@ -9,6 +9,11 @@ export interface ToolAnnotations {
   openWorldHint?: boolean;
 }
 
+/** The one rule for "is a write": a tool not marked `readOnlyHint: true` (unknown tools count as writes). */
+export function isWriteTool(tool: RegisteredTool | undefined): boolean {
+  return tool?.definition.annotations?.readOnlyHint !== true;
+}
+
 /** What `@Tool({...})` takes; `P` types the handler's `args` (`ToolArgs<P>`). */
 export interface ToolDefinition<P extends ToolParameters = ToolParameters> {
   /** snake_case, unique across the installation. */
@@ -21,7 +26,24 @@ export interface ToolDefinition<P extends ToolParameters = ToolParameters> {
   annotations: ToolAnnotations;
   /** JSON Schema of the result (an array schema for list tools). */
   output: JsonSchema;
+  /**
+   * Who wrote the text a result carries, so an agent run knows when it has read text its starter did not write
+   * (`tool-provenance.ts`). Absent: unknown, and such a result counts as untrusted.
+   */
+  provenance?: ToolProvenance;
 }
+
+/**
+ * Where a tool's result text comes from:
+ * - `none`: no text anyone wrote (counts, deletion receipts);
+ * - `upstream`: an answer from outside Atrium (GitHub, any remote service): never the starter's own;
+ * - `written`: Atrium objects (each item of a list, or the object itself) whose `writers` fields name every user who
+ *   may have written its text; `object` and `id` name it in the run view (`document:<id>`).
+ */
+export type ToolProvenance =
+  | { kind: 'none' }
+  | { kind: 'upstream'; object: string; targetArgument?: string }
+  | { kind: 'written'; object: string; id: string; writers: readonly string[] };
 
 /** A handler gets validated arguments (defaults applied) and the Actor it works for, nothing else. */
 export type TypedToolHandler<P extends ToolParameters> = (args: ToolArgs<P>, actor: Actor) => unknown;
@@ -70,6 +92,16 @@ export class ToolList<T = unknown> {
 
   get items(): T[] {
     return (this.parsed ??= JSON.parse(this.json!) as T[]);
+  }
+
+  /** The same list with its text passed through `redact` (JSON text when it has it, else its items); itself when nothing changed. */
+  redacted(redactJson: (json: string) => string, redactItems: (items: T[]) => T[]): ToolList<T> {
+    if (this.json !== undefined) {
+      const json = redactJson(this.json);
+      return json === this.json ? this : new ToolList<T>(undefined, this.truncated, json);
+    }
+    const items = redactItems(this.items);
+    return items === this.items ? this : new ToolList(items, this.truncated);
   }
 }
 

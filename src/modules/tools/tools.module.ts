@@ -4,6 +4,7 @@ import { IdempotencyModule } from '../../common/idempotency/idempotency.module.j
 import { ApiKeysModule } from '../api-keys/api-keys.module.js';
 import { KeyToolCallsService } from './key-tool-calls.service.js';
 import { McpController } from './mcp.controller.js';
+import { McpExtensions } from './server-extensions.js';
 import { McpOriginGuard } from './mcp-origin.guard.js';
 import { McpServerFactory } from './mcp-server.factory.js';
 import { McpSessionsRepository } from './mcp-sessions.repository.js';
@@ -33,7 +34,8 @@ import { ToolsService } from './tools.service.js';
     McpSessions,
     McpAnswerListener,
     McpWriteConfirmations,
+    McpExtensions,
   ],
-  exports: [ToolsService],
+  exports: [ToolsService, McpExtensions],
 })
 export class ToolsModule {}

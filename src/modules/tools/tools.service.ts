@@ -6,6 +6,7 @@ import { ErrorCode } from '../../common/errors/error-code.js';
 import { newAuditEntry, type AuditActor, type AuditEntry } from '../audit/audit-entry.js';
 import { toAppException } from '../../common/errors/to-app-exception.js';
 import { AuditService } from '../audit/audit.service.js';
+import { redactJsonText, redactValue } from '../../common/secrets/secret-redactor.js';
 import { ToolList, type RegisteredTool } from './tool-definition.js';
 import { auditedArguments, describeParameters, parametersJsonSchema, validateArguments, type JsonSchema, type ParamDescriptor } from './tool-parameters.js';
 import { ToolRegistry } from './tool-registry.js';
@@ -56,7 +57,7 @@ export function toolInputJsonSchema(tool: RegisteredTool): JsonSchema {
 
 /**
  * Validates arguments and dispatches to the registered handler. Every door (Area A JSON, MCP, the
- * agent loop) goes through here, so scope checks and validation cannot be skipped.
+ * agent loop) goes through here, so scope checks, validation and the redaction of results cannot be skipped.
  */
 @Injectable()
 export class ToolsService {
@@ -125,8 +126,9 @@ export class ToolsService {
   async invoke(prepared: PreparedToolCall, actor: Actor, by?: AuditActor): Promise<ToolCallOutcome> {
     const entry = this.toolCallEntry(prepared, actor, by);
     const value = await this.audit.runToolCall(entry, () => prepared.tool.handler(prepared.args, actor));
-    if (value instanceof ToolList) return listOutcome(value);
-    return { result: value, truncated: false };
+    // Every door (JSON, MCP, agent) gets results here, so credential shapes in them are redacted once, here.
+    if (value instanceof ToolList) return listOutcome((value as ToolList<unknown>).redacted((json) => redactJsonText(json, 'tool_result'), (items) => redactValue(items, 'tool_result')));
+    return { result: redactValue(value, 'tool_result'), truncated: false };
   }
 
   /** Validate, check scope, dispatch. Callable from any module (MCP transport, agent loop). */

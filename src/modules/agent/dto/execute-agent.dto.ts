@@ -27,7 +27,14 @@ export class ExecuteAgentDto {
   @Max(20)
   maxSteps?: number;
 
-  @ApiPropertyOptional({ enum: AGENT_RUN_APPROVALS, default: 'none', description: '"writes": stop before every write tool call until POST /api/agent/approve/:jobId' })
+  @ApiPropertyOptional({
+    enum: AGENT_RUN_APPROVALS,
+    default: 'auto',
+    description:
+      'When the run stops before a write tool call until POST /api/agent/approve/:jobId. "auto" (default): once the run has read text its starter did not write ' +
+      '(documents by others, public ones included; GitHub issue/PR bodies and commit messages; tasks created by or assigned to others; any upstream answer), ' +
+      'see untrustedSince. "writes": before every write. "none": never — text the run reads can then steer every write it makes with your rights (send it only on purpose).',
+  })
   @IsOptional()
   @IsIn(AGENT_RUN_APPROVALS as AgentRunApproval[])
   approval?: AgentRunApproval;

@@ -1,4 +1,5 @@
 import type { ModelToolCall } from '../agent-run.types.js';
+import { toolDataText } from '../agent-run.conversation.js';
 import type { ChatMessage, Completion, CompletionRequest, LlmClient } from './llm-client.js';
 
 const STOP_WORDS = new Set(
@@ -131,7 +132,7 @@ function toolResults(messages: ChatMessage[]): ToolResult[] {
     if (message.role === 'tool') {
       let value: unknown = null;
       try {
-        value = JSON.parse(message.content);
+        value = JSON.parse(toolDataText(message.content));
       } catch {
         value = null;
       }

@@ -66,18 +66,18 @@ export class OpenAiChatClient implements LlmClient {
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       if (timeout.aborted) return new LlmError(`LLM request timed out after ${this.config.timeoutMs} ms`, true);
-      return new LlmError(`LLM service unreachable: ${(error as Error).message}`, true);
+      return new LlmError('LLM service unreachable', true);
     }
     let text: string;
     try {
       text = await response.text();
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      return new LlmError(`LLM response could not be read: ${(error as Error).message}`, true);
+      return new LlmError('LLM response could not be read', true);
     }
     if (!response.ok) {
-      const detail = upstreamMessage(text);
-      const message = `LLM service answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`;
+      // The status only: the body is the upstream's text (it may echo the request, the API key included).
+      const message = `LLM service answered HTTP ${response.status}`;
       if (response.status === 429) {
         const retryAfter = Number(response.headers.get('retry-after'));
         return new RetryAfter(message, Number.isFinite(retryAfter) && retryAfter >= 0 ? Math.min(MAX_BACKOFF_MS, retryAfter * 1000) : 1000);
@@ -110,15 +110,4 @@ class RetryAfter extends LlmError {
   ) {
     super(message, true);
   }
-}
-
-function upstreamMessage(text: string): string {
-  try {
-    const parsed = JSON.parse(text) as { error?: { message?: string } | string };
-    const message = typeof parsed.error === 'string' ? parsed.error : parsed.error?.message;
-    if (message) return message.slice(0, 300);
-  } catch {
-    // not JSON
-  }
-  return text.slice(0, 200).replace(/\s+/g, ' ').trim();
 }

@@ -4,6 +4,7 @@ import { DelayedError, type Job } from 'bullmq';
 import type { AppConfig } from '../../../config/app-config.js';
 import { APP_CONFIG } from '../../../config/app-config.token.js';
 import { WORKER_DRAIN_DELAY_SECONDS, WORKER_RUN_RETRY_DELAY_MS } from '../../../queue/queue.constants.js';
+import { handBack, WorkerDrain } from '../../../queue/worker-drain.js';
 import { AGENT_WEBHOOKS_QUEUE, AgentWebhooksService } from './agent-webhooks.service.js';
 
 interface DeliveryJobData {
@@ -14,6 +15,9 @@ interface DeliveryJobData {
 
 /** Deliveries under way at once in a process, all users together (each attempt waits on a remote server). */
 const DELIVERY_SLOTS = 16;
+
+/** How long a delivery in flight when the worker drains may still take before it is handed back. */
+const DRAIN_GRACE_MS = 2_000;
 
 /**
  * One webhook delivery attempt per job; the queue retries failures with exponential backoff. A user's deliveries
@@ -28,11 +32,13 @@ export class AgentWebhookProcessor extends WorkerHost {
   constructor(
     private readonly webhooks: AgentWebhooksService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly drain: WorkerDrain,
   ) {
     super();
   }
 
   async process(job: Job<DeliveryJobData>, token?: string): Promise<void> {
+    if (this.drain.draining) return handBack(job, token);
     const owner = job.data.userId ?? job.data.deliveryId;
     const busy = this.inFlight.get(owner) ?? 0;
     if (busy >= this.config.agent.webhookInFlightPerUser && token) {
@@ -42,11 +48,32 @@ export class AgentWebhookProcessor extends WorkerHost {
     }
     this.inFlight.set(owner, busy + 1);
     try {
-      await this.webhooks.deliver(job.data.deliveryId, job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
+      await this.deliverUnlessDrained(job, token);
     } finally {
       const left = (this.inFlight.get(owner) ?? 1) - 1;
       if (left > 0) this.inFlight.set(owner, left);
       else this.inFlight.delete(owner);
     }
+  }
+
+  private async deliverUnlessDrained(job: Job<DeliveryJobData>, token: string | undefined): Promise<void> {
+    const delivery = this.webhooks.deliver(job.data.deliveryId, job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
+    // A slow receiver must not hold a draining worker past its grace period: the delivery goes to the next worker,
+    // which sends it again unless this attempt got recorded meanwhile (receivers dedupe on Atrium-Delivery-Id).
+    let grace: NodeJS.Timeout | undefined;
+    let onAbort: () => void = () => undefined;
+    const drained = new Promise<'drained'>((resolve) => {
+      onAbort = () => (grace = setTimeout(() => resolve('drained'), DRAIN_GRACE_MS));
+      this.drain.signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      const outcome = await Promise.race([delivery.then(() => 'delivered' as const), drained]);
+      if (outcome === 'delivered') return;
+    } finally {
+      this.drain.signal.removeEventListener('abort', onAbort);
+      clearTimeout(grace);
+    }
+    delivery.catch(() => undefined); // its outcome no longer matters here
+    return handBack(job, token);
   }
 }

@@ -4,12 +4,13 @@ import type { Queue } from 'bullmq';
 import { createHmac, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { isIP } from 'node:net';
 import type { AppConfig } from '../../../config/app-config.js';
 import { APP_CONFIG } from '../../../config/app-config.token.js';
 import { TokenCipher } from '../../github/token-cipher.js';
 import { AgentWebhookDeliveriesRepository, type WebhookDelivery } from './agent-webhook-deliveries.repository.js';
-import { isPublicAddress, publicOnlyLookup } from './webhook-address.js';
+import { checkOutboundUrl, guardedLookup } from '../../../common/net/outbound-guard.js';
+import { webhookPolicy } from './webhook-address.js';
+import { redactJsonText } from '../../../common/secrets/secret-redactor.js';
 
 export const AGENT_WEBHOOKS_QUEUE = 'agent-webhooks';
 /** How often a worker hands new deliveries to the queue. */
@@ -99,14 +100,15 @@ export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDes
     if (!row || row.status !== 'pending') return;
     const status = row.type.replace(/^agent_run\./, '');
     const final = status !== 'awaiting_approval';
-    const body = JSON.stringify({
+    // The run's output and error were redacted when written; the body is checked again as it leaves.
+    const body = redactJsonText(JSON.stringify({
       type: row.type,
       jobId: row.runId,
       status,
       output: final ? row.output : null,
       error: final ? row.error : null,
       occurredAt: row.occurredAt.toISOString(),
-    });
+    }), 'webhook_body');
     const secret = this.cipher.decrypt(row.sealedSecret, `agent-run-webhook:${row.runId}`);
     let code: number | null = null;
     let failure: string | null = null;
@@ -126,19 +128,21 @@ export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDes
    * a receiver that trickles or never ends its body costs nothing more.
    */
   private post(rawUrl: string, body: string, headers: Record<string, string>): Promise<number> {
-    const url = new URL(rawUrl);
-    const allowPrivate = this.config.agent.webhookAllowPrivate;
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    // An address literal skips `lookup`: check it here; names are checked by the lookup at connect time.
-    if (isIP(host) && !allowPrivate && !isPublicAddress(host)) return Promise.reject(new Error('webhook address is not public'));
-    if (url.protocol !== 'https:' && !allowPrivate) return Promise.reject(new Error('webhook URL is not https'));
+    const policy = webhookPolicy(this.config.agent.webhookAllowPrivate);
+    let url: URL;
+    try {
+      // An address literal skips `lookup`: the synchronous check covers it; names are checked at connect time.
+      url = checkOutboundUrl(rawUrl, policy);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const timeoutMs = this.config.agent.webhookTimeoutMs;
     return new Promise<number>((resolve, reject) => {
       let settled = false;
       const req = send(url, {
         method: 'POST',
-        lookup: publicOnlyLookup(allowPrivate) as never,
+        lookup: guardedLookup(policy),
         // A fresh connection per attempt: the socket is destroyed after the status line, never pooled.
         agent: false,
         headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'Atrium-Webhooks/1', ...headers },

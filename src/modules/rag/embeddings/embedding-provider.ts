@@ -54,8 +54,8 @@ export function toVectorLiteral(vector: readonly number[]): string {
 /**
  * A query vector as a parameter in pgvector's binary format (`vector_recv`: int16 dimension count, int16 unused,
  * then float4 values, network byte order). Sent as a Buffer, node-postgres passes it in binary, so neither side
- * formats or parses 768 decimals (toVectorLiteral: ~65 µs here and ~18 µs per `::vector` parameter in the server,
- * which a hybrid search has three of). The values are float4, as the stored chunk vectors (toVectorBatch).
+ * formats or parses hundreds of decimals (toVectorLiteral here, and a `::vector` parameter in the server, which a
+ * hybrid search has three of). The values are float4, as the stored chunk vectors (toVectorBatch).
  */
 export function toVectorParam(vector: readonly number[]): Buffer {
   const param = Buffer.allocUnsafe(4 + vector.length * 4);
@@ -68,10 +68,9 @@ export function toVectorParam(vector: readonly number[]): Buffer {
 /**
  * One batch's vectors as a parameter in PostgreSQL's binary format of a one-dimensional `real[]` (n × dims
  * float4, vector i at elements i·dims+1 … (i+1)·dims), with which vectors have a direction (an all-zero vector
- * has none and is stored as NULL). Sent as a Buffer, node-postgres passes it in binary. What it saves per
- * 64-chunk batch of 768 dimensions (measured): formatting 49,152 numbers as decimal text in the sandbox thread
- * (12 ms → 0.6 ms) and parsing them back in PostgreSQL (5–7 ms → 0.5 ms of the INSERT); the event loop's share
- * (receiving the batch, writing the Bind message) stays about 1 ms either way.
+ * has none and is stored as NULL). Sent as a Buffer, node-postgres passes it in binary, so no batch's numbers are
+ * formatted as decimal text in the sandbox thread nor parsed back by PostgreSQL, the bulk of both costs
+ * (docs/perf/rag.md); the event loop's share is the same either way.
  */
 export interface VectorBatch {
   dimensions: number;

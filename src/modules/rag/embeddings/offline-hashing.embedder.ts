@@ -36,7 +36,7 @@ export class OfflineHashingEmbedder implements EmbeddingProvider {
 
   async embed(texts: readonly string[], _purpose: EmbeddingPurpose): Promise<number[][]> {
     // Pure CPU on the thread that also serves HTTP: yield to it every few texts, so embedding a batch of
-    // an ingest (64 chunks, ~100 ms) never holds the event loop for more than a few milliseconds.
+    // an ingest never holds the event loop for long.
     const vectors: number[][] = [];
     for (let i = 0; i < texts.length; i += 1) {
       if (i > 0 && i % 4 === 0) await new Promise((resolve) => setImmediate(resolve));

@@ -63,7 +63,7 @@ export class OpenAiCompatibleEmbedder implements EmbeddingProvider {
       try {
         return await this.request(batch);
       } catch (error) {
-        const failure = error instanceof EmbeddingError ? error : new EmbeddingError(`embeddings request failed: ${(error as Error).message}`, true);
+        const failure = error instanceof EmbeddingError ? error : new EmbeddingError('embeddings request failed', true);
         if (!failure.retryable || attempt >= maxRetries) {
           if (failure.retryable) failure.message = `${failure.message} (gave up after ${attempt + 1} attempts)`;
           throw failure;
@@ -93,14 +93,15 @@ export class OpenAiCompatibleEmbedder implements EmbeddingProvider {
       });
     } catch (error) {
       const name = (error as Error).name;
-      const reason = name === 'TimeoutError' || name === 'AbortError' ? `timed out after ${timeoutMs} ms` : (error as Error).message;
-      throw new EmbeddingError(`embeddings service at ${this.endpoint} ${reason}`, true);
+      const reason = name === 'TimeoutError' || name === 'AbortError' ? `timed out after ${timeoutMs} ms` : 'could not be reached';
+      throw new EmbeddingError(`embeddings service ${reason}`, true);
     }
     if (!response.ok) {
-      const text = (await response.text().catch(() => '')).slice(0, 300);
+      // The status only: the body is the upstream's text (it may echo the request, the API key included).
+      await response.body?.cancel().catch(() => undefined);
       const retryable = response.status === 429 || response.status >= 500;
       const failure = new EmbeddingError(
-        `embeddings service at ${this.endpoint} answered HTTP ${response.status}${text ? `: ${text}` : ''}`,
+        `embeddings service answered HTTP ${response.status}`,
         retryable,
         response.status,
       ) as EmbeddingError & { retryAfterMs?: number };
@@ -112,7 +113,7 @@ export class OpenAiCompatibleEmbedder implements EmbeddingProvider {
     try {
       payload = (await response.json()) as EmbeddingsResponse;
     } catch {
-      throw new EmbeddingError(`embeddings service at ${this.endpoint} returned a body that is not JSON`);
+      throw new EmbeddingError('embeddings service returned a body that is not JSON');
     }
     const data = payload.data;
     if (!Array.isArray(data) || data.length !== batch.length) {

@@ -63,7 +63,7 @@ export class IngestSandbox implements OnModuleDestroy {
 
   /**
    * The offline embedder's vectors of an ingest batch (toVectorBatch: binary, which have a direction), computed
-   * in a thread: 64 chunks are ~100 ms of CPU that, on the event loop, delayed every request served meanwhile.
+   * in a thread: a batch is enough CPU that, on the event loop, it delayed every request served meanwhile.
    */
   async embed(texts: string[], options: HashingEmbedderOptions): Promise<VectorBatch> {
     const task: EmbedTask = { texts, options };
