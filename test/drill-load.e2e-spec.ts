@@ -37,7 +37,7 @@ describe('load drill: 20 keys at 4× the per-key limit', () => {
   let keys: LoadScenarioKeys;
 
   beforeAll(async () => {
-    const limits = { RATE_LIMIT_KEY_PER_MIN: String(LIMIT), RATE_LIMIT_USER_PER_MIN: '1000000' };
+    const limits = { RATE_LIMIT_KEY_PER_MIN: String(LIMIT), RATE_LIMIT_USER_PER_MIN: '1000000', RATE_LIMIT_USER_TOOLS_PER_MIN: '1000000' };
     if (process.env.TEST_DATABASE_URL) {
       buildOnce();
       const database: TestDatabase = await createTestDatabase();

@@ -273,7 +273,7 @@ describe('MCP allowed origins and the per-key limit', () => {
   let user: TestUser;
 
   beforeAll(async () => {
-    app = await startTestApp({ env: { ...EMBEDDED_SAFE_ENV, MCP_ALLOWED_ORIGINS: 'https://app.example', RATE_LIMIT_KEY_PER_MIN: '3' } });
+    app = await startTestApp({ env: { ...EMBEDDED_SAFE_ENV, MCP_ALLOWED_ORIGINS: 'https://app.example', RATE_LIMIT_KEY_PER_MIN: '3', RATE_LIMIT_USER_TOOLS_PER_MIN: '100000' } });
     user = await makeUser(app);
   }, 180_000);
   afterAll(async () => {

@@ -48,7 +48,7 @@ describe('GET /metrics on the main port, behind METRICS_TOKEN', () => {
   };
 
   beforeAll(async () => {
-    app = await startTestApp({ env: { ...EMBEDDED_SAFE_ENV, METRICS_TOKEN: metricsToken, RATE_LIMIT_KEY_PER_MIN: '12' } });
+    app = await startTestApp({ env: { ...EMBEDDED_SAFE_ENV, METRICS_TOKEN: metricsToken, RATE_LIMIT_KEY_PER_MIN: '12', RATE_LIMIT_USER_TOOLS_PER_MIN: '100000' } });
     user = await makeUser(app);
   }, 180_000);
   afterAll(async () => {

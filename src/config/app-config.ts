@@ -57,6 +57,10 @@ export interface AppConfig {
     jsonBodyBytes: number;
     uploadMaxBytes: number;
     keyCallsPerMinute: number;
+    /** RATE_LIMIT_USER_TOOLS_PER_MIN: Area A calls per user across all their keys and OAuth grants (default twice RATE_LIMIT_KEY_PER_MIN). */
+    userToolCallsPerMinute: number;
+    /** MAX_CREDENTIALS_PER_USER: active API keys and OAuth grants per user (default 50); a new key beyond is 409 CONFLICT. */
+    credentialsPerUser: number;
     areaBCallsPerMinute: number;
     loginAttemptsPer15Min: number;
   };
@@ -143,6 +147,15 @@ export interface AppConfig {
      * not lower other users' tail latency, with short ones it did (docs/perf/rag.md).
      */
     pacedBatchChunks: number;
+    /**
+     * Fair shares: after this long (INDEX_SLICE_MS, default 250) or this many chunks (INDEX_SLICE_CHUNKS, default 500)
+     * of a job's work, a waiting job of another user or project (the fairest) runs in between for up to five slices or
+     * INDEX_SLICE_CHUNKS chunks; then the first one goes on where it was.
+     */
+    sliceMs: number;
+    sliceChunks: number;
+    /** INDEX_MAX_QUEUED_PER_USER (default 100): a user's queued and running indexing jobs at most; beyond, 429 RATE_LIMITED. */
+    maxQueuedPerUser: number;
   };
   /** Limits on turning an untrusted upload into text (see IngestSandbox); a broken one fails the document. */
   extraction: ExtractionLimits & {
@@ -176,6 +189,14 @@ export interface AppConfig {
     /** First retry delay of a failed webhook delivery (doubling each time) and the number of attempts. */
     webhookRetryBaseMs: number;
     webhookMaxAttempts: number;
+    /** WEBHOOK_TIMEOUT_MS: one delivery attempt's whole deadline (connection, request, status line), default 10 s. */
+    webhookTimeoutMs: number;
+    /** WEBHOOK_MAX_IN_FLIGHT_PER_USER: one user's deliveries under way at once in a worker process (default 1). */
+    webhookInFlightPerUser: number;
+    /** AGENT_MAX_ACTIVE_PER_USER: a user's queued and running runs at most (default 20); beyond, 429 RATE_LIMITED. */
+    maxActivePerUser: number;
+    /** AGENT_MAX_STREAMS_PER_USER: a user's open run streams at most (default 10); beyond, 429 RATE_LIMITED. */
+    maxStreamsPerUser: number;
   };
   /** The append-only audit log: entries older than this many days are pruned (by age only). */
   audit: { retentionDays: number };
@@ -251,6 +272,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jsonBodyBytes: read.int('JSON_BODY_MAX_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
       uploadMaxBytes: read.int('UPLOAD_MAX_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       keyCallsPerMinute: read.int('RATE_LIMIT_KEY_PER_MIN', 300, 1, 1_000_000),
+      // Twice one key's budget unless set: two keys of a user (a laptop and CI) can each use most of theirs.
+      userToolCallsPerMinute: read.int('RATE_LIMIT_USER_TOOLS_PER_MIN', 2 * read.int('RATE_LIMIT_KEY_PER_MIN', 300, 1, 1_000_000), 1, 10_000_000),
+      credentialsPerUser: read.int('MAX_CREDENTIALS_PER_USER', 50, 1, 100_000),
       areaBCallsPerMinute: read.int('RATE_LIMIT_USER_PER_MIN', 600, 1, 1_000_000),
       loginAttemptsPer15Min: read.int('RATE_LIMIT_LOGIN_PER_15_MIN', 10, 1, 100_000),
     },
@@ -278,6 +302,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       dutyCycle: read.number('RAG_INDEX_DUTY_CYCLE', 0.5, 0.1, 1),
       pacedMinChunks: read.int('RAG_INDEX_PACED_MIN_CHUNKS', 200, 0, 100_000_000),
       pacedBatchChunks: read.int('RAG_INDEX_PACED_BATCH_CHUNKS', 16, 1, 64),
+      sliceMs: read.int('INDEX_SLICE_MS', 250, 50, 3_600_000),
+      sliceChunks: read.int('INDEX_SLICE_CHUNKS', 500, 1, 10_000_000),
+      maxQueuedPerUser: read.int('INDEX_MAX_QUEUED_PER_USER', 100, 1, 1_000_000),
     },
     extraction: {
       maxTextBytes: read.int('EXTRACT_MAX_TEXT_BYTES', DEFAULT_EXTRACTION_LIMITS.maxTextBytes, 1024, 1024 * 1024 * 1024),
@@ -303,6 +330,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       // 5 s doubling over 14 attempts: the last one about 22 h after the first (API.md: up to 24 h).
       webhookRetryBaseMs: read.int('WEBHOOK_RETRY_BASE_MS', 5_000, 10, 3_600_000),
       webhookMaxAttempts: read.int('WEBHOOK_MAX_ATTEMPTS', 14, 1, 30),
+      webhookTimeoutMs: read.int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+      webhookInFlightPerUser: read.int('WEBHOOK_MAX_IN_FLIGHT_PER_USER', 1, 1, 64),
+      maxActivePerUser: read.int('AGENT_MAX_ACTIVE_PER_USER', 20, 1, 100_000),
+      maxStreamsPerUser: read.int('AGENT_MAX_STREAMS_PER_USER', 10, 1, 100_000),
     },
     audit: { retentionDays: read.int('AUDIT_RETENTION_DAYS', 365, 1, 36_500) },
     shutdownTimeoutMs: read.int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 120_000),

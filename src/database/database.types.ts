@@ -40,6 +40,7 @@ export interface AgentRuns {
   awaiting_since: Timestamp | null;
   cancel_requested: Generated<boolean>;
   claim_token: string | null;
+  claimed_at: Timestamp | null;
   created_at: Generated<Timestamp>;
   error: string | null;
   event_seq: Generated<number>;
@@ -185,6 +186,7 @@ export interface IdempotencyRecords {
 
 export interface IndexingJobs {
   attempts: Generated<number>;
+  claimed_at: Timestamp | null;
   created_at: Generated<Timestamp>;
   created_by: string | null;
   current_chunks_done: Generated<number>;
@@ -200,6 +202,7 @@ export interface IndexingJobs {
   id: string;
   kind: string;
   project_id: string | null;
+  slices: Generated<number>;
   started_at: Timestamp | null;
   status: Generated<string>;
   total: Generated<number>;

@@ -22,6 +22,11 @@ export interface ClaimableTable<T extends ClaimableTableName = ClaimableTableNam
   fencedBy: 'claim_token' | 'attempts';
   /** The column a claim holder watches for a cancel request while it runs, when the kind has one. */
   cancelFlag?: 'cancel_requested';
+  /** Whose job it is (fair shares between users: claimNext), and the project it belongs to (shares within a user). */
+  owner: 'user_id' | 'created_by';
+  project: 'project_id';
+  /** A column counting claims handed back on purpose (a slice that yielded): they are not interruptions, so `StaleJob.attempts` leaves them out. */
+  handBacks?: 'slices';
 }
 
 /** A claim held by this process: the row and the fencing token every write of the claim names. */
@@ -45,6 +50,7 @@ export interface ClaimState {
 export interface StaleJob {
   id: string;
   status: 'queued' | 'running';
+  /** Claims so far, less those handed back on purpose (ClaimableTable.handBacks). */
   attempts: number;
 }
 
@@ -77,6 +83,66 @@ export class ClaimableJobsRepository {
     return { row, token: spec.fencedBy === 'claim_token' ? newToken : (row as { attempts: number }).attempts };
   }
 
+  /**
+   * Claims the job that is fairest to run next, whichever queue entry asked: among queued jobs (and running ones
+   * whose worker died), the one whose owner has the fewest running jobs and was served longest ago (never served
+   * first), then the same within the owner's projects, then the oldest. So a user's backlog, however long, delays
+   * another user's first job by at most the jobs already running. SKIP LOCKED lets several workers claim at once.
+   * The claim also stamps `claimed_at`, the owner's "last served" time. Owners are compared with `=` so each lookup is
+   * an index probe (`*_claimed_idx`, `*_active_idx`); a job without an owner (a system reindex) counts as never served.
+   */
+  async claimNext<T extends ClaimableTableName>(spec: ClaimableTable<T>, staleAfterMs: number, newToken: string): Promise<{ row: Selectable<DB[T]>; token: string | number } | undefined> {
+    const table = sql.table(spec.table);
+    const owner = sql.ref(spec.owner);
+    const project = sql.ref(spec.project);
+    const setToken = spec.fencedBy === 'claim_token' ? sql`, claim_token = ${newToken}` : sql``;
+    const claimable = sql`(status = 'queued' OR (status = 'running' AND ${staleHeartbeat(staleAfterMs)}))`;
+    const live = sql`(o.status = 'running' AND o.heartbeat_at IS NOT NULL AND o.heartbeat_at >= now() - make_interval(secs => ${staleAfterMs / 1000}))`;
+    const { rows } = await sql<Selectable<DB[T]>>`
+      UPDATE ${table} SET status = 'running', started_at = coalesce(started_at, now()), heartbeat_at = now(), claimed_at = clock_timestamp(), attempts = attempts + 1${setToken}
+      WHERE id = (
+        SELECT q.id FROM ${table} q
+        WHERE ${claimable}
+        ORDER BY
+          (SELECT count(*) FROM ${table} o WHERE o.${owner} = q.${owner} AND ${live}),
+          (SELECT max(o.claimed_at) FROM ${table} o WHERE o.${owner} = q.${owner}) NULLS FIRST,
+          (SELECT count(*) FROM ${table} o WHERE o.${project} = q.${project} AND ${live}),
+          (SELECT max(o.claimed_at) FROM ${table} o WHERE o.${project} = q.${project}) NULLS FIRST,
+          q.created_at, q.id
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+      ) AND ${claimable}
+      RETURNING *`.execute(this.db);
+    const row = rows[0];
+    if (!row) return undefined;
+    return { row, token: spec.fencedBy === 'claim_token' ? newToken : (row as { attempts: number }).attempts };
+  }
+
+  /**
+   * Whether a job of another owner, or of another project of the same owner, than job `exceptId` waits to be claimed
+   * (a slice of work makes way only for those: two large documents of one project would only trade places).
+   */
+  async othersWaiting(spec: ClaimableTable, exceptId: string, staleAfterMs: number): Promise<boolean> {
+    const owner = sql.ref(spec.owner);
+    const project = sql.ref(spec.project);
+    const table = sql.table(spec.table);
+    const { rows } = await sql<{ waiting: boolean }>`
+      SELECT EXISTS (
+        SELECT 1 FROM ${table} w, ${table} x
+        WHERE x.id = ${exceptId} AND w.id <> x.id
+          AND (w.${owner} IS DISTINCT FROM x.${owner} OR w.${project} IS DISTINCT FROM x.${project})
+          AND (w.status = 'queued' OR (w.status = 'running' AND (w.heartbeat_at IS NULL OR w.heartbeat_at < now() - make_interval(secs => ${staleAfterMs / 1000}))))
+      ) AS waiting`.execute(this.db);
+    return rows[0]?.waiting === true;
+  }
+
+  /** Counts an owner's jobs that are queued or running (the per-user caps). */
+  async activeOf(spec: ClaimableTable, ownerId: string): Promise<number> {
+    const { rows } = await sql<{ n: string | number }>`
+      SELECT count(*) AS n FROM ${sql.table(spec.table)} WHERE ${sql.ref(spec.owner)} = ${ownerId} AND status IN ('queued', 'running')`.execute(this.db);
+    return Number(rows[0]?.n ?? 0);
+  }
+
   /** Keeps the claim alive; a claim no longer held (finished, cancelled, taken over) is not touched. */
   async heartbeat(claim: Claim): Promise<ClaimState> {
     const { rows } = await sql<{ cancel_requested: boolean }>`
@@ -101,8 +167,9 @@ export class ClaimableJobsRepository {
   /** Rows the recovery sweep looks at, oldest first. */
   async stale(spec: ClaimableTable, staleAfterMs: number, limit = 100): Promise<StaleJob[]> {
     const secs = staleAfterMs / 1000;
+    const attempts = spec.handBacks ? sql`attempts - ${sql.ref(spec.handBacks)}` : sql`attempts`;
     const { rows } = await sql<StaleJob>`
-      SELECT id, status, attempts FROM ${sql.table(spec.table)}
+      SELECT id, status, ${attempts} AS attempts FROM ${sql.table(spec.table)}
       WHERE (status = 'running' AND ${staleHeartbeat(staleAfterMs)}) OR (status = 'queued' AND created_at < now() - make_interval(secs => ${secs}))
       ORDER BY created_at LIMIT ${limit}`.execute(this.db);
     return rows;

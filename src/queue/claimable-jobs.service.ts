@@ -41,8 +41,8 @@ export interface JobRecovery {
 /** A job's state changes as the log names them (one line each): see docs/operations.md. */
 export type JobTransition = 'queued' | 'started' | 'resumed' | 'finished' | 'failed' | 'released' | 'paused';
 
-/** Why a claim was handed back: a planned stop, or an attempt that failed and the queue will retry. */
-export type ReleaseReason = 'shutdown' | 'error';
+/** Why a claim was handed back: a planned stop, an attempt that failed and the queue will retry, or a slice's end (fair shares). */
+export type ReleaseReason = 'shutdown' | 'error' | 'slice';
 
 /** The row fields every claimable table has that the transition lines read. */
 interface ClaimedRowTimes {
@@ -76,12 +76,17 @@ export class ClaimableJobsService {
   async claim<T extends ClaimableTableName, R>(table: ClaimableTable<T>, id: string, staleAfterMs: number, map: (row: Selectable<DB[T]>) => R): Promise<{ claim: Claim<T>; job: R } | undefined> {
     const claimed = await this.repository.claim(table, id, staleAfterMs, randomUUID());
     if (!claimed) return undefined;
+    return { claim: this.started(table, id, claimed), job: map(claimed.row) };
+  }
+
+  /** The claim of a freshly claimed row, logged as `started`, or `resumed` when an earlier claim had started it. */
+  private started<T extends ClaimableTableName>(table: ClaimableTable<T>, id: string, claimed: { row: Selectable<DB[T]>; token: string | number }): Claim<T> {
     const row = claimed.row as unknown as ClaimedRowTimes;
     const claim: Claim<T> = { table, id, token: claimed.token, claimedAt: Date.now(), requestId: row.trace_id ?? null };
     // The claim sets started_at only when it was empty, to the same now() as the heartbeat.
     const resumed = row.started_at !== null && row.heartbeat_at !== null && time(row.started_at) < time(row.heartbeat_at);
     this.transition(claim, resumed ? 'resumed' : 'started', { attempt: row.attempts, waitedMs: Math.max(0, claim.claimedAt! - time(row.created_at)) });
-    return { claim, job: map(claimed.row) };
+    return claim;
   }
 
   /** The `queued` line of a new job, written where the job is created (with the request that created it). */
@@ -113,6 +118,23 @@ export class ClaimableJobsService {
     else this.jobLog.log(line);
   }
 
+  /** Claims the job fairest to run next (ClaimableJobsRepository.claimNext) and maps its row; undefined when none waits. */
+  async claimNext<T extends ClaimableTableName, R>(table: ClaimableTable<T>, staleAfterMs: number, map: (row: Selectable<DB[T]>) => R): Promise<{ claim: Claim<T>; job: R } | undefined> {
+    const claimed = await this.repository.claimNext(table, staleAfterMs, randomUUID());
+    if (!claimed) return undefined;
+    const id = (claimed.row as { id: string }).id;
+    return { claim: this.started(table, id, claimed), job: map(claimed.row) };
+  }
+
+  othersWaiting(table: ClaimableTable, exceptId: string, staleAfterMs: number): Promise<boolean> {
+    return this.repository.othersWaiting(table, exceptId, staleAfterMs);
+  }
+
+  /** An owner's queued and running jobs of a kind (for the per-user caps). */
+  activeOf(table: ClaimableTable, ownerId: string): Promise<number> {
+    return this.repository.activeOf(table, ownerId);
+  }
+
   /** Whether the claim is still ours (a look between two units of work). */
   async held(claim: Claim): Promise<boolean> {
     return (await this.repository.state(claim)).held;
@@ -121,6 +143,11 @@ export class ClaimableJobsService {
   /** Hands the claim back (see ClaimableJobsRepository.release) and logs `released`, with the progress kept when given. */
   async release(claim: Claim, reason: ReleaseReason, fields: Record<string, unknown> = {}): Promise<void> {
     await this.repository.release(claim);
+    this.transition(claim, 'released', { reason, ...fields });
+  }
+
+  /** Logs `released` for a claim the kind handed back with its own statement (an indexing slice that yielded). */
+  handedBack(claim: Claim, reason: ReleaseReason, fields: Record<string, unknown> = {}): void {
     this.transition(claim, 'released', { reason, ...fields });
   }
 

@@ -26,8 +26,10 @@ export class BackendThrottlerGuard extends ThrottlerGuard {
     return `${throttlerName}:${tracker}`;
   }
 
+  /** A project token spends its user's budget: minting tokens does not multiply a user's calls. */
   protected override async getTracker(req: Record<string, any>): Promise<string> {
-    const principal = req.user as { trackerId?: string } | undefined;
+    const principal = req.user as { trackerId?: string; kind?: string; userId?: string } | undefined;
+    if (principal?.kind === 'project-token' && principal.userId) return `user:${principal.userId}`;
     return principal?.trackerId ?? `ip:${req.ip}`;
   }
 

@@ -33,4 +33,16 @@ describe('MemoryThrottlerStorage (fixed window, as RedisThrottlerStorage)', () =
     await storage.increment('ip:10.0.1.1', 60_000, 10, 60_000, 'backend');
     expect(storage.size).toBe(1);
   });
+
+  it('counts a pair in one step; the second counter only counts what the first allowed', async () => {
+    const pair = (key: string) => storage.incrementPair({ name: 'api-key', key, limit: 2 }, { name: 'user-tools', key: 'user-1' }, 60_000);
+    expect((await pair('key-a'))[1].hits).toBe(1);
+    expect((await pair('key-a'))[1].hits).toBe(2);
+    const [refusedByKey, untouched] = await pair('key-a');
+    expect(refusedByKey.hits).toBe(3);
+    expect(untouched.hits).toBe(0);
+    const [otherKey, user] = await pair('key-b');
+    expect(otherKey.hits).toBe(1);
+    expect(user).toEqual({ hits: 3, secondsLeft: 60 });
+  });
 });

@@ -1,4 +1,5 @@
 import type { ThrottlerStorage } from '@nestjs/throttler';
+import type { PairCounter, PairHit } from './redis-throttler.storage.js';
 
 type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
 
@@ -20,7 +21,7 @@ const SWEEP_EVERY_MS = 60_000;
  * each call allocated kilobytes that lived until the key's next call, so they were promoted to the old generation
  * and set off frequent major GCs under load (docs/perf/gateway.md). Here a hit is one counter update.
  */
-export class MemoryThrottlerStorage implements ThrottlerStorage {
+export class MemoryThrottlerStorage implements ThrottlerStorage, PairCounter {
   private readonly windows = new Map<string, Window>();
   private nextSweepAt = 0;
 
@@ -39,6 +40,25 @@ export class MemoryThrottlerStorage implements ThrottlerStorage {
     const secondsLeft = Math.max(1, Math.ceil((window.endsAt - now) / 1000));
     const blocked = window.hits > limit;
     return { totalHits: window.hits, timeToExpire: secondsLeft, isBlocked: blocked, timeToBlockExpire: blocked ? secondsLeft : 0 };
+  }
+
+  /** Two windows in one step, as RedisThrottlerStorage.incrementPair: the second counts only a hit the first allowed. */
+  async incrementPair(first: { name: string; key: string; limit: number }, second: { name: string; key: string }, ttlMs: number): Promise<[PairHit, PairHit]> {
+    const now = this.now();
+    if (now >= this.nextSweepAt) this.sweep(now);
+    const one = this.hit(`${first.name}:${first.key}`, ttlMs, now);
+    if (one.hits > first.limit) return [one, { hits: 0, secondsLeft: 0 }];
+    return [one, this.hit(`${second.name}:${second.key}`, ttlMs, now)];
+  }
+
+  private hit(id: string, ttl: number, now: number): PairHit {
+    let window = this.windows.get(id);
+    if (!window || window.endsAt <= now) {
+      window = { hits: 0, endsAt: now + ttl };
+      this.windows.set(id, window);
+    }
+    window.hits += 1;
+    return { hits: window.hits, secondsLeft: Math.max(1, Math.ceil((window.endsAt - now) / 1000)) };
   }
 
   /** Drops ended windows, so keys that stop calling (an IP, a revoked key) do not stay in memory. */

@@ -4,6 +4,7 @@ import { AppException } from '../errors/app.exception.js';
 import { ErrorCode } from '../errors/error-code.js';
 import type { ApiArea } from '../http/api-area.js';
 import { rateLimitedTotal } from '../metrics/metrics.registry.js';
+import type { PairCounter } from './redis-throttler.storage.js';
 
 export interface RateLimitOutcome {
   allowed: boolean;
@@ -26,6 +27,28 @@ export class RateLimiterService {
       remaining: Math.max(0, limit - record.totalHits),
       retryAfterSeconds: Math.max(1, record.isBlocked ? record.timeToBlockExpire : record.timeToExpire),
     };
+  }
+
+  /**
+   * Two limits on one call in one step (one Redis round trip, or two in-memory counters): the first (e.g. a key's
+   * own budget), then, only if it allowed the call, the second (e.g. its owner's across every key). Throws 429 with
+   * the message of the limit that refused.
+   */
+  async enforcePair(
+    area: ApiArea,
+    first: { bucket: string; key: string; limit: number; message: string },
+    second: { bucket: string; key: string; limit: number; message: string },
+    windowMs: number,
+  ): Promise<void> {
+    const storage = this.storage as Partial<PairCounter>;
+    if (typeof storage.incrementPair !== 'function') {
+      await this.enforce(area, first.bucket, first.key, first.limit, windowMs, first.message);
+      await this.enforce(area, second.bucket, second.key, second.limit, windowMs, second.message);
+      return;
+    }
+    const [one, two] = await storage.incrementPair({ name: first.bucket, key: first.key, limit: first.limit }, { name: second.bucket, key: second.key }, windowMs);
+    if (one.hits > first.limit) throw rateLimited(area, first.message, one.secondsLeft);
+    if (two.hits > second.limit) throw rateLimited(area, second.message, two.secondsLeft);
   }
 
   /** Throws 429 (with Retry-After) when over the limit; the details in the casing of the area that answers. */

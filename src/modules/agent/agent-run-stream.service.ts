@@ -9,10 +9,14 @@ import { AgentRunsRepository } from './agent-runs.repository.js';
 import { AgentRunsService } from './agent-runs.service.js';
 import { CredentialLivenessService } from '../auth/credential-liveness.service.js';
 import { FINAL_STATUSES, toStepView } from './agent-run.types.js';
+import { RunStreamSlots, type StreamSlot } from './run-stream-slots.service.js';
+import { rateLimited } from '../../common/rate-limit/rate-limiter.service.js';
 
 /** Re-read even without a notification this often (a lost LISTEN connection must not stall a stream). */
 const REREAD_EVERY_MS = 2_000;
 const PAGE = 500;
+/** Retry-After when the per-user stream cap refuses: streams end with their run. */
+const STREAM_RETRY_AFTER_SECONDS = 5;
 
 /**
  * `GET /api/agent/stream/:jobId` as Server-Sent Events, from the run's stored event log (agent_run_events,
@@ -33,6 +37,7 @@ export class AgentRunStreamService implements OnModuleDestroy {
     private readonly listener: AgentRunEventsListener,
     private readonly credentials: CredentialLivenessService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly slots: RunStreamSlots,
   ) {}
 
   onModuleDestroy(): void {
@@ -45,6 +50,19 @@ export class AgentRunStreamService implements OnModuleDestroy {
    */
   async stream(actor: Actor, jobId: string, lastEventId: string | undefined, response: Response, bearer: string): Promise<void> {
     await this.runs.get(actor, jobId);
+    const slot = await this.slots.acquire(actor.userId);
+    if (!slot) {
+      const cap = this.config.agent.maxStreamsPerUser;
+      throw rateLimited('backend', `You have ${cap} run streams open (AGENT_MAX_STREAMS_PER_USER); close one first`, STREAM_RETRY_AFTER_SECONDS);
+    }
+    try {
+      await this.serve(jobId, actor, lastEventId, response, bearer, slot);
+    } finally {
+      slot.release();
+    }
+  }
+
+  private async serve(jobId: string, actor: Actor, lastEventId: string | undefined, response: Response, bearer: string, slot: StreamSlot): Promise<void> {
     const credential = await this.credentials.check(bearer);
     let after = /^\d{1,9}$/.test(lastEventId?.trim() ?? '') ? Number(lastEventId!.trim()) : 0;
 
@@ -60,7 +78,10 @@ export class AgentRunStreamService implements OnModuleDestroy {
     let wake: (() => void) | undefined;
     const poke = () => wake?.();
     const unsubscribe = this.listener.subscribe(jobId, poke);
-    const heartbeat = setInterval(() => response.write(': keep-alive\n\n'), this.config.agent.streamHeartbeatMs);
+    const heartbeat = setInterval(() => {
+      response.write(': keep-alive\n\n');
+      slot.renew();
+    }, this.config.agent.streamHeartbeatMs);
     const reread = setInterval(poke, REREAD_EVERY_MS);
     const stop = () => {
       closed = true;

@@ -1,6 +1,5 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import type { Job } from 'bullmq';
-import { RequestContext } from '../../common/request-context/request-context.js';
 import { WORKER_DRAIN_DELAY_SECONDS, WORKER_RUN_RETRY_DELAY_MS } from '../../queue/queue.constants.js';
 import { handBack } from '../../queue/worker-drain.js';
 import { AGENT_RUNS_QUEUE } from './agent.constants.js';
@@ -21,10 +20,13 @@ export class AgentRunProcessor extends WorkerHost {
     super();
   }
 
+  /**
+   * An entry says "a run is waiting"; the runner claims whichever run is fairest to run next (per-user shares),
+   * which need not be the entry's own: that one stays queued and a later entry (or the recovery sweep) picks it up.
+   */
   async process(job: Job<AgentRunJobData>, token?: string): Promise<string> {
-    // A redelivered or duplicate entry for a run another live worker holds is simply not claimed.
-    const outcome = await RequestContext.run({ requestId: job.data.traceId ?? job.data.runId }, () => this.runner.run(job.data.runId));
-    // Drained: the run's claim is handed back; its queue entry goes back too, for the next worker at once.
+    const outcome = await this.runner.run();
+    // Drained: the run's claim is handed back; this entry goes back too, for the next worker at once.
     if (outcome === 'released') return handBack(job, token);
     return outcome;
   }

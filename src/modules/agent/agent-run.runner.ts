@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
+import { RequestContext } from '../../common/request-context/request-context.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ERROR_CODE_MAPPING } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
@@ -85,22 +86,33 @@ export class AgentRunner implements OnModuleDestroy {
     for (const { controller } of this.active.values()) controller.abort(new Stop('shutdown'));
   }
 
-  /** 'released': stopped by a drain with its claim handed back (or never claimed); the caller puts its queue entry back. */
-  async run(runId: string): Promise<'finished' | 'not-claimed' | 'released'> {
+  /**
+   * Runs one run: the given one, or (from the queue, `runId` undefined) whichever is fairest to run next
+   * (ClaimableJobsService.claimNext): a queue entry only says "there is work", so one user's backlog cannot hold
+   * the workers while another user's run waits.
+   * 'released': stopped by a drain with its claim handed back (or never claimed); the caller puts its queue entry back.
+   */
+  async run(runId?: string): Promise<'finished' | 'not-claimed' | 'released'> {
     if (this.stopping) return 'released';
-    const claimed = await this.claims.claim(AGENT_RUNS_TABLE, runId, this.config.agent.staleAfterMs, toAgentRun);
+    const claimed =
+      runId === undefined
+        ? await this.claims.claimNext(AGENT_RUNS_TABLE, this.config.agent.staleAfterMs, toAgentRun)
+        : await this.claims.claim(AGENT_RUNS_TABLE, runId, this.config.agent.staleAfterMs, toAgentRun);
     if (!claimed) return 'not-claimed';
+    const claimedId = claimed.job.id;
     const controller = new AbortController();
     // A drain that began while the claim was being taken stops this run too.
     if (this.stopping) controller.abort(new Stop('shutdown'));
-    const done = this.execute(claimed.job, new StepRecorder(this.repository, this.claims, claimed.claim), controller).catch((error: unknown) => {
-      this.logger.error({ msg: 'agent run crashed', runId, error: error instanceof Error ? error.message : String(error) });
+    const recorder = new StepRecorder(this.repository, this.claims, claimed.claim);
+    // Every log line of the run names the request that queued it.
+    const done = RequestContext.run({ requestId: claimed.claim.requestId ?? claimedId }, () => this.execute(claimed.job, recorder, controller)).catch((error: unknown) => {
+      this.logger.error({ msg: 'agent run crashed', runId: claimedId, error: error instanceof Error ? error.message : String(error) });
     });
-    this.active.set(runId, { controller, done });
+    this.active.set(claimedId, { controller, done });
     try {
       await done;
     } finally {
-      this.active.delete(runId);
+      this.active.delete(claimedId);
     }
     const reason: unknown = controller.signal.reason;
     return reason instanceof Stop && reason.reason === 'shutdown' ? 'released' : 'finished';

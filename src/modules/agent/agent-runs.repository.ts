@@ -8,7 +8,7 @@ import { claimedBy, staleHeartbeat, type Claim, type ClaimableTable } from '../.
 import type { AgentRun, AgentRunActor, AgentRunApproval, AgentRunStatus, StoredStep } from './agent-run.types.js';
 
 /** Agent runs as claimable jobs: fenced by a per-claim token, with a cancel flag the claim holder watches. */
-export const AGENT_RUNS_TABLE: ClaimableTable<'agent_runs'> = { table: 'agent_runs', kind: 'agent_run', fencedBy: 'claim_token', cancelFlag: 'cancel_requested' };
+export const AGENT_RUNS_TABLE: ClaimableTable<'agent_runs'> = { table: 'agent_runs', kind: 'agent_run', fencedBy: 'claim_token', cancelFlag: 'cancel_requested', owner: 'user_id', project: 'project_id' };
 
 /** A run to insert (status `queued`): what the caller asked for, plus the trace id and the already sealed webhook secret. */
 export type NewAgentRun = Pick<AgentRun, 'id' | 'userId' | 'projectId' | 'input' | 'provider' | 'model' | 'tools' | 'scopes' | 'actor' | 'maxSteps' | 'approval' | 'webhookUrl'> & {

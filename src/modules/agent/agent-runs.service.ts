@@ -23,6 +23,7 @@ import { AGENT_RUNS_TABLE, AgentRunsRepository } from './agent-runs.repository.j
 import { LLM_CLIENT, type LlmClient } from './llm/llm-client.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
 import { isUuid } from '../../common/validation/uuid.js';
+import { rateLimited } from '../../common/rate-limit/rate-limiter.service.js';
 import { assertWebhookUrl } from './webhooks/webhook-address.js';
 import { AgentWebhooksService, type WebhookDeliveryView } from './webhooks/agent-webhooks.service.js';
 
@@ -40,6 +41,9 @@ export interface ApprovalInput {
   decision: 'approve' | 'reject';
   arguments?: Record<string, unknown>;
 }
+
+/** Retry-After of the per-user run cap: about one step of a run. */
+const CAP_RETRY_AFTER_SECONDS = 10;
 
 /** The credential deciding about a run's work, as steps and the audit log name it. */
 export function deciderOf(principal: Principal): StepDecider {
@@ -95,6 +99,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
   /** The checks before a run is queued (any member; known tool names), and what it will be allowed to do. */
   async plan(actor: Actor, input: ExecuteInput): Promise<AgentRunPlan> {
     const role = await this.projects.requireRole(actor, input.projectId, 'viewer');
+    await this.assertCapacity(actor.userId);
     let allowlist: string[] | null = null;
     if (input.tools) {
       allowlist = [...new Set(input.tools)];
@@ -107,6 +112,16 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     }
     if (input.webhookUrl !== undefined) await assertWebhookUrl(input.webhookUrl, this.config.agent.webhookAllowPrivate);
     return { input, allowlist, scopes: role === 'viewer' ? this.tools.readScopes() : this.tools.allScopes() };
+  }
+
+  /**
+   * The per-user cap on queued and running runs (AGENT_MAX_ACTIVE_PER_USER): beyond it 429 RATE_LIMITED with
+   * Retry-After, so one user cannot fill the queue (the fair claim already keeps others' runs from waiting behind it).
+   */
+  private async assertCapacity(userId: string): Promise<void> {
+    const cap = this.config.agent.maxActivePerUser;
+    if ((await this.claims.activeOf(AGENT_RUNS_TABLE, userId)) < cap) return;
+    throw rateLimited('backend', `You have ${cap} runs queued or running (AGENT_MAX_ACTIVE_PER_USER); retry when one has finished`, CAP_RETRY_AFTER_SECONDS);
   }
 
   /** Creates and enqueues the run; `webhookSecret` (with a webhookUrl) is the only time the secret is shown. */

@@ -12,6 +12,7 @@ import { AgentRunProcessor } from './agent-run.processor.js';
 import { AgentRunner } from './agent-run.runner.js';
 import { AgentRunEventsListener } from './agent-run-events.listener.js';
 import { AgentRunStreamService } from './agent-run-stream.service.js';
+import { RunStreamSlots } from './run-stream-slots.service.js';
 import { AgentRunEventsRepository } from './agent-run-events.repository.js';
 import { AgentRunsRepository } from './agent-runs.repository.js';
 import { AgentRunsService } from './agent-runs.service.js';
@@ -43,6 +44,7 @@ export class AgentModule {
       AgentRunner,
       AgentRunEventsListener,
       AgentRunStreamService,
+      RunStreamSlots,
       AgentWebhooksService,
       TokenCipher,
     ];

@@ -25,9 +25,9 @@ export class ApiKeysController {
 
   @CarriesSecret()
   @Post()
-  @ApiOperation({ summary: 'Create a personal API key; the plaintext key is in this response only' })
+  @ApiOperation({ summary: 'Create a personal API key; the plaintext key is in this response only. 409 CONFLICT at MAX_CREDENTIALS_PER_USER active keys and OAuth grants' })
   @ApiData(201, CreatedApiKeySchema, 'The key with its plaintext (Cache-Control: no-store)')
-  @ApiErrors(404)
+  @ApiErrors(404, 409)
   create(@CurrentPrincipal() principal: Principal, @Body() body: CreateApiKeyDto) {
     return this.apiKeys.create(userOnly(principal), body);
   }

@@ -71,6 +71,10 @@ export class ApiKeysService {
       createdAt: now,
     };
     await this.db.transaction().execute(async (trx) => {
+      const cap = this.config.limits.credentialsPerUser;
+      if ((await this.credentials.countActiveLocked(userId, trx)) >= cap) {
+        throw new AppException(ErrorCode.Conflict, `You already have ${cap} active API keys and OAuth grants (MAX_CREDENTIALS_PER_USER); revoke one first`, { limit: cap });
+      }
       await this.keys.insert(created, trx);
       await this.audit.recordChange(trx, {
         action: 'api_key.create',

@@ -10,7 +10,7 @@ export class KeyRateLimitGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const principal = context.switchToHttp().getRequest<Request & { user: ApiKeyPrincipal }>().user;
-    await this.limiter.enforce(principal.keyId);
+    await this.limiter.enforce(principal.keyId, principal.userId);
     return true;
   }
 }

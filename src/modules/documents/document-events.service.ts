@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import type { ApiArea } from '../../common/http/api-area.js';
 
 /** `retitled`: only the title changed (it is part of every chunk's indexed text, so the index is outdated too). */
 export type DocumentEventType = 'created' | 'content-changed' | 'retitled' | 'deleted';
@@ -16,6 +17,9 @@ export interface DocumentEvent {
 
 export type DocumentEventListener = (event: DocumentEvent) => void | Promise<void>;
 
+/** Refuses (throws) new indexing work for a user who has too much queued already; `area` picks the error's casing. */
+export type IndexingAdmission = (userId: string, area: ApiArea) => Promise<void>;
+
 /**
  * Tells other modules that a document's content appeared, changed or went away, after the change is
  * committed. The RAG module subscribes in its onModuleInit and enqueues indexing:
@@ -31,6 +35,17 @@ export type DocumentEventListener = (event: DocumentEvent) => void | Promise<voi
 export class DocumentEventsService {
   private readonly logger = new Logger(DocumentEventsService.name);
   private readonly listeners = new Set<DocumentEventListener>();
+  private admission?: IndexingAdmission;
+
+  /** The indexing side's per-user cap (RAG: IndexingJobsService), asked before a change that will need indexing. */
+  setAdmission(admission: IndexingAdmission | undefined): void {
+    this.admission = admission;
+  }
+
+  /** Throws 429 when the user may not queue more indexing work now (INDEX_MAX_QUEUED_PER_USER). */
+  async admit(userId: string, area: ApiArea): Promise<void> {
+    await this.admission?.(userId, area);
+  }
 
   subscribe(listener: DocumentEventListener): () => void {
     this.listeners.add(listener);

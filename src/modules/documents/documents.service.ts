@@ -77,6 +77,7 @@ export class DocumentsService {
 
     const sha256 = sha256Hex(bytes);
     await this.assertNotDuplicate(actor.userId, input.projectId, sha256);
+    await this.events.admit(actor.userId, 'backend');
 
     // Beyond the type check above, nothing of the file is interpreted here: text extraction runs in the
     // indexing worker's sandbox (IngestSandbox), outside the request and the HTTP event loop, under
@@ -160,6 +161,7 @@ export class DocumentsService {
         argument: 'project_id',
       });
     }
+    await this.events.admit(actor.userId, 'tool-api');
     const bytes = textBytes(input.content);
     const saved = await this.insertRecorded(actor, {
       id: randomUUID(),
@@ -190,6 +192,7 @@ export class DocumentsService {
       const bytes = textBytes(input.content);
       const sha256 = sha256Hex(bytes);
       if (sha256 !== document.sha256 || document.origin !== 'text') {
+        await this.events.admit(actor.userId, 'tool-api');
         contentChanged = true;
         Object.assign(changes, {
           content: bytes,

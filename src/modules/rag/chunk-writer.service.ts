@@ -18,7 +18,13 @@ export interface IndexableDocument {
   text: string;
 }
 
-export type WriteOutcome = { status: 'indexed'; chunkCount: number } | { status: 'unchanged'; chunkCount: number } | { status: 'stale' };
+export type WriteOutcome = { status: 'indexed'; chunkCount: number } | { status: 'unchanged'; chunkCount: number } | { status: 'stale' } | { status: 'yielded'; written: number };
+
+/**
+ * Asked after each committed batch with the chunks that batch stored: true stops the write there (the rest is
+ * written by a later call, which resumes after the committed chunks), so a large document yields its worker.
+ */
+export type ShouldYield = (batchChunks: number) => Promise<boolean>;
 
 /** Called after each committed batch with the chunks stored so far of the document's total. */
 export type WriteProgress = (written: number, total: number) => Promise<void>;
@@ -102,8 +108,11 @@ export class ChunkWriterService {
     await this.deleteInBatches(documentId, currentSha256 === null ? {} : { sha256: currentSha256 });
   }
 
-  /** `stop`: once aborted, the write stops between two batches (after storing its progress) and throws the signal's reason. */
-  async write(document: IndexableDocument, force = false, onProgress?: WriteProgress, stop?: AbortSignal): Promise<WriteOutcome> {
+  /**
+   * `shouldYield`: asked after each batch; true ends this slice of the write ('yielded', progress stored).
+   * `stop`: once aborted, the write stops between two batches (after storing its progress) and throws the signal's reason.
+   */
+  async write(document: IndexableDocument, force = false, onProgress?: WriteProgress, shouldYield?: ShouldYield, stop?: AbortSignal): Promise<WriteOutcome> {
     if (!force) {
       const existing = await this.isCurrent(document.id, document.sha256);
       if (existing !== null) return { status: 'unchanged', chunkCount: existing };
@@ -111,7 +120,7 @@ export class ChunkWriterService {
     const plan = await this.planChunks(document);
     const from = await this.clearForWrite(document, force, plan.indexTexts.length);
     if (onProgress) await onProgress(from, plan.indexTexts.length);
-    return this.writeBatches(document, plan, from, onProgress, stop);
+    return this.writeBatches(document, plan, from, onProgress, shouldYield, stop);
   }
 
   /**
@@ -141,7 +150,7 @@ export class ChunkWriterService {
   }
 
   /** Embeds and stores the chunks from `from` on, batch by batch (see BatchSizer), reporting progress. */
-  private async writeBatches(document: IndexableDocument, plan: ChunkPlan, from: number, onProgress?: WriteProgress, stop?: AbortSignal): Promise<WriteOutcome> {
+  private async writeBatches(document: IndexableDocument, plan: ChunkPlan, from: number, onProgress?: WriteProgress, shouldYield?: ShouldYield, stop?: AbortSignal): Promise<WriteOutcome> {
     const total = plan.indexTexts.length;
     const paced = total >= this.pacedMinChunks && Boolean(this.config.database.url);
     const dutyCycle = paced ? this.dutyCycle : 1;
@@ -155,6 +164,7 @@ export class ChunkWriterService {
           throw stop.reason;
         }
         const to = Math.min(total, from + sizer.size);
+        const batchFrom = from;
         const batchStarted = performance.now();
         const { rows, vectors } = await this.embedBatch(plan, from, to);
         sizer.startBatch();
@@ -162,10 +172,12 @@ export class ChunkWriterService {
         sizer.endBatch();
         from = to;
         // Progress at most every second: on the embedded engine a batch may be a handful of chunks.
-        if (onProgress && (to === total || performance.now() - reportedAt >= 1000)) {
+        const yielding = to < total && shouldYield !== undefined && (await shouldYield(to - batchFrom));
+        if (onProgress && (to === total || yielding || performance.now() - reportedAt >= 1000)) {
           await onProgress(to, total);
           reportedAt = performance.now();
         }
+        if (yielding) return { status: 'yielded', written: to };
         // Let the event loop serve requests between batches (the embedded default shares it with HTTP), and
         // pause so a paced document's batches (embedding thread, PostgreSQL's tsvector, postings and HNSW inserts)
         // work at most RAG_INDEX_DUTY_CYCLE of the time (see RAG_INDEX_PACED_MIN_CHUNKS).

@@ -1,4 +1,7 @@
+import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import { RAG_INDEXING_QUEUE } from './rag.constants.js';
 import { DocumentIndexStateService, type DocumentForIndexing } from '../documents/document-index-state.service.js';
 import { TextExtractionError } from '../documents/text-extraction-error.js';
 import { kindOfMime } from '../documents/document-type.js';
@@ -14,8 +17,63 @@ import { IndexingJobsRepository, toIndexingJob, type IndexingJob } from './index
 import { WorkerDrain, WorkerDraining } from '../../queue/worker-drain.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
 
+/** Claims of a job that were interrupted (its worker died or failed) before it is failed with its unfinished documents. */
+export const MAX_JOB_CLAIMS = 5;
+
+const YIELDED = Symbol('yielded');
+
+/** How many slices a job run in between may work before it hands its claim back (see Slice). */
+const NESTED_TURN_SLICES = 5;
+
+/** Adds a queue entry saying "indexing work is waiting" (the suffix makes a new BullMQ job id). */
+export function enqueueIndexing(queue: Queue, id: string, suffix = ''): Promise<unknown> {
+  return queue.add(
+    'index',
+    { indexingJobId: id },
+    { jobId: `${id}${suffix}`, attempts: 5, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: 1000, removeOnFail: 1000 },
+  );
+}
+
+/**
+ * One slice of an indexing job's work: over once it has run `sliceMs` or written `sliceChunks` chunks (a nested job's
+ * turn: NESTED_TURN_SLICES slices or `sliceChunks` chunks).
+ *
+ * A job a worker took from the queue (the outer job) does not stop at a slice's end: if another job is waiting, it
+ * runs that job in between (`interleave`: the fairest one, claimed as any claim is), then goes on where it was, with
+ * its text, chunk plan and claim still in hand, so a large document costs nothing to resume. A job run in between (a
+ * nested job) has no such turn: at its slice's end it hands its claim back and the outer job continues. With nobody
+ * waiting a new slice starts at once (the question is asked once per slice, not per batch).
+ */
+class Slice {
+  private startedAt = performance.now();
+  private chunks = 0;
+
+  constructor(
+    private readonly sliceMs: number,
+    private readonly sliceChunks: number,
+    /** Set for a nested job: it hands back at its slice's end. */
+    private readonly nested: boolean,
+    private readonly othersWaiting: () => Promise<boolean>,
+    private readonly interleave: () => Promise<void>,
+  ) {}
+
+  /** True when the job must stop here and hand its claim back (nested jobs only). */
+  async over(chunksWritten: number): Promise<boolean> {
+    this.chunks += chunksWritten;
+    const elapsed = performance.now() - this.startedAt;
+    // A nested job's turn is longer (NESTED_TURN_SLICES slices or sliceChunks chunks): handing back costs it a reload
+    // and a new chunk plan on its next claim, which a turn should outweigh.
+    if (this.nested) return elapsed >= NESTED_TURN_SLICES * this.sliceMs || this.chunks >= this.sliceChunks;
+    if (elapsed < this.sliceMs && this.chunks < this.sliceChunks) return false;
+    if (await this.othersWaiting()) await this.interleave();
+    this.startedAt = performance.now();
+    this.chunks = 0;
+    return false;
+  }
+}
+
 /** Indexing jobs as claimable jobs (src/queue): a claim's number (`attempts`) fences its writes. */
-export const INDEXING_JOBS_TABLE: ClaimableTable<'indexing_jobs'> = { table: 'indexing_jobs', kind: 'indexing', fencedBy: 'attempts' };
+export const INDEXING_JOBS_TABLE: ClaimableTable<'indexing_jobs'> = { table: 'indexing_jobs', kind: 'indexing', fencedBy: 'attempts', owner: 'created_by', project: 'project_id', handBacks: 'slices' };
 
 /**
  * Runs one indexing job. Claiming is an atomic UPDATE (queued, or running with a dead worker's stale
@@ -43,53 +101,107 @@ export class IndexingJobRunner {
     private readonly indexState: DocumentIndexStateService,
     private readonly sandbox: IngestSandbox,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectQueue(RAG_INDEXING_QUEUE) private readonly queue: Queue,
     private readonly drain: WorkerDrain,
   ) {}
 
   /**
-   * Runs the job under its claim. 'released': the worker is draining (WorkerDrain); the job stopped between two batches,
-   * its progress is stored and its claim handed back, and the caller puts the queue entry back for the next worker.
+   * Runs an indexing job: the given one, or (from the queue, `jobId` undefined) whichever is fairest to run next
+   * (ClaimableJobsService.claimNext): a queue entry only says "there is work". Every INDEX_SLICE_MS or
+   * INDEX_SLICE_CHUNKS of work, if another job is waiting, the fairest one runs in between (see Slice), so a small
+   * document never waits for a large one. A job run in between (`nested`) that does not finish within its slice hands
+   * its claim back, still `running` with its progress stored, and a new queue entry announces it; the next claim
+   * resumes at the same document and chunk.
+   *
+   * 'released': the worker is draining (WorkerDrain); the job stopped between two batches, its progress is stored and
+   * its claim handed back, and the caller puts the queue entry back for the next worker.
    */
-  async run(jobId: string): Promise<'finished' | 'not-claimed' | 'released'> {
+  async run(jobId?: string, nested = false): Promise<'finished' | 'yielded' | 'not-claimed' | 'released'> {
     const drain = this.drain.signal;
     if (drain.aborted) return 'released'; // fetched as the drain began: not even claimed
-    const claimed = await this.claims.claim(INDEXING_JOBS_TABLE, jobId, this.config.indexing.staleAfterMs, (row) => row);
+    const staleAfterMs = this.config.indexing.staleAfterMs;
+    const claimed =
+      jobId === undefined
+        ? await this.claims.claimNext(INDEXING_JOBS_TABLE, staleAfterMs, toIndexingJob)
+        : await this.claims.claim(INDEXING_JOBS_TABLE, jobId, staleAfterMs, toIndexingJob);
     if (!claimed) return 'not-claimed';
-    const { claim: held } = claimed;
-    const job = toIndexingJob(claimed.job);
+    const { claim: held, job } = claimed;
     // Every log line of the job names the request that queued it.
-    return RequestContext.run({ requestId: held.requestId ?? jobId }, () => this.runClaimed(jobId, job, held, drain));
+    return RequestContext.run({ requestId: held.requestId ?? job.id }, () => this.runClaimed(job, held, drain, nested));
   }
 
-  private async runClaimed(jobId: string, job: IndexingJob, held: Claim, drain: AbortSignal): Promise<'finished' | 'released'> {
+  private async runClaimed(job: IndexingJob, held: Claim, drain: AbortSignal, nested: boolean): Promise<'finished' | 'yielded' | 'released'> {
+    const staleAfterMs = this.config.indexing.staleAfterMs;
     const claim = job.attempts; // the fencing token (INDEXING_JOBS_TABLE.fencedBy) every write below names
-    const heartbeatEveryMs = Math.min(10_000, Math.floor(this.config.indexing.staleAfterMs / 3));
+    const heartbeatEveryMs = Math.min(10_000, Math.floor(staleAfterMs / 3));
     const stopHeartbeat = this.claims.watch(held, { checkEveryMs: heartbeatEveryMs, beatEveryMs: heartbeatEveryMs });
+    const slice = new Slice(
+      this.config.indexing.sliceMs,
+      this.config.indexing.sliceChunks,
+      nested,
+      () => this.claims.othersWaiting(INDEXING_JOBS_TABLE, job.id, staleAfterMs),
+      () => this.interleave(job.id),
+    );
     let position = job.done + job.failed;
     try {
       for (; position < job.documentIds.length; position += 1) {
         if (drain.aborted) throw drain.reason;
         if (!(await this.claims.held(held))) return 'finished'; // cancelled, or taken over by another worker
+        if (position > job.done + job.failed && (await slice.over(0))) return await this.handBack(held, job, position);
         const documentId = job.documentIds[position];
-        const error = await this.indexDocument(documentId, job.kind === 'reindex', jobId, claim, drain);
-        const counted = await this.jobs.countDocument(jobId, claim, { failure: error === null ? null : { documentId, message: error } });
+        const error = await this.indexDocument(documentId, job.kind === 'reindex', job.id, claim, slice, drain);
+        if (error === YIELDED) return await this.handBack(held, job, position);
+        const counted = await this.jobs.countDocument(job.id, claim, { failure: error === null ? null : { documentId, message: error } });
         if (!counted) return 'finished'; // cancelled, or taken over by another worker: no longer ours
       }
-      const status = await this.jobs.finish(jobId, claim);
+      const status = await this.jobs.finish(job.id, claim);
       if (status) this.claims.ended(held, status, { documents: job.documentIds.length });
       return 'finished';
     } catch (error) {
       if (error instanceof WorkerDraining) {
         // The chunks committed so far stay; the next claim continues after them (ChunkWriterService).
         await this.claims.release(held, 'shutdown', { documentsDone: position, documents: job.documentIds.length });
+        // A job run in between has no queue entry of its own in hand: announce it for the next worker.
+        if (nested) await this.announce(job.id, `-d${claim}`);
         return 'released';
       }
-      // Let the queue's retry claim the job at once instead of waiting for the heartbeat to go stale.
-      await this.claims.release(held, 'error', { error: error instanceof Error ? error.message : String(error) }).catch(() => undefined);
+      const message = error instanceof Error ? error.message : String(error);
+      // Interruptions, not slices handed back on purpose, count towards giving up on a job.
+      if (job.attempts - job.slices >= MAX_JOB_CLAIMS) {
+        await this.markFailed(job.id, message);
+        return 'finished';
+      }
+      // Let the next claim take the job at once instead of waiting for the heartbeat to go stale; the queue retries the entry.
+      await this.claims.release(held, 'error', { error: message }).catch(() => undefined);
       throw error;
     } finally {
       stopHeartbeat();
     }
+  }
+
+  /** Runs the fairest waiting job for one slice in the middle of job `outerId`; its failure is its own, not the outer job's. */
+  private async interleave(outerId: string): Promise<void> {
+    try {
+      await this.run(undefined, true);
+    } catch (error) {
+      this.logger.warn({ msg: 'a job run in between failed; it will be retried', outerJobId: outerId, error: error instanceof Error ? error.message : String(error) });
+    }
+  }
+
+  /** Ends this slice: the claim goes back (the job stays `running`, claimable at once) and a queue entry announces it. */
+  private async handBack(held: Claim, job: IndexingJob, position: number): Promise<'yielded' | 'finished'> {
+    const claim = job.attempts;
+    if (!(await this.jobs.handBack(job.id, claim))) return 'finished';
+    this.claims.handedBack(held, 'slice', { documentsDone: position, documents: job.documentIds.length });
+    await this.announce(job.id, `-s${claim}`);
+    return 'yielded';
+  }
+
+  /** A queue entry saying the job waits; if the queue cannot take it, the recovery sweep enqueues one. */
+  private async announce(jobId: string, suffix: string): Promise<void> {
+    await enqueueIndexing(this.queue, jobId, suffix).catch((error: unknown) =>
+      this.logger.warn({ msg: 'could not enqueue the job handed back; the recovery sweep will', jobId, error: String(error) }),
+    );
   }
 
   /**
@@ -107,7 +219,7 @@ export class IndexingJobRunner {
   }
 
   /** Indexes one document; returns an error message for the job's per-document errors, or null. */
-  private async indexDocument(documentId: string, force: boolean, jobId: string, claim: number, drain: AbortSignal): Promise<string | null> {
+  private async indexDocument(documentId: string, force: boolean, jobId: string, claim: number, slice: Slice, drain: AbortSignal): Promise<string | null | typeof YIELDED> {
     const document = await this.indexState.load(documentId);
     if (!document) return null; // deleted meanwhile: nothing to index, nothing left to find
     const progress = async (written: number, total: number): Promise<void> => {
@@ -129,7 +241,10 @@ export class IndexingJobRunner {
     }
     await this.indexState.markProcessing(documentId, document.sha256);
     try {
-      const outcome = await this.chunks.write({ id: document.id, title: document.title, sha256: document.sha256, text }, force, progress, drain);
+      // A resumed slice of a forced reindex must not start the document over: force only on its first write.
+      const forced = force && !(await this.jobs.wasStarted(jobId, claim, documentId));
+      const outcome = await this.chunks.write({ id: document.id, title: document.title, sha256: document.sha256, text }, forced, progress, (chunks) => slice.over(chunks), drain);
+      if (outcome.status === 'yielded') return YIELDED;
       if (outcome.status !== 'stale') await this.indexState.markIndexed(documentId, document.sha256, outcome.chunkCount);
       return null;
     } catch (error) {

@@ -20,6 +20,8 @@ export interface IndexingJob {
   errors: { documentId: string; message: string }[];
   /** Claims so far; each run writes only while its own claim is the latest (see IndexingJobRunner). */
   attempts: number;
+  /** Claims handed back on purpose after a slice of work (not interruptions). */
+  slices: number;
   currentDocumentId: string | null;
   currentChunksDone: number;
   currentChunksTotal: number;
@@ -47,6 +49,7 @@ export function toIndexingJob(row: IndexingJobRow): IndexingJob {
     failed: row.failed,
     errors: row.errors as IndexingJob['errors'],
     attempts: row.attempts,
+    slices: row.slices,
     currentDocumentId: row.current_document_id,
     currentChunksDone: row.current_chunks_done,
     currentChunksTotal: row.current_chunks_total,
@@ -145,6 +148,31 @@ export class IndexingJobsRepository {
       .where('status', '=', 'running')
       .where('attempts', '=', claim)
       .execute();
+  }
+
+  /**
+   * Ends a slice: the claim is handed back (no heartbeat, so the next claim takes the job at once) and counted as a
+   * slice, not an interruption; the job stays `running` with its progress. False when the claim was no longer ours.
+   */
+  async handBack(jobId: string, claim: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('indexing_jobs')
+      .set((eb) => ({ heartbeat_at: null, slices: eb('slices', '+', 1) }))
+      .where('id', '=', jobId)
+      .where('status', '=', 'running')
+      .where('attempts', '=', claim)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /** Whether an earlier slice of this job already wrote chunks of the document (a resumed reindex must not start it over). */
+  async wasStarted(jobId: string, _claim: number, documentId: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('indexing_jobs')
+      .select(['current_document_id', 'current_chunks_done'])
+      .where('id', '=', jobId)
+      .executeTakeFirst();
+    return row?.current_document_id === documentId && row.current_chunks_done > 0;
   }
 
   /** Finishes the run: `failed` when every document failed, else `succeeded`; null when the claim is no longer this run's. */

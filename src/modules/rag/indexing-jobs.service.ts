@@ -12,11 +12,13 @@ import { DocumentEventsService, type DocumentEvent } from '../documents/document
 import { DocumentsService } from '../documents/documents.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ChunkWriterService } from './chunk-writer.service.js';
-import { INDEXING_JOBS_TABLE, IndexingJobRunner } from './indexing-job.runner.js';
+import { enqueueIndexing, INDEXING_JOBS_TABLE, IndexingJobRunner, MAX_JOB_CLAIMS } from './indexing-job.runner.js';
 import { IndexingJobsRepository, type IndexingJob, type IndexingJobKind, type IndexingJobStatus } from './indexing-jobs.repository.js';
 import { RAG_INDEXING_QUEUE } from './rag.constants.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
 import { isUuid } from '../../common/validation/uuid.js';
+import type { ApiArea } from '../../common/http/api-area.js';
+import { rateLimited } from '../../common/rate-limit/rate-limiter.service.js';
 
 /** An authorised indexing request: which documents a job will index. */
 export interface IndexingPlan {
@@ -24,8 +26,9 @@ export interface IndexingPlan {
   projectId: string;
   ids: string[];
 }
-/** Claims of a job whose worker kept dying before recovery fails it (and its unfinished documents). */
-const MAX_JOB_CLAIMS = 5;
+
+/** Retry-After of a per-user cap: about one slice of another job's work. */
+const CAP_RETRY_AFTER_SECONDS = 5;
 
 export type { IndexingJobKind, IndexingJobStatus } from './indexing-jobs.repository.js';
 
@@ -67,6 +70,17 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
 
   onModuleInit(): void {
     this.unsubscribe = this.events.subscribe((event) => this.onDocumentEvent(event));
+    this.events.setAdmission((userId, area) => this.assertCapacity(userId, area));
+  }
+
+  /**
+   * The per-user cap on queued work (INDEX_MAX_QUEUED_PER_USER): a user with that many indexing jobs queued or
+   * running gets 429 RATE_LIMITED for more (uploads, new text, ingest, reindex) until some finish.
+   */
+  async assertCapacity(userId: string, area: ApiArea = 'backend'): Promise<void> {
+    const cap = this.config.indexing.maxQueuedPerUser;
+    if ((await this.claims.activeOf(INDEXING_JOBS_TABLE, userId)) < cap) return;
+    throw rateLimited(area, `You have ${cap} indexing jobs queued or running (INDEX_MAX_QUEUED_PER_USER); retry when some have finished`, CAP_RETRY_AFTER_SECONDS);
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -78,6 +92,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
 
   onModuleDestroy(): void {
     this.unsubscribe?.();
+    this.events.setAdmission(undefined);
     this.stopSweep?.();
   }
 
@@ -89,6 +104,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
    */
   async plan(actor: Actor, kind: IndexingJobKind, projectId: string, documentIds?: string[]): Promise<IndexingPlan> {
     await this.projects.requireRole(actor, projectId, 'editor');
+    await this.assertCapacity(actor.userId);
     if (documentIds && documentIds.length > 0) {
       const unique = [...new Set(documentIds)];
       const found = new Set(await this.documents.visibleIdsInProject(actor, projectId, { ids: unique }));
@@ -152,11 +168,7 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
   }
 
   private async enqueue(id: string, suffix = ''): Promise<void> {
-    await this.queue.add(
-      'index',
-      { indexingJobId: id },
-      { jobId: `${id}${suffix}`, attempts: 5, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: 1000, removeOnFail: 1000 },
-    );
+    await enqueueIndexing(this.queue, id, suffix);
   }
 
   /** A document appeared or changed: index it in the background; what is outdated leaves the index first. */

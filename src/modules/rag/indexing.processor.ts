@@ -10,7 +10,7 @@ interface IndexingJobData {
   indexingJobId: string;
 }
 
-/** Carries "run indexing job X" from the queue to the runner; one job at a time per process (CPU-bound embedding). */
+/** Carries "indexing work is waiting" from the queue to the runner; one job at a time per process (CPU-bound embedding). */
 @Processor(RAG_INDEXING_QUEUE, { concurrency: 1, drainDelay: WORKER_DRAIN_DELAY_SECONDS, runRetryDelay: WORKER_RUN_RETRY_DELAY_MS })
 export class IndexingProcessor extends WorkerHost {
   private readonly logger = new Logger(IndexingProcessor.name);
@@ -19,18 +19,21 @@ export class IndexingProcessor extends WorkerHost {
     super();
   }
 
+  /**
+   * An entry says "indexing work is waiting"; the runner claims whichever job is fairest to run next (per-user
+   * shares), which need not be the entry's own. A job that keeps failing is failed by the runner itself
+   * (MAX_JOB_CLAIMS interruptions), not by the entry's retries.
+   */
   async process(job: Job<IndexingJobData>, token?: string): Promise<string> {
-    const outcome = await this.runner.run(job.data.indexingJobId);
-    // Drained: the job's claim is handed back; its queue entry goes back too, for the next worker at once.
+    const outcome = await this.runner.run();
+    // Drained: the job's claim is handed back; this entry goes back too, for the next worker at once.
     if (outcome === 'released') return handBack(job, token);
     return outcome;
   }
 
   @OnWorkerEvent('failed')
-  async onFailed(job: Job<IndexingJobData> | undefined, error: Error): Promise<void> {
+  onFailed(job: Job<IndexingJobData> | undefined, error: Error): void {
     if (!job) return;
-    const attempts = job.opts.attempts ?? 1;
-    this.logger.warn({ msg: 'indexing attempt failed', jobId: job.data.indexingJobId, attempt: job.attemptsMade, error: error.message });
-    if (job.attemptsMade >= attempts) await this.runner.markFailed(job.data.indexingJobId, error.message);
+    this.logger.warn({ msg: 'indexing attempt failed', entry: job.id, attempt: job.attemptsMade, error: error.message });
   }
 }

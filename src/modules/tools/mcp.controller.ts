@@ -105,7 +105,7 @@ export class McpController {
    */
   private async deferredRateLimit(caller: KeyCaller, toolCall: BodyInfo | undefined): Promise<AppException | undefined> {
     try {
-      await this.keyLimit.enforce(caller.keyId);
+      await this.keyLimit.enforce(caller.keyId, caller.actor.userId);
       return undefined;
     } catch (error) {
       if (!(error instanceof AppException) || !toolCall?.isSingleToolCall) throw error;

@@ -39,17 +39,17 @@ export class AgentWebhookDeliveriesRepository {
     return rows.map(toDelivery);
   }
 
-  /** Pending deliveries not yet handed to the queue, oldest first. */
-  async notEnqueued(limit: number): Promise<string[]> {
-    const rows = await this.db
-      .selectFrom('agent_run_webhook_deliveries')
-      .select('id')
-      .where('status', '=', 'pending')
-      .where('enqueued_at', 'is', null)
-      .orderBy('occurred_at')
+  /** Pending deliveries not yet handed to the queue, oldest first, with the user whose run each belongs to. */
+  async notEnqueued(limit: number): Promise<{ id: string; userId: string }[]> {
+    return this.db
+      .selectFrom('agent_run_webhook_deliveries as d')
+      .innerJoin('agent_runs as r', 'r.id', 'd.run_id')
+      .select(['d.id as id', 'r.user_id as userId'])
+      .where('d.status', '=', 'pending')
+      .where('d.enqueued_at', 'is', null)
+      .orderBy('d.occurred_at')
       .limit(limit)
       .execute();
-    return rows.map((row) => row.id);
   }
 
   async markEnqueued(id: string): Promise<void> {

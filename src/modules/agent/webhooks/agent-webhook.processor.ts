@@ -1,24 +1,62 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
-import type { Job } from 'bullmq';
+import { Inject } from '@nestjs/common';
+import { DelayedError, type Job } from 'bullmq';
+import type { AppConfig } from '../../../config/app-config.js';
+import { APP_CONFIG } from '../../../config/app-config.token.js';
 import { WORKER_DRAIN_DELAY_SECONDS, WORKER_RUN_RETRY_DELAY_MS } from '../../../queue/queue.constants.js';
 import { handBack, WorkerDrain } from '../../../queue/worker-drain.js';
 import { AGENT_WEBHOOKS_QUEUE, AgentWebhooksService } from './agent-webhooks.service.js';
 
+interface DeliveryJobData {
+  deliveryId: string;
+  /** The run's owner (entries queued before it was carried are limited per delivery instead). */
+  userId?: string;
+}
+
+/** Deliveries under way at once in a process, all users together (each attempt waits on a remote server). */
+const DELIVERY_SLOTS = 16;
+
 /** How long a delivery in flight when the worker drains may still take before it is handed back. */
 const DRAIN_GRACE_MS = 2_000;
 
-/** One webhook delivery attempt per job; the queue retries failures with exponential backoff. */
-@Processor(AGENT_WEBHOOKS_QUEUE, { concurrency: 4, drainDelay: WORKER_DRAIN_DELAY_SECONDS, runRetryDelay: WORKER_RUN_RETRY_DELAY_MS })
+/**
+ * One webhook delivery attempt per job; the queue retries failures with exponential backoff. A user's deliveries
+ * take at most WEBHOOK_MAX_IN_FLIGHT_PER_USER of this process's slots: an entry of a user already at that count
+ * goes back to the queue for a second or two (not an attempt), so a slow or hostile receiver holds its owner's
+ * deliveries only, and every other user's delivery finds a free slot.
+ */
+@Processor(AGENT_WEBHOOKS_QUEUE, { concurrency: DELIVERY_SLOTS, drainDelay: WORKER_DRAIN_DELAY_SECONDS, runRetryDelay: WORKER_RUN_RETRY_DELAY_MS })
 export class AgentWebhookProcessor extends WorkerHost {
+  private readonly inFlight = new Map<string, number>();
+
   constructor(
     private readonly webhooks: AgentWebhooksService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly drain: WorkerDrain,
   ) {
     super();
   }
 
-  async process(job: Job<{ deliveryId: string }>, token?: string): Promise<void> {
+  async process(job: Job<DeliveryJobData>, token?: string): Promise<void> {
     if (this.drain.draining) return handBack(job, token);
+    const owner = job.data.userId ?? job.data.deliveryId;
+    const busy = this.inFlight.get(owner) ?? 0;
+    if (busy >= this.config.agent.webhookInFlightPerUser && token) {
+      const wait = Math.min(this.config.agent.webhookTimeoutMs, 1_000 + Math.floor(Math.random() * 1_000));
+      await job.moveToDelayed(Date.now() + wait, token);
+      throw new DelayedError();
+    }
+    this.inFlight.set(owner, busy + 1);
+    try {
+      await this.deliverUnlessDrained(job, token);
+    } finally {
+      const left = (this.inFlight.get(owner) ?? 1) - 1;
+      if (left > 0) this.inFlight.set(owner, left);
+      else this.inFlight.delete(owner);
+    }
+  }
+
+  private async deliverUnlessDrained(job: Job<DeliveryJobData>, token: string | undefined): Promise<void> {
     const delivery = this.webhooks.deliver(job.data.deliveryId, job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
     // A slow receiver must not hold a draining worker past its grace period: the delivery goes to the next worker,
     // which sends it again unless this attempt got recorded meanwhile (receivers dedupe on Atrium-Delivery-Id).

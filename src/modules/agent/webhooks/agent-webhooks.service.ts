@@ -15,7 +15,6 @@ import { redactJsonText } from '../../../common/secrets/secret-redactor.js';
 export const AGENT_WEBHOOKS_QUEUE = 'agent-webhooks';
 /** How often a worker hands new deliveries to the queue. */
 const DISPATCH_EVERY_MS = 500;
-const DELIVERY_TIMEOUT_MS = 10_000;
 
 export interface WebhookDeliveryView {
   deliveryId: string;
@@ -78,8 +77,8 @@ export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDes
     if (this.busy) return;
     this.busy = true;
     try {
-      for (const id of await this.deliveriesRepository.notEnqueued(100)) {
-        await this.queue.add('deliver', { deliveryId: id }, {
+      for (const { id, userId } of await this.deliveriesRepository.notEnqueued(100)) {
+        await this.queue.add('deliver', { deliveryId: id, userId }, {
           jobId: id,
           attempts: this.config.agent.webhookMaxAttempts,
           backoff: { type: 'exponential', delay: this.config.agent.webhookRetryBaseMs },
@@ -123,6 +122,11 @@ export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDes
     if (failure) throw new Error(failure);
   }
 
+  /**
+   * One POST under one overall deadline (WEBHOOK_TIMEOUT_MS: DNS, connection, request and the receiver's status line
+   * together, not an idle timeout). Only the status line matters: the socket is destroyed as soon as it arrives, so
+   * a receiver that trickles or never ends its body costs nothing more.
+   */
   private post(rawUrl: string, body: string, headers: Record<string, string>): Promise<number> {
     const policy = webhookPolicy(this.config.agent.webhookAllowPrivate);
     let url: URL;
@@ -133,23 +137,36 @@ export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDes
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const timeoutMs = this.config.agent.webhookTimeoutMs;
     return new Promise<number>((resolve, reject) => {
-      const req = send(
-        url,
-        {
-          method: 'POST',
-          lookup: guardedLookup(policy),
-          timeout: DELIVERY_TIMEOUT_MS,
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'Atrium-Webhooks/1', ...headers },
-        },
-        (res) => {
-          res.resume(); // the answer's body does not matter; read it so the socket is freed
-          res.on('end', () => resolve(res.statusCode ?? 0));
-          res.on('error', reject);
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error(`no answer within ${DELIVERY_TIMEOUT_MS} ms`)));
-      req.on('error', reject);
+      let settled = false;
+      const req = send(url, {
+        method: 'POST',
+        lookup: guardedLookup(policy),
+        // A fresh connection per attempt: the socket is destroyed after the status line, never pooled.
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'Atrium-Webhooks/1', ...headers },
+      });
+      const deadline = setTimeout(() => {
+        if (settled) return;
+        settled = true;
+        req.destroy();
+        reject(new Error(`no answer within ${timeoutMs} ms (WEBHOOK_TIMEOUT_MS)`));
+      }, timeoutMs);
+      req.on('response', (res) => {
+        clearTimeout(deadline);
+        res.destroy(); // the answer's body is never read
+        req.destroy();
+        if (settled) return;
+        settled = true;
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', (error) => {
+        clearTimeout(deadline);
+        if (settled) return;
+        settled = true;
+        reject(error);
+      });
       req.end(body);
     });
   }
