@@ -63,7 +63,14 @@ async function main(): Promise<void> {
   const pick = (): string => sentences[Math.floor(random() * sentences.length)];
 
   const dataDir = mkdtempSync(join(tmpdir(), 'atrium-bench-'));
-  const config = loadConfig({ ...process.env, DATA_DIR: dataDir, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', APP_ROLE: 'all' });
+  const config = loadConfig({
+    // A bulk load by one user: the per-user queue cap that keeps shares fair would only slow it down.
+    INDEX_MAX_QUEUED_PER_USER: '1000000',
+    ...process.env,
+    DATA_DIR: dataDir,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    APP_ROLE: 'all',
+  });
   const embedded = config.database.url ? undefined : await EmbeddedPostgres.start(undefined);
   const app = await createWorkerContext({ config, databaseUrl: config.database.url ?? embedded!.url, logger: new JsonLogger(config.logLevel) });
   try {

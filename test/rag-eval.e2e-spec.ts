@@ -11,7 +11,8 @@ describe('RAG quality harness (e2e, SciFact subset)', () => {
   let app: TestApp;
 
   beforeAll(async () => {
-    app = await startTestApp();
+    // One user loads the whole subset at once, as `npm run eval:rag` does: above the per-user indexing cap.
+    app = await startTestApp({ env: { INDEX_MAX_QUEUED_PER_USER: '100000' } });
   }, 120_000);
 
   afterAll(async () => {
