@@ -221,6 +221,9 @@ describe('account page (dist/public of the built server) in a real browser', () 
     // The message is seen where the user is: on a short window, scrolled down to the curl example, it sits
     // inside the viewport (the status region used to stay at the top of the page, scrolled out of view).
     await page.setViewportSize({ width: 1360, height: 500 });
+    // The first "Copied" is still shown: empty the region so the wait below sees the second click's message, not the
+    // first one in the moment before the page clears and re-announces it.
+    await page.evaluate("document.getElementById('status').textContent = ''");
     await page.getByRole('button', { name: 'Copy curl example' }).click();
     await page.locator('#status', { hasText: 'Copied' }).waitFor();
     expect(await page.evaluate<number>('window.scrollY')).toBeGreaterThan(200);
