@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { proseText } from './document-builders.js';
-import { jsonOrUndefined, listeningPort, percentile } from './load-scenario.js';
+import { http, listeningPort, percentile, type Answer } from './load-scenario.js';
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -37,26 +37,6 @@ const BULK_RUNS = 20;
 const BULK_UPLOADS = Number(process.env.BENCH_BULK_UPLOADS ?? 1);
 /** BENCH_FINISH=0: stop after the small user's rounds instead of waiting for the bulk user's work to finish. */
 const FINISH = process.env.BENCH_FINISH !== '0';
-
-interface Answer {
-  status: number;
-  json: any;
-  text: string;
-}
-
-async function http(baseUrl: string, method: string, path: string, token?: string, body?: unknown): Promise<Answer> {
-  const headers: Record<string, string> = {};
-  if (token) headers.authorization = `Bearer ${token}`;
-  let payload: FormData | string | undefined;
-  if (body instanceof FormData) payload = body;
-  else if (body !== undefined) {
-    headers['content-type'] = 'application/json';
-    payload = JSON.stringify(body);
-  }
-  const response = await fetch(baseUrl + path, { method, headers, body: payload });
-  const text = await response.text();
-  return { status: response.status, json: jsonOrUndefined(text), text };
-}
 
 async function ok(what: string, answer: Promise<Answer>): Promise<any> {
   const res = await answer;

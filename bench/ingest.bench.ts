@@ -34,7 +34,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { docxOf, pdfWithPages, proseText } from './document-builders.js';
-import { jsonOrUndefined, listeningPort, percentile } from './load-scenario.js';
+import { http, listeningPort, percentile, type Answer } from './load-scenario.js';
 import { nodeFlagsSource, productionNodeFlags } from './production-node-flags.js';
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -49,26 +49,6 @@ const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const LOOP_DELAY = process.env.BENCH_LOOP_DELAY === '1';
 const TRACE = process.env.BENCH_TRACE === '1';
 const MB = 1000 * 1000;
-
-interface Answer {
-  status: number;
-  json: any;
-  text: string;
-}
-
-async function http(baseUrl: string, method: string, path: string, token?: string, body?: unknown): Promise<Answer> {
-  const headers: Record<string, string> = {};
-  if (token) headers.authorization = `Bearer ${token}`;
-  let payload: FormData | string | undefined;
-  if (body instanceof FormData) payload = body;
-  else if (body !== undefined) {
-    headers['content-type'] = 'application/json';
-    payload = JSON.stringify(body);
-  }
-  const response = await fetch(baseUrl + path, { method, headers, body: payload });
-  const text = await response.text();
-  return { status: response.status, json: jsonOrUndefined(text), text };
-}
 
 async function ok(what: string, answer: Promise<Answer>): Promise<any> {
   const res = await answer;

@@ -66,6 +66,28 @@ async function postJson(baseUrl: string, path: string, body: unknown, token?: st
   return { status: response.status, text, json: jsonOrUndefined(text), headers: response.headers };
 }
 
+/** An answer of the server under test: status, text, and the parsed body when it is JSON. */
+export interface Answer {
+  status: number;
+  json: any;
+  text: string;
+}
+
+/** One request to the server under test: a JSON body, or a multipart form as it is; a bearer token when given. */
+export async function http(baseUrl: string, method: string, path: string, token?: string, body?: unknown): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  let payload: FormData | string | undefined;
+  if (body instanceof FormData) payload = body;
+  else if (body !== undefined) {
+    headers['content-type'] = 'application/json';
+    payload = JSON.stringify(body);
+  }
+  const response = await fetch(baseUrl + path, { method, headers, body: payload });
+  const text = await response.text();
+  return { status: response.status, json: jsonOrUndefined(text), text };
+}
+
 /** The port a started `node dist/src/main.js` logs in its "listening" line. */
 export function listeningPort(child: ChildProcess): Promise<number> {
   return new Promise<number>((resolve, reject) => {
