@@ -4,8 +4,9 @@
  *   composition roots  src/main.ts, worker.ts, app.module.ts, app.factory.ts, healthcheck.ts, src/openapi/
  *   doors              every *.controller.ts, and the tool doors in src/modules/tools (JSON and MCP)
  *   features           src/modules/*, in tiers, lowest first:
- *                        auth < audit < api-keys < oauth < tools (the registry) < the domain features
- *                        (projects, documents, tasks, rag, github, agent, health)
+ *                        tool-kit (what every feature imports to declare tools, and the scope catalog)
+ *                        < auth < audit < api-keys < oauth < tools (the registry's doors and ToolsService)
+ *                        < the domain features (projects, documents, tasks, rag, github, agent, health)
  *   platform           src/common, src/config, src/database, src/queue
  *
  * A layer imports only layers below it, a feature tier only tiers below it (or itself), and only a module file
@@ -14,7 +15,7 @@
  */
 
 /** Feature tiers, lowest first; a module not named here is a domain feature (the top tier). */
-const TIERS = [['auth'], ['audit'], ['api-keys'], ['oauth'], ['tools']];
+const TIERS = [['tool-kit'], ['auth'], ['audit'], ['api-keys'], ['oauth'], ['tools']];
 
 /** Doors: the HTTP entry points. The tool doors are the JSON and MCP controllers and what only they use. */
 const DOOR = '^src/(modules/[^/]+/.+\\.controller\\.ts|modules/tools/(mcp-[^/]+|scope\\.guard|tool-call-body|mcp\\.schemas)\\.ts)$';

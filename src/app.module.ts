@@ -10,7 +10,7 @@ import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { AgentModule } from './modules/agent/agent.module.js';
 import { ApiKeysModule } from './modules/api-keys/api-keys.module.js';
-import { ScopeCatalogModule } from './modules/api-keys/scope-catalog.js';
+import { ScopeCatalogModule } from './modules/tool-kit/scope-catalog.js';
 import { AuditModule } from './modules/audit/audit.module.js';
 import { AuthModule } from './modules/auth/auth.module.js';
 import { BackendAuthGuard } from './modules/auth/guards/backend-auth.guard.js';

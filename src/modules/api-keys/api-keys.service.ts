@@ -15,7 +15,7 @@ import { ApiKeyCallCounterService } from './api-key-call-counter.service.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
 import type { CreateApiKeyDto } from './dto/create-api-key.dto.js';
 import { isUuid } from '../../common/validation/uuid.js';
-import { ScopeCatalog } from './scope-catalog.js';
+import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
 import { toToolCredentialView, type ToolCredentialView } from './tool-credential-view.js';
 import { ToolCredentialsRepository, type ToolCredentialAuthorisation } from './tool-credentials.repository.js';
 import { VerifiedKeyCache } from './verified-key-cache.js';

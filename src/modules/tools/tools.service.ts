@@ -1,15 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
-import { ScopeCatalog } from '../api-keys/scope-catalog.js';
+import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { newAuditEntry, type AuditActor, type AuditEntry } from '../audit/audit-entry.js';
 import { toAppException } from '../../common/errors/to-app-exception.js';
 import { AuditService } from '../audit/audit.service.js';
 import { redactJsonText, redactValue } from '../../common/secrets/secret-redactor.js';
-import { ToolList, type RegisteredTool } from './tool-definition.js';
-import { auditedArguments, describeParameters, parametersJsonSchema, validateArguments, type JsonSchema, type ParamDescriptor } from './tool-parameters.js';
-import { ToolRegistry } from './tool-registry.js';
+import { ToolList, type RegisteredTool } from '../tool-kit/tool-definition.js';
+import { auditedArguments, describeParameters, parametersJsonSchema, validateArguments, type JsonSchema, type ParamDescriptor } from '../tool-kit/tool-parameters.js';
+import { ToolRegistry } from '../tool-kit/tool-registry.js';
 
 /** Area A descriptor (seed style). */
 export interface ToolDescriptor {
