@@ -1,3 +1,5 @@
+import { auditActorOf } from '../audit/audit-entry.js';
+import { AgentRunCredential } from './agent-run.credential.js';
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
@@ -66,6 +68,7 @@ export class AgentRunner implements OnModuleDestroy {
     private readonly repository: AgentRunsRepository,
     private readonly claims: ClaimableJobsService,
     private readonly tools: ToolsService,
+    private readonly runCredential: AgentRunCredential,
     private readonly projects: ProjectsService,
     @Inject(LLM_CLIENT) private readonly llm: LlmClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -282,7 +285,7 @@ export class AgentRunner implements OnModuleDestroy {
     try {
       const outcome = await observeToolCall({ door: 'agent', tool, statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined) }, () =>
         withTimeout(
-          this.tools.call(call.name, args as Record<string, unknown>, actor, scope.scopes, { userId: scope.actor.userId, via: 'agent_run', credentialId: null, runId: scope.runId }),
+          this.tools.call(call.name, args as Record<string, unknown>, actor, scope.scopes, auditActorOf(this.runCredential.callerFor(scope.runId, scope.actor, scope.scopes))),
           this.config.agent.stepTimeoutMs,
         ),
       );

@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import { attachCallerClient } from '../../common/auth/caller.js';
 
 /** The MCP client behind a request, as it named itself in `initialize` (clientInfo): for attribution (usage, audit). */
 export interface McpClientInfo {
@@ -21,8 +22,11 @@ export function mcpClientOf(request: Request): McpClientInfo | undefined {
   return (request as ClientRequest)[MCP_CLIENT];
 }
 
+/** Also names the client on the request's caller, which is where the audit log reads it. */
 export function setMcpClient(request: Request, client: McpClientInfo | undefined): void {
-  if (client) (request as ClientRequest)[MCP_CLIENT] = client;
+  if (!client) return;
+  (request as ClientRequest)[MCP_CLIENT] = client;
+  attachCallerClient(request, client);
 }
 
 /** A clientInfo object as sent (untrusted): name and version as bounded strings, or undefined if there is no name. */
