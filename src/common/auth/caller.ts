@@ -1,3 +1,4 @@
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
 import type { Actor } from './actor.js';
 
@@ -54,3 +55,10 @@ export function attachCallerClient(request: Request, client: CallerClient): void
   const caller = callerOf(request);
   if (caller) attachCaller(request, { ...caller, client });
 }
+
+/** The caller the route's auth guard attached; fails closed on a route nobody authenticated. */
+export const CurrentCaller = createParamDecorator((_data: unknown, context: ExecutionContext): Caller => {
+  const caller = callerOf(context.switchToHttp().getRequest<Request>());
+  if (!caller) throw new Error('CurrentCaller() used on a route without an auth guard');
+  return caller;
+});

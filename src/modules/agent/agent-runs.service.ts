@@ -7,7 +7,7 @@ import { isProjectAllowed, mayDecideAgentRun, AGENT_RUN_DECIDER_ROLE } from '../
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import type { ProjectRole } from '../../common/access/project-roles.js';
 import { AuditService } from '../audit/audit.service.js';
-import type { Principal } from '../auth/principal.js';
+import type { Caller } from '../../common/auth/caller.js';
 import { type Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
@@ -45,11 +45,9 @@ export interface ApprovalInput {
 /** Retry-After of the per-user run cap: about one step of a run. */
 const CAP_RETRY_AFTER_SECONDS = 10;
 
-/** The credential deciding about a run's work, as steps and the audit log name it. */
-export function deciderOf(principal: Principal): StepDecider {
-  return principal.kind === 'project-token'
-    ? { userId: principal.userId, via: 'project_token', credentialId: principal.tokenId }
-    : { userId: principal.userId, via: 'user_token', credentialId: null };
+/** The credential deciding about a run's work, as steps and the audit log name it (its kind's `via` and id). */
+export function deciderOf(caller: Caller): StepDecider {
+  return { userId: caller.userId, via: caller.via as StepDecider['via'], credentialId: caller.credentialId };
 }
 
 /** How long POST cancel waits for a running run to stop before answering. */
