@@ -111,7 +111,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       }
     }
     if (input.webhookUrl !== undefined) await assertWebhookUrl(input.webhookUrl, this.config.agent.webhookAllowPrivate);
-    return { input, allowlist, scopes: role === 'viewer' ? this.tools.readScopes() : this.tools.allScopes() };
+    return { input, allowlist, scopes: this.tools.scopesForRole(role) };
   }
 
   /**
@@ -214,7 +214,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     if (input.decision === 'approve') {
       const edited = input.arguments !== undefined;
       // 400/403 as any call would be, under the scopes both the run and the approver's role hold.
-      const approverScopes = role === 'viewer' ? this.tools.readScopes() : this.tools.allScopes();
+      const approverScopes = this.tools.scopesForRole(role);
       if (edited) this.tools.prepare(waiting.tool ?? '', input.arguments, run.scopes.filter((scope) => approverScopes.includes(scope)));
       step = {
         ...waiting,
