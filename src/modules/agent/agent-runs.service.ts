@@ -3,7 +3,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import type { Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isProjectAllowed, mayDecideAgentRun, AGENT_RUN_DECIDER_ROLE } from '../../common/access/access-rules.js';
+import { mayDecideAgentRun, AGENT_RUN_DECIDER_ROLE } from '../../common/access/access-rules.js';
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import type { ProjectRole } from '../../common/access/project-roles.js';
 import { AuditService } from '../audit/audit.service.js';
@@ -308,8 +308,8 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
 
   private async findOwn(actor: Actor, jobId: string): Promise<AgentRun> {
     if (!isUuid(jobId)) throw AppException.notFound('Agent run');
-    const run = await this.repository.findById(jobId);
-    if (!run || run.userId !== actor.userId || !isProjectAllowed(actor, run.projectId)) throw AppException.notFound('Agent run');
+    const run = await this.repository.findVisible(actor, jobId);
+    if (!run) throw AppException.notFound('Agent run');
     return run;
   }
 }

@@ -268,13 +268,12 @@ export class DocumentsService {
     return document;
   }
 
+  /** Forbidden unless editableDocument holds for a document the actor sees; the message says which half of the rule failed. */
   private async assertMayChange(actor: Actor, document: Document): Promise<void> {
-    if (document.authorId !== actor.userId) throw AppException.forbidden('Only the author may change or delete this document');
-    if (document.projectId === null) return;
-    const role = await this.projects.roleOf(actor, document.projectId);
-    if (role === null || role === 'viewer') {
-      throw AppException.forbidden('Changing a document needs the editor role in its project');
-    }
+    if (await this.documents.isEditable(actor, document.id)) return;
+    throw AppException.forbidden(
+      document.authorId !== actor.userId ? 'Only the author may change or delete this document' : 'Changing a document needs the editor role in its project',
+    );
   }
 
   private async assertNotDuplicate(authorId: string, projectId: string, sha256: string): Promise<void> {
