@@ -159,7 +159,7 @@ export class AgentRunner implements OnModuleDestroy {
     const actor: Actor = { ...run.actor };
     const role = await this.projects.roleOf(actor, run.projectId);
     if (role === null) return null;
-    const roleScopes = role === 'viewer' ? this.tools.readScopes() : this.tools.allScopes();
+    const roleScopes = this.tools.scopesForRole(role);
     const scopes = run.scopes.filter((scope) => roleScopes.includes(scope));
     const offered = this.tools
       .toolsFor(scopes)

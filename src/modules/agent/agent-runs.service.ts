@@ -3,7 +3,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import type { Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isProjectAllowed, mayDecideAgentRun, AGENT_RUN_DECIDER_ROLE } from '../../common/access/access-rules.js';
+import { mayDecideAgentRun, AGENT_RUN_DECIDER_ROLE } from '../../common/access/access-rules.js';
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import type { ProjectRole } from '../../common/access/project-roles.js';
 import { AuditService } from '../audit/audit.service.js';
@@ -109,7 +109,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       }
     }
     if (input.webhookUrl !== undefined) await assertWebhookUrl(input.webhookUrl, this.config.agent.webhookAllowPrivate);
-    return { input, allowlist, scopes: role === 'viewer' ? this.tools.readScopes() : this.tools.allScopes() };
+    return { input, allowlist, scopes: this.tools.scopesForRole(role) };
   }
 
   /**
@@ -212,7 +212,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     if (input.decision === 'approve') {
       const edited = input.arguments !== undefined;
       // 400/403 as any call would be, under the scopes both the run and the approver's role hold.
-      const approverScopes = role === 'viewer' ? this.tools.readScopes() : this.tools.allScopes();
+      const approverScopes = this.tools.scopesForRole(role);
       if (edited) this.tools.prepare(waiting.tool ?? '', input.arguments, run.scopes.filter((scope) => approverScopes.includes(scope)));
       step = {
         ...waiting,
@@ -306,8 +306,8 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
 
   private async findOwn(actor: Actor, jobId: string): Promise<AgentRun> {
     if (!isUuid(jobId)) throw AppException.notFound('Agent run');
-    const run = await this.repository.findById(jobId);
-    if (!run || run.userId !== actor.userId || !isProjectAllowed(actor, run.projectId)) throw AppException.notFound('Agent run');
+    const run = await this.repository.findVisible(actor, jobId);
+    if (!run) throw AppException.notFound('Agent run');
     return run;
   }
 }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
+import type { ProjectRole } from '../../common/access/project-roles.js';
 import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
@@ -82,14 +83,12 @@ export class ToolsService {
     return [INSTRUCTIONS_LEAD, ...this.registry.instructionsFor(this.toolsFor(scopes))].join(' ');
   }
 
-  /** Every scope, in catalog order (what a project editor's agent run may use). */
-  allScopes(): string[] {
-    return this.scopes.names();
-  }
-
-  /** The read scopes (what a project viewer's agent run may use). */
-  readScopes(): string[] {
-    return this.scopes.readNames();
+  /**
+   * The one project role → scopes rule: what an agent run of a member with this role may use (creating, running
+   * and approving a run all narrow by it). A viewer gets the read scopes, an editor or owner every scope.
+   */
+  scopesForRole(role: ProjectRole): string[] {
+    return role === 'viewer' ? this.scopes.readNames() : this.scopes.names();
   }
 
   find(name: string): RegisteredTool | undefined {
