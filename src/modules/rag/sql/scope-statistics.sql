@@ -67,7 +67,7 @@ END $$;
 
 DROP TRIGGER IF EXISTS rag_chunk_stamp_scope ON document_chunks;
 CREATE TRIGGER rag_chunk_stamp_scope BEFORE INSERT ON document_chunks
-  FOR EACH ROW EXECUTE FUNCTION rag_chunk_stamp_scope();
+  FOR EACH ROW WHEN (NEW.stat_scope IS NULL) EXECUTE FUNCTION rag_chunk_stamp_scope();
 DROP TRIGGER IF EXISTS rag_chunks_added ON document_chunks;
 CREATE TRIGGER rag_chunks_added AFTER INSERT ON document_chunks REFERENCING NEW TABLE AS added
   FOR EACH STATEMENT EXECUTE FUNCTION rag_scope_statistics_apply();
