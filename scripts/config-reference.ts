@@ -99,7 +99,7 @@ const DESCRIPTIONS: Record<string, Description> = {
   RATE_LIMIT_USER_TOOLS_PER_MIN: {
     group: 'Limits',
     text: 'tool API calls per user per minute across all their API keys and OAuth grants (429 `rate_limited`); see [Fair shares and limits](operations.md#fair-shares-and-limits)',
-    default: 'twice `RATE_LIMIT_KEY_PER_MIN`',
+    default: '`RATE_LIMIT_KEY_PER_MIN` (300): one key\'s budget, so more keys buy no more calls',
   },
   MAX_CREDENTIALS_PER_USER: { group: 'Limits', text: 'active API keys and OAuth grants per user; creating a key beyond is 409 `CONFLICT`' },
   RATE_LIMIT_LOGIN_PER_15_MIN: { group: 'Limits', text: 'login attempts per IP + email' },
