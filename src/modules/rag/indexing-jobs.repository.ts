@@ -20,7 +20,7 @@ export interface IndexingJob {
   errors: { documentId: string; message: string }[];
   /** Claims so far; each run writes only while its own claim is the latest (see IndexingJobRunner). */
   attempts: number;
-  /** Claims handed back on purpose after a slice of work (not interruptions). */
+  /** Claims handed back on purpose, after a slice of work or by a draining worker (not interruptions). */
   slices: number;
   currentDocumentId: string | null;
   currentChunksDone: number;
