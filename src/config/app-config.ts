@@ -191,7 +191,7 @@ export interface AppConfig {
     webhookMaxAttempts: number;
     /** WEBHOOK_TIMEOUT_MS: one delivery attempt's whole deadline (connection, request, status line), default 10 s. */
     webhookTimeoutMs: number;
-    /** WEBHOOK_MAX_IN_FLIGHT_PER_USER: one user's deliveries under way at once in a worker process (default 1). */
+    /** WEBHOOK_MAX_IN_FLIGHT_PER_USER: one user's deliveries under way at once across all worker processes (default 1). */
     webhookInFlightPerUser: number;
     /** AGENT_MAX_ACTIVE_PER_USER: a user's queued and running runs at most (default 20); beyond, 429 RATE_LIMITED. */
     maxActivePerUser: number;
