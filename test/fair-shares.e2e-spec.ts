@@ -288,6 +288,10 @@ describe('fair shares: per-user caps and budgets', () => {
     await upload(app, user, projectId, 'b.txt', 'second').expect(201);
     expectRateLimited(await upload(app, user, projectId, 'c.txt', 'third'));
     expectRateLimited(await app.http.post('/api/rag/ingest').set(bearer(user.token)).send({ projectId }));
+    // Area A: a document written by a tool is refused the same way, in the tool API's casing.
+    const { key } = await makeApiKey(app, user, { scopes: ['docs:write'] });
+    const refused = await callTool(app, key, 'create_document', { title: 'Over the cap', content: 'third', project_id: projectId });
+    expectRateLimited(refused, 'rate_limited');
   });
 
   it('MAX_CREDENTIALS_PER_USER: a key beyond the cap is 409 CONFLICT; revoking one makes room', async () => {
