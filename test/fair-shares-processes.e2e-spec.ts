@@ -84,7 +84,7 @@ describeOnSharedServices(`fair shares across worker processes (${process.env.TES
     const env = {
       NODE_ENV: 'test',
       DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: 'info',
       DATABASE_URL: database.url,
       DATABASE_POOL_SIZE: '5',
       ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),

@@ -42,7 +42,7 @@ describeOnSharedServices(`indexing resume after a crash (${process.env.TEST_REDI
     const env = {
       NODE_ENV: 'test',
       DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: 'info',
       DATABASE_URL: database.url,
       DATABASE_POOL_SIZE: '5',
       ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
