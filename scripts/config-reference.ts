@@ -99,7 +99,7 @@ const DESCRIPTIONS: Record<string, Description> = {
   RATE_LIMIT_USER_TOOLS_PER_MIN: {
     group: 'Limits',
     text: 'tool API calls per user per minute across all their API keys and OAuth grants (429 `rate_limited`); see [Fair shares and limits](operations.md#fair-shares-and-limits)',
-    default: 'twice `RATE_LIMIT_KEY_PER_MIN`',
+    default: '`RATE_LIMIT_KEY_PER_MIN` (300): one key\'s budget, so more keys buy no more calls',
   },
   MAX_CREDENTIALS_PER_USER: { group: 'Limits', text: 'active API keys and OAuth grants per user; creating a key beyond is 409 `CONFLICT`' },
   RATE_LIMIT_LOGIN_PER_15_MIN: { group: 'Limits', text: 'login attempts per IP + email' },
@@ -190,7 +190,7 @@ const DESCRIPTIONS: Record<string, Description> = {
   WEBHOOK_RETRY_BASE_MS: { group: 'Agent runs and webhooks', text: 'first retry delay of a failed webhook delivery, doubling each time' },
   WEBHOOK_MAX_ATTEMPTS: { group: 'Agent runs and webhooks', text: 'delivery attempts of a webhook (with the defaults the last is about 22 h after the first)' },
   WEBHOOK_TIMEOUT_MS: { group: 'Agent runs and webhooks', text: "one delivery attempt's whole deadline (connection, request, status line; not an idle timeout); the answer's body is never read" },
-  WEBHOOK_MAX_IN_FLIGHT_PER_USER: { group: 'Agent runs and webhooks', text: "one user's webhook deliveries under way at once per worker process; the user's further deliveries wait their turn, not an attempt" },
+  WEBHOOK_MAX_IN_FLIGHT_PER_USER: { group: 'Agent runs and webhooks', text: "one user's webhook deliveries under way at once across all worker processes (leases in Redis, else in PostgreSQL); the user's further deliveries wait their turn, not an attempt" },
   AGENT_MAX_ACTIVE_PER_USER: { group: 'Agent runs and webhooks', text: "a user's queued + running runs; beyond, starting a run is 429 `RATE_LIMITED` with `Retry-After`" },
   AGENT_MAX_STREAMS_PER_USER: { group: 'Agent runs and webhooks', text: "a user's open run streams (across instances with Redis, else per process); beyond, 429 `RATE_LIMITED`" },
   GITHUB_API_URL: { group: 'GitHub', text: 'GitHub or GitHub Enterprise Server REST root', default: '`https://api.github.com`' },

@@ -315,6 +315,10 @@ describe('fair shares: per-user caps and budgets', () => {
     await upload(app, user, projectId, 'b.txt', 'second').expect(201);
     expectRateLimited(await upload(app, user, projectId, 'c.txt', 'third'));
     expectRateLimited(await app.http.post('/api/rag/ingest').set(bearer(user.token)).send({ projectId }));
+    // Area A: a document written by a tool is refused the same way, in the tool API's casing.
+    const { key } = await makeApiKey(app, user, { scopes: ['docs:write'] });
+    const refused = await callTool(app, key, 'create_document', { title: 'Over the cap', content: 'third', project_id: projectId });
+    expectRateLimited(refused, 'rate_limited');
   });
 
   it('MAX_CREDENTIALS_PER_USER: a key beyond the cap is 409 CONFLICT; revoking one makes room', async () => {
@@ -376,4 +380,63 @@ describe('fair shares: per-user caps and budgets', () => {
     }, { timeoutMs: 10_000, intervalMs: 100 });
     again.destroy();
   }, 30_000);
+});
+
+describe('fair shares: the default per-user tool budget', () => {
+  const MCP_PATH = '/api/v1/public/mcp';
+  let app: TestApp;
+
+  beforeAll(async () => {
+    // No limit set: RATE_LIMIT_KEY_PER_MIN and RATE_LIMIT_USER_TOOLS_PER_MIN as a deployment gets them.
+    app = await startTestApp();
+  }, 120_000);
+
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('320 Area A calls on two keys of one user within a minute: 429 rate_limited on the JSON door, an in-band isError on MCP', async () => {
+    expect(app.config.limits).toMatchObject({ keyCallsPerMinute: 300, userToolCallsPerMinute: 300 });
+    const user = await makeUser(app);
+    const one = await makeApiKey(app, user, { scopes: ['tasks:read'] });
+    const two = await makeApiKey(app, user, { scopes: ['tasks:read'] });
+    const mcpCall = (key: string, id: number) =>
+      app.http
+        .post(MCP_PATH)
+        .set('Accept', 'application/json, text/event-stream')
+        .set(bearer(key))
+        .send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'list_tasks', arguments: {} } });
+
+    const call = async (i: number): Promise<string> => {
+      if (i % 2 === 0) {
+        const res = await callTool(app, one.key, 'list_tasks', {});
+        if (res.status === 200) return 'ok';
+        expect(res.status).toBe(429);
+        expect(res.body.error).toMatchObject({ code: 'rate_limited', details: { retry_after_seconds: expect.any(Number) } });
+        expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+        return 'json-429';
+      }
+      const res = await mcpCall(two.key, i).expect(200);
+      if (!res.body.result.isError) return 'ok';
+      expect(res.body.result.structuredContent.error).toMatchObject({ code: 'rate_limited', details: { retry_after_seconds: expect.any(Number) } });
+      return 'mcp-isError';
+    };
+
+    const started = performance.now();
+    const outcomes: string[] = [];
+    // Alternating keys and doors: key one on the JSON door, key two on MCP, 160 calls each (neither key near its own
+    // 300). The first 300 ten at a time, the last 20 one by one, so the order of the refusals is known.
+    for (let i = 0; i < 300; i += 10) outcomes.push(...(await Promise.all(Array.from({ length: 10 }, (_, j) => call(i + j)))));
+    for (let i = 300; i < 320; i += 1) outcomes.push(await call(i));
+    const elapsedMs = performance.now() - started;
+    expect(elapsedMs).toBeLessThan(60_000);
+    // The first 300 pass, the user's budget; the other 20 are refused on both doors alike.
+    expect(outcomes.slice(0, 300).every((outcome) => outcome === 'ok')).toBe(true);
+    expect(outcomes.slice(300)).toEqual(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? 'json-429' : 'mcp-isError')));
+    // eslint-disable-next-line no-console
+    console.log(`320 tool calls on two keys of one user: ${Math.round(elapsedMs)} ms, refused from call ${outcomes.indexOf('json-429') + 1}`);
+    // Another user's key still has its whole budget.
+    const stranger = await makeUser(app);
+    await callTool(app, (await makeApiKey(app, stranger, { scopes: ['tasks:read'] })).key, 'list_tasks', {}).expect(200);
+  }, 90_000);
 });

@@ -7,7 +7,8 @@ describe('Area A per-key rate limit', () => {
   let app: TestApp;
 
   beforeAll(async () => {
-    app = await startTestApp({ env: { RATE_LIMIT_KEY_PER_MIN: '3' } });
+    // The per-user budget (one key's by default) is tried in fair-shares.e2e-spec.ts; here only the keys' own limits.
+    app = await startTestApp({ env: { RATE_LIMIT_KEY_PER_MIN: '3', RATE_LIMIT_USER_TOOLS_PER_MIN: '100000' } });
   }, 180_000);
   afterAll(async () => {
     await app.close();

@@ -57,7 +57,7 @@ export interface AppConfig {
     jsonBodyBytes: number;
     uploadMaxBytes: number;
     keyCallsPerMinute: number;
-    /** RATE_LIMIT_USER_TOOLS_PER_MIN: Area A calls per user across all their keys and OAuth grants (default twice RATE_LIMIT_KEY_PER_MIN). */
+    /** RATE_LIMIT_USER_TOOLS_PER_MIN: Area A calls per user across all their keys and OAuth grants (default RATE_LIMIT_KEY_PER_MIN). */
     userToolCallsPerMinute: number;
     /** MAX_CREDENTIALS_PER_USER: active API keys and OAuth grants per user (default 50); a new key beyond is 409 CONFLICT. */
     credentialsPerUser: number;
@@ -191,7 +191,7 @@ export interface AppConfig {
     webhookMaxAttempts: number;
     /** WEBHOOK_TIMEOUT_MS: one delivery attempt's whole deadline (connection, request, status line), default 10 s. */
     webhookTimeoutMs: number;
-    /** WEBHOOK_MAX_IN_FLIGHT_PER_USER: one user's deliveries under way at once in a worker process (default 1). */
+    /** WEBHOOK_MAX_IN_FLIGHT_PER_USER: one user's deliveries under way at once across all worker processes (default 1). */
     webhookInFlightPerUser: number;
     /** AGENT_MAX_ACTIVE_PER_USER: a user's queued and running runs at most (default 20); beyond, 429 RATE_LIMITED. */
     maxActivePerUser: number;
@@ -272,8 +272,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jsonBodyBytes: read.int('JSON_BODY_MAX_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
       uploadMaxBytes: read.int('UPLOAD_MAX_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       keyCallsPerMinute: read.int('RATE_LIMIT_KEY_PER_MIN', 300, 1, 1_000_000),
-      // Twice one key's budget unless set: two keys of a user (a laptop and CI) can each use most of theirs.
-      userToolCallsPerMinute: read.int('RATE_LIMIT_USER_TOOLS_PER_MIN', 2 * read.int('RATE_LIMIT_KEY_PER_MIN', 300, 1, 1_000_000), 1, 10_000_000),
+      // One key's budget unless set: a user's credentials share one rate, so creating more keys never buys more calls.
+      userToolCallsPerMinute: read.int('RATE_LIMIT_USER_TOOLS_PER_MIN', read.int('RATE_LIMIT_KEY_PER_MIN', 300, 1, 1_000_000), 1, 10_000_000),
       credentialsPerUser: read.int('MAX_CREDENTIALS_PER_USER', 50, 1, 100_000),
       areaBCallsPerMinute: read.int('RATE_LIMIT_USER_PER_MIN', 600, 1, 1_000_000),
       loginAttemptsPer15Min: read.int('RATE_LIMIT_LOGIN_PER_15_MIN', 10, 1, 100_000),

@@ -353,6 +353,12 @@ export interface RagScopeStats {
   total_tokens: Int8;
 }
 
+export interface SlotLeases {
+  expires_at: Timestamp;
+  key: string;
+  member: string;
+}
+
 export interface Tasks {
   assignee_id: string | null;
   created_at: Generated<Timestamp>;
@@ -406,6 +412,7 @@ export interface DB {
   rag_scope_lexicon: RagScopeLexicon;
   rag_scopes: RagScopes;
   rag_scope_stats: RagScopeStats;
+  slot_leases: SlotLeases;
   tasks: Tasks;
   users: Users;
 }

@@ -25,7 +25,7 @@ export interface ClaimableTable<T extends ClaimableTableName = ClaimableTableNam
   /** Whose job it is (fair shares between users: claimNext), and the project it belongs to (shares within a user). */
   owner: 'user_id' | 'created_by';
   project: 'project_id';
-  /** A column counting claims handed back on purpose (a slice that yielded): they are not interruptions, so `StaleJob.attempts` leaves them out. */
+  /** A column counting claims handed back on purpose (a slice that yielded, a drain): they are not interruptions, so `StaleJob.attempts` leaves them out. */
   handBacks?: 'slices';
 }
 
@@ -158,10 +158,23 @@ export class ClaimableJobsRepository {
     return { held: rows.length > 0, cancelRequested: rows[0]?.cancel_requested === true };
   }
 
-  /** Hands the claim back without finishing the job (no heartbeat), so the next worker takes it over at once. */
-  async release(claim: Claim, executor: DbExecutor = this.db): Promise<void> {
-    const clearToken = claim.table.fencedBy === 'claim_token' ? sql`, claim_token = NULL` : sql``;
-    await sql`UPDATE ${sql.table(claim.table.table)} SET heartbeat_at = NULL${clearToken} WHERE ${claimedBy(claim)}`.execute(executor);
+  /**
+   * Hands the claim back without finishing the job (no heartbeat), so the next worker takes it over at once.
+   * `planned` (a drain, a slice's end): the claim is not an interruption, so it does not count towards giving the job
+   * up: counted in `handBacks` where the table has one, else its claim number is given back (only where a fresh
+   * `claim_token` fences the writes, so a number coming round again fences nothing).
+   */
+  async release(claim: Claim, planned = false, executor: DbExecutor = this.db): Promise<void> {
+    const spec = claim.table;
+    const clearToken = spec.fencedBy === 'claim_token' ? sql`, claim_token = NULL` : sql``;
+    const notCounted = !planned
+      ? sql``
+      : spec.handBacks
+        ? sql`, ${sql.ref(spec.handBacks)} = ${sql.ref(spec.handBacks)} + 1`
+        : spec.fencedBy === 'claim_token'
+          ? sql`, attempts = greatest(attempts - 1, 0)`
+          : sql``;
+    await sql`UPDATE ${sql.table(spec.table)} SET heartbeat_at = NULL${clearToken}${notCounted} WHERE ${claimedBy(claim)}`.execute(executor);
   }
 
   /** Rows the recovery sweep looks at, oldest first. */

@@ -140,9 +140,12 @@ export class ClaimableJobsService {
     return (await this.repository.state(claim)).held;
   }
 
-  /** Hands the claim back (see ClaimableJobsRepository.release) and logs `released`, with the progress kept when given. */
+  /**
+   * Hands the claim back (see ClaimableJobsRepository.release) and logs `released`, with the progress kept when given.
+   * Only an attempt that failed (`error`) counts as an interruption; a drain or a slice's end does not.
+   */
   async release(claim: Claim, reason: ReleaseReason, fields: Record<string, unknown> = {}): Promise<void> {
-    await this.repository.release(claim);
+    await this.repository.release(claim, reason !== 'error');
     this.transition(claim, 'released', { reason, ...fields });
   }
 

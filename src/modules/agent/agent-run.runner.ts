@@ -314,8 +314,11 @@ function abortable<T>(work: Promise<T>, run: AbortSignal, step: AbortSignal): Pr
   return new Promise<T>((resolve, reject) => {
     const onRun = () => reject(run.reason);
     const onStep = () => reject(new StepTimeout());
-    if (run.aborted) return onRun();
-    if (step.aborted) return onStep();
+    if (run.aborted || step.aborted) {
+      // Aborted before it began (a drain that started as the run was claimed): the client rejects with the same reason, unheard.
+      work.catch(() => undefined);
+      return run.aborted ? onRun() : onStep();
+    }
     run.addEventListener('abort', onRun, { once: true });
     step.addEventListener('abort', onStep, { once: true });
     work.then(resolve, (error: unknown) => (run.aborted ? reject(run.reason) : step.aborted ? reject(new StepTimeout()) : reject(error))).finally(() => {

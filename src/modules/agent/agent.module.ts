@@ -2,6 +2,7 @@ import { BullModule } from '@nestjs/bullmq';
 import { DynamicModule, Module, type Provider } from '@nestjs/common';
 import { AgentRunCredential } from './agent-run.credential.js';
 import { IdempotencyModule } from '../../common/idempotency/idempotency.module.js';
+import { LeasesModule } from '../../common/leases/leases.module.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ProjectsModule } from '../projects/projects.module.js';
@@ -53,7 +54,7 @@ export class AgentModule {
     if (config.role !== 'api') providers.push(AgentRunProcessor, AgentWebhookProcessor);
     return {
       module: AgentModule,
-      imports: [BullModule.registerQueue({ name: AGENT_RUNS_QUEUE }), BullModule.registerQueue({ name: AGENT_WEBHOOKS_QUEUE }), ProjectsModule, ToolsModule, IdempotencyModule, AuthModule],
+      imports: [BullModule.registerQueue({ name: AGENT_RUNS_QUEUE }), BullModule.registerQueue({ name: AGENT_WEBHOOKS_QUEUE }), ProjectsModule, ToolsModule, IdempotencyModule, LeasesModule, AuthModule],
       controllers: [AgentController],
       providers,
     };

@@ -17,7 +17,7 @@ import { IndexingJobsRepository, toIndexingJob, type IndexingJob } from './index
 import { WorkerDrain, WorkerDraining } from '../../queue/worker-drain.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
 
-/** Claims of a job that were interrupted (its worker died or failed) before it is failed with its unfinished documents. */
+/** Claims of a job that were interrupted (its worker died or failed; not a drain) before it is failed with its unfinished documents. */
 export const MAX_JOB_CLAIMS = 5;
 
 const YIELDED = Symbol('yielded');
@@ -179,7 +179,7 @@ export class IndexingJobRunner {
         return 'released';
       }
       const message = error instanceof Error ? error.message : String(error);
-      // Interruptions, not slices handed back on purpose, count towards giving up on a job.
+      // Interruptions, not claims handed back on purpose (slices, drains), count towards giving up on a job.
       if (job.attempts - job.slices >= MAX_JOB_CLAIMS) {
         await this.markFailed(job.id, message);
         return 'finished';

@@ -22,7 +22,7 @@ export interface IndexingJob {
   errors: { documentId: string; message: string }[];
   /** Claims so far; each run writes only while its own claim is the latest (see IndexingJobRunner). */
   attempts: number;
-  /** Claims handed back on purpose after a slice of work (not interruptions). */
+  /** Claims handed back on purpose, after a slice of work or by a draining worker (not interruptions). */
   slices: number;
   currentDocumentId: string | null;
   currentChunksDone: number;
@@ -168,14 +168,14 @@ export class IndexingJobsRepository {
     return result.numUpdatedRows > 0n;
   }
 
-  /** Whether an earlier slice of this job already wrote chunks of the document (a resumed reindex must not start it over). */
+  /**
+   * Whether an earlier claim of this job already cleared the document for a forced write (a resumed reindex must not
+   * start it over). The write records the document as current right after clearing it, before its first batch, so a
+   * claim lost between two progress records still resumes after the chunks it committed.
+   */
   async wasStarted(jobId: string, _claim: number, documentId: string): Promise<boolean> {
-    const row = await this.db
-      .selectFrom('indexing_jobs')
-      .select(['current_document_id', 'current_chunks_done'])
-      .where('id', '=', jobId)
-      .executeTakeFirst();
-    return row?.current_document_id === documentId && row.current_chunks_done > 0;
+    const row = await this.db.selectFrom('indexing_jobs').select('current_document_id').where('id', '=', jobId).executeTakeFirst();
+    return row?.current_document_id === documentId;
   }
 
   /** Finishes the run: `failed` when every document failed, else `succeeded`; null when the claim is no longer this run's. */

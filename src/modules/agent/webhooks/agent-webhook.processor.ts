@@ -1,6 +1,7 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
 import { DelayedError, type Job } from 'bullmq';
+import { SlotLeases } from '../../../common/leases/slot-leases.js';
 import type { AppConfig } from '../../../config/app-config.js';
 import { APP_CONFIG } from '../../../config/app-config.token.js';
 import { WORKER_DRAIN_DELAY_SECONDS, WORKER_RUN_RETRY_DELAY_MS } from '../../../queue/queue.constants.js';
@@ -21,38 +22,41 @@ const DRAIN_GRACE_MS = 2_000;
 
 /**
  * One webhook delivery attempt per job; the queue retries failures with exponential backoff. A user's deliveries
- * take at most WEBHOOK_MAX_IN_FLIGHT_PER_USER of this process's slots: an entry of a user already at that count
- * goes back to the queue for a second or two (not an attempt), so a slow or hostile receiver holds its owner's
- * deliveries only, and every other user's delivery finds a free slot.
+ * under way at once are at most WEBHOOK_MAX_IN_FLIGHT_PER_USER across every worker process (a lease per delivery,
+ * SlotLeases: in Redis with REDIS_URL, else in PostgreSQL): an entry of a user already at that count goes back to the
+ * queue for a second or two (not an attempt), so a slow or hostile receiver holds its owner's deliveries only, and
+ * every other user's delivery finds a free slot.
  */
 @Processor(AGENT_WEBHOOKS_QUEUE, { concurrency: DELIVERY_SLOTS, drainDelay: WORKER_DRAIN_DELAY_SECONDS, runRetryDelay: WORKER_RUN_RETRY_DELAY_MS })
 export class AgentWebhookProcessor extends WorkerHost {
-  private readonly inFlight = new Map<string, number>();
+  /** An attempt ends by its deadline (plus the drain's grace); a lease outlives it, so only a dead process's lapses. */
+  private readonly leaseMs: number;
 
   constructor(
     private readonly webhooks: AgentWebhooksService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly drain: WorkerDrain,
+    private readonly leases: SlotLeases,
   ) {
     super();
+    this.leaseMs = Math.max(30_000, 3 * config.agent.webhookTimeoutMs);
   }
 
   async process(job: Job<DeliveryJobData>, token?: string): Promise<void> {
     if (this.drain.draining) return handBack(job, token);
     const owner = job.data.userId ?? job.data.deliveryId;
-    const busy = this.inFlight.get(owner) ?? 0;
-    if (busy >= this.config.agent.webhookInFlightPerUser && token) {
+    const lease = token
+      ? await this.leases.acquire(`webhooks:${owner}`, { limit: this.config.agent.webhookInFlightPerUser, leaseMs: this.leaseMs, withoutRedis: 'database' })
+      : undefined;
+    if (lease === null) {
       const wait = Math.min(this.config.agent.webhookTimeoutMs, 1_000 + Math.floor(Math.random() * 1_000));
       await job.moveToDelayed(Date.now() + wait, token);
       throw new DelayedError();
     }
-    this.inFlight.set(owner, busy + 1);
     try {
       await this.deliverUnlessDrained(job, token);
     } finally {
-      const left = (this.inFlight.get(owner) ?? 1) - 1;
-      if (left > 0) this.inFlight.set(owner, left);
-      else this.inFlight.delete(owner);
+      await lease?.release();
     }
   }
 
