@@ -15,10 +15,16 @@ import { attachKeyCaller } from './key-caller.js';
 export const USAGE_TOOL = Symbol('atrium:usage-tool');
 /** Set by a door that reports failures in-band (MCP `isError` results answer HTTP 200): the status to log. */
 export const USAGE_STATUS = Symbol('atrium:usage-status');
-type UsageRequest = Request & { [USAGE_TOOL]?: string; [USAGE_STATUS]?: number; user?: ApiKeyPrincipal };
+/** Set by the MCP door: the client that made the call, as it named itself. */
+export const USAGE_CLIENT = Symbol('atrium:usage-client');
+type UsageRequest = Request & { [USAGE_TOOL]?: string; [USAGE_STATUS]?: number; [USAGE_CLIENT]?: { name: string; version: string }; user?: ApiKeyPrincipal };
 
 export function setUsageTool(request: Request, tool: string): void {
   (request as UsageRequest)[USAGE_TOOL] = tool;
+}
+
+export function setUsageClient(request: Request, client: { name: string; version: string }): void {
+  (request as UsageRequest)[USAGE_CLIENT] = client;
 }
 
 export function setUsageStatus(request: Request, status: number): void {
@@ -75,6 +81,8 @@ export class ApiKeyAuthGuard implements CanActivate {
         tool: request[USAGE_TOOL] ?? null,
         status: request[USAGE_STATUS] ?? response.statusCode,
         durationMs: performance.now() - started,
+        clientName: request[USAGE_CLIENT]?.name ?? null,
+        clientVersion: request[USAGE_CLIENT]?.version ?? null,
       });
     });
     return true;

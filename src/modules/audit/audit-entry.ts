@@ -35,6 +35,8 @@ export interface AuditActor {
   credentialId: string | null;
   /** The MCP client's clientInfo.name, or the OAuth client's name (filled in when written, from the grant). */
   clientName?: string;
+  /** The MCP client's clientInfo.version, when it named itself. */
+  clientVersion?: string;
   runId?: string;
 }
 

@@ -147,12 +147,12 @@ function auditActorOf(request: Request): AuditActor | undefined {
     case 'project-token':
       return { userId: principal.userId, via: 'project_token', credentialId: principal.tokenId };
     case 'api-key': {
-      const clientName = mcpClientOf(request)?.name;
+      const client = mcpClientOf(request);
       return {
         userId: principal.userId,
         via: principal.credential === 'api-key' ? 'api_key' : 'oauth',
         credentialId: principal.keyId,
-        ...(clientName !== undefined ? { clientName } : {}),
+        ...(client !== undefined ? { clientName: client.name, clientVersion: client.version } : {}),
       };
     }
     default:

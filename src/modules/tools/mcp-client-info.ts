@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import { setUsageClient } from '../api-keys/api-key-auth.guard.js';
 
 /** The MCP client behind a request, as it named itself in `initialize` (clientInfo): for attribution (usage, audit). */
 export interface McpClientInfo {
@@ -14,15 +15,18 @@ const MAX_LABEL = 200;
 
 /**
  * The client of this MCP request, when the door knows it: from the session (2025-era requests with an
- * `Mcp-Session-Id`), from the `initialize` itself, or from a 2026-07-28 request's `_meta` clientInfo. Undefined for
- * sessionless 2025-era requests after initialize (that revision names the client only once) and off the MCP door.
+ * `Mcp-Session-Id`, which every initialize naming its client opens), from the `initialize` itself, or from a
+ * 2026-07-28 request's `_meta` clientInfo. Undefined for 2025-era requests that never initialized and off the MCP door.
  */
 export function mcpClientOf(request: Request): McpClientInfo | undefined {
   return (request as ClientRequest)[MCP_CLIENT];
 }
 
+/** Names the client for this request's audit entries and its usage row. */
 export function setMcpClient(request: Request, client: McpClientInfo | undefined): void {
-  if (client) (request as ClientRequest)[MCP_CLIENT] = client;
+  if (!client) return;
+  (request as ClientRequest)[MCP_CLIENT] = client;
+  setUsageClient(request, client);
 }
 
 /** A clientInfo object as sent (untrusted): name and version as bounded strings, or undefined if there is no name. */

@@ -174,7 +174,7 @@ export class McpServerFactory implements OnApplicationShutdown {
         clientCapabilities: server.getClientCapabilities(),
         meta: params?._meta,
         notify: (notification) => extra.sendNotification(notification as never),
-        askClient: session
+        askClient: session?.stored
           ? async (method, askParams) => {
               const send = (message: Parameters<NonNullable<Server['transport']>['send']>[0]) =>
                 server.transport?.send(message, { relatedRequestId: extra.requestId }) ?? Promise.reject(new Error('closed'));

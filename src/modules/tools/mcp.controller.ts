@@ -180,6 +180,7 @@ export class McpController {
       setMcpClient(request, context.client);
       const opening = this.sessions.openingFor(body.params, (capabilities) => this.servers.extensionWantsSession(capabilities));
       if (!opening) return { answered: false };
+      if (!opening.stored) return { answered: false, id: this.sessions.labelSession(context.caller.keyId, opening) };
       const id = this.sessions.newId();
       await this.sessions.open(id, context.caller.keyId, opening);
       return { answered: false, id };
@@ -240,17 +241,22 @@ export class McpController {
   @Delete()
   @UseGuards(McpOriginGuard, ApiKeyAuthGuard, ScopeGuard)
   @AnyKeyScope('mcp')
-  @ApiOperation({ summary: 'Ends the MCP session named by Mcp-Session-Id (204; 404 if unknown; 405 without the header)' })
+  @ApiOperation({ summary: 'Ends the MCP session named by Mcp-Session-Id (204; 404 if unknown; 405 without the header or for a label session, which holds nothing to end)' })
   @ApiResponse({ status: 204, description: 'The session is ended' })
   @ApiResponse({ status: 404, description: 'No such session for this credential', schema: { $ref: JsonRpcErrorSchema.$ref } })
-  @ApiResponse({ status: 405, description: 'No Mcp-Session-Id header (Allow: POST, DELETE)', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 405, description: 'No Mcp-Session-Id header (Allow: POST, DELETE), or a label session, which a client cannot end (Allow: POST)', schema: { $ref: JsonRpcErrorSchema.$ref } })
   async remove(@Caller() caller: KeyCaller, @Req() request: Request, @Res() response: Response): Promise<void> {
     const header = request.headers['mcp-session-id'];
     if (header === undefined) {
       methodNotAllowed(response, 'POST, DELETE', 'Method not allowed: DELETE ends a session; send it with the Mcp-Session-Id header');
       return;
     }
-    if (typeof header !== 'string' || !(await this.sessions.end(header, caller.keyId))) return sessionNotFound(response);
+    const ended = typeof header === 'string' ? await this.sessions.end(header, caller.keyId) : 'unknown';
+    if (ended === 'unknown') return sessionNotFound(response);
+    if (ended === 'not-endable') {
+      methodNotAllowed(response, 'POST', 'Method not allowed: this session only names the client; it holds nothing to end and lasts as long as the credential');
+      return;
+    }
     response.status(204).end();
   }
 }
