@@ -4,8 +4,13 @@
  *   composition roots  src/main.ts, worker.ts, app.module.ts, app.factory.ts, healthcheck.ts, src/openapi/
  *   doors              every *.controller.ts, and the tool doors in src/modules/tools (JSON and MCP)
  *   features           src/modules/*, in tiers, lowest first:
- *                        auth < audit < api-keys < oauth < tools (the registry) < the domain features
- *                        (projects, documents, tasks, rag, github, agent, health)
+ *                        tool-kit (what every feature imports to declare tools, and the scope catalog)
+ *                        < credentials (the credential registry every kind plugs into)
+ *                        < auth < audit < api-keys < oauth < tools (the registry's doors and ToolsService)
+ *                        < the domain features (projects, documents, tasks, rag, github, agent, health)
+ *                      so no import between auth, api-keys, oauth, audit and the tool doors runs upward: a credential
+ *                      kind plugs into the registry below them all, the audit log takes the Caller from the platform
+ *                      (src/common/auth/caller.ts) and hears of refused sign-ins through CredentialEvents.
  *   platform           src/common, src/config, src/database, src/queue
  *
  * A layer imports only layers below it, a feature tier only tiers below it (or itself), and only a module file
@@ -14,7 +19,7 @@
  */
 
 /** Feature tiers, lowest first; a module not named here is a domain feature (the top tier). */
-const TIERS = [['auth'], ['audit'], ['api-keys'], ['oauth'], ['tools']];
+const TIERS = [['tool-kit'], ['credentials'], ['auth'], ['audit'], ['api-keys'], ['oauth'], ['tools']];
 
 /** Doors: the HTTP entry points. The tool doors are the JSON and MCP controllers and what only they use. */
 const DOOR = '^src/(modules/[^/]+/.+\\.controller\\.ts|modules/tools/(mcp-[^/]+|scope\\.guard|tool-call-body|mcp\\.schemas)\\.ts)$';
@@ -25,17 +30,6 @@ const KNOWN_DEBT = [
   ['src/config/app-config.ts', 'src/modules/documents/extraction-limits.ts'],
   // platform -> feature: the database provider sets the RAG search session settings on each new connection.
   ['src/database/kysely.provider.ts', 'src/modules/rag/search-session-settings.repository.ts'],
-  // auth -> audit (upward): failed logins are recorded through the audit service.
-  ['src/modules/auth/auth.service.ts', 'src/modules/audit/audit-entry.ts'],
-  ['src/modules/auth/auth.service.ts', 'src/modules/audit/audit.service.ts'],
-  // audit -> api-keys (upward): the audit service reads an API key principal to name the credential.
-  ['src/modules/audit/audit.service.ts', 'src/modules/api-keys/api-key.principal.ts'],
-  // audit -> the MCP door (upward, and a feature importing a door): the MCP client's name for attribution.
-  ['src/modules/audit/audit.service.ts', 'src/modules/tools/mcp-client-info.ts'],
-  // api-keys -> oauth (upward): one authenticator for keys and OAuth tokens; the module imports OAuthModule.
-  ['src/modules/api-keys/api-keys.module.ts', 'src/modules/oauth/oauth.module.ts'],
-  ['src/modules/api-keys/api-key-authenticator.ts', 'src/modules/oauth/oauth-grants.service.ts'],
-  ['src/modules/api-keys/api-key-authenticator.ts', 'src/modules/oauth/oauth-secret-format.ts'],
   // a feature importing a door: the worker role's probe server mounts the health controller itself.
   ['src/modules/health/worker-probe.server.ts', 'src/modules/health/health.controller.ts'],
 ];

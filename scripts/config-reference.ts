@@ -150,9 +150,9 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   INDEX_SLICE_MS: {
     group: 'Indexing',
-    text: "after this much of a job's work (or `INDEX_SLICE_CHUNKS` chunks), a waiting indexing job of another user or project (the fairest) runs in between; see [Fair shares and limits](operations.md#fair-shares-and-limits)",
+    text: "a waiting indexing job of another user or project (the fairest) runs between a job's batches for up to five slices (or `INDEX_SLICE_CHUNKS` chunks); after a job that used its whole turn, the first works this long before it asks again; see [Fair shares and limits](operations.md#fair-shares-and-limits)",
   },
-  INDEX_SLICE_CHUNKS: { group: 'Indexing', text: "after this many chunks of a job's work (or `INDEX_SLICE_MS`), a waiting indexing job of another user or project runs in between" },
+  INDEX_SLICE_CHUNKS: { group: 'Indexing', text: "the most chunks of a job run in between (its turn), and of the first job's share after such a turn (or `INDEX_SLICE_MS`)" },
   INDEX_MAX_QUEUED_PER_USER: { group: 'Indexing', text: "a user's queued + running indexing jobs; beyond, uploads and ingests are 429 `RATE_LIMITED` with `Retry-After`" },
   EXTRACT_MAX_TEXT_BYTES: { group: 'Extraction of uploads', text: 'text one upload may expand to; more ends the document `failed` with a message naming this variable' },
   EXTRACT_MAX_PAGES: { group: 'Extraction of uploads', text: 'pages of a PDF (checked before any page is read)' },

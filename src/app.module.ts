@@ -10,9 +10,11 @@ import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { AgentModule } from './modules/agent/agent.module.js';
 import { ApiKeysModule } from './modules/api-keys/api-keys.module.js';
-import { ScopeCatalogModule } from './modules/api-keys/scope-catalog.js';
+import { ScopeCatalogModule } from './modules/tool-kit/scope-catalog.js';
 import { AuditModule } from './modules/audit/audit.module.js';
 import { AuthModule } from './modules/auth/auth.module.js';
+import { CredentialsModule } from './modules/credentials/credentials.module.js';
+import { OAuthModule } from './modules/oauth/oauth.module.js';
 import { BackendAuthGuard } from './modules/auth/guards/backend-auth.guard.js';
 import { DocumentsModule } from './modules/documents/documents.module.js';
 import { GithubModule } from './modules/github/github.module.js';
@@ -46,9 +48,11 @@ export class AppModule {
         HealthModule,
         AuditModule,
         MetricsModule.forRoot(config),
+        CredentialsModule,
         AuthModule,
         ScopeCatalogModule,
         ApiKeysModule,
+        OAuthModule,
         ToolsModule,
         TasksModule,
         ProjectsModule,

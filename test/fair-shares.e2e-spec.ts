@@ -141,6 +141,33 @@ describe('fair shares: scheduling across users', () => {
   }, 300_000);
 });
 
+describe('fair shares: a large document yields between its batches, not only at a slice end', () => {
+  let app: TestApp;
+
+  beforeAll(async () => {
+    // Slices that never end within the test: only the question asked between batches can let the small document in.
+    app = await startTestApp({
+      env: { DATABASE_POOL_SIZE: process.env.TEST_DATABASE_URL ? '10' : '1', INDEX_SLICE_MS: '3600000', INDEX_SLICE_CHUNKS: '10000000', RATE_LIMIT_USER_PER_MIN: '100000' },
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it("another user's one-line document is indexed while the large one is still processing", async () => {
+    const bulk = await makeUser(app);
+    const small = await makeUser(app);
+    const large = (await upload(app, bulk, await project(app, bulk, 'Bulk docs'), 'large.txt', prose(700_000)).expect(201)).body.data.id as string;
+    await waitFor('large document under way', async () => (await documentStatus(app, bulk, large)) === 'processing', { timeoutMs: 60_000, intervalMs: 50 });
+    const note = (await upload(app, small, await project(app, small, 'Small docs'), 'note.txt', 'One line about a teal kettle.').expect(201)).body.data.id as string;
+    await pollUntil('small document', () => documentStatus(app, small, note), (status) => status === 'indexed', { timeoutMs: 60_000, intervalMs: 50 });
+
+    expect(await documentStatus(app, bulk, large)).toBe('processing');
+    await pollUntil('large document', () => documentStatus(app, bulk, large), (status) => status === 'indexed', { timeoutMs: 240_000, intervalMs: 500 });
+  }, 300_000);
+});
+
 /** Webhook receivers: a good one (records arrival times), one that stalls after its headers, one that never answers. */
 class Receivers {
   readonly arrivals = new Map<string, number>();

@@ -148,9 +148,9 @@ export interface AppConfig {
      */
     pacedBatchChunks: number;
     /**
-     * Fair shares: after this long (INDEX_SLICE_MS, default 250) or this many chunks (INDEX_SLICE_CHUNKS, default 500)
-     * of a job's work, a waiting job of another user or project (the fairest) runs in between for up to five slices or
-     * INDEX_SLICE_CHUNKS chunks; then the first one goes on where it was.
+     * Fair shares: between a job's batches, a waiting job of another user or project (the fairest) runs in between for
+     * up to five slices (INDEX_SLICE_MS, default 250) or INDEX_SLICE_CHUNKS (default 500) chunks; then the first one
+     * goes on where it was, and after a job that used its whole turn works a slice (or that many chunks) before it asks again.
      */
     sliceMs: number;
     sliceChunks: number;

@@ -1,6 +1,5 @@
 import type { DataSourceOptions } from 'typeorm';
 import { ALL_MIGRATIONS } from '../../migrations/index.js';
-import { SnakeNamingStrategy } from './snake-naming.strategy.js';
 import { TypeOrmJsonLogger } from './typeorm-json-logger.js';
 
 /**
@@ -11,7 +10,6 @@ export function buildDataSourceOptions(url: string, poolSize: number): DataSourc
   return {
     type: 'postgres',
     url,
-    namingStrategy: new SnakeNamingStrategy(),
     migrations: ALL_MIGRATIONS,
     migrationsTableName: 'schema_migrations',
     migrationsTransactionMode: 'each',

@@ -14,7 +14,7 @@ import {
 import { isMcpEndpoint, isOAuthEndpoint, TOOL_API_PREFIX } from '../common/http/api-area.js';
 import type { AppConfig } from '../config/app-config.js';
 import { ApiKeyAuthGuard } from '../modules/api-keys/api-key-auth.guard.js';
-import { ScopeCatalog } from '../modules/api-keys/scope-catalog.js';
+import { ScopeCatalog } from '../modules/tool-kit/scope-catalog.js';
 import { ALLOW_PROJECT_TOKEN } from '../modules/auth/guards/allow-project-token.decorator.js';
 import { IS_PUBLIC } from '../modules/auth/guards/public.decorator.js';
 import { authorizationServerMetadata } from '../modules/oauth/authorization-server-metadata.js';

@@ -240,4 +240,36 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
     await db.updateTable('documents').set({ is_public: false }).where('id', '=', privateOfA.id).execute();
     expect(await chunksOfB()).toBe(before);
   });
+
+  it('postings and statistics leave with their chunks, whether a document or its chunks are deleted', async () => {
+    const counts = async () =>
+      (
+        await sql<{ chunks: number; postings: number; orphans: number; counted: number; df: number }>`
+          SELECT (SELECT count(*)::int FROM document_chunks) AS chunks,
+                 (SELECT count(*)::int FROM rag_postings) AS postings,
+                 (SELECT count(*)::int FROM rag_postings p WHERE NOT EXISTS (SELECT 1 FROM document_chunks c WHERE c.id = p.chunk_id)) AS orphans,
+                 (SELECT coalesce(sum(chunk_count), 0)::int FROM rag_scope_stats) AS counted,
+                 (SELECT coalesce(sum(df), 0)::int FROM rag_scope_lexicon) AS df`.execute(db)
+      ).rows[0];
+    const before = await counts();
+    for (let i = 0; i < 3; i += 1) await addDocument(users.a, projects.p1, i === 0);
+    const added = documents.slice(-3);
+    expect(await counts()).toEqual({ chunks: before.chunks + 3, postings: before.postings + 3, orphans: 0, counted: before.counted + 3, df: before.df + 3 });
+
+    // A document deleted (its chunks by cascade), then two documents' chunks in one statement.
+    await db.deleteFrom('documents').where('id', '=', added[0].id).execute();
+    expect(await counts()).toEqual({ chunks: before.chunks + 2, postings: before.postings + 2, orphans: 0, counted: before.counted + 2, df: before.df + 2 });
+    await db.deleteFrom('document_chunks').where('document_id', 'in', [added[1].id, added[2].id]).execute();
+    expect(await counts()).toEqual({ ...before, orphans: 0 });
+  });
+
+  it("a chunk written without its scope is stamped with its document's scope", async () => {
+    const document = documents.find((d) => d.authorId === users.b && d.projectId === projects.p2 && !d.isPublic)!;
+    const id = randomUUID();
+    await sql`INSERT INTO document_chunks (id, document_id, chunk_index, text, start_offset, end_offset, content_sha256, embedding_model, embedding_dims, tsv, token_count)
+              VALUES (${id}, ${document.id}, 99, 'word', 0, 4, 'x', 'm', 2, to_tsvector('english', 'word'), 1)`.execute(db);
+    const { rows } = await sql<{ stat_scope: string }>`SELECT stat_scope FROM document_chunks WHERE id = ${id}`.execute(db);
+    expect(rows[0].stat_scope).toBe(`u:${users.b}:${projects.p2}`);
+    await sql`DELETE FROM document_chunks WHERE id = ${id}`.execute(db);
+  });
 });

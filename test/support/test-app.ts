@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { globSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -76,16 +76,21 @@ function withDatabase(serverUrl: string, name: string): string {
   return url.toString();
 }
 
-const MIGRATIONS_DIR = join(__dirname, '..', '..', 'migrations');
+const SOURCES_ROOT = join(__dirname, '..', '..');
+const MIGRATIONS_DIR = join(SOURCES_ROOT, 'migrations');
 const TEMPLATE_PREFIX = 'atrium_test_tpl_';
 /** Advisory lock (on the server's maintenance database) held while a process builds or prunes templates. */
 const TEMPLATE_LOCK_KEY = '7022363516244667758';
 const KEPT_TEMPLATES = 8;
 
-/** The template's name follows the migrations' sources, so a changed or added migration gets a new template. */
+/**
+ * The template's name follows the migrations' sources and the `.sql` definitions they load (src/…/sql/), so a
+ * changed or added migration or definition gets a new template.
+ */
 function templateName(): string {
   const hash = createHash('sha256');
   for (const file of readdirSync(MIGRATIONS_DIR).sort()) hash.update(file).update(readFileSync(join(MIGRATIONS_DIR, file)));
+  for (const file of globSync('src/**/*.sql', { cwd: SOURCES_ROOT }).sort()) hash.update(file).update(readFileSync(join(SOURCES_ROOT, file)));
   return `${TEMPLATE_PREFIX}${hash.digest('hex').slice(0, 16)}`;
 }
 

@@ -12,7 +12,7 @@ function plannedDrain(res: ServerResponse): boolean {
 
 /** The caller as far as authentication got: the principal's tracker id is "<kind>:<id>" (never a secret). */
 function credentialOf(req: Request): { kind: string; id: string } | null {
-  const trackerId = (req.user as { trackerId?: string } | undefined)?.trackerId;
+  const trackerId = (req as Request & { user?: { trackerId?: string } }).user?.trackerId;
   if (!trackerId) return null;
   const colon = trackerId.indexOf(':');
   return { kind: trackerId.slice(0, colon), id: trackerId.slice(colon + 1) };

@@ -1,6 +1,7 @@
 import { ExecutionContext, Injectable } from '@nestjs/common';
 import { ThrottlerGuard } from '@nestjs/throttler';
 import type { Request } from 'express';
+import { callerOf } from '../auth/caller.js';
 import { apiAreaOf } from '../http/api-area.js';
 import { rateLimited } from './rate-limiter.service.js';
 
@@ -26,11 +27,9 @@ export class BackendThrottlerGuard extends ThrottlerGuard {
     return `${throttlerName}:${tracker}`;
   }
 
-  /** A project token spends its user's budget: minting tokens does not multiply a user's calls. */
+  /** The budget the caller's credential kind names (a project token spends its user's), else the IP's. */
   protected override async getTracker(req: Record<string, any>): Promise<string> {
-    const principal = req.user as { trackerId?: string; kind?: string; userId?: string } | undefined;
-    if (principal?.kind === 'project-token' && principal.userId) return `user:${principal.userId}`;
-    return principal?.trackerId ?? `ip:${req.ip}`;
+    return callerOf(req as Request)?.budgetKey ?? `ip:${req.ip}`;
   }
 
   protected override async throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {

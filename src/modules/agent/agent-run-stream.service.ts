@@ -7,7 +7,7 @@ import { AgentRunEventsListener } from './agent-run-events.listener.js';
 import { AgentRunEventsRepository } from './agent-run-events.repository.js';
 import { AgentRunsRepository } from './agent-runs.repository.js';
 import { AgentRunsService } from './agent-runs.service.js';
-import { CredentialLivenessService } from '../auth/credential-liveness.service.js';
+import { CredentialRegistry } from '../credentials/credential-registry.js';
 import { FINAL_STATUSES, toStepView } from './agent-run.types.js';
 import { RunStreamSlots, type StreamSlot } from './run-stream-slots.service.js';
 import { rateLimited } from '../../common/rate-limit/rate-limiter.service.js';
@@ -35,7 +35,7 @@ export class AgentRunStreamService implements OnModuleDestroy {
     private readonly runsRepository: AgentRunsRepository,
     private readonly runs: AgentRunsService,
     private readonly listener: AgentRunEventsListener,
-    private readonly credentials: CredentialLivenessService,
+    private readonly credentials: CredentialRegistry,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly slots: RunStreamSlots,
   ) {}
@@ -63,7 +63,7 @@ export class AgentRunStreamService implements OnModuleDestroy {
   }
 
   private async serve(jobId: string, actor: Actor, lastEventId: string | undefined, response: Response, bearer: string, slot: StreamSlot): Promise<void> {
-    const credential = await this.credentials.check(bearer);
+    const credential = await this.credentials.liveness(bearer);
     let after = /^\d{1,9}$/.test(lastEventId?.trim() ?? '') ? Number(lastEventId!.trim()) : 0;
 
     response.status(200);
@@ -95,7 +95,7 @@ export class AgentRunStreamService implements OnModuleDestroy {
     };
     const expiry = credential ? setTimeout(() => endForCredential('credential_expired'), Math.min(2 ** 31 - 1, Math.max(0, credential.expiresAt.getTime() - Date.now()))) : undefined;
     const recheck = setInterval(() => {
-      this.credentials.check(bearer).then(
+      this.credentials.liveness(bearer).then(
         (live) => live === null && endForCredential(credential && credential.expiresAt.getTime() <= Date.now() ? 'credential_expired' : 'credential_revoked'),
         () => undefined, // a failed lookup (database down) is not a revocation; the next check decides
       );

@@ -1,3 +1,5 @@
+import { auditActorOf } from '../audit/audit-entry.js';
+import { AgentRunCredential } from './agent-run.credential.js';
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
@@ -13,8 +15,8 @@ import { ToolsService } from '../tools/tools.service.js';
 import { CANCEL_POLL_MS, HEARTBEAT_EVERY_MS, MAX_RUN_ATTEMPTS, RESULT_SUMMARY_MAX_CHARS, TOOL_RESULT_MAX_CHARS } from './agent.constants.js';
 import { assistantMessage, awaitingApprovalStep, messageStep, rebuildConversation, toolMessage, type Conversation } from './agent-run.conversation.js';
 import { narrowestActor } from '../../common/access/access-rules.js';
-import { isWriteTool } from '../tools/tool-definition.js';
-import { foreignTextIn, foreignTextInFailure } from '../tools/tool-provenance.js';
+import { isWriteTool } from '../tool-kit/tool-definition.js';
+import { foreignTextIn, foreignTextInFailure } from '../tool-kit/tool-provenance.js';
 import { LostClaim, StepRecorder } from './agent-run.steps.js';
 import type { AgentRun, ModelToolCall, StoredStep } from './agent-run.types.js';
 import { AGENT_RUNS_TABLE, AgentRunsRepository, toAgentRun } from './agent-runs.repository.js';
@@ -66,6 +68,7 @@ export class AgentRunner implements OnModuleDestroy {
     private readonly repository: AgentRunsRepository,
     private readonly claims: ClaimableJobsService,
     private readonly tools: ToolsService,
+    private readonly runCredential: AgentRunCredential,
     private readonly projects: ProjectsService,
     @Inject(LLM_CLIENT) private readonly llm: LlmClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -156,7 +159,7 @@ export class AgentRunner implements OnModuleDestroy {
     const actor: Actor = { ...run.actor };
     const role = await this.projects.roleOf(actor, run.projectId);
     if (role === null) return null;
-    const roleScopes = role === 'viewer' ? this.tools.readScopes() : this.tools.allScopes();
+    const roleScopes = this.tools.scopesForRole(role);
     const scopes = run.scopes.filter((scope) => roleScopes.includes(scope));
     const offered = this.tools
       .toolsFor(scopes)
@@ -282,7 +285,7 @@ export class AgentRunner implements OnModuleDestroy {
     try {
       const outcome = await observeToolCall({ door: 'agent', tool, statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined) }, () =>
         withTimeout(
-          this.tools.call(call.name, args as Record<string, unknown>, actor, scope.scopes, { userId: scope.actor.userId, via: 'agent_run', credentialId: null, runId: scope.runId }),
+          this.tools.call(call.name, args as Record<string, unknown>, actor, scope.scopes, auditActorOf(this.runCredential.callerFor(scope.runId, scope.actor, scope.scopes))),
           this.config.agent.stepTimeoutMs,
         ),
       );

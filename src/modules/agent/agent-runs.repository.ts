@@ -57,8 +57,9 @@ export class AgentRunsRepository {
       .execute();
   }
 
-  async findById(id: string): Promise<AgentRun | undefined> {
-    const row = await this.db.selectFrom('agent_runs').selectAll().where('id', '=', id).executeTakeFirst();
+  /** The run if the actor may see it (visibleAgentRun), else undefined: one answer for missing and hidden. */
+  async findVisible(actor: Actor, id: string): Promise<AgentRun | undefined> {
+    const row = await this.db.selectFrom('agent_runs as r').selectAll().where('r.id', '=', id).where(visibleAgentRun(actor, 'r')).executeTakeFirst();
     return row && toAgentRun(row);
   }
 

@@ -3,11 +3,11 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import type { Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isProjectAllowed, mayDecideAgentRun, AGENT_RUN_DECIDER_ROLE } from '../../common/access/access-rules.js';
+import { mayDecideAgentRun, AGENT_RUN_DECIDER_ROLE } from '../../common/access/access-rules.js';
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import type { ProjectRole } from '../../common/access/project-roles.js';
 import { AuditService } from '../audit/audit.service.js';
-import type { Principal } from '../auth/principal.js';
+import type { Caller } from '../../common/auth/caller.js';
 import { type Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
@@ -45,11 +45,9 @@ export interface ApprovalInput {
 /** Retry-After of the per-user run cap: about one step of a run. */
 const CAP_RETRY_AFTER_SECONDS = 10;
 
-/** The credential deciding about a run's work, as steps and the audit log name it. */
-export function deciderOf(principal: Principal): StepDecider {
-  return principal.kind === 'project-token'
-    ? { userId: principal.userId, via: 'project_token', credentialId: principal.tokenId }
-    : { userId: principal.userId, via: 'user_token', credentialId: null };
+/** The credential deciding about a run's work, as steps and the audit log name it (its kind's `via` and id). */
+export function deciderOf(caller: Caller): StepDecider {
+  return { userId: caller.userId, via: caller.via as StepDecider['via'], credentialId: caller.credentialId };
 }
 
 /** How long POST cancel waits for a running run to stop before answering. */
@@ -111,7 +109,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       }
     }
     if (input.webhookUrl !== undefined) await assertWebhookUrl(input.webhookUrl, this.config.agent.webhookAllowPrivate);
-    return { input, allowlist, scopes: role === 'viewer' ? this.tools.readScopes() : this.tools.allScopes() };
+    return { input, allowlist, scopes: this.tools.scopesForRole(role) };
   }
 
   /**
@@ -214,7 +212,7 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     if (input.decision === 'approve') {
       const edited = input.arguments !== undefined;
       // 400/403 as any call would be, under the scopes both the run and the approver's role hold.
-      const approverScopes = role === 'viewer' ? this.tools.readScopes() : this.tools.allScopes();
+      const approverScopes = this.tools.scopesForRole(role);
       if (edited) this.tools.prepare(waiting.tool ?? '', input.arguments, run.scopes.filter((scope) => approverScopes.includes(scope)));
       step = {
         ...waiting,
@@ -308,8 +306,8 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
 
   private async findOwn(actor: Actor, jobId: string): Promise<AgentRun> {
     if (!isUuid(jobId)) throw AppException.notFound('Agent run');
-    const run = await this.repository.findById(jobId);
-    if (!run || run.userId !== actor.userId || !isProjectAllowed(actor, run.projectId)) throw AppException.notFound('Agent run');
+    const run = await this.repository.findVisible(actor, jobId);
+    if (!run) throw AppException.notFound('Agent run');
     return run;
   }
 }

@@ -1,3 +1,4 @@
+import { CurrentCaller, type Caller } from '../../common/auth/caller.js';
 import { Body, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { bearerToken } from '../auth/guards/backend-auth.guard.js';
@@ -90,8 +91,8 @@ export class AgentController {
   @ApiOperation({ summary: 'Cancel a queued, running or waiting run (needs the editor role in its project, a project token\'s role capping it); a finished one is a 409' })
   @ApiData(202, AgentRunStateSchema, 'Cancelled, or cancelling (the run ends cancelled)')
   @ApiErrors(403, 404, 409)
-  cancel(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
-    return this.runs.cancel(actorFromPrincipal(principal), deciderOf(principal), jobId);
+  cancel(@CurrentPrincipal() principal: Principal, @CurrentCaller() caller: Caller, @Param('jobId') jobId: string) {
+    return this.runs.cancel(actorFromPrincipal(principal), deciderOf(caller), jobId);
   }
 
   @Post('approve/:jobId')
@@ -99,8 +100,8 @@ export class AgentController {
   @ApiOperation({ summary: 'Approve (optionally with edited arguments) or reject the write call a run waits on (needs the editor role in its project, a project token\'s role capping it); the run resumes' })
   @ApiData(202, AgentRunStateSchema, 'The decision is recorded (on the step as decidedBy, and in the audit log); the run goes on')
   @ApiErrors(400, 403, 404, 409)
-  approve(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string, @Body() body: ApproveStepDto) {
-    return this.runs.approve(actorFromPrincipal(principal), deciderOf(principal), jobId, body);
+  approve(@CurrentPrincipal() principal: Principal, @CurrentCaller() caller: Caller, @Param('jobId') jobId: string, @Body() body: ApproveStepDto) {
+    return this.runs.approve(actorFromPrincipal(principal), deciderOf(caller), jobId, body);
   }
 
   @Get('history')

@@ -1,5 +1,6 @@
 import { BullModule } from '@nestjs/bullmq';
 import { DynamicModule, Module, type Provider } from '@nestjs/common';
+import { AgentRunCredential } from './agent-run.credential.js';
 import { IdempotencyModule } from '../../common/idempotency/idempotency.module.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
@@ -42,6 +43,7 @@ export class AgentModule {
       AgentWebhookDeliveriesRepository,
       AgentRunsService,
       AgentRunner,
+      AgentRunCredential,
       AgentRunEventsListener,
       AgentRunStreamService,
       RunStreamSlots,

@@ -6,25 +6,19 @@ import { ERROR_CODE_MAPPING } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { bearerToken } from '../auth/guards/backend-auth.guard.js';
-import type { ApiKeyPrincipal } from './api-key.principal.js';
-import { ApiKeyAuthenticator } from './api-key-authenticator.js';
-import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
+import type { Authenticated } from '../credentials/credential-kind.js';
+import { CredentialRegistry } from '../credentials/credential-registry.js';
+import { callerOf } from '../../common/auth/caller.js';
 import { attachKeyCaller } from './key-caller.js';
 
 /** Set on the request by whoever learns which tool a call is for; read when the usage row is written. */
 export const USAGE_TOOL = Symbol('atrium:usage-tool');
 /** Set by a door that reports failures in-band (MCP `isError` results answer HTTP 200): the status to log. */
 export const USAGE_STATUS = Symbol('atrium:usage-status');
-/** Set by the MCP door: the client that made the call, as it named itself. */
-export const USAGE_CLIENT = Symbol('atrium:usage-client');
-type UsageRequest = Request & { [USAGE_TOOL]?: string; [USAGE_STATUS]?: number; [USAGE_CLIENT]?: { name: string; version: string }; user?: ApiKeyPrincipal };
+type UsageRequest = Request & { [USAGE_TOOL]?: string; [USAGE_STATUS]?: number; user?: object };
 
 export function setUsageTool(request: Request, tool: string): void {
   (request as UsageRequest)[USAGE_TOOL] = tool;
-}
-
-export function setUsageClient(request: Request, client: { name: string; version: string }): void {
-  (request as UsageRequest)[USAGE_CLIENT] = client;
 }
 
 export function setUsageStatus(request: Request, status: number): void {
@@ -42,26 +36,26 @@ export function bearerChallenge(config: AppConfig, credentialSent: boolean): str
 }
 
 /**
- * Authenticates Area A with a personal API key or an OAuth access token. From here on every answer,
- * errors included, carries X-Api-Key-Expires-At (keys with an expiry) and lands in the credential's
- * usage log with its final status. Every 401 names the protected-resource metadata, so OAuth clients
+ * Authenticates Area A with any credential kind that opens the tool doors (a personal API key, an OAuth access
+ * token, …): the credential registry finds the kind by the bearer's prefix and its plug-in looks it up. From here on
+ * every answer, errors included, carries X-Api-Key-Expires-At (a caller with an expiry to report) and lands in the
+ * kind's usage log with its final status. Every 401 names the protected-resource metadata, so OAuth clients
  * know where to sign in and key users see the key error (not an OAuth prompt: `invalid_token`).
  * A credential that passes becomes the call's caller (`@Caller()`: attachKeyCaller).
  */
 @Injectable()
 export class ApiKeyAuthGuard implements CanActivate {
   constructor(
-    private readonly authenticator: ApiKeyAuthenticator,
-    private readonly usage: ApiKeyUsageRecorder,
+    private readonly credentials: CredentialRegistry,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const started = performance.now();
     const request = context.switchToHttp().getRequest<UsageRequest>();
-    let principal: ApiKeyPrincipal;
+    let authenticated: Authenticated;
     try {
-      principal = await this.authenticator.authenticate(request);
+      authenticated = await this.credentials.authenticateTool(bearerToken(request));
     } catch (error) {
       if (error instanceof AppException && ERROR_CODE_MAPPING[error.code].status === 401) {
         const sent = bearerToken(request) !== undefined;
@@ -69,20 +63,16 @@ export class ApiKeyAuthGuard implements CanActivate {
       }
       throw error;
     }
-    request.user = principal;
-    attachKeyCaller(request, principal);
+    request.user = authenticated.user;
+    const caller = attachKeyCaller(request, authenticated.caller);
     const response = context.switchToHttp().getResponse<Response>();
-    if (principal.expiresAt) response.setHeader('X-Api-Key-Expires-At', principal.expiresAt.toISOString());
+    if (caller.expiresAt) response.setHeader('X-Api-Key-Expires-At', caller.expiresAt.toISOString());
     response.once('finish', () => {
-      this.usage.record({
-        credential: principal.credential,
-        keyId: principal.keyId,
-        at: new Date(),
+      // The caller as the request ends: the MCP door names its client after authentication.
+      this.credentials.recordUsage(callerOf(request) ?? caller, {
         tool: request[USAGE_TOOL] ?? null,
         status: request[USAGE_STATUS] ?? response.statusCode,
         durationMs: performance.now() - started,
-        clientName: request[USAGE_CLIENT]?.name ?? null,
-        clientVersion: request[USAGE_CLIENT]?.version ?? null,
       });
     });
     return true;

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { ToolCredentialKind } from './api-key.principal.js';
+import type { ToolCredentialKind } from './tool-caller.js';
 import { ToolCredentialsRepository, type ToolCredentialAuthorisation } from './tool-credentials.repository.js';
 
 /** credential kind → (id → its authorisation as the counting statement read it; absent: not usable) */

@@ -6,7 +6,7 @@ import { AppException } from '../../common/errors/app.exception.js';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { ApiKeysService } from './api-keys.service.js';
-import { ScopeCatalog } from './scope-catalog.js';
+import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
 import { CreateApiKeyDto } from './dto/create-api-key.dto.js';
 import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';

@@ -1,8 +1,7 @@
 import { Module } from '@nestjs/common';
-import { OAuthModule } from '../oauth/oauth.module.js';
 import { ApiKeyAuthGuard } from './api-key-auth.guard.js';
 import { ApiKeyCallCounterService } from './api-key-call-counter.service.js';
-import { ApiKeyAuthenticator } from './api-key-authenticator.js';
+import { ApiKeyCredential } from './api-key.credential.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
 import { ApiKeysController } from './api-keys.controller.js';
 import { ApiKeysRepository } from './api-keys.repository.js';
@@ -13,9 +12,9 @@ import { KeyRateLimitGuard } from './key-rate-limit.guard.js';
 import { VerifiedKeyCache } from './verified-key-cache.js';
 
 @Module({
-  imports: [OAuthModule, ToolCredentialsModule],
+  imports: [ToolCredentialsModule],
   controllers: [ApiKeysController],
-  providers: [ApiKeysRepository, ApiKeysService, ApiKeyCallCounterService, ApiKeyUsageRecorder, ApiKeyAuthenticator, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, VerifiedKeyCache],
-  exports: [ApiKeysService, ApiKeyUsageRecorder, ApiKeyAuthenticator, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard],
+  providers: [ApiKeysRepository, ApiKeysService, ApiKeyCallCounterService, ApiKeyUsageRecorder, ApiKeyCredential, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, VerifiedKeyCache],
+  exports: [ApiKeysService, ApiKeyCallCounterService, ApiKeyUsageRecorder, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard],
 })
 export class ApiKeysModule {}

@@ -8,14 +8,13 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import { AuditService } from '../audit/audit.service.js';
 import { generateApiKey, hashApiKey, isWellFormedApiKey, sameHash } from './api-key-format.js';
-import { toolPrincipal, type ApiKeyPrincipal } from './api-key.principal.js';
 import { expiryDate } from './api-key-scopes.js';
 import { ApiKeysRepository, type ApiKey } from './api-keys.repository.js';
 import { ApiKeyCallCounterService } from './api-key-call-counter.service.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
 import type { CreateApiKeyDto } from './dto/create-api-key.dto.js';
 import { isUuid } from '../../common/validation/uuid.js';
-import { ScopeCatalog } from './scope-catalog.js';
+import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
 import { toToolCredentialView, type ToolCredentialView } from './tool-credential-view.js';
 import { ToolCredentialsRepository, type ToolCredentialAuthorisation } from './tool-credentials.repository.js';
 import { VerifiedKeyCache } from './verified-key-cache.js';
@@ -137,13 +136,13 @@ export class ApiKeysService {
    * hold on the very next call on every instance. Otherwise, or when the count refuses, one indexed lookup by
    * HMAC compared in constant time names the precise refusal (revoked, expired, invalid).
    */
-  async authenticate(token: string): Promise<ApiKeyPrincipal> {
+  async authenticate(token: string): Promise<ToolCredentialAuthorisation> {
     if (!isWellFormedApiKey(token)) throw new AppException(ErrorCode.InvalidApiKey, 'The API key is not valid');
     const hash = hashApiKey(token, this.config.secrets.tokenPepper);
     const knownId = this.verified.idOf(hash);
     if (knownId !== undefined) {
       const current = usable(await this.callCounter.count('api-key', knownId));
-      if (current) return toolPrincipal('api-key', current, current.expiresAt);
+      if (current) return current;
       this.verified.forget(hash);
     }
     const key = await this.lookup(hash);
@@ -151,7 +150,7 @@ export class ApiKeysService {
     // Revoked or expired between the lookup and the count: a second lookup names which.
     if (!current) throw (await this.lookup(hash).then(() => undefined, (error: unknown) => error)) ?? new AppException(ErrorCode.InvalidApiKey, 'The API key is not valid');
     this.verified.remember(hash, key.id);
-    return toolPrincipal('api-key', current, current.expiresAt);
+    return current;
   }
 
   /** The usable key with this HMAC, or the refusal: invalid, revoked (401) or expired (401). */

@@ -1,16 +1,17 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
-import type { ApiKeyPrincipal } from './api-key.principal.js';
-import { KeyCallLimiterService } from './key-call-limiter.service.js';
+import { callerOf } from '../../common/auth/caller.js';
+import { CredentialRegistry } from '../credentials/credential-registry.js';
 
-/** The per-key limit on the JSON door (KeyCallLimiterService). Runs after ApiKeyAuthGuard. */
+/** The per-credential limit on the JSON door: the caller's kind spends its budget. Runs after ApiKeyAuthGuard. */
 @Injectable()
 export class KeyRateLimitGuard implements CanActivate {
-  constructor(private readonly limiter: KeyCallLimiterService) {}
+  constructor(private readonly credentials: CredentialRegistry) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const principal = context.switchToHttp().getRequest<Request & { user: ApiKeyPrincipal }>().user;
-    await this.limiter.enforce(principal.keyId, principal.userId);
+    const caller = callerOf(context.switchToHttp().getRequest<Request>());
+    if (!caller) throw new Error('KeyRateLimitGuard used on a route without ApiKeyAuthGuard');
+    await this.credentials.spend(caller);
     return true;
   }
 }

@@ -4,7 +4,7 @@ import { decodeCursor, toPage, type Page } from '../../common/pagination/cursor-
 import type { ApiKeys, DB } from '../../database/database.types.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { CallCountDb } from '../../database/call-count-db.js';
-import type { ToolCredentialKind } from './api-key.principal.js';
+import type { ToolCredentialKind } from './tool-caller.js';
 
 /** What the user allowed a credential (or a pending OAuth code) to do: scopes, pins and write confirmation. */
 export interface ToolCredentialAccess {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Caller } from '../../common/auth/caller.js';
 
 /** The actions API.md lists ("Audit log (revision 2)"); one entry per action. */
 export const AUDIT_ACTIONS = [
@@ -85,6 +86,18 @@ export function uuidV7(at: Date): string {
   bytes[8] = 0x80 | (bytes[8] & 0x3f);
   const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** How the audit log names a caller: its kind's `via` and credential, and the client program when one is known. */
+export function auditActorOf(caller: Caller): AuditActor {
+  const client = caller.client;
+  return {
+    userId: caller.userId,
+    via: caller.via as AuditVia,
+    credentialId: caller.credentialId,
+    ...(client !== undefined ? { clientName: client.name, clientVersion: client.version } : {}),
+    ...(caller.runId !== undefined ? { runId: caller.runId } : {}),
+  };
 }
 
 export function newAuditEntry(fields: Omit<AuditEntry, 'id' | 'at'>, at = new Date()): AuditEntry {

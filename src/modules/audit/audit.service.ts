@@ -1,16 +1,15 @@
 import { Injectable } from '@nestjs/common';
-import type { Request } from 'express';
 import type { QueryCreator } from 'kysely';
 import type { DB } from '../../database/database.types.js';
 import { toAppException } from '../../common/errors/to-app-exception.js';
 import { toPage, type Page, type PageQuery } from '../../common/pagination/cursor-page.js';
 import type { DbExecutor } from '../../database/kysely.provider.js';
+import { callerOf } from '../../common/auth/caller.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
-import type { ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
-import type { Principal } from '../auth/principal.js';
-import { mcpClientOf } from '../tools/mcp-client-info.js';
+import { CredentialEvents } from '../credentials/credential-events.js';
+import { ErrorCode } from '../../common/errors/error-code.js';
 import { explicitAuditActor, pendingToolCallStorage } from './audit-context.js';
-import { newAuditEntry, toAuditView, type AuditAction, type AuditActor, type AuditEntry, type AuditEntryView, type AuditTarget } from './audit-entry.js';
+import { auditActorOf, newAuditEntry, toAuditView, type AuditAction, type AuditActor, type AuditEntry, type AuditEntryView, type AuditTarget } from './audit-entry.js';
 import { AuditLogRepository, type AuditFilter } from './audit-log.repository.js';
 import { AuditRecorder } from './audit.recorder.js';
 
@@ -41,14 +40,32 @@ export class AuditService {
   constructor(
     private readonly repository: AuditLogRepository,
     private readonly recorder: AuditRecorder,
-  ) {}
+    credentialEvents: CredentialEvents,
+  ) {
+    // A refused sign-in changed nothing, so written behind; never the password.
+    credentialEvents.onSignInRefused(({ userId, via, email, ip }) =>
+      this.recordBehind(
+        newAuditEntry({
+          action: 'auth.login_failed',
+          actor: { userId, via: via as AuditActor['via'], credentialId: null },
+          target: userId ? { type: 'user', id: userId } : null,
+          outcome: { status: 'error', code: ErrorCode.AuthInvalid },
+          details: { email: email.slice(0, 320), ip },
+        }),
+      ),
+    );
+  }
 
-  /** The credential of the current HTTP request (or the actor named by runAsAuditActor); undefined outside both. */
+  /**
+   * The actor named by runAsAuditActor, else the caller the guard of the current HTTP request authenticated
+   * (attachCaller); undefined outside both.
+   */
   actorOfRequest(): AuditActor | undefined {
     const explicit = explicitAuditActor();
     if (explicit) return explicit;
     const request = RequestContext.request();
-    return request ? auditActorOf(request) : undefined;
+    const caller = request ? callerOf(request) : undefined;
+    return caller ? auditActorOf(caller) : undefined;
   }
 
   /**
@@ -135,27 +152,5 @@ export class AuditService {
 
   async flush(): Promise<void> {
     await this.recorder.flush();
-  }
-}
-
-/** The acting credential of a request, from its authenticated principal (and, on the MCP door, its client). */
-function auditActorOf(request: Request): AuditActor | undefined {
-  const principal = request.user as Principal | ApiKeyPrincipal | undefined;
-  switch (principal?.kind) {
-    case 'user':
-      return { userId: principal.userId, via: 'user_token', credentialId: null };
-    case 'project-token':
-      return { userId: principal.userId, via: 'project_token', credentialId: principal.tokenId };
-    case 'api-key': {
-      const client = mcpClientOf(request);
-      return {
-        userId: principal.userId,
-        via: principal.credential === 'api-key' ? 'api_key' : 'oauth',
-        credentialId: principal.keyId,
-        ...(client !== undefined ? { clientName: client.name, clientVersion: client.version } : {}),
-      };
-    }
-    default:
-      return undefined;
   }
 }

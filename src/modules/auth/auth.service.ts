@@ -5,8 +5,7 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { RateLimiterService } from '../../common/rate-limit/rate-limiter.service.js';
-import { newAuditEntry } from '../audit/audit-entry.js';
-import { AuditService } from '../audit/audit.service.js';
+import { CredentialEvents } from '../credentials/credential-events.js';
 import type { LoginDto } from './dto/login.dto.js';
 import type { RegisterDto } from './dto/register.dto.js';
 import { PasswordHasher } from './password-hasher.js';
@@ -28,7 +27,7 @@ export class AuthService {
     private readonly jwt: JwtService,
     private readonly rateLimiter: RateLimiterService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly audit: AuditService,
+    private readonly credentialEvents: CredentialEvents,
   ) {}
 
   signupOpen(): boolean {
@@ -56,16 +55,8 @@ export class AuthService {
       ? await PasswordHasher.verify(input.password, user.passwordHash)
       : await PasswordHasher.verify(input.password, await DUMMY_HASH_PROMISE).then(() => false);
     if (!user || !valid) {
-      // Changes nothing, so written behind. The account (when the email names one) sees it in its own log; never the password.
-      this.audit.recordBehind(
-        newAuditEntry({
-          action: 'auth.login_failed',
-          actor: { userId: user?.id ?? null, via: 'user_token', credentialId: null },
-          target: user ? { type: 'user', id: user.id } : null,
-          outcome: { status: 'error', code: ErrorCode.AuthInvalid },
-          details: { email: input.email.slice(0, 320), ip },
-        }),
-      );
+      // The audit log records it (behind: it changes nothing); the account (when the email names one) sees it in its own log.
+      this.credentialEvents.signInRefused({ userId: user?.id ?? null, via: 'user_token', email: input.email, ip });
       throw new AppException(ErrorCode.AuthInvalid, 'Email or password is incorrect');
     }
     const claims: AccessTokenClaims = { sub: user.id, role: user.role, typ: 'access' };

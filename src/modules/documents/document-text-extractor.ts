@@ -9,7 +9,8 @@ import { Unzip, UnzipInflate, unzipSync } from 'fflate';
 import { Tokenizer } from 'htmlparser2';
 import mammoth from 'mammoth';
 import { getDocumentProxy } from 'unpdf';
-import { decodeUtf8, type DocumentKind } from './document-type.js';
+import { decodeUtf8 } from './formats/document-format.js';
+import { formatOfKind, type DocumentKind } from './formats/document-formats.js';
 import type { ExtractionLimits } from './extraction-limits.js';
 import { TextExtractionError } from './text-extraction-error.js';
 
@@ -25,9 +26,10 @@ const MIB = 1024 * 1024;
 /** Entries smaller than this are never "bombs", whatever their ratio (a repetitive styles.xml). */
 const RATIO_CHECK_MIN_BYTES = MIB;
 
+/** The text to index of a document of this kind, by its format's parser (formats/). */
 export async function extractText(kind: DocumentKind, bytes: Buffer, limits: ExtractionLimits): Promise<string> {
   let text: string;
-  switch (kind) {
+  switch (formatOfKind(kind).parser) {
     case 'pdf':
       text = await pdfToText(bytes, limits);
       break;
@@ -37,7 +39,7 @@ export async function extractText(kind: DocumentKind, bytes: Buffer, limits: Ext
     case 'html':
       text = htmlToText(utf8(bytes), limits.maxNestingDepth);
       break;
-    default:
+    case 'utf8':
       text = utf8(bytes);
   }
   assertTextSize(Buffer.byteLength(text, 'utf8'), limits);

@@ -15,6 +15,7 @@ import { UploadLimitInterceptor } from './upload-limit.interceptor.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { page } from '../../common/openapi/openapi-schema.js';
 import { DeletedSchema, DocumentSchema } from './documents.schemas.js';
+import { ACCEPTED_TYPES } from './document-type.js';
 import { BackendController } from '../../common/http/backend-controller.js';
 
 interface UploadedMulterFile {
@@ -41,7 +42,7 @@ export class DocumentsController {
       type: 'object',
       required: ['file', 'projectId'],
       properties: {
-        file: { type: 'string', format: 'binary', description: 'txt, md, html, csv, json, pdf or docx; at most UPLOAD_MAX_BYTES' },
+        file: { type: 'string', format: 'binary', description: `${ACCEPTED_TYPES}; at most UPLOAD_MAX_BYTES` },
         projectId: { type: 'string', format: 'uuid' },
         title: { type: 'string', maxLength: 300 },
         isPublic: { type: 'boolean', default: false },

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { sql, type Selectable, type UpdateObject } from 'kysely';
-import { visibleDocument } from '../../common/access/access-rules.js';
+import { editableDocument, visibleDocument } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import type { DB, Documents } from '../../database/database.types.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
@@ -116,6 +116,12 @@ export class DocumentsRepository {
   }
 
   /** An earlier upload of the same bytes by the same author into the same project. */
+  /** Whether the actor may change or delete the document (editableDocument: its author, at least an editor in its project). */
+  async isEditable(actor: Actor, documentId: string, executor: DbExecutor = this.db): Promise<boolean> {
+    const row = await executor.selectFrom('documents as d').select('d.id').where('d.id', '=', documentId).where(editableDocument(actor, 'd')).executeTakeFirst();
+    return row !== undefined;
+  }
+
   async findUpload(authorId: string, projectId: string, sha256: string): Promise<{ id: string; status: DocumentStatus } | null> {
     const row = await this.db
       .selectFrom('documents')

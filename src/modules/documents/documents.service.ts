@@ -11,7 +11,7 @@ import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import { AuditService } from '../audit/audit.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { DocumentEventsService, type DocumentEventType } from './document-events.service.js';
-import { detectDocumentType, MIME_BY_KIND } from './document-type.js';
+import { detectDocumentType, mimeOfKind } from './document-type.js';
 import { toDocumentView, type DocumentView } from './document-views.js';
 import type { Document, DocumentStatus } from './document.model.js';
 import { DocumentsRepository, type DocumentChanges, type DocumentWithText, type NewDocument } from './documents.repository.js';
@@ -168,7 +168,7 @@ export class DocumentsService {
       projectId,
       authorId: actor.userId,
       title: validTitle(input.title),
-      mimeType: MIME_BY_KIND.markdown,
+      mimeType: mimeOfKind('markdown'),
       sizeBytes: bytes.length,
       sha256: sha256Hex(bytes),
       isPublic: input.isPublic ?? false,
@@ -199,7 +199,7 @@ export class DocumentsService {
           textContent: input.content,
           sha256,
           sizeBytes: bytes.length,
-          mimeType: MIME_BY_KIND.markdown,
+          mimeType: mimeOfKind('markdown'),
           origin: 'text',
           status: 'processing',
           error: null,
@@ -268,13 +268,12 @@ export class DocumentsService {
     return document;
   }
 
+  /** Forbidden unless editableDocument holds for a document the actor sees; the message says which half of the rule failed. */
   private async assertMayChange(actor: Actor, document: Document): Promise<void> {
-    if (document.authorId !== actor.userId) throw AppException.forbidden('Only the author may change or delete this document');
-    if (document.projectId === null) return;
-    const role = await this.projects.roleOf(actor, document.projectId);
-    if (role === null || role === 'viewer') {
-      throw AppException.forbidden('Changing a document needs the editor role in its project');
-    }
+    if (await this.documents.isEditable(actor, document.id)) return;
+    throw AppException.forbidden(
+      document.authorId !== actor.userId ? 'Only the author may change or delete this document' : 'Changing a document needs the editor role in its project',
+    );
   }
 
   private async assertNotDuplicate(authorId: string, projectId: string, sha256: string): Promise<void> {

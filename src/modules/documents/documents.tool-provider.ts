@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
-import { ToolList } from '../tools/tool-definition.js';
-import { filterOrUndefined, param, type ToolArgs } from '../tools/tool-parameters.js';
-import { Tool, ToolProvider } from '../tools/tool.decorators.js';
+import { ToolList } from '../tool-kit/tool-definition.js';
+import { filterOrUndefined, param, type ToolArgs } from '../tool-kit/tool-parameters.js';
+import { Tool, ToolProvider } from '../tool-kit/tool.decorators.js';
 import { toToolDocumentView } from './document-views.js';
 import { DOCUMENT_STATUSES } from './document.model.js';
 import { DocumentsService, MAX_TEXT_CONTENT_BYTES } from './documents.service.js';

@@ -7,7 +7,7 @@ import { ErrorCode } from '../../common/errors/error-code.js';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import type { Principal } from '../auth/principal.js';
-import { ScopeCatalog } from '../api-keys/scope-catalog.js';
+import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
 import { checkAuthorizationParams, checkRedirectUri, redirectWith, UntrustedRedirectError } from './authorization-request.js';
 import { AuthorizeConsentDto } from './dto/authorize-consent.dto.js';
 import { OAuthClientsService, UnknownClientError } from './oauth-clients.service.js';

@@ -9,11 +9,10 @@ import { isUuid } from '../../common/validation/uuid.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { sameHash } from '../api-keys/api-key-format.js';
-import { toolPrincipal, type ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
 import { expiryDate, type ApiKeyExpiry } from '../api-keys/api-key-scopes.js';
 import { isMcpResource, type AuthorizationRequest } from './authorization-request.js';
 import { toToolCredentialView, type ToolCredentialView } from '../api-keys/tool-credential-view.js';
-import { ToolCredentialsRepository, type ToolCredentialAccess } from '../api-keys/tool-credentials.repository.js';
+import { ToolCredentialsRepository, type ToolCredentialAccess, type ToolCredentialAuthorisation } from '../api-keys/tool-credentials.repository.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { AuditService } from '../audit/audit.service.js';
 import { OAuthGrantsRepository } from './oauth-grants.repository.js';
@@ -167,10 +166,10 @@ export class OAuthGrantsService {
   }
 
   /**
-   * Area A: an access token to the same principal an API key gives. Grant revocation and expiry are
+   * Area A: an access token to its grant's authorisation, the same an API key gives. Grant revocation and expiry are
    * columns read on every call (no cache can outlive a revoke on any instance).
    */
-  async authenticateAccessToken(token: string): Promise<ApiKeyPrincipal> {
+  async authenticateAccessToken(token: string): Promise<ToolCredentialAuthorisation> {
     if (!isWellFormedOAuthSecret(token, 'accessToken')) throw new AppException(ErrorCode.InvalidApiKey, 'The OAuth access token is not valid');
     const hash = this.hash(token);
     const found = await this.grants.findByAccessToken(hash);
@@ -184,8 +183,7 @@ export class OAuthGrantsService {
     if (tokenExpiresAt && tokenExpiresAt.getTime() <= now) {
       throw new AppException(ErrorCode.ExpiredApiKey, 'The OAuth access token has expired; the app should use its refresh token');
     }
-    // No X-Api-Key-Expires-At for a grant: its expiry is the app's business (it re-authorises).
-    return toolPrincipal('oauth-grant', grant, null);
+    return grant;
   }
 
   /** The caller's connected apps (grants not revoked), newest first, a page at a time. */

@@ -17,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
-import { ScopeCatalog } from '../api-keys/scope-catalog.js';
+import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
 import { Public } from '../auth/guards/public.decorator.js';
 import { checkAuthorizationParams, checkRedirectUri, redirectWith, UntrustedRedirectError, type AuthorizationParams } from './authorization-request.js';
 import { OAuthClientsService, UnknownClientError } from './oauth-clients.service.js';

@@ -29,8 +29,12 @@ export type ShouldYield = (batchChunks: number) => Promise<boolean>;
 /** Called after each committed batch with the chunks stored so far of the document's total. */
 export type WriteProgress = (written: number, total: number) => Promise<void>;
 
-/** Most chunks per statement and transaction: what one batch embeds, inserts and posts. */
-export const INDEX_BATCH_CHUNKS = 64;
+/**
+ * Most chunks per statement and transaction: what one batch embeds, inserts and posts. The statistics triggers run
+ * once per statement and their work grows with a batch's distinct words, which repeat across chunks, so a larger
+ * batch costs less per chunk; a document under RAG_INDEX_PACED_MIN_CHUNKS is then one or two statements.
+ */
+export const INDEX_BATCH_CHUNKS = 256;
 /**
  * Batches are sized by how long they block the event loop: on the embedded engine every statement runs
  * on the loop that serves HTTP (PGlite is WebAssembly in this process), and a 64-chunk batch holds it for
@@ -154,7 +158,12 @@ export class ChunkWriterService {
     const total = plan.indexTexts.length;
     const paced = total >= this.pacedMinChunks && Boolean(this.config.database.url);
     const dutyCycle = paced ? this.dutyCycle : 1;
-    const sizer = new BatchSizer(paced ? this.pacedBatchChunks : INDEX_BATCH_CHUNKS);
+    // On PostgreSQL a statement blocks no event loop: batches start at their largest.
+    const sizer = new BatchSizer(paced ? this.pacedBatchChunks : INDEX_BATCH_CHUNKS, Boolean(this.config.database.url));
+    // An unpaced document's next batch is embedded (in the sandbox thread) while this one is written (by PostgreSQL):
+    // the two use different cores. A paced one does one thing at a time, leaving a core to requests.
+    const prefetch = !paced && Boolean(this.config.database.url);
+    let next: Promise<EmbeddedBatch> | undefined;
     let reportedAt = performance.now();
     try {
       while (from < total) {
@@ -163,26 +172,33 @@ export class ChunkWriterService {
           if (onProgress) await onProgress(from, total);
           throw stop.reason;
         }
-        const to = Math.min(total, from + sizer.size);
         const batchFrom = from;
         const batchStarted = performance.now();
-        const { rows, vectors } = await this.embedBatch(plan, from, to);
+        const { rows, vectors, to } = await (next ?? this.embedBatch(plan, from, Math.min(total, from + sizer.size)));
+        next = prefetch && to < total ? this.embedBatch(plan, to, Math.min(total, to + sizer.size)) : undefined;
+        // Not awaited when the write stops early (stale, yield, stop): its failure must not go unhandled.
+        next?.catch(() => undefined);
         sizer.startBatch();
         if (await this.insertBatch(document, rows, vectors)) return { status: 'stale' };
         sizer.endBatch();
         from = to;
+        // The pause is measured from this batch's work alone, not from a job run in between at the question below.
+        const pauseMs = ((performance.now() - batchStarted) * (1 - dutyCycle)) / dutyCycle;
+        let yielding = to < total && shouldYield !== undefined && (await shouldYield(to - batchFrom));
+        if (!yielding) {
+          // Let the event loop serve requests between batches (the embedded default shares it with HTTP), and
+          // pause so a paced document's batches (embedding thread, PostgreSQL's tsvector, postings and HNSW inserts)
+          // work at most RAG_INDEX_DUTY_CYCLE of the time (see RAG_INDEX_PACED_MIN_CHUNKS).
+          await new Promise((resolve) => (pauseMs >= 1 ? setTimeout(resolve, pauseMs) : setImmediate(resolve)));
+          // Asked again after a pause, so work that arrived during it waits for no further batch.
+          if (pauseMs >= 1 && to < total && shouldYield !== undefined) yielding = await shouldYield(0);
+        }
         // Progress at most every second: on the embedded engine a batch may be a handful of chunks.
-        const yielding = to < total && shouldYield !== undefined && (await shouldYield(to - batchFrom));
         if (onProgress && (to === total || yielding || performance.now() - reportedAt >= 1000)) {
           await onProgress(to, total);
           reportedAt = performance.now();
         }
         if (yielding) return { status: 'yielded', written: to };
-        // Let the event loop serve requests between batches (the embedded default shares it with HTTP), and
-        // pause so a paced document's batches (embedding thread, PostgreSQL's tsvector, postings and HNSW inserts)
-        // work at most RAG_INDEX_DUTY_CYCLE of the time (see RAG_INDEX_PACED_MIN_CHUNKS).
-        const pauseMs = ((performance.now() - batchStarted) * (1 - dutyCycle)) / dutyCycle;
-        await new Promise((resolve) => (pauseMs >= 1 ? setTimeout(resolve, pauseMs) : setImmediate(resolve)));
       }
     } finally {
       sizer.stop();
@@ -191,14 +207,14 @@ export class ChunkWriterService {
   }
 
   /** Chunks `from`..`to` with their vectors, ready to store. */
-  private async embedBatch(plan: ChunkPlan, from: number, to: number): Promise<{ rows: NewChunk[]; vectors: VectorBatch }> {
+  private async embedBatch(plan: ChunkPlan, from: number, to: number): Promise<EmbeddedBatch> {
     const batchTexts = plan.indexTexts.slice(from, to);
     const vectors = await this.vectorBatch(batchTexts);
     const rows = batchTexts.map((indexText, offset) => {
       const chunk: TextChunk | undefined = plan.chunks[from + offset];
       return { id: randomUUID(), index: from + offset, text: chunk?.text ?? '', start: chunk?.startOffset ?? 0, end: chunk?.endOffset ?? 0, indexText };
     });
-    return { rows, vectors };
+    return { rows, vectors, to };
   }
 
   /**
@@ -247,6 +263,13 @@ export class ChunkWriterService {
   }
 }
 
+interface EmbeddedBatch {
+  rows: NewChunk[];
+  vectors: VectorBatch;
+  /** One past the batch's last chunk index. */
+  to: number;
+}
+
 interface ChunkPlan {
   chunks: TextChunk[];
   indexTexts: string[];
@@ -260,9 +283,12 @@ class BatchSizer {
   size: number;
   private readonly loopDelay = monitorEventLoopDelay({ resolution: 10 });
 
-  /** `max`: most chunks per batch (INDEX_BATCH_CHUNKS, or less for a paced document). */
-  constructor(private readonly max: number) {
-    this.size = Math.min(16, max);
+  /** `max`: most chunks per batch (INDEX_BATCH_CHUNKS, or less for a paced document); `startAtMax`: no ramp (PostgreSQL). */
+  constructor(
+    private readonly max: number,
+    startAtMax: boolean,
+  ) {
+    this.size = startAtMax ? max : Math.min(16, max);
     this.loopDelay.enable();
   }
 

@@ -37,7 +37,8 @@ export interface StoredChunkState {
 /**
  * `document_chunks` and its BM25 postings (`rag_postings`, written with the chunks they come from): the only
  * place their SQL lives, search statements aside (rag-search.repository.ts). The BM25 statistics per scope
- * follow by triggers (migration 1764015000000), exact under deletes and cascades.
+ * follow by statement triggers (migration 1764015000000), exact under deletes and cascades, as do the postings of
+ * deleted chunks (migration 1795827626768).
  */
 @Injectable()
 export class DocumentChunksRepository {
@@ -58,7 +59,7 @@ export class DocumentChunksRepository {
 
   /**
    * Deletes up to `limit` chunks of a document, except those of the content and vector space in `keep`
-   * (nothing kept when it is empty); returns how many went. Their postings follow by cascade.
+   * (nothing kept when it is empty); returns how many went. Their postings follow by trigger.
    */
   async deleteSome(documentId: string, keep: { sha256?: string; embeddingModel?: string }, limit: number): Promise<number> {
     const result = await this.db
@@ -111,18 +112,21 @@ export class DocumentChunksRepository {
                     ${chunks.map((chunk) => chunk.end)}::int[], ${chunks.map((chunk) => chunk.indexText)}::text[],
                     ${vectors.present}::boolean[])
           WITH ORDINALITY AS t(id, chunk_index, text, start_offset, end_offset, index_text, has_vector, ord)),
+      -- The statistic scope of the document, once per batch (the caller holds the document's row lock, so its
+      -- visibility cannot change in between): stamped on the chunks (their row trigger then stays idle) and, by id,
+      -- on the postings, which keyword search filters by it.
+      scope AS MATERIALIZED (
+        SELECT s.scope, rag_scope_id(s.scope) AS id
+        FROM (SELECT rag_stat_scope(d.is_public, d.author_id, d.project_id) AS scope FROM documents d WHERE d.id = ${source.documentId}) s),
       prepared AS (SELECT input.*, to_tsvector(${sql.lit(TEXT_SEARCH_CONFIG)}, index_text) AS tsv FROM input),
       inserted AS (
         INSERT INTO document_chunks (id, document_id, chunk_index, text, start_offset, end_offset, content_sha256,
-                                     embedding_model, embedding_dims, embedding, tsv, token_count)
+                                     embedding_model, embedding_dims, embedding, tsv, token_count, stat_scope)
         SELECT id, ${source.documentId}, chunk_index, text, start_offset, end_offset, ${source.sha256}, ${source.embeddingModel},
-               ${source.embeddingDims}, embedding, tsv, (SELECT coalesce(sum(${TSV_TF_SQL}), 0) FROM unnest(tsv) u)
+               ${source.embeddingDims}, embedding, tsv, (SELECT coalesce(sum(${TSV_TF_SQL}), 0) FROM unnest(tsv) u), (SELECT scope FROM scope)
         FROM prepared
         ON CONFLICT (document_id, chunk_index) DO NOTHING
-        RETURNING id, tsv, token_count),
-      -- The statistic scope of the document, as the chunks' trigger stamps it (the caller holds the document's row
-      -- lock, so its visibility cannot change in between): keyword search filters postings by it.
-      scope AS (SELECT rag_scope_id(rag_stat_scope(d.is_public, d.author_id, d.project_id)) AS id FROM documents d WHERE d.id = ${source.documentId})
+        RETURNING id, tsv, token_count)
       INSERT INTO rag_postings (lexeme, chunk_id, document_id, tf, dl, scope_id)
       SELECT u.lexeme, inserted.id, ${source.documentId}, ${TSV_TF_SQL}, inserted.token_count, scope.id
       FROM inserted CROSS JOIN scope, unnest(inserted.tsv) u

@@ -34,24 +34,30 @@ export function enqueueIndexing(queue: Queue, id: string, suffix = ''): Promise<
   );
 }
 
+/** Least time between two questions "is another job waiting?" of a job a worker took from the queue. */
+const WAITING_CHECK_MS = 50;
+
 /**
- * One slice of an indexing job's work: over once it has run `sliceMs` or written `sliceChunks` chunks (a nested job's
- * turn: NESTED_TURN_SLICES slices or `sliceChunks` chunks).
- *
- * A job a worker took from the queue (the outer job) does not stop at a slice's end: if another job is waiting, it
- * runs that job in between (`interleave`: the fairest one, claimed as any claim is), then goes on where it was, with
- * its text, chunk plan and claim still in hand, so a large document costs nothing to resume. A job run in between (a
- * nested job) has no such turn: at its slice's end it hands its claim back and the outer job continues. With nobody
- * waiting a new slice starts at once (the question is asked once per slice, not per batch).
+ * One slice of an indexing job's work. A job a worker took from the queue (the outer job) asks between its batches
+ * (at most every WAITING_CHECK_MS) whether another job is waiting, and if so runs it in between (`interleave`: the
+ * fairest one, claimed as any claim is), then goes on where it was, with its text, chunk plan and claim still in hand,
+ * so a large document costs nothing to resume and a small one waits for about one batch, not for a slice to end.
+ * After a job run in between that used a whole turn (a large one), the outer job works for its own share before it
+ * asks again: a turn is NESTED_TURN_SLICES slices, the outer job's share one `sliceMs` (or `sliceChunks` chunks).
+ * A job run in between (a nested job) has no such turn: at its turn's end it hands its claim back and the outer job
+ * continues.
  */
 class Slice {
   private startedAt = performance.now();
   private chunks = 0;
+  private askedAt = -Infinity;
+  /** How long the outer job works before it asks again: nothing at first, its share after a job that used a turn. */
+  private shareMs = 0;
 
   constructor(
     private readonly sliceMs: number,
     private readonly sliceChunks: number,
-    /** Set for a nested job: it hands back at its slice's end. */
+    /** Set for a nested job: it hands back at its turn's end. */
     private readonly nested: boolean,
     private readonly othersWaiting: () => Promise<boolean>,
     private readonly interleave: () => Promise<void>,
@@ -60,12 +66,19 @@ class Slice {
   /** True when the job must stop here and hand its claim back (nested jobs only). */
   async over(chunksWritten: number): Promise<boolean> {
     this.chunks += chunksWritten;
-    const elapsed = performance.now() - this.startedAt;
+    const now = performance.now();
+    const elapsed = now - this.startedAt;
     // A nested job's turn is longer (NESTED_TURN_SLICES slices or sliceChunks chunks): handing back costs it a reload
     // and a new chunk plan on its next claim, which a turn should outweigh.
     if (this.nested) return elapsed >= NESTED_TURN_SLICES * this.sliceMs || this.chunks >= this.sliceChunks;
-    if (elapsed < this.sliceMs && this.chunks < this.sliceChunks) return false;
-    if (await this.othersWaiting()) await this.interleave();
+    if ((elapsed < this.shareMs && this.chunks < this.sliceChunks) || now - this.askedAt < WAITING_CHECK_MS) return false;
+    this.askedAt = now;
+    if (!(await this.othersWaiting())) return false;
+    const interleaved = performance.now();
+    await this.interleave();
+    // A job that finished quickly leaves the outer job asking again after its next batch; one that used its turn
+    // (or more) gives the outer job its slice.
+    this.shareMs = Math.min(this.sliceMs, (performance.now() - interleaved) / NESTED_TURN_SLICES);
     this.startedAt = performance.now();
     this.chunks = 0;
     return false;
@@ -107,9 +120,9 @@ export class IndexingJobRunner {
 
   /**
    * Runs an indexing job: the given one, or (from the queue, `jobId` undefined) whichever is fairest to run next
-   * (ClaimableJobsService.claimNext): a queue entry only says "there is work". Every INDEX_SLICE_MS or
-   * INDEX_SLICE_CHUNKS of work, if another job is waiting, the fairest one runs in between (see Slice), so a small
-   * document never waits for a large one. A job run in between (`nested`) that does not finish within its slice hands
+   * (ClaimableJobsService.claimNext): a queue entry only says "there is work". Between its batches, if another job
+   * is waiting, the fairest one runs in between (see Slice), so a small document waits for about one batch of a large
+   * one; after a large job's turn the first works INDEX_SLICE_MS or INDEX_SLICE_CHUNKS before it asks again. A job run in between (`nested`) that does not finish within its slice hands
    * its claim back, still `running` with its progress stored, and a new queue entry announces it; the next claim
    * resumes at the same document and chunk.
    *

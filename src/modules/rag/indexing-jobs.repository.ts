@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { sql, type Selectable } from 'kysely';
+import { visibleIndexingJob } from '../../common/access/access-rules.js';
+import type { Actor } from '../../common/auth/actor.js';
 import type { IndexingJobs } from '../../database/database.types.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 
@@ -96,8 +98,9 @@ export class IndexingJobsRepository {
     return toIndexingJob(row);
   }
 
-  async findById(jobId: string): Promise<IndexingJob | null> {
-    const row = await this.db.selectFrom('indexing_jobs').selectAll().where('id', '=', jobId).executeTakeFirst();
+  /** The job if the actor may see it (visibleIndexingJob), else null: one answer for missing and hidden. */
+  async findVisible(actor: Actor, jobId: string): Promise<IndexingJob | null> {
+    const row = await this.db.selectFrom('indexing_jobs as j').selectAll().where('j.id', '=', jobId).where(visibleIndexingJob(actor, 'j')).executeTakeFirst();
     return row ? toIndexingJob(row) : null;
   }
 

@@ -142,10 +142,8 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
   }
 
   private async findVisible(actor: Actor, jobId: string): Promise<IndexingJob> {
-    const job = isUuid(jobId) ? await this.jobs.findById(jobId) : null;
+    const job = isUuid(jobId) ? await this.jobs.findVisible(actor, jobId) : null;
     if (!job) throw AppException.notFound('Indexing job');
-    const allowed = job.projectId ? (await this.projects.roleOf(actor, job.projectId)) !== null : job.createdBy === actor.userId && actor.projectIds === null;
-    if (!allowed) throw AppException.notFound('Indexing job');
     return job;
   }
 

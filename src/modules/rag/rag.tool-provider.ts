@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
-import { filterOrUndefined, param, type ToolArgs } from '../tools/tool-parameters.js';
-import { Tool, ToolProvider } from '../tools/tool.decorators.js';
+import { filterOrUndefined, param, type ToolArgs } from '../tool-kit/tool-parameters.js';
+import { Tool, ToolProvider } from '../tool-kit/tool.decorators.js';
 import { RagSearchService } from './rag-search.service.js';
 
 const HIT_SCHEMA = {

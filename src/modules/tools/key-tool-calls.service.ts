@@ -4,6 +4,7 @@ import { ErrorCode } from '../../common/errors/error-code.js';
 import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
 import type { KeyCaller } from '../api-keys/key-caller.js';
 import { ToolsService, type PreparedToolCall, type ToolCallOutcome } from './tools.service.js';
+import { isWriteTool } from '../tool-kit/tool-definition.js';
 
 /** What both Area A doors (JSON and MCP) do with a prepared call for an API key. */
 @Injectable()
@@ -29,7 +30,7 @@ export class KeyToolCallsService {
   }
 
   needsConfirmation(prepared: PreparedToolCall, caller: KeyCaller): boolean {
-    return caller.confirmWrites && prepared.tool.definition.annotations.readOnlyHint !== true;
+    return caller.confirmWrites && isWriteTool(prepared.tool);
   }
 
   /**
@@ -50,7 +51,7 @@ export class KeyToolCallsService {
       this.tools.recordRefused(prepared.tool.definition.name, caller.actor, refused);
       throw refused;
     }
-    if (idempotencyKey === undefined || prepared.tool.definition.annotations.readOnlyHint) {
+    if (idempotencyKey === undefined || !isWriteTool(prepared.tool)) {
       // Assigned rather than spread: a spread would read `result`, which parses a rendered list's JSON.
       return Object.assign(await this.tools.invoke(prepared, caller.actor), { replayed: false });
     }

@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { setUsageClient } from '../api-keys/api-key-auth.guard.js';
+import { attachCallerClient } from '../../common/auth/caller.js';
 
 /** The MCP client behind a request, as it named itself in `initialize` (clientInfo): for attribution (usage, audit). */
 export interface McpClientInfo {
@@ -22,11 +22,11 @@ export function mcpClientOf(request: Request): McpClientInfo | undefined {
   return (request as ClientRequest)[MCP_CLIENT];
 }
 
-/** Names the client for this request's audit entries and its usage row. */
+/** Also names the client on the request's caller, which is where the audit log reads it. */
 export function setMcpClient(request: Request, client: McpClientInfo | undefined): void {
   if (!client) return;
   (request as ClientRequest)[MCP_CLIENT] = client;
-  setUsageClient(request, client);
+  attachCallerClient(request, client);
 }
 
 /** A clientInfo object as sent (untrusted): name and version as bounded strings, or undefined if there is no name. */

@@ -30,9 +30,9 @@ import { redactValue } from '../../common/secrets/secret-redactor.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { KeyCaller } from '../api-keys/key-caller.js';
-import type { RegisteredTool } from './tool-definition.js';
-import type { JsonSchema } from './tool-parameters.js';
-import { portableSchema } from './portable-schema.js';
+import { isWriteTool, type RegisteredTool } from '../tool-kit/tool-definition.js';
+import type { JsonSchema } from '../tool-kit/tool-parameters.js';
+import { portableSchema } from '../tool-kit/portable-schema.js';
 import { KeyToolCallsService } from './key-tool-calls.service.js';
 import type { McpClientInfo } from './mcp-client-info.js';
 import { MCP_RESOURCE_NOT_FOUND, McpExtensions, type McpExtension, type McpExtensionRequest, type McpToolAnswer } from './server-extensions.js';
@@ -235,7 +235,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     if (hasProgressToken && toolName !== undefined && this.tools.find(toolName) !== undefined) return true;
     if (!context.session?.canElicit || !context.caller.confirmWrites || toolName === undefined) return false;
     const tool = this.tools.find(toolName);
-    return tool !== undefined && tool.definition.annotations.readOnlyHint !== true;
+    return tool !== undefined && isWriteTool(tool);
   }
 
   /** Serves one 2026-07-28 request for this caller through the v2 SDK entry. */

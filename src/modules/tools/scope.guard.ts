@@ -1,13 +1,12 @@
 import { CanActivate, ExecutionContext, Inject, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
+import { callerOf } from '../../common/auth/caller.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { protectedResourceMetadataUrl, setUsageTool } from '../api-keys/api-key-auth.guard.js';
-import type { ApiKeyPrincipal } from '../api-keys/api-key.principal.js';
-import { keyCallerOf } from '../api-keys/key-caller.js';
 import { parseToolCallBody } from './tool-call-body.js';
 import { countRefusedToolCall } from './tool-call-telemetry.js';
 import { ToolsService } from './tools.service.js';
@@ -40,20 +39,20 @@ export class ScopeGuard implements CanActivate {
       // A tool call refused here, before it reaches the tool, is still one of the JSON door's calls: counted, and on
       // the audit log like the MCP door's refusals (with the request's credential, which the request context holds).
       if (this.reflector.get<ScopeRule | undefined>(SCOPE_RULE, context.getHandler())?.kind === 'tool-in-body') {
-        const request = context.switchToHttp().getRequest<Request & { user?: ApiKeyPrincipal }>();
+        const request = context.switchToHttp().getRequest<Request>();
         const name: unknown = (request.body as { name?: unknown } | undefined)?.name;
         countRefusedToolCall('json', typeof name === 'string' ? this.tools.find(name) : undefined, error);
-        const principal = request.user;
-        if (typeof name === 'string' && principal?.kind === 'api-key') this.tools.recordRefused(name, keyCallerOf(principal).actor, error);
+        const caller = callerOf(request);
+        if (typeof name === 'string' && caller) this.tools.recordRefused(name, caller.actor, error);
       }
       throw error;
     }
   }
 
   private check(context: ExecutionContext): boolean {
-    const request = context.switchToHttp().getRequest<Request & { user?: ApiKeyPrincipal }>();
+    const request = context.switchToHttp().getRequest<Request>();
     const rule = this.reflector.get<ScopeRule | undefined>(SCOPE_RULE, context.getHandler());
-    const scopes = request.user?.scopes ?? [];
+    const scopes = callerOf(request)?.scopes ?? [];
     if (rule?.kind === 'any-scope' && scopes.length > 0) {
       setUsageTool(request, rule.usageLabel);
       return true;

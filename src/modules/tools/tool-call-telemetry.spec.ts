@@ -1,7 +1,7 @@
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { toolCallsTotal } from '../../common/metrics/metrics.registry.js';
-import type { RegisteredTool } from './tool-definition.js';
+import type { RegisteredTool } from '../tool-kit/tool-definition.js';
 import { countRefusedToolCall, mcpToolCallStatus, observeToolCall } from './tool-call-telemetry.js';
 
 const tool = (name: string) => ({ definition: { name } }) as unknown as RegisteredTool;

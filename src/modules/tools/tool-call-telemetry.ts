@@ -4,7 +4,7 @@ import { toAppException } from '../../common/errors/to-app-exception.js';
 import { ERROR_CODE_MAPPING, ErrorCode } from '../../common/errors/error-code.js';
 import { UNKNOWN_TOOL, toolCallDuration, toolCallsTotal } from '../../common/metrics/metrics.registry.js';
 import { atriumTracer } from '../../common/tracing/tracing-state.js';
-import type { RegisteredTool } from './tool-definition.js';
+import type { RegisteredTool } from '../tool-kit/tool-definition.js';
 
 const INTERNAL = ERROR_CODE_MAPPING[ErrorCode.Internal].toolApiCode;
 

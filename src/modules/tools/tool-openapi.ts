@@ -1,5 +1,5 @@
 import type { JsonSchema } from '../../common/openapi/openapi-schema.js';
-import { PARAM_TYPES } from './tool-parameters.js';
+import { PARAM_TYPES } from '../tool-kit/tool-parameters.js';
 import type { ToolsService } from './tools.service.js';
 
 /** Component names the Area A controllers reference; the schemas behind them come from the registry. */

@@ -11,8 +11,8 @@ import { McpSessionsRepository } from './mcp-sessions.repository.js';
 import { McpAnswerListener, McpSessions, McpWriteConfirmations } from './mcp-sessions.service.js';
 import { ScopeGuard } from './scope.guard.js';
 import { ToolApiController } from './tool-api.controller.js';
-import { ToolExplorer } from './tool.explorer.js';
-import { ToolRegistry } from './tool-registry.js';
+import { ToolExplorer } from '../tool-kit/tool.explorer.js';
+import { ToolRegistry } from '../tool-kit/tool-registry.js';
 import { ToolsService } from './tools.service.js';
 
 /**

@@ -1,15 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
-import { ScopeCatalog } from '../api-keys/scope-catalog.js';
+import type { ProjectRole } from '../../common/access/project-roles.js';
+import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { newAuditEntry, type AuditActor, type AuditEntry } from '../audit/audit-entry.js';
 import { toAppException } from '../../common/errors/to-app-exception.js';
 import { AuditService } from '../audit/audit.service.js';
 import { redactJsonText, redactValue } from '../../common/secrets/secret-redactor.js';
-import { ToolList, type RegisteredTool } from './tool-definition.js';
-import { auditedArguments, describeParameters, parametersJsonSchema, validateArguments, type JsonSchema, type ParamDescriptor } from './tool-parameters.js';
-import { ToolRegistry } from './tool-registry.js';
+import { ToolList, type RegisteredTool } from '../tool-kit/tool-definition.js';
+import { auditedArguments, describeParameters, parametersJsonSchema, validateArguments, type JsonSchema, type ParamDescriptor } from '../tool-kit/tool-parameters.js';
+import { ToolRegistry } from '../tool-kit/tool-registry.js';
 
 /** Area A descriptor (seed style). */
 export interface ToolDescriptor {
@@ -82,14 +83,12 @@ export class ToolsService {
     return [INSTRUCTIONS_LEAD, ...this.registry.instructionsFor(this.toolsFor(scopes))].join(' ');
   }
 
-  /** Every scope, in catalog order (what a project editor's agent run may use). */
-  allScopes(): string[] {
-    return this.scopes.names();
-  }
-
-  /** The read scopes (what a project viewer's agent run may use). */
-  readScopes(): string[] {
-    return this.scopes.readNames();
+  /**
+   * The one project role → scopes rule: what an agent run of a member with this role may use (creating, running
+   * and approving a run all narrow by it). A viewer gets the read scopes, an editor or owner every scope.
+   */
+  scopesForRole(role: ProjectRole): string[] {
+    return role === 'viewer' ? this.scopes.readNames() : this.scopes.names();
   }
 
   find(name: string): RegisteredTool | undefined {

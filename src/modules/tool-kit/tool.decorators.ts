@@ -1,6 +1,6 @@
 import { SetMetadata } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import type { ScopeDeclaration } from '../api-keys/scope-catalog.js';
+import type { ScopeDeclaration } from './scope-catalog.js';
 import type { ToolDefinition, TypedToolHandler } from './tool-definition.js';
 import type { ToolArgs, ToolParameters } from './tool-parameters.js';
 

@@ -1,6 +1,6 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import { ScopeCatalog, scopeDeclarationProblems, type ScopeDeclaration } from '../api-keys/scope-catalog.js';
+import { ScopeCatalog, scopeDeclarationProblems, type ScopeDeclaration } from './scope-catalog.js';
 import { ToolDefinitionError, type ToolDefinition, type ToolHandler } from './tool-definition.js';
 import { TOOL_METADATA, ToolProvider } from './tool.decorators.js';
 import { ToolRegistry, type ToolEntry } from './tool-registry.js';

@@ -1,0 +1,64 @@
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { Request } from 'express';
+import type { Actor } from './actor.js';
+
+/** The client program behind a call, as it named itself (MCP `clientInfo`): a label for attribution, never trusted. */
+export interface CallerClient {
+  name: string;
+  version: string;
+}
+
+/**
+ * Who is calling, through which credential: what the credential kind that authenticated the request made of it
+ * (src/modules/credentials/). Every layer that needs "who" takes this, whatever the kind: the doors and the tools
+ * (actor, scopes, pins, confirmWrites), the limiters (budgetKey) and the audit log (via, credentialId, client).
+ */
+export interface Caller {
+  /** The credential kind's registered name, e.g. `api-key`; what the registry finds its plug-in by. */
+  kind: string;
+  /** How the audit log names the kind (`actor.via`). */
+  via: string;
+  /** The credential's id (key, grant, project token…); null for a credential without one (a user access token). */
+  credentialId: string | null;
+  userId: string;
+  /** On whose behalf and within which pins the call acts. */
+  actor: Actor;
+  /** The tool scopes the credential carries; empty for a credential that calls no tool. */
+  scopes: readonly string[];
+  /** Write tools are confirmed with the user before they run (API.md, "Confirmation on the MCP door"). */
+  confirmWrites: boolean;
+  /** Reported to the caller where its kind says so (X-Api-Key-Expires-At); null otherwise. */
+  expiresAt: Date | null;
+  /** The budget the call spends on the per-caller limits. */
+  budgetKey: string;
+  /** Filled in by the MCP door from the client's `clientInfo`. */
+  client?: CallerClient;
+  /** Set for a caller acting inside an agent run. */
+  runId?: string;
+}
+
+const CALLER = Symbol('atrium:caller');
+type CallerRequest = Request & { [CALLER]?: Caller };
+
+/** Put by the guard that authenticated the request; read by whoever needs the caller later in the same request. */
+export function attachCaller(request: Request, caller: Caller): void {
+  (request as CallerRequest)[CALLER] = caller;
+}
+
+/** The caller a guard attached to this request; undefined on a route nobody authenticated. */
+export function callerOf(request: Request): Caller | undefined {
+  return (request as CallerRequest)[CALLER];
+}
+
+/** The request's caller now known to come from this client (the MCP door learns it after authentication). */
+export function attachCallerClient(request: Request, client: CallerClient): void {
+  const caller = callerOf(request);
+  if (caller) attachCaller(request, { ...caller, client });
+}
+
+/** The caller the route's auth guard attached; fails closed on a route nobody authenticated. */
+export const CurrentCaller = createParamDecorator((_data: unknown, context: ExecutionContext): Caller => {
+  const caller = callerOf(context.switchToHttp().getRequest<Request>());
+  if (!caller) throw new Error('CurrentCaller() used on a route without an auth guard');
+  return caller;
+});

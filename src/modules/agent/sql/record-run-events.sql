@@ -1,0 +1,40 @@
+-- The event log behind GET /api/agent/stream/:jobId (docs/api.md, "Agent runs: approvals, streams and webhooks").
+--
+-- Recorded by a trigger, in the same transaction as the change to the run: one `step` event per step that appeared
+-- or changed and one `status` event per status change, numbered per run (`seq`, the SSE id). A trigger because every
+-- writer of a run (runner, cancel, approve, sweeps) is then covered without having to remember it, and numbering is
+-- commit-ordered because updates of one run serialise on its row lock: a reader resuming after `seq` N never misses
+-- an event that commits later with a smaller number. It also pg_notify's the run id (delivered at commit), so open
+-- streams on any instance re-read at once (agent-run-events.listener.ts). Only changed steps are compared;
+-- heartbeats (no step or status change) record nothing.
+--
+-- Loaded by migrations (src/database/sql-definitions.ts); a change here needs a new migration that loads it again.
+CREATE OR REPLACE FUNCTION agent_run_events_record() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      DECLARE
+        seq int := CASE WHEN TG_OP = 'INSERT' THEN 0 ELSE OLD.event_seq END;
+        first_seq int := seq;
+        i int;
+      BEGIN
+        IF TG_OP = 'INSERT' OR NEW.steps IS DISTINCT FROM OLD.steps THEN
+          FOR i IN 0 .. jsonb_array_length(NEW.steps) - 1 LOOP
+            IF TG_OP = 'INSERT' OR OLD.steps -> i IS DISTINCT FROM NEW.steps -> i THEN
+              seq := seq + 1;
+              INSERT INTO agent_run_events (run_id, seq, type, data) VALUES (NEW.id, seq, 'step', NEW.steps -> i);
+            END IF;
+          END LOOP;
+        END IF;
+        IF TG_OP = 'INSERT' OR NEW.status IS DISTINCT FROM OLD.status THEN
+          seq := seq + 1;
+          INSERT INTO agent_run_events (run_id, seq, type, data) VALUES (NEW.id, seq, 'status', jsonb_build_object('status', NEW.status));
+        END IF;
+        IF seq <> first_seq THEN
+          NEW.event_seq := seq;
+          PERFORM pg_notify('agent_run_events', NEW.id::text);
+        END IF;
+        RETURN NEW;
+      END
+      $fn$;
+
+DROP TRIGGER IF EXISTS agent_run_events_record ON agent_runs;
+CREATE TRIGGER agent_run_events_record BEFORE INSERT OR UPDATE ON agent_runs
+  FOR EACH ROW EXECUTE FUNCTION agent_run_events_record();
