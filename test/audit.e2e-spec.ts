@@ -193,7 +193,8 @@ describe('audit log', () => {
 
   it('a label session is bound to its credential: forged, altered or foreign ones are 404, DELETE is 405', async () => {
     const key = await makeApiKey(app, alice, { scopes: ['tasks:read'] });
-    const other = await makeApiKey(app, bob, { scopes: ['tasks:read'] });
+    // Another credential of the same user: a label is bound to its credential, not only to its owner.
+    const other = await makeApiKey(app, alice, { scopes: ['tasks:read'] });
     const initialize = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'labelled', version: '9' } } };
     const opened = await app.http.post(MCP_PATH).set(bearer(key.key)).set('Accept', 'application/json, text/event-stream').send(initialize).expect(200);
     const label = opened.headers['mcp-session-id'] as string;
