@@ -25,6 +25,7 @@ async function main(): Promise<void> {
     REDIS_PREFIX: process.env.BENCH_GATEWAY_REDIS_PREFIX || 'atrium-bench',
     API_KEY_PEPPER: BENCH_PEPPER,
     RATE_LIMIT_KEY_PER_MIN: '1000000',
+    RATE_LIMIT_USER_TOOLS_PER_MIN: '10000000',
     // Metrics are on by default, as in production; BENCH_METRICS=false measures the gateway without them.
     METRICS_ENABLED: process.env.BENCH_METRICS ?? 'true',
   });

@@ -8,6 +8,10 @@
  *   - list_tasks (limit 50): key lookup + the 50-row query;
  *   - create_task: key lookup + the insert + the call count (the gateway also writes its usage log).
  * With BENCH_REDIS_URL a second gateway runs on Redis (rate limiter) beside the in-memory one, in the same rounds.
+ * The in-memory gateway is also asked through its MCP door, on revision 2025-11-25 (after an initialize per key, as a
+ * client does) and on 2026-07-28, in the same rounds: `tools_list` (the tool list) and the tool calls; those print
+ * MCP/JSON ratios against the same gateway's JSON door (targets: throughput >= 0.9x, p99 <= 1.25x).
+ * BENCH_DOORS=json,mcp-2025,mcp-2026 picks the doors.
  * Prints per run req/s, p50 and p99, CPU per request (the server's Node process, all PostgreSQL processes) and the
  * server's peak RSS; then the means and the ratios to the bare handler.
  * Targets (list_tasks, each gateway): throughput >= 0.85x the bare handler, p99 <= 1.5x, RSS <= 250 MB.
@@ -21,7 +25,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { generateApiKey, hashApiKey } from '../src/modules/api-keys/api-key-format.js';
-import { BENCH_PEPPER, SCENARIOS, type Scenario } from './bench-env.js';
+import { BENCH_PEPPER, SCENARIOS } from './bench-env.js';
+import { answeredItems, doorRequest, initializeLegacy, type Door, type DoorScenario } from './door-requests.js';
 import { nodeFlagsSource, productionNodeFlags } from './production-node-flags.js';
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -32,8 +37,11 @@ const KEYS = 100;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-const SCENARIO_NAMES = (process.env.BENCH_SCENARIOS ?? 'list_tasks,create_task').split(',') as Scenario[];
+const SCENARIO_NAMES = (process.env.BENCH_SCENARIOS ?? 'list_tasks,tools_list,create_task').split(',') as DoorScenario[];
+const DOORS = (process.env.BENCH_DOORS ?? 'json,mcp-2025,mcp-2026').split(',') as Door[];
 const TARGET = { throughput: 0.85, p99: 1.5, rssMb: 250 };
+/** The MCP door against the same gateway's JSON door. */
+const DOOR_TARGET = { throughput: 0.9, p99: 1.25 };
 
 function startChild(script: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
@@ -138,32 +146,34 @@ function postgresCpuMs(): number | null {
   }
 }
 
-async function run(url: string, scenario: Scenario, keys: string[], duration: number, serverPid: number): Promise<RunResult> {
+async function run(target: Target, scenario: DoorScenario, keys: string[], duration: number): Promise<RunResult> {
   let next = 0;
   let peakRss: number | null = null;
   const sampler = setInterval(() => {
-    const now = rssMb(serverPid);
+    const now = rssMb(target.pid);
     if (now !== null) peakRss = Math.max(peakRss ?? 0, now);
   }, 200);
-  const before = { server: cpuMs(serverPid), postgres: postgresCpuMs() };
+  const shape = target.door === 'bare' ? { path: '/call', method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: scenario, arguments: SCENARIOS[scenario as keyof typeof SCENARIOS] }) } : doorRequest(target.door, scenario);
+  const before = { server: cpuMs(target.pid), postgres: postgresCpuMs() };
   const result = await autocannon({
-    url,
+    url: `${target.baseUrl}${shape.path}`,
     connections: CONNECTIONS,
     duration,
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ name: scenario, arguments: SCENARIOS[scenario] }),
+    method: shape.method,
+    headers: shape.headers,
+    body: shape.body,
     requests: [
       {
         setupRequest: (request: Record<string, any>) => {
           next = (next + 1) % keys.length;
-          request.headers = { ...request.headers, authorization: `Bearer ${keys[next]}` };
+          const session = target.sessions?.[next];
+          request.headers = { ...request.headers, authorization: `Bearer ${keys[next]}`, ...(session ? { 'mcp-session-id': session } : {}) };
           return request;
         },
       },
     ],
   });
-  const after = { server: cpuMs(serverPid), postgres: postgresCpuMs() };
+  const after = { server: cpuMs(target.pid), postgres: postgresCpuMs() };
   clearInterval(sampler);
   const answered = Math.max(1, result.requests.total);
   const cpu =
@@ -173,11 +183,15 @@ async function run(url: string, scenario: Scenario, keys: string[], duration: nu
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts, requests: result.requests.total, cpu, rssMb: peakRss };
 }
 
+/** One door of one server process. */
 interface Target {
   label: string;
-  url: string;
+  baseUrl: string;
+  door: Door | 'bare';
   pid: number;
   calls: number;
+  /** 2025-11-25: the Mcp-Session-Id each key's initialize returned, if any. */
+  sessions?: (string | undefined)[];
 }
 
 async function main(): Promise<void> {
@@ -197,25 +211,34 @@ async function main(): Promise<void> {
     children.push(gateway.child);
     console.log(`seeding ${TASKS} tasks over ${USERS} users...`);
     const keys = await seed(dbUrl.toString());
-    const targets: Target[] = [{ label: 'gateway', url: `http://127.0.0.1:${gateway.port}/api/v1/public/mcp/call`, pid: gateway.child.pid!, calls: 0 }];
+    const gatewayUrl = `http://127.0.0.1:${gateway.port}`;
+    const targets: Target[] = [];
+    for (const door of DOORS) {
+      const label = door === 'json' ? 'gateway' : door;
+      const sessions = door === 'mcp-2025' ? await Promise.all(keys.map((key) => initializeLegacy(gatewayUrl, key))) : undefined;
+      targets.push({ label, baseUrl: gatewayUrl, door, pid: gateway.child.pid!, calls: 0, sessions });
+    }
     if (REDIS_URL) {
       const onRedis = await startChild('gateway-server.js', { ...env, BENCH_GATEWAY_REDIS_URL: REDIS_URL, BENCH_GATEWAY_REDIS_PREFIX: name }, profileArgs);
       children.push(onRedis.child);
-      targets.push({ label: 'gateway+redis', url: `http://127.0.0.1:${onRedis.port}/api/v1/public/mcp/call`, pid: onRedis.child.pid!, calls: 0 });
+      targets.push({ label: 'gateway+redis', baseUrl: `http://127.0.0.1:${onRedis.port}`, door: 'json', pid: onRedis.child.pid!, calls: 0 });
     }
     const bare = await startChild('bare-server.js', env, process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : []);
     children.push(bare.child);
-    targets.push({ label: 'bare', url: `http://127.0.0.1:${bare.port}/call`, pid: bare.child.pid!, calls: 0 });
+    targets.push({ label: 'bare', baseUrl: `http://127.0.0.1:${bare.port}`, door: 'bare', pid: bare.child.pid!, calls: 0 });
 
-    // Sanity: every server answers the same 50 rows for the same key.
+    // Sanity: every server and door answers the same 50 rows for the same key (and the same tool list).
     for (const target of targets) {
-      const res = await fetch(target.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${keys[0]}` },
-        body: JSON.stringify({ name: 'list_tasks', arguments: SCENARIOS.list_tasks }),
-      });
-      const body = (await res.json()) as { result: unknown[] };
-      if (res.status !== 200 || body.result.length !== 50) throw new Error(`${target.label} answered ${res.status} with ${body.result?.length} rows`);
+      for (const scenario of ['list_tasks', 'tools_list'] as const) {
+        if (target.door === 'bare' && scenario === 'tools_list') continue;
+        const shape = target.door === 'bare' ? { path: '/call', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'list_tasks', arguments: SCENARIOS.list_tasks }) } : doorRequest(target.door, scenario);
+        const session = target.sessions?.[0];
+        const res = await fetch(`${target.baseUrl}${shape.path}`, { method: shape.method, headers: { ...shape.headers, authorization: `Bearer ${keys[0]}`, ...(session ? { 'mcp-session-id': session } : {}) }, body: shape.body });
+        const text = await res.text();
+        const items = res.status === 200 ? answeredItems(target.door === 'bare' ? 'json' : target.door, scenario, text) : -1;
+        const expected = scenario === 'list_tasks' ? 50 : 7;
+        if (items !== expected) throw new Error(`${target.label} answered ${scenario} with ${res.status} and ${items} items (expected ${expected}): ${text.slice(0, 300)}`);
+      }
     }
     const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
     console.log(`gateway started with: node ${profileArgs.join(' ')} (${nodeFlagsSource()})`);
@@ -223,13 +246,14 @@ async function main(): Promise<void> {
     const summary: string[] = [];
     for (const scenario of SCENARIO_NAMES) {
       console.log(`${scenario}: warming up (3 s each)`);
-      for (const target of targets) target.calls += (await run(target.url, scenario, keys, 3, target.pid)).requests;
-      const results = new Map<string, RunResult[]>(targets.map((t) => [t.label, []]));
+      const inScenario = targets.filter((t) => !(t.door === 'bare' && scenario === 'tools_list'));
+      for (const target of inScenario) target.calls += (await run(target, scenario, keys, 3)).requests;
+      const results = new Map<string, RunResult[]>(inScenario.map((t) => [t.label, []]));
       for (let round = 0; round < ROUNDS; round += 1) {
         // Rotate the order each round so no server always runs right after another.
-        const order = targets.map((_, i) => targets[(i + round) % targets.length]);
+        const order = inScenario.map((_, i) => inScenario[(i + round) % inScenario.length]);
         for (const target of order) {
-          const r = await run(target.url, scenario, keys, DURATION, target.pid);
+          const r = await run(target, scenario, keys, DURATION);
           target.calls += r.requests;
           results.get(target.label)!.push(r);
           const cpu = r.cpu ? `  CPU/req node ${r.cpu.server.toFixed(3)} ms, postgres ${r.cpu.postgres.toFixed(3)} ms` : '';
@@ -251,11 +275,14 @@ async function main(): Promise<void> {
           errors: rs.reduce((n, r) => n + r.errors, 0),
         };
       };
-      const b = of('bare');
+      const b = results.has('bare') ? of('bare') : undefined;
+      const json = results.has('gateway') ? of('gateway') : undefined;
       summary.push('', `${scenario}, ${TASKS} tasks / ${USERS} users, c=${CONNECTIONS}, ${ROUNDS}x${DURATION}s each`);
-      for (const target of targets) {
+      for (const target of inScenario) {
         const t = of(target.label);
-        const ratio = target.label === 'bare' ? '' : `  ratio: throughput ${(t.rps / b.rps).toFixed(2)}x, p99 ${(t.p99 / b.p99).toFixed(2)}x`;
+        // JSON gateways are compared with the bare handler, MCP doors with the same gateway's JSON door.
+        const base = target.door === 'json' ? b : target.door === 'bare' ? undefined : json;
+        const ratio = base ? `  ratio${target.door === 'json' ? '' : ' to JSON'}: throughput ${(t.rps / base.rps).toFixed(2)}x, p99 ${(t.p99 / base.p99).toFixed(2)}x` : '';
         summary.push(
           `  ${target.label.padEnd(13)} ${t.rps.toFixed(0).padStart(6)} req/s (${t.rpsSpread})  p99 ${t.p99.toFixed(1)} ms  CPU/req node ${t.node} ms, postgres ${t.postgres} ms  peak RSS ${t.rss?.toFixed(0) ?? 'n/a'} MB${ratio}`,
         );
@@ -263,13 +290,18 @@ async function main(): Promise<void> {
           summary.push(`  WARNING: ${target.label} had ${t.errors} failed requests`);
           failed = true;
         }
-        if (target.label !== 'bare' && scenario === 'list_tasks') {
+        if (target.door === 'json' && b && scenario === 'list_tasks') {
           failed ||= t.rps / b.rps < TARGET.throughput || t.p99 / b.p99 > TARGET.p99 || (t.rss ?? 0) > TARGET.rssMb;
+        }
+        if (target.door.startsWith('mcp') && json && scenario !== 'create_task') {
+          failed ||= t.rps / json.rps < DOOR_TARGET.throughput || t.p99 / json.p99 > DOOR_TARGET.p99;
         }
       }
     }
     console.log(summary.join('\n'));
-    console.log(`\ntargets (list_tasks, each gateway): throughput >= ${TARGET.throughput}x, p99 <= ${TARGET.p99}x, peak RSS <= ${TARGET.rssMb} MB: ${failed ? 'NOT MET' : 'met'}`);
+    console.log(
+      `\ntargets: list_tasks, each JSON gateway to bare: throughput >= ${TARGET.throughput}x, p99 <= ${TARGET.p99}x, peak RSS <= ${TARGET.rssMb} MB; list_tasks and tools_list, each MCP door to JSON: throughput >= ${DOOR_TARGET.throughput}x, p99 <= ${DOOR_TARGET.p99}x: ${failed ? 'NOT MET' : 'met'}`,
+    );
     if (process.env.BENCH_PROFILE_DIR) for (const t of targets) console.log(`profile: ${t.label} answered ${t.calls} calls in total`);
     process.exitCode = failed ? 1 : 0;
   } finally {

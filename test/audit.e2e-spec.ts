@@ -1,4 +1,6 @@
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { randomUUID } from 'node:crypto';
 import { get as httpGet } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
@@ -14,6 +16,15 @@ import { pollUntil } from './support/wait.js';
 /** See api-keys.e2e-spec.ts: one pooled connection keeps the embedded engine correct under concurrency. */
 const EMBEDDED_SAFE_ENV: Record<string, string> = process.env.TEST_DATABASE_URL ? {} : { DATABASE_POOL_SIZE: '1' };
 const MCP_PATH = '/api/v1/public/mcp';
+
+/** The v1 client always asks for its latest revision: this makes its initialize ask for an older one. */
+function pinInitialize(init: RequestInit | undefined, revision: string): RequestInit | undefined {
+  if (typeof init?.body !== 'string' || !init.body.includes('"initialize"')) return init;
+  const message = JSON.parse(init.body) as { method?: string; params?: { protocolVersion?: string } };
+  if (message.method !== 'initialize' || !message.params) return init;
+  message.params.protocolVersion = revision;
+  return { ...init, body: JSON.stringify(message) };
+}
 
 /** The audit log (API.md "Audit log (revision 2)"): who did what, append-only, per user and for admins. */
 describe('audit log', () => {
@@ -149,14 +160,58 @@ describe('audit log', () => {
     expect(calls.map((e) => e.details.arguments?.query).sort()).toEqual([...queries].sort());
   });
 
-  it('names the MCP client (clientInfo.name) on the MCP door', async () => {
+  it('names the MCP client (clientInfo name and version) of every audited MCP call, on every revision, in the audit log and the usage view', async () => {
     const key = await makeApiKey(app, alice, { scopes: ['tasks:read'] });
-    const client = new ModernClient({ name: 'audit-e2e-client', version: '2.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-    closers.push(client);
-    await client.connect(new ModernTransport(new URL(`${app.baseUrl}${MCP_PATH}`), { requestInit: { headers: bearer(key.key) } }));
-    await client.callTool({ name: 'list_tasks', arguments: { limit: 1 } });
+    const modern = new ModernClient({ name: 'audit-e2e-client', version: '2.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    closers.push(modern);
+    await modern.connect(new ModernTransport(new URL(`${app.baseUrl}${MCP_PATH}`), { requestInit: { headers: bearer(key.key) } }));
+    await modern.callTool({ name: 'list_tasks', arguments: { limit: 1 } });
+    // The 2025 revisions name the client only in initialize: the session it opens names it on every later call,
+    // also for clients that declare no elicitation (most of them).
+    const legacyRevisions = ['2025-03-26', '2025-06-18', '2025-11-25'];
+    for (const revision of legacyRevisions) {
+      const legacy = new LegacyClient({ name: `legacy-${revision}`, version: '1.2.3' });
+      closers.push(legacy);
+      const transport = new LegacyTransport(new URL(`${app.baseUrl}${MCP_PATH}`), {
+        requestInit: { headers: bearer(key.key) },
+        fetch: (url, init) => fetch(url, revision === '2025-11-25' ? init : pinInitialize(init, revision)),
+      });
+      await legacy.connect(transport);
+      expect(transport.sessionId).toMatch(/^l1\./);
+      await legacy.callTool({ name: 'list_tasks', arguments: { limit: 1 } });
+    }
     const calls = (await ownEntries(alice, { action: 'tool.call' })).filter((e) => e.actor.credentialId === key.id);
-    expect(calls.map((e) => [e.details.tool, e.actor])).toEqual([['list_tasks', { userId: alice.id, via: 'api_key', credentialId: key.id, clientName: 'audit-e2e-client' }]]);
+    const actor = (clientName: string, clientVersion: string) => ({ userId: alice.id, via: 'api_key', credentialId: key.id, clientName, clientVersion });
+    expect(calls.map((e) => [e.details.tool, e.actor])).toEqual([
+      ['list_tasks', actor('audit-e2e-client', '2.0.0')],
+      ...legacyRevisions.map((revision) => ['list_tasks', actor(`legacy-${revision}`, '1.2.3')]),
+    ]);
+    const usage = (await app.http.get(`/api/api-keys/${key.id}`).set(bearer(alice.token)).expect(200)).body.data.recentUsage as { tool: string; clientName: string | null; clientVersion: string | null }[];
+    const named = usage.filter((u) => u.tool === 'list_tasks').map((u) => `${u.clientName}@${u.clientVersion}`);
+    expect(named.sort()).toEqual(['audit-e2e-client@2.0.0', ...legacyRevisions.map((r) => `legacy-${r}@1.2.3`)].sort());
+  });
+
+  it('a label session is bound to its credential: forged, altered or foreign ones are 404, DELETE is 405', async () => {
+    const key = await makeApiKey(app, alice, { scopes: ['tasks:read'] });
+    // Another credential of the same user: a label is bound to its credential, not only to its owner.
+    const other = await makeApiKey(app, alice, { scopes: ['tasks:read'] });
+    const initialize = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'labelled', version: '9' } } };
+    const opened = await app.http.post(MCP_PATH).set(bearer(key.key)).set('Accept', 'application/json, text/event-stream').send(initialize).expect(200);
+    const label = opened.headers['mcp-session-id'] as string;
+    expect(label).toMatch(/^l1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{22}$/);
+    const list = (credential: string, session: string) =>
+      app.http.post(MCP_PATH).set(bearer(credential)).set('Accept', 'application/json, text/event-stream').set('MCP-Protocol-Version', '2025-11-25').set('Mcp-Session-Id', session).send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    expect((await list(key.key, label)).status).toBe(200);
+    const [, payload, mac] = label.split('.');
+    const renamed = Buffer.from(JSON.stringify(['2025-11-25', 'someone-else', '9'])).toString('base64url');
+    for (const forged of [`l1.${renamed}.${mac}`, `l1.${payload}.${'A'.repeat(22)}`, `${label}x`, 'l1..', `l1.${payload}`]) {
+      expect((await list(key.key, forged)).status).toBe(404);
+    }
+    expect((await list(other.key, label)).status).toBe(404);
+    const del = await app.http.delete(MCP_PATH).set(bearer(key.key)).set('Mcp-Session-Id', label);
+    expect(del.status).toBe(405);
+    expect(del.headers.allow).toBe('POST');
+    expect((await app.http.delete(MCP_PATH).set(bearer(other.key)).set('Mcp-Session-Id', label)).status).toBe(404);
   });
 
   it('records an OAuth grant, its tool calls with the OAuth client name, and its revocation', async () => {

@@ -318,16 +318,16 @@ describe('confirmWrites on API keys and OAuth grants', () => {
     expect(await titles()).not.toContain(title);
   }, 30_000);
 
-  it('a 2025-era client without elicitation gets no session and confirmation_required; 2025-03-26 stays sessionless even with elicitation', async () => {
+  it('a 2025-era client without elicitation gets only a label session and confirmation_required; 2025-03-26 too, even with elicitation', async () => {
     const { client, transport } = await legacyClient(confirming.key);
-    expect(transport.sessionId).toBeUndefined();
+    expect(transport.sessionId).toMatch(/^l1\./);
     const refused = (await client.callTool({ name: 'create_task', arguments: { title: 'legacy no elicitation' } })) as CallToolResult;
     expect(refused.structuredContent).toMatchObject({ error: { code: 'confirmation_required' } });
     expect(((await client.callTool({ name: 'list_tasks', arguments: {} })) as CallToolResult).isError).toBeFalsy();
 
     const old = await legacyClient(confirming.key, { answer: 'accept', version: '2025-03-26' });
     expect(old.transport.protocolVersion).toBe('2025-03-26');
-    expect(old.transport.sessionId).toBeUndefined();
+    expect(old.transport.sessionId).toMatch(/^l1\./);
     const oldResult = (await old.client.callTool({ name: 'create_task', arguments: { title: 'legacy 2025-03-26' } })) as CallToolResult;
     expect(oldResult.structuredContent).toMatchObject({ error: { code: 'confirmation_required' } });
     expect(old.asked).toHaveLength(0);

@@ -173,7 +173,8 @@ describe('MCP Streamable HTTP at /api/v1/public/mcp', () => {
         rw.key,
       ).expect(200);
       expect(res.headers['content-type']).toMatch(/application\/json/);
-      expect(res.headers['mcp-session-id']).toBeUndefined();
+      // A label session: it names the client on later calls (docs/mcp.md, "Sessions").
+      expect(res.headers['mcp-session-id']).toMatch(/^l1\./);
       expect(res.body).toMatchObject({
         jsonrpc: '2.0',
         id: 1,

@@ -98,6 +98,8 @@ export interface ApiKeys {
 export interface ApiKeyUsage {
   api_key_id: string;
   at: Timestamp;
+  client_name: string | null;
+  client_version: string | null;
   duration_ms: number;
   id: Generated<Int8>;
   status: number;
@@ -107,6 +109,7 @@ export interface ApiKeyUsage {
 export interface AuditLog {
   action: string;
   client_name: string | null;
+  client_version: string | null;
   created_at: Timestamp;
   credential_id: string | null;
   details: Generated<Json>;
@@ -280,6 +283,8 @@ export interface OauthGrants {
 
 export interface OauthGrantUsage {
   at: Timestamp;
+  client_name: string | null;
+  client_version: string | null;
   duration_ms: number;
   grant_id: string;
   id: Generated<Int8>;

@@ -8,6 +8,7 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { bearerToken } from '../auth/guards/backend-auth.guard.js';
 import type { Authenticated } from '../credentials/credential-kind.js';
 import { CredentialRegistry } from '../credentials/credential-registry.js';
+import { callerOf } from '../../common/auth/caller.js';
 import { attachKeyCaller } from './key-caller.js';
 
 /** Set on the request by whoever learns which tool a call is for; read when the usage row is written. */
@@ -67,7 +68,8 @@ export class ApiKeyAuthGuard implements CanActivate {
     const response = context.switchToHttp().getResponse<Response>();
     if (caller.expiresAt) response.setHeader('X-Api-Key-Expires-At', caller.expiresAt.toISOString());
     response.once('finish', () => {
-      this.credentials.recordUsage(caller, {
+      // The caller as the request ends: the MCP door names its client after authentication.
+      this.credentials.recordUsage(callerOf(request) ?? caller, {
         tool: request[USAGE_TOOL] ?? null,
         status: request[USAGE_STATUS] ?? response.statusCode,
         durationMs: performance.now() - started,

@@ -51,6 +51,6 @@ export class ApiKeyCredential implements CredentialPlugin {
   }
 
   recordUsage(caller: Caller, usage: CallUsage): void {
-    this.usage.record({ credential: NAMING.kind, keyId: caller.credentialId!, at: new Date(), ...usage });
+    this.usage.record({ credential: NAMING.kind, keyId: caller.credentialId!, at: new Date(), ...usage, clientName: caller.client?.name ?? null, clientVersion: caller.client?.version ?? null });
   }
 }

@@ -41,7 +41,14 @@ export const ApiKeyDetailSchema = named('ApiKeyDetail', object({
   recentUsage: {
     type: 'array',
     description: 'The last 50 calls, newest first',
-    items: object({ at: timestamp, tool: { type: ['string', 'null'] }, status: { type: 'integer' }, durationMs: { type: 'number' } }),
+    items: object({
+      at: timestamp,
+      tool: { type: ['string', 'null'] },
+      status: { type: 'integer' },
+      durationMs: { type: 'number' },
+      clientName: { type: ['string', 'null'], description: 'The MCP client that made the call, as it named itself (null on the JSON door)' },
+      clientVersion: { type: ['string', 'null'] },
+    }),
   },
 }));
 

@@ -33,6 +33,8 @@ export interface ApiKeyUsageView {
   tool: string | null;
   status: number;
   durationMs: number;
+  clientName: string | null;
+  clientVersion: string | null;
 }
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -109,7 +111,7 @@ export class ApiKeysService {
     const usage = await this.credentials.recentUsage('api-key', row.id, RECENT_USAGE);
     return {
       ...this.view(row, new Date()),
-      recentUsage: usage.map((u) => ({ at: u.at.toISOString(), tool: u.tool, status: u.status, durationMs: u.durationMs })),
+      recentUsage: usage.map((u) => ({ at: u.at.toISOString(), tool: u.tool, status: u.status, durationMs: u.durationMs, clientName: u.clientName, clientVersion: u.clientVersion })),
     };
   }
 

@@ -43,9 +43,12 @@ export interface ToolCredentialUsage {
   tool: string | null;
   status: number;
   durationMs: number;
+  /** The MCP client that made the call, as it named itself (null off the MCP door, or when it did not). */
+  clientName: string | null;
+  clientVersion: string | null;
 }
 
-export type ToolCredentialUsageView = Pick<ToolCredentialUsage, 'at' | 'tool' | 'status' | 'durationMs'>;
+export type ToolCredentialUsageView = Pick<ToolCredentialUsage, 'at' | 'tool' | 'status' | 'durationMs' | 'clientName' | 'clientVersion'>;
 
 /**
  * Where each kind lives. The credential tables share every column of {@link ToolCredential} with the same
@@ -141,10 +144,11 @@ export class ToolCredentialsRepository {
       const rows = entries.filter((e) => e.credential === kind);
       if (rows.length === 0) continue;
       const { credentials, usage, usageId } = TABLES[kind];
-      await sql`INSERT INTO ${sql.table(usage)} (${sql.ref(usageId)}, at, tool, status, duration_ms)
-         SELECT u.key_id, u.at, u.tool, u.status, u.duration_ms
+      await sql`INSERT INTO ${sql.table(usage)} (${sql.ref(usageId)}, at, tool, status, duration_ms, client_name, client_version)
+         SELECT u.key_id, u.at, u.tool, u.status, u.duration_ms, u.client_name, u.client_version
          FROM unnest(${rows.map((e) => e.keyId)}::uuid[], ${rows.map((e) => e.at.toISOString())}::timestamptz[], ${rows.map((e) => e.tool)}::text[],
-                     ${rows.map((e) => e.status)}::int[], ${rows.map((e) => Math.round(e.durationMs))}::int[]) AS u(key_id, at, tool, status, duration_ms)
+                     ${rows.map((e) => e.status)}::int[], ${rows.map((e) => Math.round(e.durationMs))}::int[],
+                     ${rows.map((e) => e.clientName)}::text[], ${rows.map((e) => e.clientVersion)}::text[]) AS u(key_id, at, tool, status, duration_ms, client_name, client_version)
          JOIN ${sql.table(credentials)} k ON k.id = u.key_id`.execute(executor);
     }
   }
@@ -155,13 +159,13 @@ export class ToolCredentialsRepository {
     // The two usage tables have the same columns but for the name of the id column.
     const rows = await this.db
       .selectFrom(usage as 'api_key_usage')
-      .select(['at', 'tool', 'status', 'duration_ms'])
+      .select(['at', 'tool', 'status', 'duration_ms', 'client_name', 'client_version'])
       .where(sql.ref(usageId), '=', id)
       .orderBy('at', 'desc')
       .orderBy('id', 'desc')
       .limit(limit)
       .execute();
-    return rows.map((u) => ({ at: u.at, tool: u.tool, status: u.status, durationMs: u.duration_ms }));
+    return rows.map((u) => ({ at: u.at, tool: u.tool, status: u.status, durationMs: u.duration_ms, clientName: u.client_name, clientVersion: u.client_version }));
   }
 
   /**

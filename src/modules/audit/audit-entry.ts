@@ -36,6 +36,8 @@ export interface AuditActor {
   credentialId: string | null;
   /** The MCP client's clientInfo.name, or the OAuth client's name (filled in when written, from the grant). */
   clientName?: string;
+  /** The MCP client's clientInfo.version, when it named itself. */
+  clientVersion?: string;
   runId?: string;
 }
 
@@ -88,12 +90,12 @@ export function uuidV7(at: Date): string {
 
 /** How the audit log names a caller: its kind's `via` and credential, and the client program when one is known. */
 export function auditActorOf(caller: Caller): AuditActor {
-  const clientName = caller.client?.name;
+  const client = caller.client;
   return {
     userId: caller.userId,
     via: caller.via as AuditVia,
     credentialId: caller.credentialId,
-    ...(clientName !== undefined ? { clientName } : {}),
+    ...(client !== undefined ? { clientName: client.name, clientVersion: client.version } : {}),
     ...(caller.runId !== undefined ? { runId: caller.runId } : {}),
   };
 }

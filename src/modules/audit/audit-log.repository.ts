@@ -36,16 +36,16 @@ export class AuditLogRepository {
   async insert(entries: readonly AuditEntry[], executor: DbExecutor = this.db): Promise<void> {
     if (entries.length === 0) return;
     const column = <T>(value: (entry: AuditEntry) => T): T[] => entries.map(value);
-    await sql`INSERT INTO audit_log (id, created_at, action, user_id, via, credential_id, client_name, run_id, target_type, target_id, outcome_status, outcome_code, details)
+    await sql`INSERT INTO audit_log (id, created_at, action, user_id, via, credential_id, client_name, client_version, run_id, target_type, target_id, outcome_status, outcome_code, details)
       SELECT u.id, u.created_at, u.action, u.user_id, u.via, u.credential_id,
              coalesce(u.client_name, (SELECT g.client_name FROM oauth_grants g WHERE u.via = 'oauth' AND g.id = u.credential_id)),
-             u.run_id, u.target_type, u.target_id, u.outcome_status, u.outcome_code, u.details::jsonb
+             u.client_version, u.run_id, u.target_type, u.target_id, u.outcome_status, u.outcome_code, u.details::jsonb
       FROM unnest(${column((e) => e.id)}::uuid[], ${column((e) => e.at.toISOString())}::timestamptz[], ${column((e) => e.action)}::text[],
                   ${column((e) => e.actor.userId)}::uuid[], ${column((e) => e.actor.via)}::text[], ${column((e) => e.actor.credentialId)}::uuid[],
-                  ${column((e) => e.actor.clientName ?? null)}::text[], ${column((e) => e.actor.runId ?? null)}::uuid[],
+                  ${column((e) => e.actor.clientName ?? null)}::text[], ${column((e) => e.actor.clientVersion ?? null)}::text[], ${column((e) => e.actor.runId ?? null)}::uuid[],
                   ${column((e) => e.target?.type ?? null)}::text[], ${column((e) => e.target?.id ?? null)}::text[],
                   ${column((e) => e.outcome.status)}::text[], ${column((e) => e.outcome.code ?? null)}::text[], ${column((e) => JSON.stringify(e.details))}::text[])
-        AS u(id, created_at, action, user_id, via, credential_id, client_name, run_id, target_type, target_id, outcome_status, outcome_code, details)`.execute(
+        AS u(id, created_at, action, user_id, via, credential_id, client_name, client_version, run_id, target_type, target_id, outcome_status, outcome_code, details)`.execute(
       executor,
     );
   }
@@ -102,6 +102,7 @@ function toRow(entry: AuditEntry) {
       (entry.actor.via === 'oauth' && entry.actor.credentialId
         ? sql<string | null>`(SELECT g.client_name FROM oauth_grants g WHERE g.id = ${entry.actor.credentialId}::uuid)`
         : null),
+    client_version: entry.actor.clientVersion ?? null,
     run_id: entry.actor.runId ?? null,
     target_type: entry.target?.type ?? null,
     target_id: entry.target?.id ?? null,
@@ -123,6 +124,7 @@ function toEntry(row: Selectable<AuditLog>): StoredAuditEntry {
       via: row.via as AuditVia,
       credentialId: row.credential_id,
       ...(row.client_name !== null ? { clientName: row.client_name } : {}),
+      ...(row.client_version !== null ? { clientVersion: row.client_version } : {}),
       ...(row.run_id !== null ? { runId: row.run_id } : {}),
     },
     target: row.target_type !== null && row.target_id !== null ? { type: row.target_type, id: row.target_id } : null,

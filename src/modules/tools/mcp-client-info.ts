@@ -15,8 +15,8 @@ const MAX_LABEL = 200;
 
 /**
  * The client of this MCP request, when the door knows it: from the session (2025-era requests with an
- * `Mcp-Session-Id`), from the `initialize` itself, or from a 2026-07-28 request's `_meta` clientInfo. Undefined for
- * sessionless 2025-era requests after initialize (that revision names the client only once) and off the MCP door.
+ * `Mcp-Session-Id`, which every initialize naming its client opens), from the `initialize` itself, or from a
+ * 2026-07-28 request's `_meta` clientInfo. Undefined for 2025-era requests that never initialized and off the MCP door.
  */
 export function mcpClientOf(request: Request): McpClientInfo | undefined {
   return (request as ClientRequest)[MCP_CLIENT];

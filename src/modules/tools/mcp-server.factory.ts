@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { createMcpHandler, createRequestStateCodec, inputRequired, LOG_LEVEL_META_KEY, Server as ModernServer, type InputRequiredResult, type McpHttpHandler, type ServerContext as ModernContext } from '@modelcontextprotocol/server';
+import { createMcpHandler, createRequestStateCodec, inputRequired, LOG_LEVEL_META_KEY, SERVER_INFO_META_KEY, Server as ModernServer, type InputRequiredResult, type McpHttpHandler, type ServerContext as ModernContext } from '@modelcontextprotocol/server';
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import {
   CallToolRequestSchema,
@@ -38,6 +38,7 @@ import type { McpClientInfo } from './mcp-client-info.js';
 import { MCP_RESOURCE_NOT_FOUND, McpExtensions, type McpExtension, type McpExtensionRequest, type McpToolAnswer } from './server-extensions.js';
 import { McpSessionsRepository } from './mcp-sessions.repository.js';
 import { McpWriteConfirmations, type ElicitOutcome, type McpSession } from './mcp-sessions.service.js';
+import type { FastMcpCall } from './mcp-fast-path.js';
 import { mcpToolCallStatus, observeToolCall } from './tool-call-telemetry.js';
 import { ToolsService, type PreparedToolCall, type ToolCallOutcome } from './tools.service.js';
 
@@ -126,6 +127,10 @@ const ATRIUM_CONTEXT = 'atrium:mcp-context';
 export class McpServerFactory implements OnApplicationShutdown {
   private readonly logger = new Logger('Mcp');
   private readonly listing = new Map<string, Tool>();
+  /** The registry's part of tools/list as JSON text, by the caller's scopes (see toolListJson). */
+  private readonly toolListText = new Map<string, string>();
+  /** What the 2026-07-28 SDK server adds to every result (`resultType`, its serverInfo), closing the result object. */
+  private readonly modernResultTail: string;
   /** HMAC key of 2026-07-28 requestState (derived from the pepper, so every instance verifies every other's). */
   private readonly requestStateKey: Buffer;
   /** The 2026-07-28 entry: strict (2025 traffic never reaches it), JSON answers, one per process. */
@@ -139,6 +144,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     private readonly sessionsRepository: McpSessionsRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
+    this.modernResultTail = `"resultType":"complete","_meta":${JSON.stringify({ [SERVER_INFO_META_KEY]: { ...SERVER_INFO, version: config.version } })}}`;
     this.requestStateKey = createHmac('sha256', config.secrets.tokenPepper).update('atrium:mcp-request-state').digest();
     this.modern = createMcpHandler(
       (ctx) => this.createModern((ctx.authInfo?.extra as Record<string, McpRequestContext> | undefined)?.[ATRIUM_CONTEXT]),
@@ -168,7 +174,7 @@ export class McpServerFactory implements OnApplicationShutdown {
         clientCapabilities: server.getClientCapabilities(),
         meta: params?._meta,
         notify: (notification) => extra.sendNotification(notification as never),
-        askClient: session
+        askClient: session?.stored
           ? async (method, askParams) => {
               const send = (message: Parameters<NonNullable<Server['transport']>['send']>[0]) =>
                 server.transport?.send(message, { relatedRequestId: extra.requestId }) ?? Promise.reject(new Error('closed'));
@@ -289,7 +295,32 @@ export class McpServerFactory implements OnApplicationShutdown {
 
   private listTools(context: McpRequestContext): { tools: Tool[] } {
     const own = this.tools.toolsFor(context.caller.scopes).map((tool) => this.mcpTool(tool));
-    return { tools: [...own, ...this.extensions.all.flatMap((extension) => extension.tools?.(context.caller) ?? [])] };
+    return { tools: [...own, ...this.extensionTools(context)] };
+  }
+
+  private extensionTools(context: McpRequestContext): Tool[] {
+    return this.extensions.all.flatMap((extension) => extension.tools?.(context.caller) ?? []);
+  }
+
+  /**
+   * The tools/list result as JSON text. The registry's part depends only on the scopes and the registry, which is
+   * fixed after start-up, so it is written once per set of scopes; what extensions add is written per request.
+   */
+  private toolListJson(context: McpRequestContext, modern: boolean): string {
+    const scopesKey = context.caller.scopes.join(' ');
+    let own = this.toolListText.get(scopesKey);
+    if (own === undefined) {
+      own = this.tools
+        .toolsFor(context.caller.scopes)
+        .map((tool) => JSON.stringify(this.mcpTool(tool)))
+        .join(',');
+      // A credential's scopes come from a small catalog, so the distinct sets are few; the bound is a safety net.
+      if (this.toolListText.size >= 256) this.toolListText.clear();
+      this.toolListText.set(scopesKey, own);
+    }
+    const added = this.extensionTools(context).map((tool) => JSON.stringify(tool));
+    const tools = added.length === 0 ? own : [own, ...added].filter((part) => part.length > 0).join(',');
+    return modern ? `{"tools":[${tools}],"ttlMs":${CACHE_HINTS.list.ttlMs},"cacheScope":"${CACHE_HINTS.list.cacheScope}",${this.modernResultTail}` : `{"tools":[${tools}]}`;
   }
 
   /** The server's capabilities for this caller: its tools, plus what the extensions serve it. */
@@ -385,18 +416,8 @@ export class McpServerFactory implements OnApplicationShutdown {
     }
   }
 
-  /** A tools/call of either revision, counted and traced as the MCP door's (tool-call-telemetry.ts). */
-  private callTool(
-    name: string,
-    args: Record<string, unknown> | undefined,
-    context: McpRequestContext,
-    confirmation?: WriteConfirmation,
-    progress?: ProgressReporter,
-  ): Promise<CallToolResult | InputRequiredResult> {
-    return observeToolCall({ door: 'mcp', tool: this.tools.find(name), statusOfResult: mcpToolCallStatus }, () => this.runToolCall(name, args, context, confirmation, progress));
-  }
-
-  private async runToolCall(
+  /** A tools/call of either revision through an SDK server, counted and traced as the MCP door's (tool-call-telemetry.ts). */
+  private async callTool(
     name: string,
     args: Record<string, unknown> | undefined,
     context: McpRequestContext,
@@ -405,6 +426,56 @@ export class McpServerFactory implements OnApplicationShutdown {
   ): Promise<CallToolResult | InputRequiredResult> {
     // An unknown name is a protocol error (the client asked for something not offered), not a tool failure.
     if (!this.tools.find(name)) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    const answer = await this.observedToolCall(name, args, context, confirmation, progress);
+    return 'outcome' in answer ? successResult(answer.outcome) : answer.result;
+  }
+
+  /**
+   * The MCP door's common case without an SDK server: a plain tools/list or tools/call of a registry tool, as
+   * `fastMcpCall` recognised it (nothing the SDK would refuse, nothing that needs a stream or a question to the user).
+   * The result is written as JSON text, a list tool's rows spliced in as the tool wrote them, with exactly the fields
+   * the SDK server of that revision answers.
+   */
+  async serveFast(call: FastMcpCall, context: McpRequestContext): Promise<string> {
+    const modern = call.era === 'modern';
+    let result: string;
+    if (call.method === 'tools/list') {
+      result = this.toolListJson(context, modern);
+    } else {
+      const answer = await this.observedToolCall(call.name, call.args, context, undefined, undefined);
+      const body = 'outcome' in answer ? successJson(answer.outcome) : JSON.stringify(answer.result);
+      result = modern ? `${body.slice(0, -1)},${this.modernResultTail}` : body;
+    }
+    return `{"result":${result},"jsonrpc":"2.0","id":${JSON.stringify(call.id)}}`;
+  }
+
+  /** Whether the fast path may answer this tools/call: a registry tool that asks the user nothing on this request. */
+  servesFast(call: FastMcpCall, context: McpRequestContext): boolean {
+    if (call.method === 'tools/list') return true;
+    const tool = this.tools.find(call.name);
+    if (!tool) return false;
+    if (call.era === 'legacy') return !this.mayAskMidCall(context, call.name, false);
+    // 2026-07-28: a write of a "confirm writes" credential answers input_required, which the SDK's codec mints.
+    return !(context.caller.confirmWrites && tool.definition.annotations.readOnlyHint !== true);
+  }
+
+  private observedToolCall(
+    name: string,
+    args: Record<string, unknown> | undefined,
+    context: McpRequestContext,
+    confirmation?: WriteConfirmation,
+    progress?: ProgressReporter,
+  ): Promise<ToolCallAnswer> {
+    return observeToolCall({ door: 'mcp', tool: this.tools.find(name), statusOfResult: answerStatus }, () => this.runToolCall(name, args, context, confirmation, progress));
+  }
+
+  private async runToolCall(
+    name: string,
+    args: Record<string, unknown> | undefined,
+    context: McpRequestContext,
+    confirmation?: WriteConfirmation,
+    progress?: ProgressReporter,
+  ): Promise<ToolCallAnswer> {
     try {
       if (context.rateLimited) throw context.rateLimited;
       const { caller } = context;
@@ -412,7 +483,7 @@ export class McpServerFactory implements OnApplicationShutdown {
       let confirmed = false;
       if (this.keyCalls.needsConfirmation(prepared, caller)) {
         const step = await this.confirmWrite(prepared, caller.keyId, confirmation);
-        if (typeof step === 'object') return step;
+        if (typeof step === 'object') return { result: step };
         // 'cannot-ask' leaves confirmed false: KeyToolCallsService refuses with confirmation_required.
         confirmed = step === 'confirmed';
       }
@@ -420,7 +491,7 @@ export class McpServerFactory implements OnApplicationShutdown {
       const outcome = await this.keyCalls.invoke(prepared, caller, context.idempotencyKey, { confirmed });
       await progress?.(1, `${name} finished`);
       context.onToolCall?.(name, 200);
-      return successResult(outcome);
+      return { outcome };
     } catch (error) {
       let exception = toAppException(error);
       if (!exception) {
@@ -429,7 +500,7 @@ export class McpServerFactory implements OnApplicationShutdown {
       }
       const failure = errorResult(exception);
       context.onToolCall?.(name, failure.status);
-      return failure.result;
+      return { result: failure.result };
     }
   }
 
@@ -516,6 +587,25 @@ function toMcpTool(tools: ToolsService, tool: RegisteredTool): Tool {
 function errorResult(exception: AppException): { result: CallToolResult; status: number } {
   const rendered = renderError(exception, 'tool-api', RequestContext.requestId() ?? '');
   return { result: { content: [{ type: 'text', text: JSON.stringify(rendered.body) }], structuredContent: rendered.body, isError: true }, status: rendered.status };
+}
+
+/** What a registry tools/call came to: the tool's outcome, or a result already shaped (an error, an elicitation). */
+type ToolCallAnswer = { outcome: ToolCallOutcome } | { result: CallToolResult | InputRequiredResult };
+
+function answerStatus(answer: ToolCallAnswer): string {
+  return 'outcome' in answer ? 'ok' : mcpToolCallStatus(answer.result);
+}
+
+/**
+ * successResult as JSON text. A list the tool wrote as JSON text is spliced in as it is, not parsed and written again;
+ * the text content carries the same JSON as a string.
+ */
+function successJson(outcome: ToolCallOutcome): string {
+  let structured: string;
+  if (outcome.resultJson !== undefined) structured = `{"items":${outcome.resultJson}${outcome.truncated ? ',"truncated":true' : ''}}`;
+  else if (Array.isArray(outcome.result)) structured = JSON.stringify({ items: outcome.result, ...(outcome.truncated ? { truncated: true } : {}) });
+  else structured = JSON.stringify(outcome.result);
+  return `{"content":[{"type":"text","text":${JSON.stringify(structured)}}],"structuredContent":${structured}}`;
 }
 
 function successResult(outcome: ToolCallOutcome): CallToolResult {

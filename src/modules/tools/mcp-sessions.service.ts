@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import {
   ElicitResultSchema,
@@ -20,12 +20,14 @@ import { toMcpClientInfo, type McpClientInfo } from './mcp-client-info.js';
 import { MCP_ANSWER_CHANNEL, McpSessionsRepository, type StoredAnswer } from './mcp-sessions.repository.js';
 
 /**
- * Negotiated revisions that get a session: the 2025-era ones that have elicitation (2025-03-26 and older have
- * none, so a session would buy them nothing; they stay exactly as before).
+ * Negotiated revisions whose sessions can be stored: the 2025-era ones that have elicitation (2025-03-26 and older
+ * have none, so a stored session would buy them nothing; they get a label session like every other client).
  */
 const SESSION_REVISIONS: ReadonlySet<string> = new Set(['2025-06-18', '2025-11-25']);
-/** An `Mcp-Session-Id` we issue: 32 random bytes, base64url (43 visible ASCII characters, as the spec asks). */
+/** A stored session's `Mcp-Session-Id`: 32 random bytes, base64url (43 visible ASCII characters, as the spec asks). */
 const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
+/** A label session's `Mcp-Session-Id`: `l1.<payload>.<mac>`, base64url parts (see labelSession). */
+const LABEL_SESSION_ID = /^l1\.([A-Za-z0-9_-]{1,1200})\.([A-Za-z0-9_-]{22})$/;
 /** Capabilities larger than this are not kept whole (a client chooses them); what we act on is kept. */
 const MAX_CAPABILITIES_JSON = 8_192;
 /** The ids of our elicitation requests: random strings, so concurrent calls of one session never share one. */
@@ -45,6 +47,8 @@ export interface McpSession {
   client: McpClientInfo;
   /** The client declared `elicitation` in initialize: a write of a "confirm writes" credential asks it. */
   canElicit: boolean;
+  /** Stored in PostgreSQL (the server can ask the client mid-call); false for a label session. */
+  stored: boolean;
 }
 
 /** What an `initialize` that opens a session says about its client. */
@@ -52,7 +56,12 @@ export interface McpSessionOpening {
   protocolVersion: string;
   capabilities: Record<string, unknown>;
   client: McpClientInfo;
+  /** The session must be stored (the server may ask this client mid-call); otherwise it is a label session. */
+  stored: boolean;
 }
+
+/** What DELETE with an Mcp-Session-Id came to. */
+export type SessionEnd = 'ended' | 'unknown' | 'not-endable';
 
 /** What came of asking the client to confirm a write. */
 export type ElicitOutcome =
@@ -69,22 +78,29 @@ export class McpAnswerListener extends PgChannelListener implements OnModuleDest
 }
 
 /**
- * MCP sessions of the 2025-era door (Streamable HTTP §Session Management), stored in PostgreSQL so that any instance
- * serves any session: the SDK transport keeps its session in memory, which one instance cannot share, so the door
- * runs the SDK transport stateless and checks the session here before. Issued only to clients that declared
- * `elicitation` on 2025-06-18/2025-11-25 (the one thing a session adds is a channel to ask them); every other client
- * stays sessionless as before, so a client that cannot re-initialize after an expiry (the v1 SDK client does not)
- * is never exposed to one for nothing.
+ * MCP sessions of the 2025-era door (Streamable HTTP §Session Management). Every `initialize` that names its client
+ * opens one, because on these revisions the client says who it is only there, and the audit log and usage view name
+ * the client of every call. Two kinds, both usable on any instance:
+ * - a stored session, for clients the server may ask mid-call (they declared `elicitation` on 2025-06-18/2025-11-25,
+ *   or an extension wants one): kept in PostgreSQL with an idle expiry, its id random and stored as a hash;
+ * - a label session for everyone else: the id itself carries the client's name, version and revision, sealed with an
+ *   HMAC bound to the credential, so it needs no row, no lookup and no expiry. A client that cannot re-initialize
+ *   after an expiry (the v1 SDK client does not) is never exposed to one; it ends with its credential, and DELETE
+ *   answers 405 as the spec allows for sessions a client cannot end.
  */
 @Injectable()
 export class McpSessions implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('McpSessions');
   private pruneTimer?: NodeJS.Timeout;
+  /** HMAC key of label sessions (derived from the pepper, so every instance verifies every other's). */
+  private readonly labelKey: Buffer;
 
   constructor(
     private readonly repository: McpSessionsRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.labelKey = createHmac('sha256', config.secrets.tokenPepper).update('atrium:mcp-label-session').digest();
+  }
 
   onModuleInit(): void {
     this.pruneTimer = setInterval(() => void this.prune(), Math.min(PRUNE_EVERY_MS, this.config.mcp.sessionTtlMs));
@@ -101,22 +117,45 @@ export class McpSessions implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Whether the reply to this `initialize` opens a session: the revision the SDK server will answer (its own rule:
-   * the requested one if supported, else the latest) has elicitation and the client declared it.
+   * The session the reply to this `initialize` opens, if any: one for every client that names itself, stored when
+   * the revision the SDK server will answer (its own rule: the requested one if supported, else the latest) has
+   * elicitation and the client declared it (or an extension wants a session for its capabilities).
    */
   openingFor(params: unknown, wantsSession?: (capabilities: Record<string, unknown>) => boolean): McpSessionOpening | undefined {
     if (typeof params !== 'object' || params === null) return undefined;
     const { protocolVersion: requested, capabilities, clientInfo } = params as { protocolVersion?: unknown; capabilities?: unknown; clientInfo?: unknown };
     const protocolVersion = typeof requested === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
-    if (!SESSION_REVISIONS.has(protocolVersion)) return undefined;
-    if (typeof capabilities !== 'object' || capabilities === null || Array.isArray(capabilities)) return undefined;
-    const declared = capabilities as Record<string, unknown>;
-    const elicits = typeof declared.elicitation === 'object' && declared.elicitation !== null;
-    if (!elicits && !wantsSession?.(declared)) return undefined;
     const client = toMcpClientInfo(clientInfo);
     if (!client) return undefined;
+    if (!SESSION_REVISIONS.has(protocolVersion) || typeof capabilities !== 'object' || capabilities === null || Array.isArray(capabilities)) {
+      return { protocolVersion, capabilities: {}, client, stored: false };
+    }
+    const declared = capabilities as Record<string, unknown>;
+    const elicits = typeof declared.elicitation === 'object' && declared.elicitation !== null;
+    if (!elicits && !wantsSession?.(declared)) return { protocolVersion, capabilities: {}, client, stored: false };
     const kept = JSON.stringify(declared).length <= MAX_CAPABILITIES_JSON ? declared : { elicitation: {} };
-    return { protocolVersion, capabilities: kept, client };
+    return { protocolVersion, capabilities: kept, client, stored: true };
+  }
+
+  /** A label session's id for this credential: the opening's revision and client, sealed (see the class comment). */
+  labelSession(credentialId: string, opening: McpSessionOpening): string {
+    const payload = Buffer.from(JSON.stringify([opening.protocolVersion, opening.client.name, opening.client.version])).toString('base64url');
+    return `l1.${payload}.${this.labelMac(credentialId, payload)}`;
+  }
+
+  private labelMac(credentialId: string, payload: string): string {
+    return createHmac('sha256', this.labelKey).update(`${credentialId}\0${payload}`).digest().subarray(0, 16).toString('base64url');
+  }
+
+  /** The label session this header names for this credential, or undefined (forged, altered or another credential's). */
+  private resolveLabel(header: string, credentialId: string): McpSession | undefined {
+    const match = LABEL_SESSION_ID.exec(header);
+    if (!match) return undefined;
+    const [, payload, mac] = match;
+    const expected = Buffer.from(this.labelMac(credentialId, payload));
+    if (!timingSafeEqual(Buffer.from(mac), expected)) return undefined;
+    const [protocolVersion, name, version] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as [string, string, string];
+    return { idHash: hashOf(header), protocolVersion, client: { name, version }, canElicit: false, stored: false };
   }
 
   /** Stores the session before the initialize answer leaves (the client's next request may reach another instance). */
@@ -138,6 +177,7 @@ export class McpSessions implements OnModuleInit, OnModuleDestroy {
    * extends the idle expiry, written at most once a minute (or a tenth of the TTL) rather than on every request.
    */
   async resolve(header: string, credentialId: string): Promise<McpSession | undefined> {
+    if (header.startsWith('l1.')) return this.resolveLabel(header, credentialId);
     if (!SESSION_ID.test(header)) return undefined;
     const idHash = hashOf(header);
     const row = await this.repository.findLive(idHash);
@@ -150,13 +190,15 @@ export class McpSessions implements OnModuleInit, OnModuleDestroy {
       protocolVersion: row.protocolVersion,
       client: { name: row.clientName, version: row.clientVersion },
       canElicit: typeof row.clientCapabilities.elicitation === 'object' && row.clientCapabilities.elicitation !== null,
+      stored: true,
     };
   }
 
-  /** DELETE with the session id: false when this credential has no such session (404). */
-  end(header: string, credentialId: string): Promise<boolean> {
-    if (!SESSION_ID.test(header)) return Promise.resolve(false);
-    return this.repository.delete(hashOf(header), credentialId);
+  /** DELETE with the session id: a stored session ends; a label session cannot (405); anything else is unknown (404). */
+  async end(header: string, credentialId: string): Promise<SessionEnd> {
+    if (header.startsWith('l1.')) return this.resolveLabel(header, credentialId) ? 'not-endable' : 'unknown';
+    if (!SESSION_ID.test(header)) return 'unknown';
+    return (await this.repository.delete(hashOf(header), credentialId)) ? 'ended' : 'unknown';
   }
 
   /** Every instance prunes (a DELETE of expired rows is harmless when two race). */

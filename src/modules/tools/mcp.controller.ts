@@ -3,7 +3,7 @@ import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/
 import { JsonRpcErrorSchema, JsonRpcMessageSchema, JsonRpcResponseSchema } from './mcp.schemas.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest, isJSONRPCErrorResponse, isJSONRPCResultResponse, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
-import { isLegacyRequest } from '@modelcontextprotocol/server';
+import { CLIENT_INFO_META_KEY, isLegacyRequest } from '@modelcontextprotocol/server';
 import type { Request, Response } from 'express';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
@@ -12,6 +12,7 @@ import { ApiKeyAuthGuard, setUsageStatus, setUsageTool } from '../api-keys/api-k
 import { KeyCallLimiterService } from '../api-keys/key-call-limiter.service.js';
 import { Caller, type KeyCaller } from '../api-keys/key-caller.js';
 import { setMcpClient, toMcpClientInfo } from './mcp-client-info.js';
+import { fastMcpCall, type FastMcpCall } from './mcp-fast-path.js';
 import { McpOriginGuard } from './mcp-origin.guard.js';
 import { McpServerFactory, type McpRequestContext } from './mcp-server.factory.js';
 import { McpSessions, McpWriteConfirmations } from './mcp-sessions.service.js';
@@ -82,6 +83,8 @@ export class McpController {
     @Headers('idempotency-key') idempotencyKey: string | undefined,
   ): Promise<void> {
     const body: unknown = request.body;
+    const fast = body === undefined ? undefined : fastMcpCall(request.headers, body);
+    if (fast && (await this.servedFast(fast, caller, request, response, idempotencyKey))) return;
     const toolCall = body === undefined ? undefined : inspectBody(body);
     if (toolCall?.label) setUsageTool(request, toolCall.label);
     const context: McpRequestContext = {
@@ -100,10 +103,43 @@ export class McpController {
   }
 
   /**
+   * The common case without an SDK server (mcp-fast-path.ts): the same session check, limit, attribution, usage and
+   * tool call as below, answered as the SDK would. False when this request needs the SDK after all (a call that may ask
+   * the user, a tool an extension serves); nothing has been counted then.
+   */
+  private async servedFast(call: FastMcpCall, caller: KeyCaller, request: Request, response: Response, idempotencyKey: string | undefined): Promise<boolean> {
+    const context: McpRequestContext = { caller, idempotencyKey };
+    if (call.era === 'modern') {
+      context.client = toMcpClientInfo((request.body as { params: { _meta: Record<string, unknown> } }).params._meta[CLIENT_INFO_META_KEY]);
+    } else {
+      const sessionHeader = request.headers['mcp-session-id'];
+      if (sessionHeader !== undefined) {
+        const session = typeof sessionHeader === 'string' ? await this.sessions.resolve(sessionHeader, caller.keyId) : undefined;
+        if (!session) {
+          sessionNotFound(response);
+          return true;
+        }
+        context.session = session;
+        context.client = session.client;
+      }
+    }
+    if (!this.servers.servesFast(call, context)) return false;
+    setMcpClient(request, context.client);
+    setUsageTool(request, call.method === 'tools/call' ? call.name.slice(0, 100) : call.method);
+    context.rateLimited = await this.deferredRateLimit(caller, { isSingleToolCall: call.method === 'tools/call' });
+    context.onToolCall = (_tool: string, status: number) => setUsageStatus(request, status);
+    const text = await this.servers.serveFast(call, context);
+    response.statusCode = 200;
+    response.setHeader('Content-Type', 'application/json');
+    response.end(text);
+    return true;
+  }
+
+  /**
    * Counts the call. Over the limit, a single tools/call is answered in-band (an isError result, so the
    * limit reaches the model), anything else as HTTP 429: the exception is returned for the former, thrown otherwise.
    */
-  private async deferredRateLimit(caller: KeyCaller, toolCall: BodyInfo | undefined): Promise<AppException | undefined> {
+  private async deferredRateLimit(caller: KeyCaller, toolCall: Pick<BodyInfo, 'isSingleToolCall'> | undefined): Promise<AppException | undefined> {
     try {
       await this.keyLimit.enforce(caller.keyId, caller.actor.userId);
       return undefined;
@@ -144,6 +180,7 @@ export class McpController {
       setMcpClient(request, context.client);
       const opening = this.sessions.openingFor(body.params, (capabilities) => this.servers.extensionWantsSession(capabilities));
       if (!opening) return { answered: false };
+      if (!opening.stored) return { answered: false, id: this.sessions.labelSession(context.caller.keyId, opening) };
       const id = this.sessions.newId();
       await this.sessions.open(id, context.caller.keyId, opening);
       return { answered: false, id };
@@ -204,17 +241,22 @@ export class McpController {
   @Delete()
   @UseGuards(McpOriginGuard, ApiKeyAuthGuard, ScopeGuard)
   @AnyKeyScope('mcp')
-  @ApiOperation({ summary: 'Ends the MCP session named by Mcp-Session-Id (204; 404 if unknown; 405 without the header)' })
+  @ApiOperation({ summary: 'Ends the MCP session named by Mcp-Session-Id (204; 404 if unknown; 405 without the header or for a label session, which holds nothing to end)' })
   @ApiResponse({ status: 204, description: 'The session is ended' })
   @ApiResponse({ status: 404, description: 'No such session for this credential', schema: { $ref: JsonRpcErrorSchema.$ref } })
-  @ApiResponse({ status: 405, description: 'No Mcp-Session-Id header (Allow: POST, DELETE)', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({ status: 405, description: 'No Mcp-Session-Id header (Allow: POST, DELETE), or a label session, which a client cannot end (Allow: POST)', schema: { $ref: JsonRpcErrorSchema.$ref } })
   async remove(@Caller() caller: KeyCaller, @Req() request: Request, @Res() response: Response): Promise<void> {
     const header = request.headers['mcp-session-id'];
     if (header === undefined) {
       methodNotAllowed(response, 'POST, DELETE', 'Method not allowed: DELETE ends a session; send it with the Mcp-Session-Id header');
       return;
     }
-    if (typeof header !== 'string' || !(await this.sessions.end(header, caller.keyId))) return sessionNotFound(response);
+    const ended = typeof header === 'string' ? await this.sessions.end(header, caller.keyId) : 'unknown';
+    if (ended === 'unknown') return sessionNotFound(response);
+    if (ended === 'not-endable') {
+      methodNotAllowed(response, 'POST', 'Method not allowed: this session only names the client; it holds nothing to end and lasts as long as the credential');
+      return;
+    }
     response.status(204).end();
   }
 }
