@@ -1,5 +1,5 @@
 /**
- * Counts the test files and tests of each Jest project (unit, medium, e2e, drills; jest.config.js) by reading the
+ * Counts the test files and tests of each Jest project of jest.config.js (unit, medium, e2e, built, drills) by reading the
  * sources, so the shape of the suite is a reproducible figure rather than an impression. A test is one `it`/`test`
  * call; `it.each(table)` counts one per row and `describe.each(table)` multiplies what it holds, when the table is
  * an array literal (inline or a `const` of the file); a table the script cannot size counts once and is listed. A test
@@ -11,19 +11,25 @@
  * Usage: npm run test:census [-- --files] [-- --json]   (Node 24 runs TypeScript by stripping types)
  */
 import { globSync, readFileSync } from 'node:fs';
-import { dirname, relative, resolve } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 
 // This file's folder's parent, from argv (the script runs as TypeScript under Node).
 const ROOT = resolve(dirname(process.argv[1]), '..');
 
-/** The projects of jest.config.js, in its order, with the same globs. */
-const PROJECTS: { name: string; include: string[]; exclude?: RegExp }[] = [
-  { name: 'unit', include: ['src/**/*.spec.ts'] },
-  { name: 'medium', include: ['test/medium/**/*.medium-spec.ts'] },
-  { name: 'e2e', include: ['test/**/*.e2e-spec.ts'], exclude: /^test\/drill-/ },
-  { name: 'drills', include: ['test/drill-*.e2e-spec.ts'] },
-];
+interface JestProject {
+  displayName: string;
+  testMatch: string[];
+  testPathIgnorePatterns?: string[];
+}
+
+/** The projects of jest.config.js, in its order, with its globs and ignore patterns. */
+const PROJECTS = (createRequire(import.meta.url)(join(ROOT, 'jest.config.js')) as { projects: JestProject[] }).projects.map((project) => ({
+  name: project.displayName,
+  include: project.testMatch.map((glob) => glob.replace('<rootDir>/', '')),
+  exclude: (project.testPathIgnorePatterns ?? []).map((pattern) => new RegExp(pattern.replace('<rootDir>', ROOT))),
+}));
 
 interface FileCensus {
   file: string;
@@ -132,8 +138,8 @@ function census(): FileCensus[] {
   for (const project of PROJECTS) {
     const paths = new Set(project.include.flatMap((pattern) => globSync(pattern, { cwd: ROOT })));
     for (const file of [...paths].sort()) {
-      if (project.exclude?.test(file)) continue;
       const absolute = resolve(ROOT, file);
+      if (project.exclude.some((pattern) => pattern.test(absolute))) continue;
       const { tests, unsized } = countFile(absolute);
       files.push({ file: relative(ROOT, absolute), project: project.name, tests, unsized, ...(project.name === 'e2e' ? { boots: bootsOf(readFileSync(absolute, 'utf8')) } : {}) });
     }
