@@ -25,7 +25,7 @@ interface JestProject {
 }
 
 /** The projects of jest.config.js, in its order, with its globs and ignore patterns. */
-const PROJECTS = (createRequire(import.meta.url)(join(ROOT, 'jest.config.js')) as { projects: JestProject[] }).projects.map((project) => ({
+const PROJECTS = (createRequire(join(ROOT, 'jest.config.js'))(join(ROOT, 'jest.config.js')) as { projects: JestProject[] }).projects.map((project) => ({
   name: project.displayName,
   include: project.testMatch.map((glob) => glob.replace('<rootDir>/', '')),
   exclude: (project.testPathIgnorePatterns ?? []).map((pattern) => new RegExp(pattern.replace('<rootDir>', ROOT))),
