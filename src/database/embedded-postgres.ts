@@ -28,8 +28,12 @@ export class EmbeddedPostgres {
     readonly url: string,
   ) {}
 
-  /** `dataDir` undefined keeps everything in memory (tests). Throws DataDirLockedError when DATA_DIR is taken. */
-  static async start(dataDir: string | undefined): Promise<EmbeddedPostgres> {
+  /**
+   * `dataDir` undefined keeps everything in memory (tests). Throws DataDirLockedError when DATA_DIR is taken.
+   * `options.loadDataDir` starts from a tarball of another instance's files ({@link dumpDataDir}) instead of an
+   * empty cluster, which skips initdb (tests start from a migrated copy this way).
+   */
+  static async start(dataDir: string | undefined, options: { loadDataDir?: Blob } = {}): Promise<EmbeddedPostgres> {
     const logger = new Logger('EmbeddedPostgres');
     let location: string | undefined;
     let lock: DataDirLock | undefined;
@@ -40,7 +44,7 @@ export class EmbeddedPostgres {
       mkdirSync(location, { recursive: true, mode: 0o700 });
     }
     try {
-      const db = await PGlite.create({ dataDir: location, extensions: { vector } });
+      const db = await PGlite.create({ dataDir: location, extensions: { vector }, loadDataDir: options.loadDataDir });
       // BullMQ's PostgreSQL backend keeps its tables in schema "bullmq"; all socket connections share
       // this one session, so the search path is set once here rather than per connection.
       await db.exec('CREATE SCHEMA IF NOT EXISTS bullmq; SET search_path TO public, bullmq;');
@@ -54,6 +58,11 @@ export class EmbeddedPostgres {
       lock?.release();
       throw error;
     }
+  }
+
+  /** The cluster's files as an uncompressed tarball, for {@link start}'s `loadDataDir`. */
+  async dumpDataDir(): Promise<Blob> {
+    return this.db.dumpDataDir('none');
   }
 
   async stop(): Promise<void> {

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createHash, randomBytes } from 'node:crypto';
-import { globSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { globSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -34,10 +34,10 @@ export interface TestDatabase {
 
 export interface TestDatabaseOptions {
   /**
-   * `migrated` (default): on PostgreSQL, a copy of a template database that already holds every migration, so the
-   * app's start-up finds nothing pending (a file copy instead of 19 migrations per suite). `empty`: a database
-   * with no tables, for tests of the migrations themselves. The embedded engine always starts empty (the app
-   * migrates it), as a real first start does.
+   * `migrated` (default): a copy of a template that already holds every migration, so the app's start-up finds
+   * nothing pending: on PostgreSQL a database made with `CREATE DATABASE … TEMPLATE`, on the embedded engine an
+   * in-memory PGlite loaded from a tarball of a migrated one (no initdb, no migrations per file). `empty`: a
+   * database with no tables, for tests of the migrations themselves and of a first start.
    */
   schema?: 'migrated' | 'empty';
 }
@@ -45,7 +45,7 @@ export interface TestDatabaseOptions {
 export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
   const serverUrl = process.env.TEST_DATABASE_URL;
   if (!serverUrl) {
-    const embedded = await EmbeddedPostgres.start(undefined);
+    const embedded = await EmbeddedPostgres.start(undefined, options.schema === 'empty' ? {} : { loadDataDir: await embeddedTemplate() });
     return { url: embedded.url, kind: 'embedded', drop: () => embedded.stop() };
   }
   const name = `atrium_test_${randomBytes(6).toString('hex')}`;
@@ -149,6 +149,48 @@ async function ensureTemplate(serverUrl: string): Promise<string> {
     await admin.query('SELECT pg_advisory_unlock($1::bigint)', [TEMPLATE_LOCK_KEY]).catch(() => undefined);
     await admin.end();
   }
+}
+
+/** Migrated embedded clusters, one tarball per set of migrations and PGlite version, shared by worktrees and runs. */
+const EMBEDDED_TEMPLATE_DIR = join(tmpdir(), 'atrium-test-pglite');
+
+/**
+ * The tarball of an embedded cluster holding every migration, built on first use (an initdb and the migrations,
+ * once instead of per file). Written under a temporary name and renamed, so a reader never sees half a file; two
+ * processes building at once both write a complete one. The newest few are kept, as on PostgreSQL.
+ */
+async function embeddedTemplate(): Promise<Blob> {
+  const pglite = JSON.parse(readFileSync(join(__dirname, '..', '..', 'node_modules', '@electric-sql', 'pglite', 'package.json'), 'utf8')) as { version: string };
+  const file = join(EMBEDDED_TEMPLATE_DIR, `${templateName()}-pglite-${pglite.version}.tar`);
+  try {
+    return new Blob([readFileSync(file)]);
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ENOENT') throw error;
+  }
+  const engine = await EmbeddedPostgres.start(undefined);
+  let tarball: Blob;
+  try {
+    const dataSource = await new DataSource(buildDataSourceOptions(engine.url, 1)).initialize();
+    try {
+      await runMigrationsUnderLock(dataSource, engine.url);
+    } finally {
+      await dataSource.destroy();
+    }
+    tarball = await engine.dumpDataDir();
+  } finally {
+    await engine.stop();
+  }
+  mkdirSync(EMBEDDED_TEMPLATE_DIR, { recursive: true });
+  const partial = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
+  writeFileSync(partial, Buffer.from(await tarball.arrayBuffer()));
+  renameSync(partial, file);
+  const stale = readdirSync(EMBEDDED_TEMPLATE_DIR)
+    .filter((name) => name.endsWith('.tar'))
+    .map((name) => ({ path: join(EMBEDDED_TEMPLATE_DIR, name), mtime: statSync(join(EMBEDDED_TEMPLATE_DIR, name), { throwIfNoEntry: false })?.mtimeMs ?? 0 }))
+    .sort((a, b) => b.mtime - a.mtime)
+    .slice(KEPT_TEMPLATES);
+  for (const { path } of stale) rmSync(path, { force: true });
+  return tarball;
 }
 
 /**
