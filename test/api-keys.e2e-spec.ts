@@ -189,7 +189,7 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
     expect(one.body.data.callCount).toBe(200);
     expect(one.body.data.lastUsedAt).toEqual(expect.any(String));
     expect(one.body.data.recentUsage).toHaveLength(50);
-    expect(one.body.data.recentUsage[0]).toEqual({ at: expect.any(String), tool: 'search_tasks', status: 200, durationMs: expect.any(Number) });
+    expect(one.body.data.recentUsage[0]).toEqual({ at: expect.any(String), tool: 'search_tasks', status: 200, durationMs: expect.any(Number), clientName: null, clientVersion: null });
     const usageRows = await db.query(`SELECT * FROM api_key_usage WHERE api_key_id = $1`, [key.id]);
     expect(usageRows).toHaveLength(200);
     expect(JSON.stringify(usageRows)).not.toContain('secret-needle-value');
@@ -216,7 +216,8 @@ describeOnSharedServices('API key call counts across two instances of one deploy
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    const env = deploymentEnv('keys');
+    // The per-user tool budget is one key's limit by default; this test counts calls, it does not test that budget.
+    const env = { ...deploymentEnv('keys'), RATE_LIMIT_USER_TOOLS_PER_MIN: '1000000' };
     first = await startTestApp({ database, env });
     second = await startTestApp({ database, env });
   }, 180_000);

@@ -424,8 +424,11 @@ export class McpServerFactory implements OnApplicationShutdown {
     confirmation?: WriteConfirmation,
     progress?: ProgressReporter,
   ): Promise<CallToolResult | InputRequiredResult> {
-    // An unknown name is a protocol error (the client asked for something not offered), not a tool failure.
-    if (!this.tools.find(name)) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    // An unknown name is a protocol error (the client asked for something not offered), not a tool failure; it is
+    // still one of the door's calls, counted under `unknown`.
+    if (!this.tools.find(name)) {
+      return observeToolCall({ door: 'mcp', tool: undefined }, () => Promise.reject(new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`)));
+    }
     const answer = await this.observedToolCall(name, args, context, confirmation, progress);
     return 'outcome' in answer ? successResult(answer.outcome) : answer.result;
   }
