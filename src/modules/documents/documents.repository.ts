@@ -122,6 +122,10 @@ export class DocumentsRepository {
     return row !== undefined;
   }
 
+  async exists(documentId: string, executor: DbExecutor = this.db): Promise<boolean> {
+    return (await executor.selectFrom('documents').select('id').where('id', '=', documentId).executeTakeFirst()) !== undefined;
+  }
+
   async findUpload(authorId: string, projectId: string, sha256: string): Promise<{ id: string; status: DocumentStatus } | null> {
     const row = await this.db
       .selectFrom('documents')

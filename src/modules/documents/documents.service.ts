@@ -271,6 +271,8 @@ export class DocumentsService {
   /** Forbidden unless editableDocument holds for a document the actor sees; the message says which half of the rule failed. */
   private async assertMayChange(actor: Actor, document: Document): Promise<void> {
     if (await this.documents.isEditable(actor, document.id)) return;
+    // Deleted since it was read (a concurrent delete won): not found, as it would be a moment later.
+    if (!(await this.documents.exists(document.id))) throw AppException.notFound('Document');
     throw AppException.forbidden(
       document.authorId !== actor.userId ? 'Only the author may change or delete this document' : 'Changing a document needs the editor role in its project',
     );

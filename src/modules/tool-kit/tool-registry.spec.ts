@@ -13,6 +13,7 @@ import type { AuditEntry } from '../audit/audit-entry.js';
 import { AuditLogRepository } from '../audit/audit-log.repository.js';
 import { AuditRecorder } from '../audit/audit.recorder.js';
 import { AuditService } from '../audit/audit.service.js';
+import { CredentialEvents } from '../credentials/credential-events.js';
 
 /** The audit log of the harness: the real AuditService and recorder over a repository that keeps rows in memory. */
 const audited: AuditEntry[] = [];
@@ -81,7 +82,7 @@ class UndeclaredScopeProvider {
 class RedeclaringProvider {}
 
 async function boot(...providers: unknown[]) {
-  @Module({ imports: [DiscoveryModule], providers: [ToolRegistry, ToolExplorer, ToolsService, ScopeCatalog, memoryAuditLog, AuditRecorder, AuditService, ...(providers as never[])] })
+  @Module({ imports: [DiscoveryModule], providers: [ToolRegistry, ToolExplorer, ToolsService, ScopeCatalog, memoryAuditLog, AuditRecorder, AuditService, CredentialEvents, ...(providers as never[])] })
   class Harness {}
   const ref = await Test.createTestingModule({ imports: [Harness] }).compile();
   await ref.init();
