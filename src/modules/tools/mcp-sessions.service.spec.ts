@@ -3,32 +3,43 @@ import { toMcpClientInfo } from './mcp-client-info.js';
 import type { McpSessionsRepository } from './mcp-sessions.repository.js';
 import { McpSessions } from './mcp-sessions.service.js';
 
-describe('McpSessions.openingFor (which initialize opens a session)', () => {
-  const sessions = new McpSessions({} as McpSessionsRepository, { mcp: { sessionTtlMs: 60_000 } } as AppConfig);
+describe('McpSessions.openingFor (which initialize opens which session)', () => {
+  const config = { mcp: { sessionTtlMs: 60_000 }, secrets: { tokenPepper: 'p'.repeat(32) } } as AppConfig;
+  const sessions = new McpSessions({} as McpSessionsRepository, config);
   const init = (protocolVersion: unknown, capabilities: unknown, clientInfo: unknown = { name: 'c', version: '1' }) => ({ protocolVersion, capabilities, clientInfo });
 
-  it('opens one on 2025-06-18 and 2025-11-25 when the client declared elicitation, with the negotiated revision', () => {
+  it('stores one on 2025-06-18 and 2025-11-25 when the client declared elicitation, with the negotiated revision', () => {
     for (const version of ['2025-06-18', '2025-11-25']) {
-      expect(sessions.openingFor(init(version, { elicitation: {} }))).toEqual({ protocolVersion: version, capabilities: { elicitation: {} }, client: { name: 'c', version: '1' } });
+      expect(sessions.openingFor(init(version, { elicitation: {} }))).toEqual({ protocolVersion: version, capabilities: { elicitation: {} }, client: { name: 'c', version: '1' }, stored: true });
     }
     // An unsupported request is answered with the SDK's latest revision, which has elicitation.
     expect(sessions.openingFor(init('2099-01-01', { elicitation: { form: {} } }))?.protocolVersion).toBe('2025-11-25');
   });
 
-  it('opens none without elicitation, on revisions without it, or for junk', () => {
+  it('opens a label session for a named client without elicitation or on revisions without it, and none for junk', () => {
     for (const params of [
       init('2025-11-25', {}),
       init('2025-11-25', { elicitation: true }),
       init('2025-11-25', { elicitation: null }),
       init('2025-03-26', { elicitation: {} }),
       init('2024-11-05', { elicitation: {} }),
-      init('2025-11-25', { elicitation: {} }, { version: '1' }),
       init('2025-11-25', [{ elicitation: {} }]),
-      null,
-      'initialize',
     ]) {
+      expect(sessions.openingFor(params)).toMatchObject({ client: { name: 'c', version: '1' }, stored: false });
+    }
+    for (const params of [init('2025-11-25', { elicitation: {} }, { version: '1' }), null, 'initialize']) {
       expect(sessions.openingFor(params)).toBeUndefined();
     }
+  });
+
+  it('a label session resolves for its credential only, and not once altered', async () => {
+    const opening = sessions.openingFor(init('2025-11-25', {}, { name: 'Claude Code', version: '2.1.0' }))!;
+    const label = sessions.labelSession('key-1', opening);
+    expect(await sessions.resolve(label, 'key-1')).toMatchObject({ protocolVersion: '2025-11-25', client: { name: 'Claude Code', version: '2.1.0' }, canElicit: false, stored: false });
+    expect(await sessions.resolve(label, 'key-2')).toBeUndefined();
+    expect(await sessions.resolve(`${label.slice(0, -1)}${label.endsWith('A') ? 'B' : 'A'}`, 'key-1')).toBeUndefined();
+    expect(await sessions.end(label, 'key-1')).toBe('not-endable');
+    expect(await sessions.end(label, 'key-2')).toBe('unknown');
   });
 
   it('keeps oversize capabilities only as what it acts on, and bounds the client labels', () => {
