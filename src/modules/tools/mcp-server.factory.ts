@@ -459,7 +459,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     if (!tool) return false;
     if (call.era === 'legacy') return !this.mayAskMidCall(context, call.name, false);
     // 2026-07-28: a write of a "confirm writes" credential answers input_required, which the SDK's codec mints.
-    return !(context.caller.confirmWrites && tool.definition.annotations.readOnlyHint !== true);
+    return !(context.caller.confirmWrites && isWriteTool(tool));
   }
 
   private observedToolCall(
@@ -604,17 +604,18 @@ function answerStatus(answer: ToolCallAnswer): string {
  * the text content carries the same JSON as a string.
  */
 function successJson(outcome: ToolCallOutcome): string {
-  let structured: string;
-  if (outcome.resultJson !== undefined) structured = `{"items":${outcome.resultJson}${outcome.truncated ? ',"truncated":true' : ''}}`;
-  else if (Array.isArray(outcome.result)) structured = JSON.stringify({ items: outcome.result, ...(outcome.truncated ? { truncated: true } : {}) });
-  else structured = JSON.stringify(outcome.result);
+  const structured =
+    outcome.resultJson !== undefined ? `{"items":${outcome.resultJson}${outcome.truncated ? ',"truncated":true' : ''}}` : JSON.stringify(structuredContentOf(outcome));
   return `{"content":[{"type":"text","text":${JSON.stringify(structured)}}],"structuredContent":${structured}}`;
 }
 
+/** A result as `structuredContent`: an object as it is, a list wrapped as `{items}` (with `truncated` when it stopped at its limit). */
+function structuredContentOf(outcome: ToolCallOutcome): Record<string, unknown> {
+  return Array.isArray(outcome.result) ? { items: outcome.result, ...(outcome.truncated ? { truncated: true } : {}) } : (outcome.result as Record<string, unknown>);
+}
+
 function successResult(outcome: ToolCallOutcome): CallToolResult {
-  const structured: Record<string, unknown> = Array.isArray(outcome.result)
-    ? { items: outcome.result, ...(outcome.truncated ? { truncated: true } : {}) }
-    : (outcome.result as Record<string, unknown>);
+  const structured = structuredContentOf(outcome);
   return { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured };
 }
 

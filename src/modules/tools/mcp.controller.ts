@@ -111,17 +111,8 @@ export class McpController {
     const context: McpRequestContext = { caller, idempotencyKey };
     if (call.era === 'modern') {
       context.client = toMcpClientInfo((request.body as { params: { _meta: Record<string, unknown> } }).params._meta[CLIENT_INFO_META_KEY]);
-    } else {
-      const sessionHeader = request.headers['mcp-session-id'];
-      if (sessionHeader !== undefined) {
-        const session = typeof sessionHeader === 'string' ? await this.sessions.resolve(sessionHeader, caller.keyId) : undefined;
-        if (!session) {
-          sessionNotFound(response);
-          return true;
-        }
-        context.session = session;
-        context.client = session.client;
-      }
+    } else if (!(await this.presentedSession(request, response, context))) {
+      return true;
     }
     if (!this.servers.servesFast(call, context)) return false;
     setMcpClient(request, context.client);
@@ -132,6 +123,25 @@ export class McpController {
     response.statusCode = 200;
     response.setHeader('Content-Type', 'application/json');
     response.end(text);
+    return true;
+  }
+
+  /**
+   * The 2025-era session a request presents in Mcp-Session-Id, if any, put on the context with its client. False when
+   * it answered the spec's 404: unknown, expired, ended, malformed or another credential's, after which a client
+   * initializes again.
+   */
+  private async presentedSession(request: Request, response: Response, context: McpRequestContext): Promise<boolean> {
+    const header = request.headers['mcp-session-id'];
+    if (header === undefined) return true;
+    const session = typeof header === 'string' ? await this.sessions.resolve(header, context.caller.keyId) : undefined;
+    if (!session) {
+      sessionNotFound(response);
+      return false;
+    }
+    context.session = session;
+    context.client = session.client;
+    setMcpClient(request, session.client);
     return true;
   }
 
@@ -173,7 +183,6 @@ export class McpController {
     body: unknown,
     context: McpRequestContext,
   ): Promise<{ answered: true } | { answered: false; id?: string }> {
-    const sessionHeader = request.headers['mcp-session-id'];
     if (isInitializeRequest(body)) {
       // A new initialize starts over: a session header on it is not looked at (the spec has none there).
       context.client = toMcpClientInfo(body.params.clientInfo);
@@ -185,17 +194,9 @@ export class McpController {
       await this.sessions.open(id, context.caller.keyId, opening);
       return { answered: false, id };
     }
-    if (sessionHeader === undefined) return { answered: false };
-    const session = typeof sessionHeader === 'string' ? await this.sessions.resolve(sessionHeader, context.caller.keyId) : undefined;
-    // Unknown, expired, ended, malformed or another credential's: the spec's 404, after which a client initializes again.
-    if (!session) {
-      sessionNotFound(response);
-      return { answered: true };
-    }
-    context.session = session;
-    context.client = session.client;
-    setMcpClient(request, session.client);
-    if (isJSONRPCResultResponse(body) || isJSONRPCErrorResponse(body)) {
+    if (!(await this.presentedSession(request, response, context))) return { answered: true };
+    const session = context.session;
+    if (session && (isJSONRPCResultResponse(body) || isJSONRPCErrorResponse(body))) {
       // The call waiting for this answer may be on another instance.
       await this.confirmations.answer(session, body);
       response.status(202).end();
