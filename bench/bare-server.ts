@@ -27,7 +27,11 @@ interface Row {
 
 const SCOPES: Record<string, string> = { list_tasks: 'tasks:read', create_task: 'tasks:write' };
 
-const view = (r: Row) => ({ ...r, created_at: new Date(r.created_at).toISOString(), updated_at: new Date(r.updated_at).toISOString() });
+const view = (r: Row) => ({
+  ...r,
+  created_at: new Date(r.created_at).toISOString(),
+  updated_at: new Date(r.updated_at).toISOString(),
+});
 
 const pool = new Pool({ connectionString: process.env.BENCH_DB_URL, max: BENCH_POOL_SIZE });
 const app = express();
@@ -41,7 +45,12 @@ app.post('/call', async (req, res) => {
     const hash = hashApiKey(token, BENCH_PEPPER);
     const keys = await pool.query(KEY_SQL, [hash]);
     const key = keys.rows[0];
-    if (!key || !sameHash(key.key_hash, hash) || key.revoked_at || (key.expires_at && new Date(key.expires_at) <= new Date())) {
+    if (
+      !key ||
+      !sameHash(key.key_hash, hash) ||
+      key.revoked_at ||
+      (key.expires_at && new Date(key.expires_at) <= new Date())
+    ) {
       return void res.status(401).json({ error: 'invalid_api_key' });
     }
     const name = req.body?.name;
@@ -55,8 +64,18 @@ app.post('/call', async (req, res) => {
       if (rows.length > limit) res.setHeader('X-Truncated', 'true');
       return void res.json({ result: rows.slice(0, limit).map(view) });
     }
-    if (typeof args.title !== 'string' || args.title.length === 0 || args.title.length > 200) return void res.status(400).json({ error: 'invalid_argument' });
-    const [row] = (await pool.query<Row>(INSERT_SQL, [randomUUID(), args.title, args.description ?? '', 'todo', 'medium', key.user_id])).rows;
+    if (typeof args.title !== 'string' || args.title.length === 0 || args.title.length > 200)
+      return void res.status(400).json({ error: 'invalid_argument' });
+    const [row] = (
+      await pool.query<Row>(INSERT_SQL, [
+        randomUUID(),
+        args.title,
+        args.description ?? '',
+        'todo',
+        'medium',
+        key.user_id,
+      ])
+    ).rows;
     await pool.query(COUNT_SQL, [key.id]);
     res.json({ result: view(row) });
   } catch (error) {

@@ -8,7 +8,8 @@ FROM tasks t
 WHERE (t.creator_id = $1 OR t.assignee_id = $1) AND (t.project_id IS NULL OR $2::uuid[] IS NULL OR t.project_id = ANY($2::uuid[]))
 ORDER BY t.created_at DESC, t.id DESC LIMIT $3`;
 
-export const KEY_SQL = 'SELECT id, user_id, scopes, project_ids, repos, expires_at, revoked_at, key_hash FROM api_keys WHERE key_hash = $1';
+export const KEY_SQL =
+  'SELECT id, user_id, scopes, project_ids, repos, expires_at, revoked_at, key_hash FROM api_keys WHERE key_hash = $1';
 
 /** The create_task insert both servers run (TasksRepository.insert with the tool's defaults). */
 export const INSERT_SQL = `INSERT INTO tasks (id, title, description, status, priority, due_date, assignee_id, creator_id, project_id)

@@ -45,7 +45,9 @@ export function zipBombDocx(inflatedBytes: number): Buffer {
   const document = new ZipDeflate('word/document.xml', { level: 9 });
   zip.add(document);
   document.push(strToU8(DOC_HEAD));
-  const block = strToU8(paragraphXml('all work and no play makes a dull document ').repeat(Math.ceil((1024 * 1024) / 80)));
+  const block = strToU8(
+    paragraphXml('all work and no play makes a dull document ').repeat(Math.ceil((1024 * 1024) / 80)),
+  );
   for (let written = 0; written < inflatedBytes; written += block.length) document.push(block);
   document.push(strToU8(DOC_TAIL), true);
   zip.end();
@@ -83,10 +85,13 @@ export function pdfWithPages(pages: number, textOf: (page: number) => string = (
   objects[3] = `<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>`;
   for (let i = 0; i < pages; i += 1) {
     // Lines of at most 90 characters (pdf.js drops text that runs off the page), 12 pt apart.
-    const lines = textOf(i + 1).replace(/[()\\]/g, ' ').match(/.{1,90}(?:\s+|$)/g) ?? [''];
+    const lines = textOf(i + 1)
+      .replace(/[()\\]/g, ' ')
+      .match(/.{1,90}(?:\s+|$)/g) ?? [''];
     const stream = `BT /F1 10 Tf 12 TL 20 770 Td ${lines.map((line) => `(${line.trimEnd()}) Tj T*`).join(' ')} ET`;
     objects[4 + i * 2] = `<< /Length ${Buffer.byteLength(stream, 'latin1')} >>\nstream\n${stream}\nendstream`;
-    objects[5 + i * 2] = `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${4 + i * 2} 0 R /Resources << /Font << /F1 3 0 R >> >> >>`;
+    objects[5 + i * 2] =
+      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${4 + i * 2} 0 R /Resources << /Font << /F1 3 0 R >> >> >>`;
   }
   const chunks: string[] = ['%PDF-1.4\n'];
   let offset = chunks[0].length;
@@ -97,14 +102,20 @@ export function pdfWithPages(pages: number, textOf: (page: number) => string = (
     chunks.push(body);
     offset += Buffer.byteLength(body, 'latin1');
   }
-  const xref = [`xref\n0 ${objects.length}\n`, '0000000000 65535 f \n', ...offsets.slice(1).map((at) => `${String(at).padStart(10, '0')} 00000 n \n`)];
+  const xref = [
+    `xref\n0 ${objects.length}\n`,
+    '0000000000 65535 f \n',
+    ...offsets.slice(1).map((at) => `${String(at).padStart(10, '0')} 00000 n \n`),
+  ];
   chunks.push(...xref, `trailer\n<< /Size ${objects.length} /Root 1 0 R >>\nstartxref\n${offset}\n%%EOF\n`);
   return Buffer.from(chunks.join(''), 'latin1');
 }
 
 /** `<div>` nested `depth` deep around one sentence. */
 export function nestedHtml(depth: number): Buffer {
-  return Buffer.from(`<!doctype html><html><body>${'<div>'.repeat(depth)}deep inside${'</div>'.repeat(depth)}</body></html>`);
+  return Buffer.from(
+    `<!doctype html><html><body>${'<div>'.repeat(depth)}deep inside${'</div>'.repeat(depth)}</body></html>`,
+  );
 }
 
 const WORDS = (

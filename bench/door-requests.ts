@@ -28,7 +28,12 @@ export function doorRequest(door: Door, scenario: DoorScenario): DoorRequest {
   const call = scenario === 'tools_list' ? undefined : { name: scenario, arguments: SCENARIOS[scenario] };
   if (door === 'json') {
     if (!call) return { path: `${MCP_PATH}/tools`, method: 'GET', headers: {} };
-    return { path: `${MCP_PATH}/call`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(call) };
+    return {
+      path: `${MCP_PATH}/call`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(call),
+    };
   }
   const method = call ? 'tools/call' : 'tools/list';
   const params: Record<string, unknown> = call ? { ...call } : {};
@@ -48,7 +53,13 @@ export function doorRequest(door: Door, scenario: DoorScenario): DoorRequest {
   return {
     path: MCP_PATH,
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: ACCEPT, 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, ...(call ? { 'mcp-name': call.name } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      accept: ACCEPT,
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      ...(call ? { 'mcp-name': call.name } : {}),
+    },
     body: rpc(method, { ...params, _meta: meta }),
   };
 }
@@ -78,12 +89,25 @@ export async function initializeLegacy(baseUrl: string, key: string): Promise<st
 
 /** The items a door's answer carries (a list_tasks result or the tool list), to check every door answers alike. */
 export function answeredItems(door: Door, scenario: DoorScenario, body: string): number {
-  const parsed = JSON.parse(body.startsWith('event:') || body.startsWith('data:') ? body.split('\n').find((l) => l.startsWith('data:'))!.slice(5) : body) as Record<string, any>;
-  if (door === 'json') return scenario === 'tools_list' ? (parsed.tools as unknown[]).length : Array.isArray(parsed.result) ? parsed.result.length : 1;
+  const parsed = JSON.parse(
+    body.startsWith('event:') || body.startsWith('data:')
+      ? body
+          .split('\n')
+          .find((l) => l.startsWith('data:'))!
+          .slice(5)
+      : body,
+  ) as Record<string, any>;
+  if (door === 'json')
+    return scenario === 'tools_list'
+      ? (parsed.tools as unknown[]).length
+      : Array.isArray(parsed.result)
+        ? parsed.result.length
+        : 1;
   if (parsed.error) throw new Error(`${door} answered a JSON-RPC error: ${JSON.stringify(parsed.error)}`);
   const result = parsed.result as Record<string, any>;
   if (scenario === 'tools_list') return (result.tools as unknown[]).length;
-  if (result.isError) throw new Error(`${door} answered an isError result: ${JSON.stringify(result.structuredContent)}`);
+  if (result.isError)
+    throw new Error(`${door} answered an isError result: ${JSON.stringify(result.structuredContent)}`);
   const structured = result.structuredContent as Record<string, any>;
   return Array.isArray(structured.items) ? structured.items.length : 1;
 }

@@ -109,14 +109,19 @@ async function main(): Promise<void> {
     UPLOAD_MAX_BYTES: String(Math.max(20, BULK_MB + 1) * 1024 * 1024),
     RATE_LIMIT_USER_PER_MIN: '1000000',
     // Fair-share and indexing settings to try (e.g. INDEX_SLICE_MS=2000) pass through to every process.
-    ...Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => /^(RAG_|EXTRACT_|INDEX_|AGENT_)/.test(entry[0]) && entry[1] !== undefined)),
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(
+        (entry): entry is [string, string] => /^(RAG_|EXTRACT_|INDEX_|AGENT_)/.test(entry[0]) && entry[1] !== undefined,
+      ),
+    ),
   };
   const api = start('main.js', { ...env, APP_ROLE: 'api' });
   const processes = [api];
   try {
     const baseUrl = `http://127.0.0.1:${await listeningPort(api)}`;
     // The API process migrated the database; the workers start on it.
-    for (let i = 0; i < 2; i += 1) processes.push(start('worker.js', { ...env, APP_ROLE: 'worker', WORKER_HTTP_PORT: '0' }));
+    for (let i = 0; i < 2; i += 1)
+      processes.push(start('worker.js', { ...env, APP_ROLE: 'worker', WORKER_HTTP_PORT: '0' }));
     for (const worker of processes.slice(1)) worker.stdout!.resume();
     console.log(`atrium: API at ${baseUrl} + 2 workers (PostgreSQL + Redis); model answers after ${MODEL_DELAY_MS} ms`);
 
@@ -124,12 +129,15 @@ async function main(): Promise<void> {
       const email = `${name}-${randomBytes(4).toString('hex')}@example.com`;
       const password = `pw-${randomBytes(8).toString('hex')}`;
       await http(baseUrl, 'POST', '/api/auth/register', undefined, { email, password, name });
-      return (await ok('login', http(baseUrl, 'POST', '/api/auth/login', undefined, { email, password }))).accessToken as string;
+      return (await ok('login', http(baseUrl, 'POST', '/api/auth/login', undefined, { email, password })))
+        .accessToken as string;
     };
     const bulk = await user('bulk');
     const small = await user('small');
-    const bulkProject = (await ok('project', http(baseUrl, 'POST', '/api/projects', bulk, { name: 'bulk' }))).id as string;
-    const smallProject = (await ok('project', http(baseUrl, 'POST', '/api/projects', small, { name: 'small' }))).id as string;
+    const bulkProject = (await ok('project', http(baseUrl, 'POST', '/api/projects', bulk, { name: 'bulk' })))
+      .id as string;
+    const smallProject = (await ok('project', http(baseUrl, 'POST', '/api/projects', small, { name: 'small' })))
+      .id as string;
 
     let uploads = 0;
     const uploadDocument = async (token: string, projectId: string, name: string, bytes: Buffer): Promise<string> => {
@@ -138,16 +146,33 @@ async function main(): Promise<void> {
       form.append('projectId', projectId);
       return (await ok('upload', http(baseUrl, 'POST', '/api/documents/upload', token, form))).id as string;
     };
-    const documentStatus = async (token: string, id: string) => (await ok('document', http(baseUrl, 'GET', `/api/documents/${id}`, token))).status as string;
-    const runStatus = async (token: string, id: string) => (await ok('status', http(baseUrl, 'GET', `/api/agent/status/${id}`, token))).status as string;
-    const execute = async (token: string, projectId: string) => (await ok('execute', http(baseUrl, 'POST', '/api/agent/execute', token, { projectId, input: 'summarise the notes', approval: 'none' }))).jobId as string;
+    const documentStatus = async (token: string, id: string) =>
+      (await ok('document', http(baseUrl, 'GET', `/api/documents/${id}`, token))).status as string;
+    const runStatus = async (token: string, id: string) =>
+      (await ok('status', http(baseUrl, 'GET', `/api/agent/status/${id}`, token))).status as string;
+    const execute = async (token: string, projectId: string) =>
+      (
+        await ok(
+          'execute',
+          http(baseUrl, 'POST', '/api/agent/execute', token, {
+            projectId,
+            input: 'summarise the notes',
+            approval: 'none',
+          }),
+        )
+      ).jobId as string;
 
     /** The small user's document (upload → indexed) and run (execute → succeeded), at the same time; ms each. */
     const smallRound = async (): Promise<{ documentMs: number; runMs: number }> => {
       const document = (async () => {
         const started = performance.now();
         uploads += 1;
-        const id = await uploadDocument(small, smallProject, `note-${uploads}.txt`, Buffer.from(`A one-line note number ${uploads} about a teal kettle.\n`));
+        const id = await uploadDocument(
+          small,
+          smallProject,
+          `note-${uploads}.txt`,
+          Buffer.from(`A one-line note number ${uploads} about a teal kettle.\n`),
+        );
         await until('small document', async () => (await documentStatus(small, id)) === 'indexed');
         return performance.now() - started;
       })();
@@ -167,38 +192,68 @@ async function main(): Promise<void> {
 
     const largeStarted = performance.now();
     const larges: string[] = [];
-    for (let i = 0; i < BULK_UPLOADS; i += 1) larges.push(await uploadDocument(bulk, bulkProject, `large-${i}.txt`, Buffer.from(proseText(BULK_MB * 1000 * 1000, 7 + i))));
-    await until('large documents under way', async () => (await Promise.all(larges.map((id) => documentStatus(bulk, id)))).every((status) => status === 'processing'));
+    for (let i = 0; i < BULK_UPLOADS; i += 1)
+      larges.push(
+        await uploadDocument(bulk, bulkProject, `large-${i}.txt`, Buffer.from(proseText(BULK_MB * 1000 * 1000, 7 + i))),
+      );
+    await until('large documents under way', async () =>
+      (await Promise.all(larges.map((id) => documentStatus(bulk, id)))).every((status) => status === 'processing'),
+    );
     const runs: string[] = [];
     for (let i = 0; i < BULK_RUNS; i += 1) runs.push(await execute(bulk, bulkProject));
     const loaded: { documentMs: number; runMs: number }[] = [];
     const backlog: string[] = [];
     for (let i = 0; i < ROUNDS; i += 1) {
       loaded.push(await smallRound());
-      const runsLeft = (await Promise.all(runs.map((id) => runStatus(bulk, id)))).filter((status) => status === 'queued' || status === 'running').length;
-      backlog.push(`${runsLeft} bulk runs unfinished, large documents ${(await Promise.all(larges.map((id) => documentStatus(bulk, id)))).join(', ')}`);
+      const runsLeft = (await Promise.all(runs.map((id) => runStatus(bulk, id)))).filter(
+        (status) => status === 'queued' || status === 'running',
+      ).length;
+      backlog.push(
+        `${runsLeft} bulk runs unfinished, large documents ${(await Promise.all(larges.map((id) => documentStatus(bulk, id)))).join(', ')}`,
+      );
     }
 
     const fmt = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
     const median = (values: number[]) => percentile(values, 50);
     console.log(`\nsmall user's waits (${ROUNDS} rounds each; the document and the run at the same time):`);
-    console.log(`  idle:   document ${idle.map((r) => fmt(r.documentMs)).join(', ')}; run ${idle.map((r) => fmt(r.runMs)).join(', ')}`);
-    console.log(`  behind: document ${loaded.map((r) => fmt(r.documentMs)).join(', ')}; run ${loaded.map((r) => fmt(r.runMs)).join(', ')}`);
+    console.log(
+      `  idle:   document ${idle.map((r) => fmt(r.documentMs)).join(', ')}; run ${idle.map((r) => fmt(r.runMs)).join(', ')}`,
+    );
+    console.log(
+      `  behind: document ${loaded.map((r) => fmt(r.documentMs)).join(', ')}; run ${loaded.map((r) => fmt(r.runMs)).join(', ')}`,
+    );
     for (const [i, line] of backlog.entries()) console.log(`    after round ${i + 1}: ${line}`);
     const docRatio = median(loaded.map((r) => r.documentMs)) / median(idle.map((r) => r.documentMs));
     const runRatio = median(loaded.map((r) => r.runMs)) / median(idle.map((r) => r.runMs));
-    console.log(`  ratio (median behind / median idle): document ${docRatio.toFixed(2)}×, run ${runRatio.toFixed(2)}× (target ≤ 2×)`);
+    console.log(
+      `  ratio (median behind / median idle): document ${docRatio.toFixed(2)}×, run ${runRatio.toFixed(2)}× (target ≤ 2×)`,
+    );
     const idleDoc = median(idle.map((r) => r.documentMs));
     const idleRun = median(idle.map((r) => r.runMs));
-    console.log(`  per round (behind / median idle): document ${loaded.map((r) => `${(r.documentMs / idleDoc).toFixed(2)}×`).join(', ')}; run ${loaded.map((r) => `${(r.runMs / idleRun).toFixed(2)}×`).join(', ')}`);
+    console.log(
+      `  per round (behind / median idle): document ${loaded.map((r) => `${(r.documentMs / idleDoc).toFixed(2)}×`).join(', ')}; run ${loaded.map((r) => `${(r.runMs / idleRun).toFixed(2)}×`).join(', ')}`,
+    );
 
     if (!FINISH) return;
-    await until('bulk runs', async () => (await Promise.all(runs.map((id) => runStatus(bulk, id)))).every((status) => status === 'succeeded'));
-    await until('large documents', async () => (await Promise.all(larges.map((id) => documentStatus(bulk, id)))).every((status) => status === 'indexed'), 3_600_000);
-    console.log(`bulk user's work: ${BULK_UPLOADS} × ${BULK_MB} MB text indexed after ${fmt(performance.now() - largeStarted)}; ${BULK_RUNS} runs done`);
+    await until('bulk runs', async () =>
+      (await Promise.all(runs.map((id) => runStatus(bulk, id)))).every((status) => status === 'succeeded'),
+    );
+    await until(
+      'large documents',
+      async () =>
+        (await Promise.all(larges.map((id) => documentStatus(bulk, id)))).every((status) => status === 'indexed'),
+      3_600_000,
+    );
+    console.log(
+      `bulk user's work: ${BULK_UPLOADS} × ${BULK_MB} MB text indexed after ${fmt(performance.now() - largeStarted)}; ${BULK_RUNS} runs done`,
+    );
   } finally {
     for (const child of processes) child.kill('SIGTERM');
-    await Promise.all(processes.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : child.once('exit', resolve)))));
+    await Promise.all(
+      processes.map(
+        (child) => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : child.once('exit', resolve))),
+      ),
+    );
     model.close();
     await admin.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`).catch(() => undefined);
     await admin.end();

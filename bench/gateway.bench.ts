@@ -37,15 +37,24 @@ const KEYS = 100;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-const SCENARIO_NAMES = (process.env.BENCH_SCENARIOS ?? 'list_tasks,tools_list,create_task').split(',') as DoorScenario[];
+const SCENARIO_NAMES = (process.env.BENCH_SCENARIOS ?? 'list_tasks,tools_list,create_task').split(
+  ',',
+) as DoorScenario[];
 const DOORS = (process.env.BENCH_DOORS ?? 'json,mcp-2025,mcp-2026').split(',') as Door[];
 const TARGET = { throughput: 0.85, p99: 1.5, rssMb: 250 };
 /** The MCP door against the same gateway's JSON door. */
 const DOOR_TARGET = { throughput: 0.9, p99: 1.25 };
 
-function startChild(script: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<{ child: ChildProcess; port: number }> {
+function startChild(
+  script: string,
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, join(__dirname, script)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...nodeArgs, join(__dirname, script)], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
       out += chunk.toString();
@@ -77,12 +86,10 @@ async function seed(dbUrl: string): Promise<string[]> {
   const keys: string[] = [];
   for (const user of users) {
     const { key, prefix } = generateApiKey();
-    await db.query(`INSERT INTO api_keys (id, user_id, name, scopes, prefix, key_hash) VALUES ($1, $2, 'bench', ARRAY['tasks:read', 'tasks:write'], $3, $4)`, [
-      randomUUID(),
-      user.id,
-      prefix,
-      hashApiKey(key, BENCH_PEPPER),
-    ]);
+    await db.query(
+      `INSERT INTO api_keys (id, user_id, name, scopes, prefix, key_hash) VALUES ($1, $2, 'bench', ARRAY['tasks:read', 'tasks:write'], $3, $4)`,
+      [randomUUID(), user.id, prefix, hashApiKey(key, BENCH_PEPPER)],
+    );
     keys.push(key);
   }
   await db.end();
@@ -107,7 +114,8 @@ function cpuMs(pid: number, withReapedChildren = false): number | null {
   try {
     // Fields after the command: state is [0], utime [11], stime [12], cutime [13], cstime [14].
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]) + (withReapedChildren ? Number(fields[13]) + Number(fields[14]) : 0);
+    const ticks =
+      Number(fields[11]) + Number(fields[12]) + (withReapedChildren ? Number(fields[13]) + Number(fields[14]) : 0);
     return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
   } catch {
     return null;
@@ -153,7 +161,15 @@ async function run(target: Target, scenario: DoorScenario, keys: string[], durat
     const now = rssMb(target.pid);
     if (now !== null) peakRss = Math.max(peakRss ?? 0, now);
   }, 200);
-  const shape = target.door === 'bare' ? { path: '/call', method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: scenario, arguments: SCENARIOS[scenario as keyof typeof SCENARIOS] }) } : doorRequest(target.door, scenario);
+  const shape =
+    target.door === 'bare'
+      ? {
+          path: '/call',
+          method: 'POST' as const,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name: scenario, arguments: SCENARIOS[scenario as keyof typeof SCENARIOS] }),
+        }
+      : doorRequest(target.door, scenario);
   const before = { server: cpuMs(target.pid), postgres: postgresCpuMs() };
   const result = await autocannon({
     url: `${target.baseUrl}${shape.path}`,
@@ -167,7 +183,11 @@ async function run(target: Target, scenario: DoorScenario, keys: string[], durat
         setupRequest: (request: Record<string, any>) => {
           next = (next + 1) % keys.length;
           const session = target.sessions?.[next];
-          request.headers = { ...request.headers, authorization: `Bearer ${keys[next]}`, ...(session ? { 'mcp-session-id': session } : {}) };
+          request.headers = {
+            ...request.headers,
+            authorization: `Bearer ${keys[next]}`,
+            ...(session ? { 'mcp-session-id': session } : {}),
+          };
           return request;
         },
       },
@@ -180,7 +200,15 @@ async function run(target: Target, scenario: DoorScenario, keys: string[], durat
     before.server === null || after.server === null || before.postgres === null || after.postgres === null
       ? null
       : { server: (after.server - before.server) / answered, postgres: (after.postgres - before.postgres) / answered };
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors + result.timeouts, requests: result.requests.total, cpu, rssMb: peakRss };
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.non2xx + result.errors + result.timeouts,
+    requests: result.requests.total,
+    cpu,
+    rssMb: peakRss,
+  };
 }
 
 /** One door of one server process. */
@@ -206,7 +234,10 @@ async function main(): Promise<void> {
   try {
     const env = { BENCH_DB_URL: dbUrl.toString() };
     // BENCH_PROFILE_DIR=<dir>: each server writes a V8 CPU profile there when it exits (open it in Chrome DevTools).
-    const profileArgs = [...productionNodeFlags(), ...(process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [])];
+    const profileArgs = [
+      ...productionNodeFlags(),
+      ...(process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : []),
+    ];
     const gateway = await startChild('gateway-server.js', { ...env, BENCH_GATEWAY_REDIS_URL: '' }, profileArgs); // runs the migrations
     children.push(gateway.child);
     console.log(`seeding ${TASKS} tasks over ${USERS} users...`);
@@ -215,34 +246,77 @@ async function main(): Promise<void> {
     const targets: Target[] = [];
     for (const door of DOORS) {
       const label = door === 'json' ? 'gateway' : door;
-      const sessions = door === 'mcp-2025' ? await Promise.all(keys.map((key) => initializeLegacy(gatewayUrl, key))) : undefined;
+      const sessions =
+        door === 'mcp-2025' ? await Promise.all(keys.map((key) => initializeLegacy(gatewayUrl, key))) : undefined;
       targets.push({ label, baseUrl: gatewayUrl, door, pid: gateway.child.pid!, calls: 0, sessions });
     }
     if (REDIS_URL) {
-      const onRedis = await startChild('gateway-server.js', { ...env, BENCH_GATEWAY_REDIS_URL: REDIS_URL, BENCH_GATEWAY_REDIS_PREFIX: name }, profileArgs);
+      const onRedis = await startChild(
+        'gateway-server.js',
+        { ...env, BENCH_GATEWAY_REDIS_URL: REDIS_URL, BENCH_GATEWAY_REDIS_PREFIX: name },
+        profileArgs,
+      );
       children.push(onRedis.child);
-      targets.push({ label: 'gateway+redis', baseUrl: `http://127.0.0.1:${onRedis.port}`, door: 'json', pid: onRedis.child.pid!, calls: 0 });
+      targets.push({
+        label: 'gateway+redis',
+        baseUrl: `http://127.0.0.1:${onRedis.port}`,
+        door: 'json',
+        pid: onRedis.child.pid!,
+        calls: 0,
+      });
     }
-    const bare = await startChild('bare-server.js', env, process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : []);
+    const bare = await startChild(
+      'bare-server.js',
+      env,
+      process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [],
+    );
     children.push(bare.child);
-    targets.push({ label: 'bare', baseUrl: `http://127.0.0.1:${bare.port}`, door: 'bare', pid: bare.child.pid!, calls: 0 });
+    targets.push({
+      label: 'bare',
+      baseUrl: `http://127.0.0.1:${bare.port}`,
+      door: 'bare',
+      pid: bare.child.pid!,
+      calls: 0,
+    });
 
     // Sanity: every server and door answers the same 50 rows for the same key (and the same tool list).
     for (const target of targets) {
       for (const scenario of ['list_tasks', 'tools_list'] as const) {
         if (target.door === 'bare' && scenario === 'tools_list') continue;
-        const shape = target.door === 'bare' ? { path: '/call', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'list_tasks', arguments: SCENARIOS.list_tasks }) } : doorRequest(target.door, scenario);
+        const shape =
+          target.door === 'bare'
+            ? {
+                path: '/call',
+                method: 'POST',
+                headers: { 'content-type': 'application/json' },
+                body: JSON.stringify({ name: 'list_tasks', arguments: SCENARIOS.list_tasks }),
+              }
+            : doorRequest(target.door, scenario);
         const session = target.sessions?.[0];
-        const res = await fetch(`${target.baseUrl}${shape.path}`, { method: shape.method, headers: { ...shape.headers, authorization: `Bearer ${keys[0]}`, ...(session ? { 'mcp-session-id': session } : {}) }, body: shape.body });
+        const res = await fetch(`${target.baseUrl}${shape.path}`, {
+          method: shape.method,
+          headers: {
+            ...shape.headers,
+            authorization: `Bearer ${keys[0]}`,
+            ...(session ? { 'mcp-session-id': session } : {}),
+          },
+          body: shape.body,
+        });
         const text = await res.text();
-        const items = res.status === 200 ? answeredItems(target.door === 'bare' ? 'json' : target.door, scenario, text) : -1;
+        const items =
+          res.status === 200 ? answeredItems(target.door === 'bare' ? 'json' : target.door, scenario, text) : -1;
         const expected = scenario === 'list_tasks' ? 50 : 7;
-        if (items !== expected) throw new Error(`${target.label} answered ${scenario} with ${res.status} and ${items} items (expected ${expected}): ${text.slice(0, 300)}`);
+        if (items !== expected)
+          throw new Error(
+            `${target.label} answered ${scenario} with ${res.status} and ${items} items (expected ${expected}): ${text.slice(0, 300)}`,
+          );
       }
     }
     const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
     console.log(`gateway started with: node ${profileArgs.join(' ')} (${nodeFlagsSource()})`);
-    console.log(`${ROUNDS} alternating rounds of ${DURATION} s per scenario, ${CONNECTIONS} connections, ${KEYS} keys, load average at start ${load}`);
+    console.log(
+      `${ROUNDS} alternating rounds of ${DURATION} s per scenario, ${CONNECTIONS} connections, ${KEYS} keys, load average at start ${load}`,
+    );
     const summary: string[] = [];
     for (const scenario of SCENARIO_NAMES) {
       console.log(`${scenario}: warming up (3 s each)`);
@@ -256,21 +330,39 @@ async function main(): Promise<void> {
           const r = await run(target, scenario, keys, DURATION);
           target.calls += r.requests;
           results.get(target.label)!.push(r);
-          const cpu = r.cpu ? `  CPU/req node ${r.cpu.server.toFixed(3)} ms, postgres ${r.cpu.postgres.toFixed(3)} ms` : '';
+          const cpu = r.cpu
+            ? `  CPU/req node ${r.cpu.server.toFixed(3)} ms, postgres ${r.cpu.postgres.toFixed(3)} ms`
+            : '';
           const rss = r.rssMb === null ? '' : `  RSS ${r.rssMb.toFixed(0)} MB`;
-          console.log(`  round ${round + 1} ${target.label.padEnd(13)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${String(r.p50).padStart(3)} ms  p99 ${String(r.p99).padStart(4)} ms  errors ${r.errors}${cpu}${rss}`);
+          console.log(
+            `  round ${round + 1} ${target.label.padEnd(13)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${String(r.p50).padStart(3)} ms  p99 ${String(r.p99).padStart(4)} ms  errors ${r.errors}${cpu}${rss}`,
+          );
         }
       }
       const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
-      const spread = (values: number[], digits: number) => `${Math.min(...values).toFixed(digits)}-${Math.max(...values).toFixed(digits)}`;
+      const spread = (values: number[], digits: number) =>
+        `${Math.min(...values).toFixed(digits)}-${Math.max(...values).toFixed(digits)}`;
       const of = (label: string) => {
         const rs = results.get(label)!;
         return {
           rps: mean(rs.map((r) => r.rps)),
           p99: mean(rs.map((r) => r.p99)),
-          rpsSpread: spread(rs.map((r) => r.rps), 0),
-          node: rs.every((r) => r.cpu) ? spread(rs.map((r) => r.cpu!.server), 2) : 'n/a',
-          postgres: rs.every((r) => r.cpu) ? spread(rs.map((r) => r.cpu!.postgres), 2) : 'n/a',
+          rpsSpread: spread(
+            rs.map((r) => r.rps),
+            0,
+          ),
+          node: rs.every((r) => r.cpu)
+            ? spread(
+                rs.map((r) => r.cpu!.server),
+                2,
+              )
+            : 'n/a',
+          postgres: rs.every((r) => r.cpu)
+            ? spread(
+                rs.map((r) => r.cpu!.postgres),
+                2,
+              )
+            : 'n/a',
           rss: rs.every((r) => r.rssMb !== null) ? Math.max(...rs.map((r) => r.rssMb!)) : null,
           errors: rs.reduce((n, r) => n + r.errors, 0),
         };
@@ -282,7 +374,9 @@ async function main(): Promise<void> {
         const t = of(target.label);
         // JSON gateways are compared with the bare handler, MCP doors with the same gateway's JSON door.
         const base = target.door === 'json' ? b : target.door === 'bare' ? undefined : json;
-        const ratio = base ? `  ratio${target.door === 'json' ? '' : ' to JSON'}: throughput ${(t.rps / base.rps).toFixed(2)}x, p99 ${(t.p99 / base.p99).toFixed(2)}x` : '';
+        const ratio = base
+          ? `  ratio${target.door === 'json' ? '' : ' to JSON'}: throughput ${(t.rps / base.rps).toFixed(2)}x, p99 ${(t.p99 / base.p99).toFixed(2)}x`
+          : '';
         summary.push(
           `  ${target.label.padEnd(13)} ${t.rps.toFixed(0).padStart(6)} req/s (${t.rpsSpread})  p99 ${t.p99.toFixed(1)} ms  CPU/req node ${t.node} ms, postgres ${t.postgres} ms  peak RSS ${t.rss?.toFixed(0) ?? 'n/a'} MB${ratio}`,
         );
@@ -302,7 +396,8 @@ async function main(): Promise<void> {
     console.log(
       `\ntargets: list_tasks, each JSON gateway to bare: throughput >= ${TARGET.throughput}x, p99 <= ${TARGET.p99}x, peak RSS <= ${TARGET.rssMb} MB; list_tasks and tools_list, each MCP door to JSON: throughput >= ${DOOR_TARGET.throughput}x, p99 <= ${DOOR_TARGET.p99}x: ${failed ? 'NOT MET' : 'met'}`,
     );
-    if (process.env.BENCH_PROFILE_DIR) for (const t of targets) console.log(`profile: ${t.label} answered ${t.calls} calls in total`);
+    if (process.env.BENCH_PROFILE_DIR)
+      for (const t of targets) console.log(`profile: ${t.label} answered ${t.calls} calls in total`);
     process.exitCode = failed ? 1 : 0;
   } finally {
     for (const child of children) child.kill('SIGTERM');

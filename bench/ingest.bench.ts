@@ -62,7 +62,11 @@ interface Sample {
 }
 
 /** Paced `list_tasks` calls by CALLERS callers until `until(samples)` says stop; when each of the 200s started and took. */
-async function stream(baseUrl: string, key: string, until: (samples: Sample[]) => Promise<boolean> | boolean): Promise<Sample[]> {
+async function stream(
+  baseUrl: string,
+  key: string,
+  until: (samples: Sample[]) => Promise<boolean> | boolean,
+): Promise<Sample[]> {
   const samples: Sample[] = [];
   let stop = false;
   const caller = async () => {
@@ -88,7 +92,11 @@ const latencies = (samples: Sample[]) => samples.map((sample) => sample.ms);
  * upload started, the calls that started in that step and how many of them were slow; and the slow calls that
  * started in no document (quiet gaps). Tells a spike at upload or extraction from one spread over the batches.
  */
-function traceSlowCalls(samples: Sample[], spans: { from: number; to: number; batchesFrom?: number }[], slowMs: number): string {
+function traceSlowCalls(
+  samples: Sample[],
+  spans: { from: number; to: number; batchesFrom?: number }[],
+  slowMs: number,
+): string {
   const steps = new Map<number, { calls: number; slow: number }>();
   let quietCalls = 0;
   let quietSlow = 0;
@@ -134,7 +142,11 @@ async function main(): Promise<void> {
     RATE_LIMIT_KEY_PER_MIN: '1000000',
     RATE_LIMIT_USER_PER_MIN: '1000000',
     // Indexing and extraction settings to try (e.g. RAG_INDEX_DUTY_CYCLE=0.5) pass through to the server.
-    ...Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => /^(RAG_|EXTRACT_)/.test(entry[0]) && entry[1] !== undefined)),
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(
+        (entry): entry is [string, string] => /^(RAG_|EXTRACT_)/.test(entry[0]) && entry[1] !== undefined,
+      ),
+    ),
   };
   if (!EMBEDDED) {
     databaseName = `atrium_ingestbench_${randomBytes(4).toString('hex')}`;
@@ -144,7 +156,8 @@ async function main(): Promise<void> {
     const dbUrl = new URL(SERVER_URL);
     dbUrl.pathname = `/${databaseName}`;
     env.DATABASE_URL = dbUrl.toString();
-    if (REDIS_URL !== 'none') Object.assign(env, { REDIS_URL, REDIS_PREFIX: `atrium-ingestbench-${randomBytes(4).toString('hex')}` });
+    if (REDIS_URL !== 'none')
+      Object.assign(env, { REDIS_URL, REDIS_PREFIX: `atrium-ingestbench-${randomBytes(4).toString('hex')}` });
   }
   // The "listening" line is logged at info; keep the rest quiet.
   env.LOG_LEVEL = 'info';
@@ -180,27 +193,57 @@ async function main(): Promise<void> {
       const email = `${name}-${randomBytes(4).toString('hex')}@example.com`;
       const password = `pw-${randomBytes(8).toString('hex')}`;
       await ok('register', http(baseUrl, 'POST', '/api/auth/register', undefined, { email, password, name }));
-      return (await ok('login', http(baseUrl, 'POST', '/api/auth/login', undefined, { email, password }))).data.accessToken as string;
+      return (await ok('login', http(baseUrl, 'POST', '/api/auth/login', undefined, { email, password }))).data
+        .accessToken as string;
     };
     const uploader = await user('uploader');
     const reader = await user('reader');
-    const key = (await ok('key', http(baseUrl, 'POST', '/api/api-keys', reader, { name: 'stream', scopes: ['tasks:read', 'tasks:write'], expiresIn: 'never' }))).data.key as string;
-    for (let i = 0; i < 20; i++) await ok('create_task', http(baseUrl, 'POST', '/api/v1/public/mcp/call', key, { name: 'create_task', arguments: { title: `bench task ${i}` } }));
-    const projectId = (await ok('project', http(baseUrl, 'POST', '/api/projects', uploader, { name: 'ingest bench' }))).data.id as string;
+    const key = (
+      await ok(
+        'key',
+        http(baseUrl, 'POST', '/api/api-keys', reader, {
+          name: 'stream',
+          scopes: ['tasks:read', 'tasks:write'],
+          expiresIn: 'never',
+        }),
+      )
+    ).data.key as string;
+    for (let i = 0; i < 20; i++)
+      await ok(
+        'create_task',
+        http(baseUrl, 'POST', '/api/v1/public/mcp/call', key, {
+          name: 'create_task',
+          arguments: { title: `bench task ${i}` },
+        }),
+      );
+    const projectId = (await ok('project', http(baseUrl, 'POST', '/api/projects', uploader, { name: 'ingest bench' })))
+      .data.id as string;
 
-    await stream(baseUrl, key, (() => {
-      const end = Date.now() + 3000;
-      return () => Date.now() > end; // warm-up
-    })());
+    await stream(
+      baseUrl,
+      key,
+      (() => {
+        const end = Date.now() + 3000;
+        return () => Date.now() > end; // warm-up
+      })(),
+    );
     await loopDelay(); // reset after the warm-up
     const baselineEnd = Date.now() + BASELINE_S * 1000;
     const baseline = latencies(await stream(baseUrl, key, () => Date.now() > baselineEnd));
     const baseP99 = percentile(baseline, 99);
-    console.log(`baseline: ${baseline.length} calls, p50 ${percentile(baseline, 50).toFixed(1)} ms, p99 ${baseP99.toFixed(1)} ms${describeDelay([await loopDelay()])}`);
+    console.log(
+      `baseline: ${baseline.length} calls, p50 ${percentile(baseline, 50).toFixed(1)} ms, p99 ${baseP99.toFixed(1)} ms${describeDelay([await loopDelay()])}`,
+    );
 
     // A kind's documents differ in every page (the seed), so none is a duplicate of another.
     const kinds: { kind: string; label: string; name: string; many: boolean; build: (seed: number) => Buffer }[] = [
-      { kind: 'text', label: '15 MB text', name: 'large.txt', many: false, build: () => Buffer.from(proseText(15 * MB, 7)) },
+      {
+        kind: 'text',
+        label: '15 MB text',
+        name: 'large.txt',
+        many: false,
+        build: () => Buffer.from(proseText(15 * MB, 7)),
+      },
       {
         kind: 'pdf',
         label: '200-page PDFs',
@@ -213,7 +256,10 @@ async function main(): Promise<void> {
         label: '100-page DOCX',
         name: 'memo.docx',
         many: true,
-        build: (seed) => docxOf(Array.from({ length: 100 }, (_, page) => proseText(3000, 100_000 + seed * 1000 + page).replace(/\n/g, ' '))),
+        build: (seed) =>
+          docxOf(
+            Array.from({ length: 100 }, (_, page) => proseText(3000, 100_000 + seed * 1000 + page).replace(/\n/g, ' ')),
+          ),
       },
     ];
     const rows: string[] = [];
@@ -230,7 +276,8 @@ async function main(): Promise<void> {
       let current: { id: string; started: number } | undefined;
       let quietUntil = 0;
       let phaseDone = false;
-      const during = (sample: Sample) => ingesting.some((span) => sample.started >= span.from && sample.started < span.to);
+      const during = (sample: Sample) =>
+        ingesting.some((span) => sample.started >= span.from && sample.started < span.to);
       const upload = async () => {
         const bytes = build(documents);
         const form = new FormData();
@@ -256,7 +303,8 @@ async function main(): Promise<void> {
         }
         const final = (await ok('get document', http(baseUrl, 'GET', `/api/documents/${current.id}`, uploader))).data;
         if (final.status === 'failed') throw new Error(`${label} (document ${documents}) failed: ${final.error}`);
-        if (final.progress && ingesting[ingesting.length - 1].batchesFrom === undefined) ingesting[ingesting.length - 1].batchesFrom = performance.now();
+        if (final.progress && ingesting[ingesting.length - 1].batchesFrom === undefined)
+          ingesting[ingesting.length - 1].batchesFrom = performance.now();
         if (final.status !== 'indexed') return false;
         const now = performance.now();
         ingesting[ingesting.length - 1].to = now;
@@ -274,8 +322,12 @@ async function main(): Promise<void> {
       const ingestLatencies = latencies(samples.filter(during));
       const quietLatencies = latencies(samples.filter((sample) => !during(sample)));
       const p99 = percentile(ingestLatencies, 99);
-      const what = many ? `${documents} × ${(bytesTotal / documents / MB).toFixed(2)} MB` : `${(bytesTotal / MB).toFixed(2)} MB`;
-      const uploads = many ? `uploads answered in ${percentile(uploadMs, 50).toFixed(0)} ms median, ${Math.max(...uploadMs).toFixed(0)} ms max` : `upload answered in ${uploadMs[0].toFixed(0)} ms`;
+      const what = many
+        ? `${documents} × ${(bytesTotal / documents / MB).toFixed(2)} MB`
+        : `${(bytesTotal / MB).toFixed(2)} MB`;
+      const uploads = many
+        ? `uploads answered in ${percentile(uploadMs, 50).toFixed(0)} ms median, ${Math.max(...uploadMs).toFixed(0)} ms max`
+        : `upload answered in ${uploadMs[0].toFixed(0)} ms`;
       const quiet =
         quietLatencies.length > 0
           ? `; interleaved quiet gaps: ${quietLatencies.length} calls, p99 ${percentile(quietLatencies, 99).toFixed(1)} ms, during / quiet ${(p99 / percentile(quietLatencies, 99)).toFixed(2)}×`
@@ -288,7 +340,9 @@ async function main(): Promise<void> {
       rows.push(row);
       if (TRACE) console.log(traceSlowCalls(samples, ingesting, 1.5 * baseP99));
     }
-    console.log(`\nsummary (${backend}):\n  ${rows.join('\n  ')}\n  target: list_tasks p99 during ingestion ≤ 1.5× baseline`);
+    console.log(
+      `\nsummary (${backend}):\n  ${rows.join('\n  ')}\n  target: list_tasks p99 during ingestion ≤ 1.5× baseline`,
+    );
   } finally {
     child.kill('SIGTERM');
     await exited;

@@ -58,7 +58,12 @@ export function percentile(values: number[], p: number): number {
   return sorted[rank - 1];
 }
 
-async function postJson(baseUrl: string, path: string, body: unknown, token?: string): Promise<{ status: number; text: string; json: any; headers: Headers }> {
+async function postJson(
+  baseUrl: string,
+  path: string,
+  body: unknown,
+  token?: string,
+): Promise<{ status: number; text: string; json: any; headers: Headers }> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
   const response = await fetch(baseUrl + path, { method: 'POST', headers, body: JSON.stringify(body) });
@@ -74,7 +79,13 @@ export interface Answer {
 }
 
 /** One request to the server under test: a JSON body, or a multipart form as it is; a bearer token when given. */
-export async function http(baseUrl: string, method: string, path: string, token?: string, body?: unknown): Promise<Answer> {
+export async function http(
+  baseUrl: string,
+  method: string,
+  path: string,
+  token?: string,
+  body?: unknown,
+): Promise<Answer> {
   const headers: Record<string, string> = {};
   if (token) headers.authorization = `Bearer ${token}`;
   let payload: FormData | string | undefined;
@@ -124,11 +135,17 @@ export async function listTasks(baseUrl: string, key: string): Promise<LoadSampl
     const res = await postJson(baseUrl, '/api/v1/public/mcp/call', { name: 'list_tasks', arguments: {} }, key);
     const sample: LoadSample = { status: res.status, ms: performance.now() - started };
     if (res.status === 200) {
-      if (!Array.isArray(res.json?.result?.items ?? res.json?.result)) sample.problem = `200 without a task list: ${brief(res.text)}`;
+      if (!Array.isArray(res.json?.result?.items ?? res.json?.result))
+        sample.problem = `200 without a task list: ${brief(res.text)}`;
     } else if (res.status === 429) {
       const retryAfter = Number(res.headers.get('retry-after'));
-      if (!(retryAfter >= 1 && retryAfter <= 60)) sample.problem = `429 with Retry-After ${res.headers.get('retry-after')}`;
-      else if (res.json?.error?.code !== 'rate_limited' || typeof res.json?.error?.message !== 'string' || typeof res.json?.traceId !== 'string') {
+      if (!(retryAfter >= 1 && retryAfter <= 60))
+        sample.problem = `429 with Retry-After ${res.headers.get('retry-after')}`;
+      else if (
+        res.json?.error?.code !== 'rate_limited' ||
+        typeof res.json?.error?.message !== 'string' ||
+        typeof res.json?.traceId !== 'string'
+      ) {
         sample.problem = `429 without the rate_limited body: ${brief(res.text)}`;
       }
     } else {
@@ -141,7 +158,11 @@ export async function listTasks(baseUrl: string, key: string): Promise<LoadSampl
 }
 
 /** Registers the scenario's users through the public routes, seeds their tasks and issues its keys. */
-export async function prepareLoadScenario(baseUrl: string, loadedKeyCount = 20, quietKeyCount = 1): Promise<LoadScenarioKeys> {
+export async function prepareLoadScenario(
+  baseUrl: string,
+  loadedKeyCount = 20,
+  quietKeyCount = 1,
+): Promise<LoadScenarioKeys> {
   let serial = 0;
   const newUser = async () => {
     serial += 1;
@@ -152,11 +173,20 @@ export async function prepareLoadScenario(baseUrl: string, loadedKeyCount = 20, 
     return login.data.accessToken as string;
   };
   const newKey = async (token: string, name: string, scopes: string[]) =>
-    (await expectOk('create key', postJson(baseUrl, '/api/api-keys', { name, scopes, expiresIn: 'never' }, token))).data.key as string;
+    (await expectOk('create key', postJson(baseUrl, '/api/api-keys', { name, scopes, expiresIn: 'never' }, token))).data
+      .key as string;
   const seedTasks = async (token: string, count: number) => {
     const key = await newKey(token, 'seed', ['tasks:read', 'tasks:write']);
     for (let i = 0; i < count; i++) {
-      await expectOk('create_task', postJson(baseUrl, '/api/v1/public/mcp/call', { name: 'create_task', arguments: { title: `load drill task ${i}` } }, key));
+      await expectOk(
+        'create_task',
+        postJson(
+          baseUrl,
+          '/api/v1/public/mcp/call',
+          { name: 'create_task', arguments: { title: `load drill task ${i}` } },
+          key,
+        ),
+      );
     }
     return key;
   };
@@ -179,12 +209,18 @@ export async function prepareLoadScenario(baseUrl: string, loadedKeyCount = 20, 
 }
 
 /** Runs the two phases once (about callsPerKey × 60 s / (4 × limit) seconds of load). */
-export async function runLoadScenario(baseUrl: string, keys: LoadScenarioKeys, options: LoadScenarioOptions): Promise<LoadScenarioResult> {
+export async function runLoadScenario(
+  baseUrl: string,
+  keys: LoadScenarioKeys,
+  options: LoadScenarioOptions,
+): Promise<LoadScenarioResult> {
   const { limit, callsPerKey = 40, quietCalls = 25, quietGapMs = 250 } = options;
   const intervalMs = 60_000 / (4 * limit);
   const quietKeysNeeded = Math.ceil(quietCalls / (limit - 5));
   if (keys.quietUnloadedKeys.length < quietKeysNeeded || keys.quietLoadedKeys.length < quietKeysNeeded) {
-    throw new Error(`${quietCalls} quiet calls per phase need ${quietKeysNeeded} unrelated keys per phase to stay under the limit of ${limit}`);
+    throw new Error(
+      `${quietCalls} quiet calls per phase need ${quietKeysNeeded} unrelated keys per phase to stay under the limit of ${limit}`,
+    );
   }
 
   // Warm-up on a key of its own (5 creates + 10 lists < the limit), so the baseline does not pay first-call costs.
@@ -237,9 +273,19 @@ const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
 export const countStatus = (samples: LoadSample[], status: number) => samples.filter((s) => s.status === status).length;
 
 /** The unrelated key's p99 before and under the load, and their ratio (the figure the target is about). */
-export function unrelatedKeyLatency(result: LoadScenarioResult): { unloadedP99: number; loadedP99: number; ratio: number } {
-  const unloadedP99 = percentile(result.unloaded.map((s) => s.ms), 99);
-  const loadedP99 = percentile(result.loaded.map((s) => s.ms), 99);
+export function unrelatedKeyLatency(result: LoadScenarioResult): {
+  unloadedP99: number;
+  loadedP99: number;
+  ratio: number;
+} {
+  const unloadedP99 = percentile(
+    result.unloaded.map((s) => s.ms),
+    99,
+  );
+  const loadedP99 = percentile(
+    result.loaded.map((s) => s.ms),
+    99,
+  );
   return { unloadedP99, loadedP99, ratio: loadedP99 / unloadedP99 };
 }
 
@@ -254,8 +300,18 @@ export function describeLoadScenario(result: LoadScenarioResult): string[] {
     `${all.length} loaded calls in ${result.loadSeconds.toFixed(1)} s (${(all.length / result.loadSeconds).toFixed(0)}/s), ` +
       `200=${countStatus(all, 200)} 429=${countStatus(all, 429)} other=${all.length - countStatus(all, 200) - countStatus(all, 429)}; ` +
       `200s per key min/max ${Math.min(...ok200PerKey)}/${Math.max(...ok200PerKey)}; loaded calls p50 ${fmt(percentile(loadLatency, 50))} p99 ${fmt(percentile(loadLatency, 99))}`,
-    `unrelated key: unloaded p99 ${fmt(unloadedP99)} (p50 ${fmt(percentile(result.unloaded.map((s) => s.ms), 50))}), ` +
-      `loaded p99 ${fmt(loadedP99)} (p50 ${fmt(percentile(result.loaded.map((s) => s.ms), 50))}), ratio ${ratio.toFixed(2)}×; ` +
+    `unrelated key: unloaded p99 ${fmt(unloadedP99)} (p50 ${fmt(
+      percentile(
+        result.unloaded.map((s) => s.ms),
+        50,
+      ),
+    )}), ` +
+      `loaded p99 ${fmt(loadedP99)} (p50 ${fmt(
+        percentile(
+          result.loaded.map((s) => s.ms),
+          50,
+        ),
+      )}), ratio ${ratio.toFixed(2)}×; ` +
       `${result.quietUnderLoad}/${quietCalls} calls finished while the load ran; statuses ${countStatus(result.unloaded, 200)}+${countStatus(result.loaded, 200)} × 200 of ${2 * quietCalls}`,
   ];
 }

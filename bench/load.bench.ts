@@ -16,7 +16,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { describeLoadScenario, listeningPort, prepareLoadScenario, runLoadScenario, unrelatedKeyLatency } from './load-scenario.js';
+import {
+  describeLoadScenario,
+  listeningPort,
+  prepareLoadScenario,
+  runLoadScenario,
+  unrelatedKeyLatency,
+} from './load-scenario.js';
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -47,7 +53,9 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'info',
       DATA_DIR: dataDir,
       DATABASE_URL: dbUrl.toString(),
-      ...(REDIS_URL === 'none' ? {} : { REDIS_URL, REDIS_PREFIX: `atrium-loadbench-${randomBytes(4).toString('hex')}` }),
+      ...(REDIS_URL === 'none'
+        ? {}
+        : { REDIS_URL, REDIS_PREFIX: `atrium-loadbench-${randomBytes(4).toString('hex')}` }),
       APP_ROLE: 'api',
       RATE_LIMIT_KEY_PER_MIN: String(LIMIT),
       RATE_LIMIT_USER_PER_MIN: '1000000',
@@ -60,7 +68,9 @@ async function main(): Promise<void> {
   try {
     const port = await listeningPort(child);
     const baseUrl = `http://127.0.0.1:${port}`;
-    console.log(`atrium at ${baseUrl} (limit ${LIMIT}/min per key, Redis: ${REDIS_URL === 'none' ? 'no' : 'yes'}); ${ROUNDS} rounds of about 40 s`);
+    console.log(
+      `atrium at ${baseUrl} (limit ${LIMIT}/min per key, Redis: ${REDIS_URL === 'none' ? 'no' : 'yes'}); ${ROUNDS} rounds of about 40 s`,
+    );
     const ratios: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       // Fresh keys each round: the limiter's 60 s window would otherwise still hold the last round's calls.
@@ -68,11 +78,14 @@ async function main(): Promise<void> {
       const result = await runLoadScenario(baseUrl, keys, { limit: LIMIT, quietCalls: QUIET_CALLS, quietGapMs: 150 });
       const problems = [...result.perKey.flat(), ...result.unloaded, ...result.loaded].filter((s) => s.problem);
       console.log(`round ${round}:\n  ${describeLoadScenario(result).join('\n  ')}`);
-      if (problems.length > 0) console.log(`  WARNING: ${problems.length} answers outside the drill's rules, e.g. ${problems[0].problem}`);
+      if (problems.length > 0)
+        console.log(`  WARNING: ${problems.length} answers outside the drill's rules, e.g. ${problems[0].problem}`);
       ratios.push(unrelatedKeyLatency(result).ratio);
     }
     const median = [...ratios].sort((a, b) => a - b)[Math.floor(ratios.length / 2)];
-    console.log(`\nunrelated key p99 under load / unloaded: rounds ${ratios.map((r) => `${r.toFixed(2)}x`).join(', ')}; median ${median.toFixed(2)}x (target <= 2.00x)`);
+    console.log(
+      `\nunrelated key p99 under load / unloaded: rounds ${ratios.map((r) => `${r.toFixed(2)}x`).join(', ')}; median ${median.toFixed(2)}x (target <= 2.00x)`,
+    );
     process.exitCode = median <= 2 ? 0 : 1;
   } finally {
     child.kill('SIGTERM');

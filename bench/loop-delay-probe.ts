@@ -11,7 +11,14 @@ histogram.enable();
 process.on('message', (message: unknown) => {
   if (message !== 'loop-delay') return;
   const ms = (ns: number) => Math.round(ns / 1e4) / 100;
-  process.send?.({ loopDelay: { p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max), samples: histogram.count } });
+  process.send?.({
+    loopDelay: {
+      p50: ms(histogram.percentile(50)),
+      p99: ms(histogram.percentile(99)),
+      max: ms(histogram.max),
+      samples: histogram.count,
+    },
+  });
   histogram.reset();
 });
 // The channel must not keep a server that is asked to stop alive.

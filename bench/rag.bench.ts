@@ -16,7 +16,11 @@ import { asKyselyConnection } from '../src/database/named-statements.js';
 import { UsersService } from '../src/modules/auth/users.service.js';
 import { DocumentsService } from '../src/modules/documents/documents.service.js';
 import { ProjectsService } from '../src/modules/projects/projects.service.js';
-import { EMBEDDING_PROVIDER, toVectorLiteral, type EmbeddingProvider } from '../src/modules/rag/embeddings/embedding-provider.js';
+import {
+  EMBEDDING_PROVIDER,
+  toVectorLiteral,
+  type EmbeddingProvider,
+} from '../src/modules/rag/embeddings/embedding-provider.js';
 import { ChunkWriterService } from '../src/modules/rag/chunk-writer.service.js';
 import { RagSearchService } from '../src/modules/rag/rag-search.service.js';
 import { applySearchSessionSettings } from '../src/modules/rag/search-session-settings.repository.js';
@@ -46,7 +50,9 @@ async function main(): Promise<void> {
   };
   const targetChunks = Number(option('chunks', '100000'));
   const queryCount = Number(option('queries', '200'));
-  const textFile = resolve(option('text', join(__dirname, '..', '..', '..', 'shared', 'data', 'ir', 'scifact', 'corpus.jsonl')));
+  const textFile = resolve(
+    option('text', join(__dirname, '..', '..', '..', 'shared', 'data', 'ir', 'scifact', 'corpus.jsonl')),
+  );
   const topK = 10;
   const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
@@ -72,7 +78,11 @@ async function main(): Promise<void> {
     APP_ROLE: 'all',
   });
   const embedded = config.database.url ? undefined : await EmbeddedPostgres.start(undefined);
-  const app = await createWorkerContext({ config, databaseUrl: config.database.url ?? embedded!.url, logger: new JsonLogger(config.logLevel) });
+  const app = await createWorkerContext({
+    config,
+    databaseUrl: config.database.url ?? embedded!.url,
+    logger: new JsonLogger(config.logLevel),
+  });
   try {
     const dataSource = app.get(DataSource);
     if (args.includes('--search-only')) {
@@ -81,12 +91,19 @@ async function main(): Promise<void> {
          FROM document_chunks c JOIN documents d ON d.id = c.document_id JOIN projects p ON p.id = d.project_id
          GROUP BY d.project_id, p.owner_id ORDER BY chunks DESC LIMIT 1`,
       );
-      if (!existing) throw new Error('--search-only needs a database loaded by an earlier bench:rag run (DATABASE_URL)');
+      if (!existing)
+        throw new Error('--search-only needs a database loaded by an earlier bench:rag run (DATABASE_URL)');
       const actor: Actor = { userId: existing.owner_id, projectIds: null, repos: null };
       await measureSearch(existing.project_id, actor, existing.documents, existing.chunks, null, null);
       return;
     }
-    const user = await app.get(UsersService).create({ email: `bench-${randomBytes(6).toString('hex')}@example.com`, password: randomBytes(12).toString('hex'), name: 'bench' });
+    const user = await app
+      .get(UsersService)
+      .create({
+        email: `bench-${randomBytes(6).toString('hex')}@example.com`,
+        password: randomBytes(12).toString('hex'),
+        name: 'bench',
+      });
     const actor: Actor = { userId: user.id, projectIds: null, repos: null };
     const project = await app.get(ProjectsService).create(actor, { name: 'rag bench' });
     const documents = app.get(DocumentsService);
@@ -100,7 +117,12 @@ async function main(): Promise<void> {
         while (paragraph.length < 850) paragraph += `${pick()} `;
         paragraphs.push(paragraph.trim());
       }
-      return { title: `Bench document ${d}: ${pick().slice(0, 60)}`, content: paragraphs.join('\n\n'), projectId: project.id, isPublic: d % 3 === 0 };
+      return {
+        title: `Bench document ${d}: ${pick().slice(0, 60)}`,
+        content: paragraphs.join('\n\n'),
+        projectId: project.id,
+        isPublic: d % 3 === 0,
+      };
     };
     const countChunks = async (): Promise<{ finished: number; total: number; chunks: number }> => {
       const [row] = await dataSource.query(
@@ -122,7 +144,12 @@ async function main(): Promise<void> {
       progress = await countChunks();
     }
     const ingestSeconds = (performance.now() - started) / 1000;
-    const ingest = { documents: ingestDocuments, chunks: progress.chunks, seconds: round(ingestSeconds), chunksPerSecond: round(progress.chunks / ingestSeconds) };
+    const ingest = {
+      documents: ingestDocuments,
+      chunks: progress.chunks,
+      seconds: round(ingestSeconds),
+      chunksPerSecond: round(progress.chunks / ingestSeconds),
+    };
     log(`ingest: ${JSON.stringify(ingest)}`);
 
     // Phase 2, bulk load to the target size: the same ChunkWriterService in-process (no queue round trip per
@@ -136,9 +163,17 @@ async function main(): Promise<void> {
     for (let d = ingestDocuments; chunks < targetChunks; d += 1) {
       const input = makeDocument(d);
       const document = await documents.createFromText(actor, input);
-      const outcome = await writer.write({ id: document.id, title: document.title, sha256: document.sha256, text: input.content });
+      const outcome = await writer.write({
+        id: document.id,
+        title: document.title,
+        sha256: document.sha256,
+        text: input.content,
+      });
       if (outcome.status === 'indexed' || outcome.status === 'unchanged') chunks += outcome.chunkCount;
-      if (d % 200 === 0) log(`bulk load: ${chunks} chunks, ${(chunks / ((performance.now() - loadStarted) / 1000)).toFixed(0)} chunks/s`);
+      if (d % 200 === 0)
+        log(
+          `bulk load: ${chunks} chunks, ${(chunks / ((performance.now() - loadStarted) / 1000)).toFixed(0)} chunks/s`,
+        );
     }
     const indexStarted = performance.now();
     // One connection without the pool's 30 s statement timeout: building HNSW over 100k vectors takes minutes.
@@ -153,7 +188,11 @@ async function main(): Promise<void> {
     } finally {
       await runner.release();
     }
-    const bulk = { chunks, loadSeconds: round((performance.now() - loadStarted) / 1000), hnswBuildSeconds: round((performance.now() - indexStarted) / 1000) };
+    const bulk = {
+      chunks,
+      loadSeconds: round((performance.now() - loadStarted) / 1000),
+      hnswBuildSeconds: round((performance.now() - indexStarted) / 1000),
+    };
     log(`bulk: ${JSON.stringify(bulk)}`);
     // Let the worker drain the queued (now no-op) jobs of the bulk documents before measuring search.
     progress = await countChunks();
@@ -169,7 +208,9 @@ async function main(): Promise<void> {
     const vacuum = dataSource.createQueryRunner();
     try {
       await vacuum.query(`SET statement_timeout = 0`);
-      await vacuum.query(`VACUUM (ANALYZE) document_chunks, rag_postings, rag_scope_lexicon, rag_scope_stats, documents, project_members`);
+      await vacuum.query(
+        `VACUUM (ANALYZE) document_chunks, rag_postings, rag_scope_lexicon, rag_scope_stats, documents, project_members`,
+      );
       await vacuum.query(`RESET statement_timeout`);
     } finally {
       await vacuum.release();
@@ -183,7 +224,14 @@ async function main(): Promise<void> {
     rmSync(dataDir, { recursive: true, force: true });
   }
 
-  async function measureSearch(projectId: string, actor: Actor, documentCount: number, chunks: number, ingest: unknown, bulk: unknown): Promise<void> {
+  async function measureSearch(
+    projectId: string,
+    actor: Actor,
+    documentCount: number,
+    chunks: number,
+    ingest: unknown,
+    bulk: unknown,
+  ): Promise<void> {
     const dataSource = app.get(DataSource);
     const embedder = app.get<EmbeddingProvider>(EMBEDDING_PROVIDER);
     const search = app.get(RagSearchService);
@@ -213,7 +261,12 @@ async function main(): Promise<void> {
     // pass), run concurrently as they are, on two connections of their own with the pool's session settings, and
     // timed like the others: the statements alone against the whole search, in the same process and the same mix.
     const tracing = process.env.BENCH_TRACE === '1';
-    const listClients = tracing ? [new Client({ connectionString: config.database.url ?? embedded!.url }), new Client({ connectionString: config.database.url ?? embedded!.url })] : [];
+    const listClients = tracing
+      ? [
+          new Client({ connectionString: config.database.url ?? embedded!.url }),
+          new Client({ connectionString: config.database.url ?? embedded!.url }),
+        ]
+      : [];
     const sent = new Map<string, CapturedStatement[]>();
     for (const client of listClients) {
       await client.connect();
@@ -223,7 +276,10 @@ async function main(): Promise<void> {
       traceDriver();
       variants.push({
         times: [],
-        run: (query) => Promise.all((sent.get(query) ?? []).map((statement, index) => listClients[index % listClients.length].query(statement))),
+        run: (query) =>
+          Promise.all(
+            (sent.get(query) ?? []).map((statement, index) => listClients[index % listClients.length].query(statement)),
+          ),
       });
     }
     for (const query of queries) {
@@ -291,7 +347,10 @@ async function main(): Promise<void> {
     }
     const stats = (values: number[]) => {
       const sorted = [...values].sort((a, b) => a - b);
-      return { p50: round(sorted[Math.floor(sorted.length * 0.5)]), p95: round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))]) };
+      return {
+        p50: round(sorted[Math.floor(sorted.length * 0.5)]),
+        p95: round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))]),
+      };
     };
     const bareStats = stats(bare);
     const [{ all_visible: postingsAllVisible }] = await dataSource.query(
@@ -323,7 +382,10 @@ async function main(): Promise<void> {
           ...(tracing
             ? {
                 trace: Object.fromEntries(
-                  ['bare', 'hybrid', 'keywordMode', 'vectorMode', 'hybridStatementsAlone'].map((name, index) => [name, summariseTrace(traces[index], variants[index].times)]),
+                  ['bare', 'hybrid', 'keywordMode', 'vectorMode', 'hybridStatementsAlone'].map((name, index) => [
+                    name,
+                    summariseTrace(traces[index], variants[index].times),
+                  ]),
                 ),
               }
             : {}),
@@ -350,7 +412,10 @@ function schedstat(pid: number | 'self'): [number, number] {
 }
 
 /** Per phase: p50 over the searches that had it, mean over all searches, and in how many it ran; then CPU per search. */
-function summariseTrace(trace: { phases: PhaseRecord[]; node: number[]; backends: number[] }, times: number[]): unknown {
+function summariseTrace(
+  trace: { phases: PhaseRecord[]; node: number[]; backends: number[] },
+  times: number[],
+): unknown {
   const count = trace.phases.length;
   const names = [...new Set(trace.phases.flatMap((record) => [...record.keys()]))].sort();
   const p50 = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
@@ -360,7 +425,10 @@ function summariseTrace(trace: { phases: PhaseRecord[]; node: number[]; backends
     phasesMs: Object.fromEntries(
       names.map((name) => {
         const values = trace.phases.flatMap((record) => (record.has(name) ? [record.get(name)!] : []));
-        return [name, { p50: precise(p50(values)), mean: precise(values.reduce((a, b) => a + b, 0) / count), runs: values.length }];
+        return [
+          name,
+          { p50: precise(p50(values)), mean: precise(values.reduce((a, b) => a + b, 0) / count), runs: values.length },
+        ];
       }),
     ),
     perSearchMs: {
@@ -382,7 +450,10 @@ interface CapturedStatement {
 let capturing: CapturedStatement[] | null = null;
 
 /** The named statements `operation` sends (traced runs only: traceDriver records them). */
-function captureStatements(operation: () => Promise<unknown>): { statements: CapturedStatement[]; done: Promise<unknown> } {
+function captureStatements(operation: () => Promise<unknown>): {
+  statements: CapturedStatement[];
+  done: Promise<unknown>;
+} {
   const statements: CapturedStatement[] = [];
   capturing = statements;
   const done = operation().finally(() => {

@@ -42,7 +42,9 @@ export class ProjectsDocuments1763701000000 implements MigrationInterface {
         expires_at timestamptz NOT NULL,
         created_at timestamptz NOT NULL DEFAULT now()
       )`);
-    await queryRunner.query(`CREATE UNIQUE INDEX project_session_tokens_hash_key ON project_session_tokens (token_hash)`);
+    await queryRunner.query(
+      `CREATE UNIQUE INDEX project_session_tokens_hash_key ON project_session_tokens (token_hash)`,
+    );
     await queryRunner.query(`CREATE INDEX project_session_tokens_project_idx ON project_session_tokens (project_id)`);
 
     await queryRunner.query(`

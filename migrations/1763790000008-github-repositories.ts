@@ -20,8 +20,12 @@ export class GithubRepositories1763790000008 implements MigrationInterface {
         created_at timestamptz NOT NULL DEFAULT now(),
         updated_at timestamptz NOT NULL DEFAULT now()
       )`);
-    await queryRunner.query(`CREATE UNIQUE INDEX github_repositories_full_name_key ON github_repositories (lower(full_name))`);
-    await queryRunner.query(`CREATE INDEX github_repositories_created_idx ON github_repositories (created_at DESC, id DESC)`);
+    await queryRunner.query(
+      `CREATE UNIQUE INDEX github_repositories_full_name_key ON github_repositories (lower(full_name))`,
+    );
+    await queryRunner.query(
+      `CREATE INDEX github_repositories_created_idx ON github_repositories (created_at DESC, id DESC)`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

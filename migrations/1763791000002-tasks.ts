@@ -25,7 +25,9 @@ export class Tasks1763791000002 implements MigrationInterface {
       )`);
     // Visibility is "creator or assignee": each side has its own index in list order.
     await queryRunner.query(`CREATE INDEX tasks_creator_idx ON tasks (creator_id, created_at DESC, id DESC)`);
-    await queryRunner.query(`CREATE INDEX tasks_assignee_idx ON tasks (assignee_id, created_at DESC, id DESC) WHERE assignee_id IS NOT NULL`);
+    await queryRunner.query(
+      `CREATE INDEX tasks_assignee_idx ON tasks (assignee_id, created_at DESC, id DESC) WHERE assignee_id IS NOT NULL`,
+    );
     await queryRunner.query(`CREATE INDEX tasks_status_idx ON tasks (status)`);
     await queryRunner.query(`CREATE INDEX tasks_due_date_idx ON tasks (due_date) WHERE due_date IS NOT NULL`);
     await queryRunner.query(`CREATE INDEX tasks_project_idx ON tasks (project_id) WHERE project_id IS NOT NULL`);

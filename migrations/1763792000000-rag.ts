@@ -128,8 +128,12 @@ export class Rag1763792000000 implements MigrationInterface {
         started_at timestamptz,
         finished_at timestamptz
       )`);
-    await queryRunner.query(`CREATE INDEX indexing_jobs_project_idx ON indexing_jobs (project_id, created_at DESC, id DESC)`);
-    await queryRunner.query(`CREATE INDEX indexing_jobs_open_idx ON indexing_jobs (status) WHERE status IN ('queued', 'running')`);
+    await queryRunner.query(
+      `CREATE INDEX indexing_jobs_project_idx ON indexing_jobs (project_id, created_at DESC, id DESC)`,
+    );
+    await queryRunner.query(
+      `CREATE INDEX indexing_jobs_open_idx ON indexing_jobs (status) WHERE status IN ('queued', 'running')`,
+    );
     // One reindex per project at a time: a second one is a unique violation, answered 409 STATE_CONFLICT.
     await queryRunner.query(
       `CREATE UNIQUE INDEX indexing_jobs_one_reindex_key ON indexing_jobs (project_id) WHERE kind = 'reindex' AND status IN ('queued', 'running')`,
@@ -142,6 +146,8 @@ export class Rag1763792000000 implements MigrationInterface {
     await queryRunner.query(`DROP TABLE document_chunks`);
     await queryRunner.query(`DROP TABLE rag_lexicon`);
     await queryRunner.query(`DROP TABLE rag_corpus_stats`);
-    await queryRunner.query(`DROP FUNCTION rag_postings_added(), rag_postings_removed(), rag_chunks_added(), rag_chunks_removed()`);
+    await queryRunner.query(
+      `DROP FUNCTION rag_postings_added(), rag_postings_removed(), rag_chunks_added(), rag_chunks_removed()`,
+    );
   }
 }

@@ -35,7 +35,9 @@ export class AgentRuns1763793000000 implements MigrationInterface {
         finished_at timestamptz
       )`);
     await queryRunner.query(`CREATE INDEX agent_runs_user_idx ON agent_runs (user_id, created_at DESC, id DESC)`);
-    await queryRunner.query(`CREATE INDEX agent_runs_active_idx ON agent_runs (status, heartbeat_at) WHERE status IN ('queued', 'running')`);
+    await queryRunner.query(
+      `CREATE INDEX agent_runs_active_idx ON agent_runs (status, heartbeat_at) WHERE status IN ('queued', 'running')`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

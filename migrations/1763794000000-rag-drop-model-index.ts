@@ -13,6 +13,8 @@ export class RagDropModelIndex1763794000000 implements MigrationInterface {
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`CREATE INDEX IF NOT EXISTS document_chunks_model_idx ON document_chunks (embedding_model)`);
+    await queryRunner.query(
+      `CREATE INDEX IF NOT EXISTS document_chunks_model_idx ON document_chunks (embedding_model)`,
+    );
   }
 }

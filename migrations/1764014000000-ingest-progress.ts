@@ -21,13 +21,17 @@ export class IngestProgress1764014000000 implements MigrationInterface {
     await queryRunner.query(`ALTER TABLE indexing_jobs ADD COLUMN current_chunks_done integer NOT NULL DEFAULT 0`);
     await queryRunner.query(`ALTER TABLE indexing_jobs ADD COLUMN current_chunks_total integer NOT NULL DEFAULT 0`);
     await queryRunner.query(`ALTER TABLE documents ALTER COLUMN text_content SET STORAGE EXTERNAL`);
-    await queryRunner.query(`CREATE INDEX documents_unfinished_idx ON documents (updated_at) WHERE status IN ('uploaded', 'processing')`);
+    await queryRunner.query(
+      `CREATE INDEX documents_unfinished_idx ON documents (updated_at) WHERE status IN ('uploaded', 'processing')`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`DROP INDEX documents_unfinished_idx`);
     await queryRunner.query(`ALTER TABLE documents ALTER COLUMN text_content SET STORAGE EXTENDED`);
-    await queryRunner.query(`ALTER TABLE indexing_jobs DROP COLUMN current_chunks_total, DROP COLUMN current_chunks_done, DROP COLUMN current_document_id`);
+    await queryRunner.query(
+      `ALTER TABLE indexing_jobs DROP COLUMN current_chunks_total, DROP COLUMN current_chunks_done, DROP COLUMN current_document_id`,
+    );
     await queryRunner.query(`ALTER TABLE documents DROP COLUMN chunks_total`);
   }
 }

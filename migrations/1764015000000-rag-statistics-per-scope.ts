@@ -64,7 +64,9 @@ export class RagStatisticsPerScope1764015000000 implements MigrationInterface {
     await queryRunner.query(`DROP TRIGGER rag_postings_removed ON rag_postings`);
     await queryRunner.query(`DROP TRIGGER rag_chunks_added ON document_chunks`);
     await queryRunner.query(`DROP TRIGGER rag_chunks_removed ON document_chunks`);
-    await queryRunner.query(`DROP FUNCTION rag_postings_added(), rag_postings_removed(), rag_chunks_added(), rag_chunks_removed()`);
+    await queryRunner.query(
+      `DROP FUNCTION rag_postings_added(), rag_postings_removed(), rag_chunks_added(), rag_chunks_removed()`,
+    );
     await queryRunner.query(`DROP TABLE rag_lexicon`);
     await queryRunner.query(`DROP TABLE rag_corpus_stats`);
 
@@ -95,7 +97,9 @@ export class RagStatisticsPerScope1764015000000 implements MigrationInterface {
         UPDATE document_chunks SET stat_scope = rag_stat_scope(NEW.is_public, NEW.author_id, NEW.project_id) WHERE document_id = NEW.id;
         RETURN NULL;
       END $$`);
-    await queryRunner.query(`CREATE TRIGGER rag_chunk_stamp_scope BEFORE INSERT ON document_chunks FOR EACH ROW EXECUTE FUNCTION rag_chunk_stamp_scope()`);
+    await queryRunner.query(
+      `CREATE TRIGGER rag_chunk_stamp_scope BEFORE INSERT ON document_chunks FOR EACH ROW EXECUTE FUNCTION rag_chunk_stamp_scope()`,
+    );
     await queryRunner.query(
       `CREATE TRIGGER rag_chunks_added AFTER INSERT ON document_chunks REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION rag_scope_statistics_apply()`,
     );
@@ -118,10 +122,14 @@ export class RagStatisticsPerScope1764015000000 implements MigrationInterface {
     await queryRunner.query(`DROP TRIGGER rag_chunks_removed ON document_chunks`);
     await queryRunner.query(`DROP TRIGGER rag_chunks_added ON document_chunks`);
     await queryRunner.query(`DROP TRIGGER rag_chunk_stamp_scope ON document_chunks`);
-    await queryRunner.query(`DROP FUNCTION rag_document_scope_changed(), rag_scope_statistics_apply(), rag_chunk_stamp_scope()`);
+    await queryRunner.query(
+      `DROP FUNCTION rag_document_scope_changed(), rag_scope_statistics_apply(), rag_chunk_stamp_scope()`,
+    );
     await queryRunner.query(`CREATE TABLE rag_lexicon (lexeme text PRIMARY KEY, df integer NOT NULL)`);
     await queryRunner.query(`INSERT INTO rag_lexicon SELECT lexeme, sum(df) FROM rag_scope_lexicon GROUP BY lexeme`);
-    await queryRunner.query(`CREATE TABLE rag_corpus_stats (id smallint PRIMARY KEY CHECK (id = 1), chunk_count bigint NOT NULL, total_tokens bigint NOT NULL)`);
+    await queryRunner.query(
+      `CREATE TABLE rag_corpus_stats (id smallint PRIMARY KEY CHECK (id = 1), chunk_count bigint NOT NULL, total_tokens bigint NOT NULL)`,
+    );
     await queryRunner.query(
       `INSERT INTO rag_corpus_stats SELECT 1, coalesce(sum(chunk_count), 0), coalesce(sum(total_tokens), 0) FROM rag_scope_stats`,
     );

@@ -45,7 +45,9 @@ export class OAuth1764018000000 implements MigrationInterface {
         status smallint NOT NULL,
         duration_ms integer NOT NULL
       )`);
-    await queryRunner.query(`CREATE INDEX oauth_grant_usage_grant_idx ON oauth_grant_usage (grant_id, at DESC, id DESC)`);
+    await queryRunner.query(
+      `CREATE INDEX oauth_grant_usage_grant_idx ON oauth_grant_usage (grant_id, at DESC, id DESC)`,
+    );
     // A code carries what the user approved; the grant is created when it is exchanged (grant_id set then).
     await queryRunner.query(`
       CREATE TABLE oauth_codes (

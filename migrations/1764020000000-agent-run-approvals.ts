@@ -15,16 +15,24 @@ export class AgentRunApprovals1764020000000 implements MigrationInterface {
     await queryRunner.query(
       `ALTER TABLE agent_runs ADD CONSTRAINT agent_runs_status_check CHECK (status IN ('queued', 'running', 'awaiting_approval', 'succeeded', 'failed', 'cancelled'))`,
     );
-    await queryRunner.query(`ALTER TABLE agent_runs ADD COLUMN approval varchar(16) NOT NULL DEFAULT 'none' CHECK (approval IN ('none', 'writes'))`);
+    await queryRunner.query(
+      `ALTER TABLE agent_runs ADD COLUMN approval varchar(16) NOT NULL DEFAULT 'none' CHECK (approval IN ('none', 'writes'))`,
+    );
     await queryRunner.query(`ALTER TABLE agent_runs ADD COLUMN awaiting_since timestamptz`);
     await queryRunner.query(`ALTER TABLE agent_runs ADD COLUMN paused_ms double precision NOT NULL DEFAULT 0`);
-    await queryRunner.query(`CREATE INDEX agent_runs_awaiting_idx ON agent_runs (awaiting_since) WHERE status = 'awaiting_approval'`);
+    await queryRunner.query(
+      `CREATE INDEX agent_runs_awaiting_idx ON agent_runs (awaiting_since) WHERE status = 'awaiting_approval'`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`DROP INDEX agent_runs_awaiting_idx`);
-    await queryRunner.query(`ALTER TABLE agent_runs DROP COLUMN paused_ms, DROP COLUMN awaiting_since, DROP COLUMN approval`);
+    await queryRunner.query(
+      `ALTER TABLE agent_runs DROP COLUMN paused_ms, DROP COLUMN awaiting_since, DROP COLUMN approval`,
+    );
     await queryRunner.query(`ALTER TABLE agent_runs DROP CONSTRAINT agent_runs_status_check`);
-    await queryRunner.query(`ALTER TABLE agent_runs ADD CONSTRAINT agent_runs_status_check CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled'))`);
+    await queryRunner.query(
+      `ALTER TABLE agent_runs ADD CONSTRAINT agent_runs_status_check CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled'))`,
+    );
   }
 }

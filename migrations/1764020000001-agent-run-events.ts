@@ -51,7 +51,9 @@ export class AgentRunEvents1764020000001 implements MigrationInterface {
         RETURN NEW;
       END
       $fn$`);
-    await queryRunner.query(`CREATE TRIGGER agent_run_events_record BEFORE INSERT OR UPDATE ON agent_runs FOR EACH ROW EXECUTE FUNCTION agent_run_events_record()`);
+    await queryRunner.query(
+      `CREATE TRIGGER agent_run_events_record BEFORE INSERT OR UPDATE ON agent_runs FOR EACH ROW EXECUTE FUNCTION agent_run_events_record()`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

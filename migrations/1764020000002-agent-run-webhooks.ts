@@ -24,8 +24,12 @@ export class AgentRunWebhooks1764020000002 implements MigrationInterface {
         enqueued_at timestamptz,
         delivered_at timestamptz
       )`);
-    await queryRunner.query(`CREATE INDEX agent_run_webhook_deliveries_run_idx ON agent_run_webhook_deliveries (run_id, occurred_at)`);
-    await queryRunner.query(`CREATE INDEX agent_run_webhook_deliveries_todo_idx ON agent_run_webhook_deliveries (occurred_at) WHERE status = 'pending' AND enqueued_at IS NULL`);
+    await queryRunner.query(
+      `CREATE INDEX agent_run_webhook_deliveries_run_idx ON agent_run_webhook_deliveries (run_id, occurred_at)`,
+    );
+    await queryRunner.query(
+      `CREATE INDEX agent_run_webhook_deliveries_todo_idx ON agent_run_webhook_deliveries (occurred_at) WHERE status = 'pending' AND enqueued_at IS NULL`,
+    );
     await queryRunner.query(`
       CREATE FUNCTION agent_run_webhook_record() RETURNS trigger LANGUAGE plpgsql AS $fn$
       BEGIN
@@ -36,7 +40,9 @@ export class AgentRunWebhooks1764020000002 implements MigrationInterface {
         RETURN NULL;
       END
       $fn$`);
-    await queryRunner.query(`CREATE TRIGGER agent_run_webhook_record AFTER INSERT OR UPDATE ON agent_runs FOR EACH ROW EXECUTE FUNCTION agent_run_webhook_record()`);
+    await queryRunner.query(
+      `CREATE TRIGGER agent_run_webhook_record AFTER INSERT OR UPDATE ON agent_runs FOR EACH ROW EXECUTE FUNCTION agent_run_webhook_record()`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

@@ -31,7 +31,9 @@ export class AuditLog1764310000000 implements MigrationInterface {
       )`);
     await queryRunner.query(`CREATE INDEX audit_log_created_idx ON audit_log (created_at DESC, id DESC)`);
     await queryRunner.query(`CREATE INDEX audit_log_user_created_idx ON audit_log (user_id, created_at DESC, id DESC)`);
-    await queryRunner.query(`CREATE INDEX audit_log_credential_created_idx ON audit_log (credential_id, created_at DESC, id DESC) WHERE credential_id IS NOT NULL`);
+    await queryRunner.query(
+      `CREATE INDEX audit_log_credential_created_idx ON audit_log (credential_id, created_at DESC, id DESC) WHERE credential_id IS NOT NULL`,
+    );
     await queryRunner.query(`
       CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $fn$
       DECLARE
@@ -48,9 +50,15 @@ export class AuditLog1764310000000 implements MigrationInterface {
         RAISE EXCEPTION 'audit_log is append-only: % is not allowed', TG_OP USING ERRCODE = 'insufficient_privilege';
       END
       $fn$`);
-    await queryRunner.query(`CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_append_only()`);
-    await queryRunner.query(`CREATE TRIGGER audit_log_delete_by_age BEFORE DELETE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_append_only()`);
-    await queryRunner.query(`CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only()`);
+    await queryRunner.query(
+      `CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_append_only()`,
+    );
+    await queryRunner.query(
+      `CREATE TRIGGER audit_log_delete_by_age BEFORE DELETE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_append_only()`,
+    );
+    await queryRunner.query(
+      `CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only()`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

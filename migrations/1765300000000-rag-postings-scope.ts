@@ -43,7 +43,9 @@ export class RagPostingsScope1765300000000 implements MigrationInterface {
         END IF;
         RETURN found;
       END $$`);
-    await queryRunner.query(`INSERT INTO rag_scopes (scope) SELECT DISTINCT stat_scope FROM document_chunks ORDER BY 1`);
+    await queryRunner.query(
+      `INSERT INTO rag_scopes (scope) SELECT DISTINCT stat_scope FROM document_chunks ORDER BY 1`,
+    );
 
     await queryRunner.query(`
       CREATE TABLE rag_postings_scoped (
@@ -60,7 +62,9 @@ export class RagPostingsScope1765300000000 implements MigrationInterface {
       FROM rag_postings p JOIN document_chunks c ON c.id = p.chunk_id JOIN rag_scopes s ON s.scope = c.stat_scope`);
     await queryRunner.query(`DROP TABLE rag_postings`);
     await queryRunner.query(`ALTER TABLE rag_postings_scoped RENAME TO rag_postings`);
-    await queryRunner.query(`ALTER TABLE rag_postings ADD CONSTRAINT rag_postings_pkey PRIMARY KEY (lexeme, chunk_id) INCLUDE (document_id, tf, dl)`);
+    await queryRunner.query(
+      `ALTER TABLE rag_postings ADD CONSTRAINT rag_postings_pkey PRIMARY KEY (lexeme, chunk_id) INCLUDE (document_id, tf, dl)`,
+    );
     await queryRunner.query(
       `ALTER TABLE rag_postings ADD CONSTRAINT rag_postings_chunk_id_fkey FOREIGN KEY (chunk_id) REFERENCES document_chunks(id) ON DELETE CASCADE`,
     );

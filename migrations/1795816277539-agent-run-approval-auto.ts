@@ -9,7 +9,9 @@ export class AgentRunApprovalAuto1795816277539 implements MigrationInterface {
 
   async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`ALTER TABLE agent_runs DROP CONSTRAINT agent_runs_approval_check`);
-    await queryRunner.query(`ALTER TABLE agent_runs ADD CONSTRAINT agent_runs_approval_check CHECK (approval IN ('auto', 'writes', 'none'))`);
+    await queryRunner.query(
+      `ALTER TABLE agent_runs ADD CONSTRAINT agent_runs_approval_check CHECK (approval IN ('auto', 'writes', 'none'))`,
+    );
     await queryRunner.query(`ALTER TABLE agent_runs ALTER COLUMN approval SET DEFAULT 'auto'`);
   }
 
@@ -17,6 +19,8 @@ export class AgentRunApprovalAuto1795816277539 implements MigrationInterface {
     await queryRunner.query(`UPDATE agent_runs SET approval = 'writes' WHERE approval = 'auto'`);
     await queryRunner.query(`ALTER TABLE agent_runs ALTER COLUMN approval SET DEFAULT 'none'`);
     await queryRunner.query(`ALTER TABLE agent_runs DROP CONSTRAINT agent_runs_approval_check`);
-    await queryRunner.query(`ALTER TABLE agent_runs ADD CONSTRAINT agent_runs_approval_check CHECK (approval IN ('none', 'writes'))`);
+    await queryRunner.query(
+      `ALTER TABLE agent_runs ADD CONSTRAINT agent_runs_approval_check CHECK (approval IN ('none', 'writes'))`,
+    );
   }
 }

@@ -15,10 +15,14 @@ export class FairShares1795816340645 implements MigrationInterface {
     await queryRunner.query(`ALTER TABLE indexing_jobs ADD COLUMN slices integer NOT NULL DEFAULT 0`);
     await queryRunner.query(`CREATE INDEX agent_runs_user_claimed_idx ON agent_runs (user_id, claimed_at)`);
     await queryRunner.query(`CREATE INDEX agent_runs_project_claimed_idx ON agent_runs (project_id, claimed_at)`);
-    await queryRunner.query(`CREATE INDEX agent_runs_user_active_idx ON agent_runs (user_id, status) WHERE status IN ('queued', 'running')`);
+    await queryRunner.query(
+      `CREATE INDEX agent_runs_user_active_idx ON agent_runs (user_id, status) WHERE status IN ('queued', 'running')`,
+    );
     await queryRunner.query(`CREATE INDEX indexing_jobs_creator_claimed_idx ON indexing_jobs (created_by, claimed_at)`);
     await queryRunner.query(`CREATE INDEX indexing_jobs_project_claimed_idx ON indexing_jobs (project_id, claimed_at)`);
-    await queryRunner.query(`CREATE INDEX indexing_jobs_creator_active_idx ON indexing_jobs (created_by, status) WHERE status IN ('queued', 'running')`);
+    await queryRunner.query(
+      `CREATE INDEX indexing_jobs_creator_active_idx ON indexing_jobs (created_by, status) WHERE status IN ('queued', 'running')`,
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

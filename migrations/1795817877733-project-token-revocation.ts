@@ -15,6 +15,8 @@ export class ProjectTokenRevocation1795817877733 implements MigrationInterface {
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`ALTER TABLE project_session_tokens DROP COLUMN revoked_at, DROP COLUMN last_used_at, DROP COLUMN prefix`);
+    await queryRunner.query(
+      `ALTER TABLE project_session_tokens DROP COLUMN revoked_at, DROP COLUMN last_used_at, DROP COLUMN prefix`,
+    );
   }
 }

@@ -46,12 +46,16 @@ export class RagBulkWrites1795827626768 implements MigrationInterface {
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`SET LOCAL statement_timeout = 0`);
     await queryRunner.query(`DROP TRIGGER rag_chunk_stamp_scope ON document_chunks`);
-    await queryRunner.query(`CREATE TRIGGER rag_chunk_stamp_scope BEFORE INSERT ON document_chunks FOR EACH ROW EXECUTE FUNCTION rag_chunk_stamp_scope()`);
+    await queryRunner.query(
+      `CREATE TRIGGER rag_chunk_stamp_scope BEFORE INSERT ON document_chunks FOR EACH ROW EXECUTE FUNCTION rag_chunk_stamp_scope()`,
+    );
     await queryRunner.query(`DROP TRIGGER rag_chunks_drop_postings ON document_chunks`);
     await queryRunner.query(`DROP FUNCTION rag_chunks_drop_postings()`);
     await queryRunner.query(`CREATE INDEX rag_postings_chunk_idx ON rag_postings (chunk_id)`);
     await queryRunner.query(`ALTER TABLE rag_postings DROP CONSTRAINT rag_postings_pkey`);
-    await queryRunner.query(`ALTER TABLE rag_postings ADD CONSTRAINT rag_postings_pkey PRIMARY KEY (lexeme, chunk_id) INCLUDE (document_id, tf, dl)`);
+    await queryRunner.query(
+      `ALTER TABLE rag_postings ADD CONSTRAINT rag_postings_pkey PRIMARY KEY (lexeme, chunk_id) INCLUDE (document_id, tf, dl)`,
+    );
     await queryRunner.query(
       `ALTER TABLE rag_postings ADD CONSTRAINT rag_postings_chunk_id_fkey FOREIGN KEY (chunk_id) REFERENCES document_chunks(id) ON DELETE CASCADE`,
     );

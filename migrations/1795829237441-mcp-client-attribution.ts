@@ -9,7 +9,9 @@ export class McpClientAttribution1795829237441 implements MigrationInterface {
 
   async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`ALTER TABLE api_key_usage ADD COLUMN client_name text, ADD COLUMN client_version text`);
-    await queryRunner.query(`ALTER TABLE oauth_grant_usage ADD COLUMN client_name text, ADD COLUMN client_version text`);
+    await queryRunner.query(
+      `ALTER TABLE oauth_grant_usage ADD COLUMN client_name text, ADD COLUMN client_version text`,
+    );
     await queryRunner.query(`ALTER TABLE audit_log ADD COLUMN client_version text`);
   }
 

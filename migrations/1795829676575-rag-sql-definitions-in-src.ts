@@ -6,7 +6,11 @@ import { applySqlDefinitions } from '../src/database/sql-definitions.js';
  * exact) are now defined in `.sql` files under src/modules/rag/sql/ (src/database/sql-definitions.ts). This
  * re-creates them from those files; the definitions are the ones earlier migrations wrote.
  */
-const DEFINITIONS = ['modules/rag/sql/statistic-scopes.sql', 'modules/rag/sql/scope-statistics.sql', 'modules/rag/sql/drop-postings-of-deleted-chunks.sql'] as const;
+const DEFINITIONS = [
+  'modules/rag/sql/statistic-scopes.sql',
+  'modules/rag/sql/scope-statistics.sql',
+  'modules/rag/sql/drop-postings-of-deleted-chunks.sql',
+] as const;
 
 export class RagSqlDefinitionsInSrc1795829676575 implements MigrationInterface {
   name = 'RagSqlDefinitionsInSrc1795829676575';

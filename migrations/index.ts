@@ -35,4 +35,37 @@ import { RagSqlDefinitionsInSrc1795829676575 } from './1795829676575-rag-sql-def
  * Every migration, in order. Listed by class (not a glob) so the app, the CLI and the tests load the
  * same set whether they run compiled JavaScript or TypeScript. Never edit a committed migration.
  */
-export const ALL_MIGRATIONS = [Init1763700000000, ProjectsDocuments1763701000000, GithubRepositories1763790000008, ApiKeys1763791000000, IdempotencyRecords1763791000001, Tasks1763791000002, Rag1763792000000, AgentRuns1763793000000, RagDropModelIndex1763794000000, RagPostingsImpact1763795000000, ListTimestampsMilliseconds1763796000000, IngestProgress1764014000000, RagStatisticsPerScope1764015000000, OAuth1764018000000, AgentRunApprovals1764020000000, AgentRunEvents1764020000001, AgentRunWebhooks1764020000002, ConfirmWrites1764020100000, McpSessions1764210600000, AuditLog1764310000000, RagPostingsLexemeEstimate1764330000000, TaskViewJson1765200000000, RagPostingsScope1765300000000, AgentRunApprovalAuto1795816277539, FairShares1795816340645, McpRequestStateUses1795817066837, ProjectTokenRevocation1795817877733, SqlDefinitionsInSrc1795827176749, SlotLeases1795827591618, RagBulkWrites1795827626768, McpClientAttribution1795829237441, RagSqlDefinitionsInSrc1795829676575];
+export const ALL_MIGRATIONS = [
+  Init1763700000000,
+  ProjectsDocuments1763701000000,
+  GithubRepositories1763790000008,
+  ApiKeys1763791000000,
+  IdempotencyRecords1763791000001,
+  Tasks1763791000002,
+  Rag1763792000000,
+  AgentRuns1763793000000,
+  RagDropModelIndex1763794000000,
+  RagPostingsImpact1763795000000,
+  ListTimestampsMilliseconds1763796000000,
+  IngestProgress1764014000000,
+  RagStatisticsPerScope1764015000000,
+  OAuth1764018000000,
+  AgentRunApprovals1764020000000,
+  AgentRunEvents1764020000001,
+  AgentRunWebhooks1764020000002,
+  ConfirmWrites1764020100000,
+  McpSessions1764210600000,
+  AuditLog1764310000000,
+  RagPostingsLexemeEstimate1764330000000,
+  TaskViewJson1765200000000,
+  RagPostingsScope1765300000000,
+  AgentRunApprovalAuto1795816277539,
+  FairShares1795816340645,
+  McpRequestStateUses1795817066837,
+  ProjectTokenRevocation1795817877733,
+  SqlDefinitionsInSrc1795827176749,
+  SlotLeases1795827591618,
+  RagBulkWrites1795827626768,
+  McpClientAttribution1795829237441,
+  RagSqlDefinitionsInSrc1795829676575,
+];

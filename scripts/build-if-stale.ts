@@ -46,7 +46,12 @@ export function buildInputsHash(root: string): string {
   const files: string[] = [];
   for (const input of BUILD_INPUTS) listFiles(root, join(root, input), files);
   const hash = createHash('sha256');
-  for (const file of files.sort()) hash.update(file).update('\0').update(readFileSync(join(root, file))).update('\0');
+  for (const file of files.sort())
+    hash
+      .update(file)
+      .update('\0')
+      .update(readFileSync(join(root, file)))
+      .update('\0');
   return hash.digest('hex');
 }
 
@@ -66,7 +71,11 @@ export function buildIfStale(root: string, log: (line: string) => void = () => u
   // The hash is taken before the build: a file edited during the build leaves a stamp that no longer matches.
   const hash = buildInputsHash(root);
   log('dist/ is missing or older than its sources: nest build');
-  const result = spawnSync(process.execPath, [join(root, 'node_modules', '@nestjs', 'cli', 'bin', 'nest.js'), 'build'], { cwd: root, stdio: 'inherit' });
+  const result = spawnSync(
+    process.execPath,
+    [join(root, 'node_modules', '@nestjs', 'cli', 'bin', 'nest.js'), 'build'],
+    { cwd: root, stdio: 'inherit' },
+  );
   if (result.status !== 0) throw new Error(`nest build failed (exit ${result.status ?? result.signal})`);
   writeFileSync(stampPath(root), `${hash}\n`);
   return true;
@@ -76,7 +85,8 @@ export function buildIfStale(root: string, log: (line: string) => void = () => u
 if (process.argv[1] && /build-if-stale\.[jt]s$/.test(process.argv[1])) {
   const root = resolve(dirname(process.argv[1]), '..');
   try {
-    if (!buildIfStale(root, (line) => console.error(line))) console.error('dist/ is current (same sources as its build): no build');
+    if (!buildIfStale(root, (line) => console.error(line)))
+      console.error('dist/ is current (same sources as its build): no build');
   } catch (error) {
     console.error(error instanceof Error ? error.message : String(error));
     process.exit(1);

@@ -20,7 +20,18 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { cpSync, existsSync, globSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  globSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, resolve } from 'node:path';
@@ -74,7 +85,8 @@ function parseEnv(args: string): Record<string, string> {
     return { [key]: rest.join(' ') };
   }
   const env: Record<string, string> = {};
-  for (const m of args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("([^"]*)"|'([^']*)'|(\S*))/g)) env[m[1]] = m[3] ?? m[4] ?? m[5] ?? '';
+  for (const m of args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("([^"]*)"|'([^']*)'|(\S*))/g))
+    env[m[1]] = m[3] ?? m[4] ?? m[5] ?? '';
   return env;
 }
 
@@ -107,7 +119,8 @@ function checkRules(stages: Stage[], dockerignore: string | undefined): string[]
   const names = new Set<string>();
   for (const stage of stages) {
     const [image, tag] = stage.image.split(':');
-    if (!names.has(image) && (!tag || tag === 'latest')) problems.push(`Dockerfile: FROM ${stage.image}: pin the base image tag (hadolint DL3006/DL3007)`);
+    if (!names.has(image) && (!tag || tag === 'latest'))
+      problems.push(`Dockerfile: FROM ${stage.image}: pin the base image tag (hadolint DL3006/DL3007)`);
     let workdirSet = false;
     for (const i of stage.instructions) {
       if (i.keyword === 'WORKDIR') {
@@ -116,12 +129,15 @@ function checkRules(stages: Stage[], dockerignore: string | undefined): string[]
       }
       if (i.keyword === 'ADD' && !/https?:\/\//.test(i.args)) at(i, 'use COPY for local files (DL3020)');
       if (i.keyword === 'RUN') {
-        if (/\bnpm (install|i)\b(?!\s+[^-\s])/.test(i.args)) at(i, 'install dependencies with `npm ci` (exactly package-lock.json), as .ci/run does');
+        if (/\bnpm (install|i)\b(?!\s+[^-\s])/.test(i.args))
+          at(i, 'install dependencies with `npm ci` (exactly package-lock.json), as .ci/run does');
         if (/(^|&&|;)\s*cd\s/.test(i.args)) at(i, 'use WORKDIR instead of cd (DL3003)');
         if (/\bsudo\b/.test(i.args)) at(i, 'do not use sudo (DL3004)');
-        if (/apt-get install/.test(i.args) && !/--no-install-recommends/.test(i.args)) at(i, 'apt-get install --no-install-recommends (DL3015)');
+        if (/apt-get install/.test(i.args) && !/--no-install-recommends/.test(i.args))
+          at(i, 'apt-get install --no-install-recommends (DL3015)');
       }
-      if ((i.keyword === 'COPY' || i.keyword === 'RUN') && !workdirSet && stage === stages[stages.length - 1]) at(i, 'set WORKDIR first');
+      if ((i.keyword === 'COPY' || i.keyword === 'RUN') && !workdirSet && stage === stages[stages.length - 1])
+        at(i, 'set WORKDIR first');
       if (i.keyword === 'COPY') {
         const from = parseCopy(i.args).flags.from;
         if (from !== undefined && !names.has(from)) at(i, `--from=${from} names no earlier stage`);
@@ -132,12 +148,14 @@ function checkRules(stages: Stage[], dockerignore: string | undefined): string[]
   const final = stages[stages.length - 1];
   const find = (keyword: string) => final.instructions.filter((i) => i.keyword === keyword);
   const user = find('USER').pop()?.args.split(':')[0];
-  if (!user || user === 'root' || user === '0') problems.push('Dockerfile: the final stage must switch to a non-root USER (DL3002)');
+  if (!user || user === 'root' || user === '0')
+    problems.push('Dockerfile: the final stage must switch to a non-root USER (DL3002)');
   const cmd = find('CMD').pop();
   if (!cmd) problems.push('Dockerfile: no CMD');
   else if (!execForm(cmd.args)) at(cmd, 'use the JSON (exec) form so SIGTERM reaches node (DL3025)');
   const healthcheck = find('HEALTHCHECK').pop();
-  if (!healthcheck || /^NONE\b/i.test(healthcheck.args)) problems.push('Dockerfile: the final stage needs a HEALTHCHECK');
+  if (!healthcheck || /^NONE\b/i.test(healthcheck.args))
+    problems.push('Dockerfile: the final stage needs a HEALTHCHECK');
   else if (!/\bCMD\b/.test(healthcheck.args)) at(healthcheck, 'HEALTHCHECK needs a CMD');
   const env = Object.assign({}, ...find('ENV').map((i) => parseEnv(i.args))) as Record<string, string>;
   const exposed = find('EXPOSE').flatMap((i) => i.args.split(/\s+/).map((p) => p.split('/')[0]));
@@ -145,21 +163,34 @@ function checkRules(stages: Stage[], dockerignore: string | undefined): string[]
     if (!exposed.includes(port)) problems.push(`Dockerfile: EXPOSE ${port} (the app's port)`);
   }
   const dataDir = env.DATA_DIR;
-  if (!dataDir) problems.push('Dockerfile: set ENV DATA_DIR to the directory the app may write (embedded database, generated secrets)');
+  if (!dataDir)
+    problems.push(
+      'Dockerfile: set ENV DATA_DIR to the directory the app may write (embedded database, generated secrets)',
+    );
   else {
     const workdir = find('WORKDIR').pop()?.args ?? '/';
     const owned = find('COPY').some((i) => {
       const copy = parseCopy(i.args);
-      return copy.flags.chown?.split(':')[0] === user && posix.resolve(workdir, copy.dest) === posix.resolve(workdir, dataDir);
+      return (
+        copy.flags.chown?.split(':')[0] === user &&
+        posix.resolve(workdir, copy.dest) === posix.resolve(workdir, dataDir)
+      );
     });
     const chowned = find('RUN').some((i) => new RegExp(`chown\\b.*\\b${user}\\b.*${dataDir}`).test(i.args));
-    if (!owned && !chowned) problems.push(`Dockerfile: DATA_DIR ${dataDir} must be created owned by USER ${user} (COPY --chown or RUN chown before USER)`);
+    if (!owned && !chowned)
+      problems.push(
+        `Dockerfile: DATA_DIR ${dataDir} must be created owned by USER ${user} (COPY --chown or RUN chown before USER)`,
+      );
   }
   if (dockerignore === undefined) problems.push('.dockerignore is missing');
   else {
-    const entries = dockerignore.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+    const entries = dockerignore
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
     for (const required of REQUIRED_IGNORES) {
-      if (!entries.some((e) => e === required || e === `${required}/` || e === `/${required}`)) problems.push(`.dockerignore: add ${required}`);
+      if (!entries.some((e) => e === required || e === `${required}/` || e === `/${required}`))
+        problems.push(`.dockerignore: add ${required}`);
     }
   }
   return problems;
@@ -174,8 +205,15 @@ const NPM_PREFER_OFFLINE = { npm_config_prefer_offline: 'true' };
 
 function run(command: string, cwd: string, env: Record<string, string>): void {
   console.log(`  $ ${command}`);
-  if (/\bnpm\b/.test(command)) console.log("    (npm with --prefer-offline: packages from the host's npm cache where present; a docker build downloads them)");
-  const result = spawnSync('bash', ['-c', command], { cwd, env: { ...process.env, ...NPM_PREFER_OFFLINE, ...env }, stdio: 'inherit' });
+  if (/\bnpm\b/.test(command))
+    console.log(
+      "    (npm with --prefer-offline: packages from the host's npm cache where present; a docker build downloads them)",
+    );
+  const result = spawnSync('bash', ['-c', command], {
+    cwd,
+    env: { ...process.env, ...NPM_PREFER_OFFLINE, ...env },
+    stdio: 'inherit',
+  });
   if (result.status !== 0) throw new Error(`RUN failed (exit ${result.status}): ${command}`);
 }
 
@@ -208,7 +246,6 @@ function sha256(...parts: (string | Buffer)[]): string {
   return hash.digest('hex');
 }
 
-
 function copyTree(from: string, to: string): void {
   rmSync(to, { recursive: true, force: true });
   const result = spawnSync('cp', ['-a', from, to], { stdio: 'inherit' });
@@ -237,7 +274,8 @@ function saveLayer(key: string, stageRoot: string): void {
     .filter((entry) => !entry.endsWith('.tmp'))
     .map((entry) => ({ entry, mtime: statSync(join(LAYER_CACHE, entry)).mtimeMs }))
     .sort((a, b) => b.mtime - a.mtime);
-  for (const { entry } of entries.slice(KEPT_LAYERS)) rmSync(join(LAYER_CACHE, entry), { recursive: true, force: true });
+  for (const { entry } of entries.slice(KEPT_LAYERS))
+    rmSync(join(LAYER_CACHE, entry), { recursive: true, force: true });
 }
 
 async function executeBuild(stages: Stage[], dockerignore: string): Promise<void> {
@@ -246,11 +284,17 @@ async function executeBuild(stages: Stage[], dockerignore: string): Promise<void
     const context = join(work, 'context');
     mkdirSync(context);
     console.log(`build context: git archive HEAD → ${context}`);
-    const archive = spawnSync('bash', ['-c', `git -C "${ROOT}" archive --format=tar HEAD | tar -x -C "${context}"`], { stdio: 'inherit' });
+    const archive = spawnSync('bash', ['-c', `git -C "${ROOT}" archive --format=tar HEAD | tar -x -C "${context}"`], {
+      stdio: 'inherit',
+    });
     if (archive.status !== 0) throw new Error('git archive HEAD failed');
-    const patterns = dockerignore.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#') && !l.startsWith('!'));
+    const patterns = dockerignore
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#') && !l.startsWith('!'));
     for (const pattern of patterns) {
-      for (const match of globSync(pattern.replace(/^\//, '').replace(/\/$/, ''), { cwd: context })) rmSync(join(context, match), { recursive: true, force: true });
+      for (const match of globSync(pattern.replace(/^\//, '').replace(/\/$/, ''), { cwd: context }))
+        rmSync(join(context, match), { recursive: true, force: true });
     }
     if (existsSync(join(context, '.env'))) throw new Error('.env reached the build context');
 
@@ -280,11 +324,15 @@ async function executeBuild(stages: Stage[], dockerignore: string): Promise<void
           const target = mapPath(stageRoot, workdir, copy.dest);
           for (const source of copy.sources) {
             const from = copy.flags.from ? join(fromRoot, source) : join(context, source);
-            if (!existsSync(from)) throw new Error(`Dockerfile:${i.line} COPY: ${source} does not exist${copy.flags.from ? ` in stage ${copy.flags.from}` : ' in the build context'}`);
+            if (!existsSync(from))
+              throw new Error(
+                `Dockerfile:${i.line} COPY: ${source} does not exist${copy.flags.from ? ` in stage ${copy.flags.from}` : ' in the build context'}`,
+              );
             if (copy.flags.from || statSync(from).isDirectory()) cacheable = false;
             else layer = sha256(layer, source, readFileSync(from));
             const intoDir = copy.dest.endsWith('/') || copy.sources.length > 1;
-            const dest = intoDir && !source.endsWith('/') && source !== '.' ? join(target, posix.basename(source)) : target;
+            const dest =
+              intoDir && !source.endsWith('/') && source !== '.' ? join(target, posix.basename(source)) : target;
             mkdirSync(dirname(dest), { recursive: true });
             cpSync(from, dest, { recursive: true, verbatimSymlinks: true });
           }
@@ -293,7 +341,9 @@ async function executeBuild(stages: Stage[], dockerignore: string): Promise<void
           // Absolute paths under WORKDIR point into the stage's directory here.
           const mapped = workdir === '/' ? shell : shell.split(workdir).join(mapPath(stageRoot, workdir, '.'));
           if (cacheable && restoreLayer(layer, stageRoot)) {
-            console.log(`  $ ${shell}  (layer cached: same instructions and copied files as an earlier check, as docker build reuses it)`);
+            console.log(
+              `  $ ${shell}  (layer cached: same instructions and copied files as an earlier check, as docker build reuses it)`,
+            );
           } else {
             run(mapped, mapPath(stageRoot, workdir, '.'), env);
             if (cacheable) saveLayer(layer, stageRoot);
@@ -308,7 +358,9 @@ async function executeBuild(stages: Stage[], dockerignore: string): Promise<void
     const cwd = mapPath(root, workdir, '.');
     const last = stages[stages.length - 1].instructions;
     const cmd = execForm(last.filter((i) => i.keyword === 'CMD').pop()!.args)!;
-    const healthcheck = execForm(/\bCMD\s+(.*)$/.exec(last.filter((i) => i.keyword === 'HEALTHCHECK').pop()!.args)![1])!;
+    const healthcheck = execForm(
+      /\bCMD\s+(.*)$/.exec(last.filter((i) => i.keyword === 'HEALTHCHECK').pop()!.args)![1],
+    )!;
     const runtimeEnv: Record<string, string> = {
       PATH: process.env.PATH ?? '',
       ...env,
@@ -325,12 +377,16 @@ async function executeBuild(stages: Stage[], dockerignore: string): Promise<void
     };
     // The pre-rollout migration operators run from the image (the Helm chart's hook runs the same command): the
     // pruned image has no Nest CLI, so it must be plain node on the build's output.
-    if (existsSync(join(cwd, 'node_modules', '@nestjs', 'cli'))) throw new Error('the final stage still holds the Nest CLI (a dev dependency)');
+    if (existsSync(join(cwd, 'node_modules', '@nestjs', 'cli')))
+      throw new Error('the final stage still holds the Nest CLI (a dev dependency)');
     const migrateCommand = ['node', 'dist/src/database/migrate.js'];
     console.log(`migrate: ${migrateCommand.join(' ')}`);
     const migrate = spawnSync(migrateCommand[0], migrateCommand.slice(1), { cwd, env: runtimeEnv, encoding: 'utf8' });
     const migrated = /migrations applied/.test(migrate.stdout ?? '');
-    if (migrate.status !== 0 || !migrated) throw new Error(`${migrateCommand.join(' ')} failed (exit ${migrate.status}):\n${migrate.stdout}${migrate.stderr}`);
+    if (migrate.status !== 0 || !migrated)
+      throw new Error(
+        `${migrateCommand.join(' ')} failed (exit ${migrate.status}):\n${migrate.stdout}${migrate.stderr}`,
+      );
     console.log('migrate: exited 0, migrations applied');
     console.log(`start: ${cmd.join(' ')} (cwd ${cwd}, DATA_DIR ${runtimeEnv.DATA_DIR})`);
     const child = spawn(cmd[0], cmd.slice(1), { cwd, env: runtimeEnv, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -340,7 +396,7 @@ async function executeBuild(stages: Stage[], dockerignore: string): Promise<void
     const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
     try {
       let healthy = false;
-      for (const started = Date.now(); !healthy && Date.now() - started < 120_000 && child.exitCode === null; ) {
+      for (const started = Date.now(); !healthy && Date.now() - started < 120_000 && child.exitCode === null;) {
         await new Promise((done) => setTimeout(done, 1000));
         healthy = spawnSync(healthcheck[0], healthcheck.slice(1), { cwd, env: runtimeEnv }).status === 0;
       }

@@ -42,7 +42,13 @@ interface ScenarioResult {
 function parseArgs(argv: string[]): Options {
   const options: Options = { keep: false };
   for (let i = 0; i < argv.length; i += 1) {
-    if (argv[i] === '--only') options.only = new Set(argv[++i].split(',').map((s) => s.trim()).filter(Boolean));
+    if (argv[i] === '--only')
+      options.only = new Set(
+        argv[++i]
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      );
     else if (argv[i] === '--keep') options.keep = true;
     else throw new Error(`unknown argument ${argv[i]} (use --only <scenario,…> or --keep)`);
   }
@@ -75,7 +81,13 @@ async function waitForHealth(base: string, server: ChildProcess, timeoutMs: numb
   throw new Error(`the server was not ready within ${timeoutMs / 1000} s`);
 }
 
-async function json(base: string, method: string, path: string, body: unknown, token?: string): Promise<Record<string, any>> {
+async function json(
+  base: string,
+  method: string,
+  path: string,
+  body: unknown,
+  token?: string,
+): Promise<Record<string, any>> {
   const answer = await fetch(`${base}${path}`, {
     method,
     headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
@@ -91,11 +103,15 @@ function startFrontDoor(target: URL, key: string, port: number): Promise<Server>
   const door = createServer((req, res) => {
     const headers = { ...req.headers };
     // Only the MCP endpoint: the OAuth endpoints behind the same door must see exactly what the client sent.
-    if (headers.authorization === undefined && (req.url ?? '').startsWith(MCP_PATH)) headers.authorization = `Bearer ${key}`;
-    const upstream = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    if (headers.authorization === undefined && (req.url ?? '').startsWith(MCP_PATH))
+      headers.authorization = `Bearer ${key}`;
+    const upstream = httpRequest(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     upstream.on('error', () => {
       if (!res.headersSent) res.writeHead(502);
       res.end();
@@ -106,9 +122,16 @@ function startFrontDoor(target: URL, key: string, port: number): Promise<Server>
 }
 
 function runSuite(args: string[]): Promise<{ code: number; output: string }> {
-  const bin = join(CONFORMANCE_DIR, (JSON.parse(readFileSync(join(CONFORMANCE_DIR, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin.conformance);
+  const bin = join(
+    CONFORMANCE_DIR,
+    (JSON.parse(readFileSync(join(CONFORMANCE_DIR, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin
+      .conformance,
+  );
   return new Promise((done) => {
-    const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [bin, ...args], {
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -142,9 +165,18 @@ function readChecks(outDir: string): Map<string, { failures: string[]; checks: n
       const path = join(dir, entry.name);
       if (entry.isDirectory()) walk(path);
       else if (entry.name === 'checks.json') {
-        const scenario = /(?:server|authorization)-(.+)-\d{4}-\d\d-\d\dT[\d-]+(?:\.\d+Z?)?/.exec(dirname(path).split('/').pop() ?? '')?.[1] ?? dirname(path);
-        const checks = JSON.parse(readFileSync(path, 'utf8')) as { id: string; status: string; errorMessage?: string }[];
-        const failures = checks.filter((c) => c.status === 'FAILURE').map((c) => `${c.id}: ${(c.errorMessage ?? '').slice(0, 400)}`);
+        const scenario =
+          /(?:server|authorization)-(.+)-\d{4}-\d\d-\d\dT[\d-]+(?:\.\d+Z?)?/.exec(
+            dirname(path).split('/').pop() ?? '',
+          )?.[1] ?? dirname(path);
+        const checks = JSON.parse(readFileSync(path, 'utf8')) as {
+          id: string;
+          status: string;
+          errorMessage?: string;
+        }[];
+        const failures = checks
+          .filter((c) => c.status === 'FAILURE')
+          .map((c) => `${c.id}: ${(c.errorMessage ?? '').slice(0, 400)}`);
         results.set(scenario, { failures, checks: checks.length });
       }
     }
@@ -163,7 +195,9 @@ async function main(): Promise<void> {
   const logPath = join(work, 'server.log');
   const log = createWriteStream(logPath);
   const databaseUrl = process.env.CONFORMANCE_DATABASE_URL;
-  console.log(`conformance: server on ${base} (${databaseUrl ? 'CONFORMANCE_DATABASE_URL' : 'embedded engine'}), front door ${doorUrl}, work dir ${work}`);
+  console.log(
+    `conformance: server on ${base} (${databaseUrl ? 'CONFORMANCE_DATABASE_URL' : 'embedded engine'}), front door ${doorUrl}, work dir ${work}`,
+  );
   const server = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js')], {
     cwd: ROOT,
     env: {
@@ -195,7 +229,9 @@ async function main(): Promise<void> {
     const password = 'conformance-password-1';
     await json(base, 'POST', '/api/auth/register', { email, password, name: 'Conformance' });
     const token = (await json(base, 'POST', '/api/auth/login', { email, password })).data.accessToken as string;
-    const key = (await json(base, 'POST', '/api/api-keys', { name: 'conformance', scopes: SCOPES, expiresIn: 'never' }, token)).data.key as string;
+    const key = (
+      await json(base, 'POST', '/api/api-keys', { name: 'conformance', scopes: SCOPES, expiresIn: 'never' }, token)
+    ).data.key as string;
     door = await startFrontDoor(new URL(base), key, doorPort);
 
     for (const revision of REQUIREMENT_SETS) {
@@ -205,7 +241,8 @@ async function main(): Promise<void> {
       const wanted = options.only ? [...set.scored, ...set.notScored].filter((s) => options.only?.has(s)) : undefined;
       if (wanted?.length === 0) continue;
       if (wanted) {
-        for (const scenario of wanted) await runSuite([...args, '--scenario', scenario, '--spec-version', revision, '--force']);
+        for (const scenario of wanted)
+          await runSuite([...args, '--scenario', scenario, '--spec-version', revision, '--force']);
       } else {
         await runSuite([...args, '--requirements', revision]);
       }
@@ -221,7 +258,8 @@ async function main(): Promise<void> {
         });
       }
     }
-    if (!options.only || options.only.has('authorization')) authResults = await runAuthorizationScenarios(base, doorUrl, token, work);
+    if (!options.only || options.only.has('authorization'))
+      authResults = await runAuthorizationScenarios(base, doorUrl, token, work);
   } finally {
     door?.closeAllConnections();
     await new Promise((done) => (door ? door.close(done) : done(undefined)));
@@ -235,14 +273,19 @@ async function main(): Promise<void> {
     if (ofSet.length === 0) continue;
     console.log(`\nRequirement set ${revision} (server scenarios, at the ${revision} wire):`);
     for (const r of ofSet) {
-      console.log(`  ${r.passed ? '✓' : '✗'} ${r.scenario}${r.scored ? '' : ' (not scored)'}${!r.passed && !r.scored ? `: ${r.failures.length} failed check(s), first: ${r.failures[0]?.slice(0, 160)}` : ''}`);
+      console.log(
+        `  ${r.passed ? '✓' : '✗'} ${r.scenario}${r.scored ? '' : ' (not scored)'}${!r.passed && !r.scored ? `: ${r.failures.length} failed check(s), first: ${r.failures[0]?.slice(0, 160)}` : ''}`,
+      );
       if (!r.passed && r.scored) for (const f of r.failures) console.log(`      ${f}`);
     }
     const scored = ofSet.filter((r) => r.scored);
     const passed = scored.filter((r) => r.passed).length;
     failed += scored.length - passed;
     const extra = ofSet.filter((r) => !r.scored);
-    console.log(`  ${revision}: ${passed} passed, ${scored.length - passed} failed` + (extra.length ? ` (not scored: ${extra.filter((r) => r.passed).length} of ${extra.length} pass)` : ''));
+    console.log(
+      `  ${revision}: ${passed} passed, ${scored.length - passed} failed` +
+        (extra.length ? ` (not scored: ${extra.filter((r) => r.passed).length} of ${extra.length} pass)` : ''),
+    );
   }
   if (authResults.length) {
     console.log('\nAuthorization server scenarios (Atrium as the authorization server):');
@@ -267,16 +310,44 @@ async function main(): Promise<void> {
  * a public client registered for the suite's loopback callback, and this script as the user's browser once the suite
  * prints the authorization URL (the consent page, then the approval the page's script would send).
  */
-async function runAuthorizationScenarios(base: string, issuer: string, token: string, work: string): Promise<ScenarioResult[]> {
+async function runAuthorizationScenarios(
+  base: string,
+  issuer: string,
+  token: string,
+  work: string,
+): Promise<ScenarioResult[]> {
   const callbackPort = await freePort();
   const redirectUri = `http://127.0.0.1:${callbackPort}/callback`;
-  const client = await json(base, 'POST', '/oauth/register', { client_name: 'MCP conformance suite', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
-  const outDir = join(work, 'results-authorization');
-  const bin = join(CONFORMANCE_DIR, (JSON.parse(readFileSync(join(CONFORMANCE_DIR, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin.conformance);
-  const child = spawn(process.execPath, [bin, 'authorization', '--url', issuer, '--client-id', client.client_id as string, '-p', String(callbackPort), '-o', outDir], {
-    env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const client = await json(base, 'POST', '/oauth/register', {
+    client_name: 'MCP conformance suite',
+    redirect_uris: [redirectUri],
+    token_endpoint_auth_method: 'none',
   });
+  const outDir = join(work, 'results-authorization');
+  const bin = join(
+    CONFORMANCE_DIR,
+    (JSON.parse(readFileSync(join(CONFORMANCE_DIR, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin
+      .conformance,
+  );
+  const child = spawn(
+    process.execPath,
+    [
+      bin,
+      'authorization',
+      '--url',
+      issuer,
+      '--client-id',
+      client.client_id as string,
+      '-p',
+      String(callbackPort),
+      '-o',
+      outDir,
+    ],
+    {
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   let approved: Promise<void> | undefined;
   const onOutput = (chunk: Buffer): void => {

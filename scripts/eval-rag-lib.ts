@@ -56,7 +56,10 @@ export interface EvalReport {
 }
 
 export function loadBeirCollection(dir: string): BeirCollection {
-  const lines = (file: string) => readFileSync(join(dir, file), 'utf8').split('\n').filter((line) => line.trim() !== '');
+  const lines = (file: string) =>
+    readFileSync(join(dir, file), 'utf8')
+      .split('\n')
+      .filter((line) => line.trim() !== '');
   const corpus = lines('corpus.jsonl').map((line) => {
     const row = JSON.parse(line) as { _id?: string; id?: string; title?: string; text?: string };
     return { id: String(row._id ?? row.id), title: row.title ?? '', text: row.text ?? '' };
@@ -83,7 +86,10 @@ export function ndcgAt(ranked: readonly string[], judged: Map<string, number>, k
     const gain = judged.get(id) ?? 0;
     if (gain > 0) dcg += (2 ** gain - 1) / Math.log2(i + 2);
   });
-  const ideal = [...judged.values()].filter((gain) => gain > 0).sort((a, b) => b - a).slice(0, k);
+  const ideal = [...judged.values()]
+    .filter((gain) => gain > 0)
+    .sort((a, b) => b - a)
+    .slice(0, k);
   const idcg = ideal.reduce((sum, gain, i) => sum + (2 ** gain - 1) / Math.log2(i + 2), 0);
   return idcg > 0 ? dcg / idcg : 0;
 }
@@ -113,7 +119,11 @@ export function selectSubset(collection: BeirCollection, options: EvalOptions): 
 }
 
 /** Runs the evaluation inside a booted application (API + worker roles). */
-export async function runEval(app: INestApplicationContext, collection: BeirCollection, options: EvalOptions = {}): Promise<EvalReport> {
+export async function runEval(
+  app: INestApplicationContext,
+  collection: BeirCollection,
+  options: EvalOptions = {},
+): Promise<EvalReport> {
   const log = options.log ?? (() => undefined);
   const modes = options.modes ?? ['keyword', 'vector', 'hybrid'];
   const subset = selectSubset(collection, options);
@@ -123,23 +133,42 @@ export async function runEval(app: INestApplicationContext, collection: BeirColl
   const documents = app.get(DocumentsService);
   const search = app.get(RagSearchService);
 
-  const saved = options.stateFile && existsSync(options.stateFile)
-    ? (JSON.parse(readFileSync(options.stateFile, 'utf8')) as { userId: string; projectId: string; indexSeconds: number; documents: Record<string, string> })
-    : null;
+  const saved =
+    options.stateFile && existsSync(options.stateFile)
+      ? (JSON.parse(readFileSync(options.stateFile, 'utf8')) as {
+          userId: string;
+          projectId: string;
+          indexSeconds: number;
+          documents: Record<string, string>;
+        })
+      : null;
   const [stillThere] = saved ? await dataSource.query(`SELECT 1 FROM projects WHERE id = $1`, [saved.projectId]) : [];
-  const user = stillThere ? { id: saved!.userId } : await users.create({ email: `eval-${randomBytes(6).toString('hex')}@example.com`, password: randomBytes(12).toString('hex'), name: 'RAG eval' });
+  const user = stillThere
+    ? { id: saved!.userId }
+    : await users.create({
+        email: `eval-${randomBytes(6).toString('hex')}@example.com`,
+        password: randomBytes(12).toString('hex'),
+        name: 'RAG eval',
+      });
   const actor: Actor = { userId: user.id, projectIds: null, repos: null };
-  const project = stillThere ? { id: saved!.projectId } : await projects.create(actor, { name: `eval ${new Date().toISOString()}` });
+  const project = stillThere
+    ? { id: saved!.projectId }
+    : await projects.create(actor, { name: `eval ${new Date().toISOString()}` });
 
   const started = performance.now();
   const corpusIdByDocument = new Map<string, string>(stillThere ? Object.entries(saved!.documents) : []);
   if (stillThere) log(`reusing project ${project.id} from ${options.stateFile}`);
   for (const [i, doc] of (stillThere ? [] : subset.corpus).entries()) {
-    const created = await documents.createFromText(actor, { title: doc.title || doc.id, content: doc.text || doc.title, projectId: project.id, isPublic: false });
+    const created = await documents.createFromText(actor, {
+      title: doc.title || doc.id,
+      content: doc.text || doc.title,
+      projectId: project.id,
+      isPublic: false,
+    });
     corpusIdByDocument.set(created.id, doc.id);
     if ((i + 1) % 500 === 0) log(`created ${i + 1}/${subset.corpus.length} documents`);
   }
-  for (let lastLog = 0; ; ) {
+  for (let lastLog = 0; ;) {
     const [row] = await dataSource.query(
       `SELECT count(*) FILTER (WHERE status IN ('indexed', 'failed'))::int AS finished, count(*)::int AS total FROM documents WHERE project_id = $1`,
       [project.id],
@@ -153,7 +182,15 @@ export async function runEval(app: INestApplicationContext, collection: BeirColl
   }
   const indexSeconds = stillThere ? saved!.indexSeconds : (performance.now() - started) / 1000;
   if (options.stateFile && !stillThere) {
-    writeFileSync(options.stateFile, JSON.stringify({ userId: user.id, projectId: project.id, indexSeconds, documents: Object.fromEntries(corpusIdByDocument) }));
+    writeFileSync(
+      options.stateFile,
+      JSON.stringify({
+        userId: user.id,
+        projectId: project.id,
+        indexSeconds,
+        documents: Object.fromEntries(corpusIdByDocument),
+      }),
+    );
   }
   const [{ chunks }] = await dataSource.query(
     `SELECT count(*)::int AS chunks FROM document_chunks c JOIN documents d ON d.id = c.document_id WHERE d.project_id = $1`,
@@ -170,14 +207,23 @@ export async function runEval(app: INestApplicationContext, collection: BeirColl
     for (const query of subset.queries) {
       const judged = subset.qrels.get(query.id)!;
       const t0 = performance.now();
-      const { results } = await search.searchVisible(actor, { query: query.text, projectId: project.id, topK: 100, mode });
+      const { results } = await search.searchVisible(actor, {
+        query: query.text,
+        projectId: project.id,
+        topK: 100,
+        mode,
+      });
       latencies.push(performance.now() - t0);
       // Documents in the order of their best chunk.
       const ranked = [...new Set(results.map((hit) => corpusIdByDocument.get(hit.documentId)!))];
       ndcg += ndcgAt(ranked, judged, 10);
       recall += recallAt(ranked, judged, 100);
       const top10 = await search.searchVisible(actor, { query: query.text, projectId: project.id, topK: 10, mode });
-      ndcgTop10 += ndcgAt([...new Set(top10.results.map((hit) => corpusIdByDocument.get(hit.documentId)!))], judged, 10);
+      ndcgTop10 += ndcgAt(
+        [...new Set(top10.results.map((hit) => corpusIdByDocument.get(hit.documentId)!))],
+        judged,
+        10,
+      );
     }
     latencies.sort((a, b) => a - b);
     const report = {
@@ -188,7 +234,9 @@ export async function runEval(app: INestApplicationContext, collection: BeirColl
       latencyP50Ms: round(percentile(latencies, 0.5)),
       latencyP95Ms: round(percentile(latencies, 0.95)),
     };
-    log(`${mode}: nDCG@10 ${report.ndcg10} (topK 10: ${report.ndcg10AtTopK10})  Recall@100 ${report.recall100}  p50 ${report.latencyP50Ms} ms  p95 ${report.latencyP95Ms} ms`);
+    log(
+      `${mode}: nDCG@10 ${report.ndcg10} (topK 10: ${report.ndcg10AtTopK10})  Recall@100 ${report.recall100}  p50 ${report.latencyP50Ms} ms  p95 ${report.latencyP95Ms} ms`,
+    );
     reports.push(report);
   }
   return {

@@ -22,7 +22,8 @@ async function main(): Promise<void> {
     return index >= 0 ? args[index + 1] : undefined;
   };
   const collectionDir = option('collection');
-  if (!collectionDir) throw new Error('usage: eval:rag -- --collection <BEIR dir> [--limit-queries N] [--limit-docs M] [--min-ndcg X]');
+  if (!collectionDir)
+    throw new Error('usage: eval:rag -- --collection <BEIR dir> [--limit-queries N] [--limit-docs M] [--min-ndcg X]');
   const limitQueries = option('limit-queries') ? Number(option('limit-queries')) : undefined;
   const limitDocs = option('limit-docs') ? Number(option('limit-docs')) : undefined;
   const minNdcg = option('min-ndcg') ? Number(option('min-ndcg')) : undefined;
@@ -37,11 +38,22 @@ async function main(): Promise<void> {
     APP_ROLE: 'all',
   });
   const embedded = config.database.url ? undefined : await EmbeddedPostgres.start(undefined);
-  const app = await createWorkerContext({ config, databaseUrl: config.database.url ?? embedded!.url, logger: new JsonLogger(config.logLevel) });
+  const app = await createWorkerContext({
+    config,
+    databaseUrl: config.database.url ?? embedded!.url,
+    logger: new JsonLogger(config.logLevel),
+  });
   try {
     const collection = loadBeirCollection(resolve(collectionDir));
-    const report = await runEval(app, collection, { limitQueries, limitDocs, stateFile: option('state'), log: (line) => process.stderr.write(`${line}\n`) });
-    process.stdout.write(`${JSON.stringify({ collection: collectionDir, embeddings: config.embeddings.provider, ...report }, null, 2)}\n`);
+    const report = await runEval(app, collection, {
+      limitQueries,
+      limitDocs,
+      stateFile: option('state'),
+      log: (line) => process.stderr.write(`${line}\n`),
+    });
+    process.stdout.write(
+      `${JSON.stringify({ collection: collectionDir, embeddings: config.embeddings.provider, ...report }, null, 2)}\n`,
+    );
     const hybrid = report.modes.find((mode) => mode.mode === 'hybrid');
     if (minNdcg !== undefined && hybrid && hybrid.ndcg10 < minNdcg) {
       process.stderr.write(`hybrid nDCG@10 ${hybrid.ndcg10} is below --min-ndcg ${minNdcg}\n`);

@@ -25,7 +25,9 @@ interface JestProject {
 }
 
 /** The projects of jest.config.js, in its order, with its globs and ignore patterns. */
-const PROJECTS = (createRequire(join(ROOT, 'jest.config.js'))(join(ROOT, 'jest.config.js')) as { projects: JestProject[] }).projects.map((project) => ({
+const PROJECTS = (
+  createRequire(join(ROOT, 'jest.config.js'))(join(ROOT, 'jest.config.js')) as { projects: JestProject[] }
+).projects.map((project) => ({
   name: project.displayName,
   include: project.testMatch.map((glob) => glob.replace('<rootDir>/', '')),
   exclude: (project.testPathIgnorePatterns ?? []).map((pattern) => new RegExp(pattern.replace('<rootDir>', ROOT))),
@@ -45,7 +47,8 @@ const SKIPPED = new Set(['skip', 'todo']);
 
 function unwrap(node: ts.Expression): ts.Expression {
   let inner = node;
-  while (ts.isAsExpression(inner) || ts.isSatisfiesExpression(inner) || ts.isParenthesizedExpression(inner)) inner = inner.expression;
+  while (ts.isAsExpression(inner) || ts.isSatisfiesExpression(inner) || ts.isParenthesizedExpression(inner))
+    inner = inner.expression;
   return inner;
 }
 
@@ -61,7 +64,8 @@ function countFile(path: string): { tests: number; unsized: string[] } {
       if (length !== undefined) constArrays.set(node.name.text, length);
       const init = unwrap(node.initializer);
       const chosen = ts.isConditionalExpression(init) ? unwrap(init.whenTrue) : init;
-      if (ts.isIdentifier(chosen) && (TEST_CALLS.has(chosen.text) || chosen.text === 'describe')) aliases.set(node.name.text, chosen.text);
+      if (ts.isIdentifier(chosen) && (TEST_CALLS.has(chosen.text) || chosen.text === 'describe'))
+        aliases.set(node.name.text, chosen.text);
     }
     ts.forEachChild(node, collectConsts);
   };
@@ -70,7 +74,12 @@ function countFile(path: string): { tests: number; unsized: string[] } {
     if (ts.isArrayLiteralExpression(inner)) return inner.elements.length;
     if (ts.isIdentifier(inner)) return constArrays.get(inner.text);
     // `table.filter(…)`: at most the table's rows (an environment may leave some out).
-    if (ts.isCallExpression(inner) && ts.isPropertyAccessExpression(inner.expression) && inner.expression.name.text === 'filter') return arrayLength(inner.expression.expression);
+    if (
+      ts.isCallExpression(inner) &&
+      ts.isPropertyAccessExpression(inner.expression) &&
+      inner.expression.name.text === 'filter'
+    )
+      return arrayLength(inner.expression.expression);
     return undefined;
   };
   collectConsts(source);
@@ -79,14 +88,20 @@ function countFile(path: string): { tests: number; unsized: string[] } {
   const callee = (call: ts.CallExpression): { base: string; modifier?: string; table?: ts.Expression } | undefined => {
     let expr = unwrap(call.expression);
     if (ts.isConditionalExpression(expr)) expr = unwrap(expr.whenTrue);
-    if (ts.isIdentifier(expr)) return { base: aliases.get(expr.text) ?? (/^describe/.test(expr.text) ? 'describe' : expr.text) };
-    if (ts.isPropertyAccessExpression(expr) && ts.isIdentifier(expr.expression)) return { base: expr.expression.text, modifier: expr.name.text };
+    if (ts.isIdentifier(expr))
+      return { base: aliases.get(expr.text) ?? (/^describe/.test(expr.text) ? 'describe' : expr.text) };
+    if (ts.isPropertyAccessExpression(expr) && ts.isIdentifier(expr.expression))
+      return { base: expr.expression.text, modifier: expr.name.text };
     // it.each(table)(name, fn) / it.skip.each(table)(…)
     if (ts.isCallExpression(expr)) {
       const inner = expr.expression;
       if (ts.isPropertyAccessExpression(inner) && inner.name.text === 'each') {
         const target = inner.expression;
-        const base = ts.isIdentifier(target) ? target.text : ts.isPropertyAccessExpression(target) && ts.isIdentifier(target.expression) ? target.expression.text : undefined;
+        const base = ts.isIdentifier(target)
+          ? target.text
+          : ts.isPropertyAccessExpression(target) && ts.isIdentifier(target.expression)
+            ? target.expression.text
+            : undefined;
         const modifier = ts.isPropertyAccessExpression(target) ? target.name.text : undefined;
         if (base) return { base, modifier, table: expr.arguments[0] };
       }
@@ -141,7 +156,13 @@ function census(): FileCensus[] {
       const absolute = resolve(ROOT, file);
       if (project.exclude.some((pattern) => pattern.test(absolute))) continue;
       const { tests, unsized } = countFile(absolute);
-      files.push({ file: relative(ROOT, absolute), project: project.name, tests, unsized, ...(project.name === 'e2e' ? { boots: bootsOf(readFileSync(absolute, 'utf8')) } : {}) });
+      files.push({
+        file: relative(ROOT, absolute),
+        project: project.name,
+        tests,
+        unsized,
+        ...(project.name === 'e2e' ? { boots: bootsOf(readFileSync(absolute, 'utf8')) } : {}),
+      });
     }
   }
   return files;
@@ -160,17 +181,24 @@ if (args.has('--json')) {
 } else {
   const pct = (n: number): string => `${((100 * n) / totalTests).toFixed(1)} %`;
   console.log('project   files  tests  share of tests');
-  for (const row of byProject) console.log(`${row.project.padEnd(8)} ${String(row.files).padStart(6)} ${String(row.tests).padStart(6)}  ${pct(row.tests)}`);
+  for (const row of byProject)
+    console.log(
+      `${row.project.padEnd(8)} ${String(row.files).padStart(6)} ${String(row.tests).padStart(6)}  ${pct(row.tests)}`,
+    );
   console.log(`${'all'.padEnd(8)} ${String(files.length).padStart(6)} ${String(totalTests).padStart(6)}`);
   const e2e = files.filter((f) => f.project === 'e2e');
   console.log('\ne2e files by what they start:');
   for (const boots of ['in-process app', 'built process', 'in-process app + built process', 'neither'] as const) {
     const mine = e2e.filter((f) => f.boots === boots);
-    if (mine.length) console.log(`  ${boots.padEnd(31)} ${String(mine.length).padStart(3)} files ${String(mine.reduce((sum, f) => sum + f.tests, 0)).padStart(5)} tests`);
+    if (mine.length)
+      console.log(
+        `  ${boots.padEnd(31)} ${String(mine.length).padStart(3)} files ${String(mine.reduce((sum, f) => sum + f.tests, 0)).padStart(5)} tests`,
+      );
   }
   if (args.has('--files')) {
     console.log('');
-    for (const f of files) console.log(`${f.project.padEnd(7)} ${String(f.tests).padStart(4)}  ${f.file}${f.boots ? `  (${f.boots})` : ''}`);
+    for (const f of files)
+      console.log(`${f.project.padEnd(7)} ${String(f.tests).padStart(4)}  ${f.file}${f.boots ? `  (${f.boots})` : ''}`);
   }
   const unsized = files.filter((f) => f.unsized.length);
   if (unsized.length) {

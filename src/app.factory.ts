@@ -29,13 +29,21 @@ export interface CreateAppOptions {
 }
 
 /** Builds the HTTP application exactly as production runs it; tests call this too. */
-export async function createHttpApp({ config, databaseUrl, logger, extraModules }: CreateAppOptions): Promise<NestExpressApplication> {
+export async function createHttpApp({
+  config,
+  databaseUrl,
+  logger,
+  extraModules,
+}: CreateAppOptions): Promise<NestExpressApplication> {
   const jsonLogger = logger ?? new JsonLogger(config.logLevel);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ config, databaseUrl, extraModules }), {
-    logger: jsonLogger,
-    bodyParser: false,
-    abortOnError: false,
-  });
+  const app = await NestFactory.create<NestExpressApplication>(
+    AppModule.forRoot({ config, databaseUrl, extraModules }),
+    {
+      logger: jsonLogger,
+      bodyParser: false,
+      abortOnError: false,
+    },
+  );
   configureHttp(app, config, jsonLogger);
   await app.init();
   assertBackendRoutesEnveloped(app);
@@ -44,7 +52,11 @@ export async function createHttpApp({ config, databaseUrl, logger, extraModules 
 }
 
 /** APP_ROLE=worker: queue processors only, no HTTP server. */
-export async function createWorkerContext({ config, databaseUrl, logger }: CreateAppOptions): Promise<INestApplicationContext> {
+export async function createWorkerContext({
+  config,
+  databaseUrl,
+  logger,
+}: CreateAppOptions): Promise<INestApplicationContext> {
   return NestFactory.createApplicationContext(AppModule.forRoot({ config, databaseUrl }), {
     logger: logger ?? new JsonLogger(config.logLevel),
     abortOnError: false,
@@ -68,7 +80,8 @@ function configureHttp(app: NestExpressApplication, config: AppConfig, logger: J
   });
   app.use(securityHeaders(config.publicUrl));
   // On the main port unless METRICS_PORT gives it a listener of its own (src/common/metrics/metrics.server.ts).
-  if (config.metrics.enabled && config.metrics.port === undefined) (app.getHttpAdapter().getInstance() as Express).get(METRICS_PATH, metricsHandler(config.metrics));
+  if (config.metrics.enabled && config.metrics.port === undefined)
+    (app.getHttpAdapter().getInstance() as Express).get(METRICS_PATH, metricsHandler(config.metrics));
   app.useBodyParser('json', { limit: config.limits.jsonBodyBytes, type: ['application/json', 'application/*+json'] });
   // Deep nesting overflows the (recursive) validators into a 500; NUL cannot be stored: refuse both at the door.
   app.use(jsonBodyGuard);
@@ -79,7 +92,10 @@ function configureHttp(app: NestExpressApplication, config: AppConfig, logger: J
   // route without a documented answer fails the boot, not the first request for the document.
   let document: OpenAPIObject | undefined;
   openApiDocuments.set(app, () => (document ??= buildOpenApiDocument(app as unknown as INestApplication, config)));
-  SwaggerModule.setup('api/docs', app as unknown as INestApplication, openApiDocuments.get(app)!, { jsonDocumentUrl: 'api/docs/openapi.json', customfavIcon: '/favicon.ico' });
+  SwaggerModule.setup('api/docs', app as unknown as INestApplication, openApiDocuments.get(app)!, {
+    jsonDocumentUrl: 'api/docs/openapi.json',
+    customfavIcon: '/favicon.ico',
+  });
 
   // Errors thrown by Express middleware (body parser, multer) never reach Nest's filter.
   const errorLogger = new Logger('Errors');

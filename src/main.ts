@@ -60,7 +60,15 @@ export async function start(overrides: Partial<Pick<AppConfig, 'role'>> = {}): P
     httpApp = await createHttpApp({ config, databaseUrl, logger });
     await httpApp.listen(config.port, config.host);
     const address = httpApp.getHttpServer().address();
-    logger.log({ msg: 'listening', role: config.role, port: typeof address === 'object' ? address?.port : config.port, embeddedDatabase: !!embedded }, 'Main');
+    logger.log(
+      {
+        msg: 'listening',
+        role: config.role,
+        port: typeof address === 'object' ? address?.port : config.port,
+        embeddedDatabase: !!embedded,
+      },
+      'Main',
+    );
     app = httpApp;
   }
 

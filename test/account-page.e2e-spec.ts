@@ -35,7 +35,6 @@ async function toolsSeenBy(url: string, headers: Record<string, string>): Promis
   }
 }
 
-
 describe('account page (dist/public of the built server) in a real browser', () => {
   let app: BuiltServer;
   let browser: Browser;
@@ -51,7 +50,9 @@ describe('account page (dist/public of the built server) in a real browser', () 
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) {
-      throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium) to run the account page e2e`);
+      throw new Error(
+        `${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium) to run the account page e2e`,
+      );
     }
     // What `npm start` serves: dist/public of the build, on the services CI gives it or the embedded default.
     app = await startBuiltServer(process.env.TEST_DATABASE_URL ? 'services' : 'embedded');
@@ -69,7 +70,8 @@ describe('account page (dist/public of the built server) in a real browser', () 
     page.setDefaultTimeout(20_000);
     page.on('pageerror', (error) => pageProblems.push(`pageerror: ${error.message}`));
     page.on('console', (msg) => {
-      if (msg.type() === 'error' && !/responded with a status of 4\d\d/.test(msg.text())) pageProblems.push(`console: ${msg.text()}`);
+      if (msg.type() === 'error' && !/responded with a status of 4\d\d/.test(msg.text()))
+        pageProblems.push(`console: ${msg.text()}`);
     });
     await page.goto(app.baseUrl + '/');
   }, 180_000);
@@ -83,10 +85,13 @@ describe('account page (dist/public of the built server) in a real browser', () 
     expect(pageProblems).toEqual([]);
   });
 
-  const keyRow = (name: string) => page.locator('#keys-body tr', { has: page.locator('th.key-name', { hasText: name }) });
+  const keyRow = (name: string) =>
+    page.locator('#keys-body tr', { has: page.locator('th.key-name', { hasText: name }) });
 
   async function expectNoSecretsInUrlOrStorage(): Promise<void> {
-    const stored = await page.evaluate<string>('JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage } })');
+    const stored = await page.evaluate<string>(
+      'JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage } })',
+    );
     for (const secret of secrets) {
       expect(page.url()).not.toContain(secret);
       expect(stored).not.toContain(secret);
@@ -190,25 +195,41 @@ describe('account page (dist/public of the built server) in a real browser', () 
     expect(await page.locator('#mcp-where').textContent()).toContain('password prompt');
     expect(await envHint.isHidden()).toBe(true);
     // What VS Code sends once the user typed the key into its prompt.
-    const vscodeHeaders = { Authorization: vscode.servers.atrium.headers.Authorization.replace('${input:atrium-api-key}', key) };
+    const vscodeHeaders = {
+      Authorization: vscode.servers.atrium.headers.Authorization.replace('${input:atrium-api-key}', key),
+    };
     expect(await toolsSeenBy(vscode.servers.atrium.url, vscodeHeaders)).toContain('list_tasks');
 
     const cursor = JSON.parse(await snippet('Cursor'));
-    expect(cursor).toEqual({ mcpServers: { atrium: { url: mcpUrl, headers: { Authorization: 'Bearer ${env:ATRIUM_API_KEY}' } } } });
+    expect(cursor).toEqual({
+      mcpServers: { atrium: { url: mcpUrl, headers: { Authorization: 'Bearer ${env:ATRIUM_API_KEY}' } } },
+    });
     expect(await envHint.isVisible()).toBe(true);
-    expect(await page.locator('#mcp-env-command').textContent()).toBe('read -rs ATRIUM_API_KEY && export ATRIUM_API_KEY');
+    expect(await page.locator('#mcp-env-command').textContent()).toBe(
+      'read -rs ATRIUM_API_KEY && export ATRIUM_API_KEY',
+    );
     expect(JSON.parse(await snippet('Claude Code (.mcp.json)'))).toEqual({
       mcpServers: { atrium: { type: 'http', url: mcpUrl, headers: { Authorization: 'Bearer ${ATRIUM_API_KEY}' } } },
     });
     // Single quotes: the shell passes ${ATRIUM_API_KEY} on unexpanded, so Claude Code's config file holds the name only.
-    expect(await snippet('Claude Code (command)')).toBe(`claude mcp add --transport http atrium ${mcpUrl} --header 'Authorization: Bearer \${ATRIUM_API_KEY}'`);
+    expect(await snippet('Claude Code (command)')).toBe(
+      `claude mcp add --transport http atrium ${mcpUrl} --header 'Authorization: Bearer \${ATRIUM_API_KEY}'`,
+    );
     const openaiCommand = await snippet('OpenAI Responses API');
     expect(openaiCommand).toMatch(/-d @- <<EOF\n[\s\S]*\nEOF$/);
     // The unquoted here-document lets the shell put $ATRIUM_API_KEY into the request body.
-    const openai = JSON.parse(/<<EOF\n([\s\S]*)\nEOF$/.exec(openaiCommand)![1].replace('$ATRIUM_API_KEY', key)).tools[0];
-    expect(openai).toMatchObject({ type: 'mcp', server_label: 'atrium', server_url: mcpUrl, headers: { Authorization: `Bearer ${key}` } });
+    const openai = JSON.parse(/<<EOF\n([\s\S]*)\nEOF$/.exec(openaiCommand)![1].replace('$ATRIUM_API_KEY', key))
+      .tools[0];
+    expect(openai).toMatchObject({
+      type: 'mcp',
+      server_label: 'atrium',
+      server_url: mcpUrl,
+      headers: { Authorization: `Bearer ${key}` },
+    });
     expect(await page.locator('#connector-url').textContent()).toBe(mcpUrl);
-    expect(await toolsSeenBy(openai.server_url, openai.headers)).toEqual(expect.arrayContaining(['list_tasks', 'list_documents']));
+    expect(await toolsSeenBy(openai.server_url, openai.headers)).toEqual(
+      expect.arrayContaining(['list_tasks', 'list_documents']),
+    );
     // OAuth for claude.ai and Claude Desktop works today; the page says so.
     expect(await page.locator('#created-panel').textContent()).toContain('sign in with your Atrium account');
     expect(await page.locator('body').textContent()).not.toMatch(/\bsoon\b/i);
@@ -239,7 +260,11 @@ describe('account page (dist/public of the built server) in a real browser', () 
     // The shown key works on Area A with exactly the two checked scopes.
     const tools = await app.http.get('/api/v1/public/mcp/tools').set(bearer(key)).expect(200);
     expect([...tools.body.scopes].sort()).toEqual(['docs:read', 'tasks:read']);
-    expect(tools.body.tools.map((t: { scope: string }) => t.scope).every((s: string) => s === 'tasks:read' || s === 'docs:read')).toBe(true);
+    expect(
+      tools.body.tools
+        .map((t: { scope: string }) => t.scope)
+        .every((s: string) => s === 'tasks:read' || s === 'docs:read'),
+    ).toBe(true);
 
     const row = keyRow('browser key');
     await row.waitFor();
@@ -248,7 +273,11 @@ describe('account page (dist/public of the built server) in a real browser', () 
     expect(await row.locator('.key-status').textContent()).toBe('active');
     const callsBefore = Number(await row.locator('.key-calls').textContent());
 
-    await app.http.post('/api/v1/public/mcp/call').set(bearer(key)).send({ name: 'list_tasks', arguments: {} }).expect(200);
+    await app.http
+      .post('/api/v1/public/mcp/call')
+      .set(bearer(key))
+      .send({ name: 'list_tasks', arguments: {} })
+      .expect(200);
 
     // The user tries the key in a client and comes back to the browser window: the columns catch up without a
     // reload. (Headless Chromium keeps every tab "visible", so the window is minimised and restored instead,
@@ -272,7 +301,10 @@ describe('account page (dist/public of the built server) in a real browser', () 
     // a predicate by evaluating a string in the page, which the page's CSP (script-src 'self') refuses.
     const callsShown = () => row.locator('.key-calls').textContent().then(Number);
     for (let waited = 0; (await callsShown()) <= callsBefore; waited += 100) {
-      if (waited >= 10_000) throw new Error(`call count still ${await callsShown()} (was ${callsBefore}) 10 s after the window got the focus back`);
+      if (waited >= 10_000)
+        throw new Error(
+          `call count still ${await callsShown()} (was ${callsBefore}) 10 s after the window got the focus back`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(await row.locator('.key-last-used').textContent()).not.toBe('Never');
@@ -341,7 +373,9 @@ describe('account page (dist/public of the built server) in a real browser', () 
   });
 
   it('has a favicon: /favicon.ico and every icon the page links answer 200 with an image', async () => {
-    const icons = await page.locator('link[rel="icon"]').evaluateAll((links) => links.map((l) => l.getAttribute('href')));
+    const icons = await page
+      .locator('link[rel="icon"]')
+      .evaluateAll((links) => links.map((l) => l.getAttribute('href')));
     expect(icons).toEqual(expect.arrayContaining(['/favicon.ico']));
     for (const href of new Set([...icons, '/favicon.ico'])) {
       const res = await page.request.get(`${app.baseUrl}${href}`);
@@ -376,7 +410,12 @@ describe('account page (dist/public of the built server) in a real browser', () 
       route.fulfill({
         status: 401,
         contentType: 'application/json',
-        body: JSON.stringify({ success: false, data: null, error: { code: 'AUTH_INVALID', message: 'The access token has expired' }, traceId: 't' }),
+        body: JSON.stringify({
+          success: false,
+          data: null,
+          error: { code: 'AUTH_INVALID', message: 'The access token has expired' },
+          traceId: 't',
+        }),
       }),
     );
     await page.getByRole('button', { name: 'Reload list' }).click();

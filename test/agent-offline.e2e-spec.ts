@@ -12,7 +12,13 @@ describe('agent runs: offline retrieval agent (no LLM configured)', () => {
   let publicDoc: string;
   let privateDoc: string;
 
-  async function upload(user: TestUser, project: string, name: string, text: string, isPublic: boolean): Promise<string> {
+  async function upload(
+    user: TestUser,
+    project: string,
+    name: string,
+    text: string,
+    isPublic: boolean,
+  ): Promise<string> {
     const res = await app.http
       .post('/api/documents/upload')
       .set(bearer(user.token))
@@ -24,7 +30,8 @@ describe('agent runs: offline retrieval agent (no LLM configured)', () => {
   }
 
   async function run(user: TestUser, body: Record<string, unknown>) {
-    const jobId = (await app.http.post('/api/agent/execute').set(bearer(user.token)).send(body).expect(202)).body.data.jobId;
+    const jobId = (await app.http.post('/api/agent/execute').set(bearer(user.token)).send(body).expect(202)).body.data
+      .jobId;
     return pollUntil(
       `run ${jobId} final`,
       async () => (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(user.token)).expect(200)).body.data,
@@ -37,10 +44,27 @@ describe('agent runs: offline retrieval agent (no LLM configured)', () => {
     app = await startTestApp({ env: { DATABASE_POOL_SIZE: process.env.TEST_DATABASE_URL ? '10' : '1' } });
     owner = await makeUser(app);
     member = await makeUser(app);
-    projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Ops' }).expect(201)).body.data.id;
-    await app.http.post(`/api/projects/${projectId}/members`).set(bearer(owner.token)).send({ userId: member.id, role: 'editor' }).expect(201);
-    publicDoc = await upload(owner, projectId, 'runbook.md', '# Runbook\n\nIntro text.\n\nThe rollback procedure: drain traffic, then redeploy the previous release tag.\n', true);
-    privateDoc = await upload(member, projectId, 'secret.md', '# Private notes\n\nMy rollback procedure secret is zebra-42.\n', false);
+    projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Ops' }).expect(201)).body
+      .data.id;
+    await app.http
+      .post(`/api/projects/${projectId}/members`)
+      .set(bearer(owner.token))
+      .send({ userId: member.id, role: 'editor' })
+      .expect(201);
+    publicDoc = await upload(
+      owner,
+      projectId,
+      'runbook.md',
+      '# Runbook\n\nIntro text.\n\nThe rollback procedure: drain traffic, then redeploy the previous release tag.\n',
+      true,
+    );
+    privateDoc = await upload(
+      member,
+      projectId,
+      'secret.md',
+      '# Private notes\n\nMy rollback procedure secret is zebra-42.\n',
+      false,
+    );
     // Text is extracted in the background since uploads answer at once: the agent reads it once indexed.
     await untilIndexed(owner, publicDoc);
     await untilIndexed(member, privateDoc);
@@ -49,7 +73,8 @@ describe('agent runs: offline retrieval agent (no LLM configured)', () => {
   async function untilIndexed(user: TestUser, documentId: string): Promise<void> {
     const status = await pollUntil(
       `document ${documentId} indexed`,
-      async () => (await app.http.get(`/api/documents/${documentId}`).set(bearer(user.token)).expect(200)).body.data.status,
+      async () =>
+        (await app.http.get(`/api/documents/${documentId}`).set(bearer(user.token)).expect(200)).body.data.status,
       (state) => state === 'indexed' || state === 'failed',
       { timeoutMs: 90_000 },
     );
@@ -60,8 +85,12 @@ describe('agent runs: offline retrieval agent (no LLM configured)', () => {
     await app?.close();
   });
 
-  it('answers from the documents it may see, quoted and cited, and never from others\' private ones', async () => {
-    const result = await run(owner, { projectId, input: 'What is the rollback procedure?', tools: ['list_documents', 'get_document', 'search_tasks'] });
+  it("answers from the documents it may see, quoted and cited, and never from others' private ones", async () => {
+    const result = await run(owner, {
+      projectId,
+      input: 'What is the rollback procedure?',
+      tools: ['list_documents', 'get_document', 'search_tasks'],
+    });
     expect(result).toMatchObject({ status: 'succeeded', provider: 'offline-retrieval', error: null });
     expect(result.output).toMatch(/^Offline retrieval agent \(no language model is configured\)/);
     expect(result.output).toContain('drain traffic, then redeploy');
@@ -69,10 +98,18 @@ describe('agent runs: offline retrieval agent (no LLM configured)', () => {
     expect(result.output).toMatch(/chars \d+-\d+/);
     expect(result.output).not.toContain('zebra-42');
     expect(result.output).not.toContain(privateDoc);
-    expect(result.steps.filter((s: any) => s.type === 'tool_call').map((s: any) => s.tool)).toEqual(['list_documents', 'search_tasks', 'get_document']);
+    expect(result.steps.filter((s: any) => s.type === 'tool_call').map((s: any) => s.tool)).toEqual([
+      'list_documents',
+      'search_tasks',
+      'get_document',
+    ]);
 
     // The member, who wrote the private note, does see it.
-    const mine = await run(member, { projectId, input: 'rollback procedure secret', tools: ['list_documents', 'get_document'] });
+    const mine = await run(member, {
+      projectId,
+      input: 'rollback procedure secret',
+      tools: ['list_documents', 'get_document'],
+    });
     expect(mine.output).toContain('zebra-42');
   });
 
@@ -86,7 +123,12 @@ describe('agent runs: offline retrieval agent (no LLM configured)', () => {
   });
 
   it('a cancel answered 202 always ends cancelled; a run that finished first answers 409 (raced 40 times)', async () => {
-    const tally = await raceExecuteAndCancel(app, owner, { projectId, input: 'rollback', tools: ['list_documents', 'get_document'] }, 40);
+    const tally = await raceExecuteAndCancel(
+      app,
+      owner,
+      { projectId, input: 'rollback', tools: ['list_documents', 'get_document'] },
+      40,
+    );
     expect(tally.broken).toEqual([]);
     expect(tally.wrongConflicts).toEqual([]);
     expect(tally.accepted + tally.conflicts).toBe(40);
@@ -94,7 +136,11 @@ describe('agent runs: offline retrieval agent (no LLM configured)', () => {
   }, 180_000);
 
   it('says honestly when nothing matched or nothing could be searched', async () => {
-    const none = await run(owner, { projectId, input: 'quantum chromodynamics', tools: ['list_documents', 'get_document'] });
+    const none = await run(owner, {
+      projectId,
+      input: 'quantum chromodynamics',
+      tools: ['list_documents', 'get_document'],
+    });
     expect(none.output).toMatch(/Nothing in the documents you may see/);
     const noTools = await run(owner, { projectId, input: 'rollback', tools: [] });
     expect(noTools.output).toMatch(/No search tool is available/);

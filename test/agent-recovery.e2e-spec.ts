@@ -2,13 +2,30 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { FakeLlmServer, toolData } from './support/fake-llm-server.js';
-import { createTestDatabase, deploymentEnv, describeOnSharedServices, startTestApp, type TestApp } from './support/test-app.js';
+import {
+  createTestDatabase,
+  deploymentEnv,
+  describeOnSharedServices,
+  startTestApp,
+  type TestApp,
+} from './support/test-app.js';
 import { pollUntil } from './support/wait.js';
 
 const FINAL = ['succeeded', 'failed', 'cancelled'];
 
-const waitFor = (app: TestApp, user: TestUser, jobId: string, done: (run: any) => boolean = (run) => FINAL.includes(run.status), timeoutMs = 30_000) =>
-  pollUntil(`run ${jobId} in the expected state`, async () => (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(user.token)).expect(200)).body.data, done, { timeoutMs });
+const waitFor = (
+  app: TestApp,
+  user: TestUser,
+  jobId: string,
+  done: (run: any) => boolean = (run) => FINAL.includes(run.status),
+  timeoutMs = 30_000,
+) =>
+  pollUntil(
+    `run ${jobId} in the expected state`,
+    async () => (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(user.token)).expect(200)).body.data,
+    done,
+    { timeoutMs },
+  );
 
 function llmEnv(llm: FakeLlmServer): Record<string, string> {
   return {
@@ -37,7 +54,8 @@ describe('agent runs: recovery after a worker died', () => {
     app = await startTestApp({ env: llmEnv(llm) });
     db = app.app.get(DataSource);
     owner = await makeUser(app);
-    projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Recovery' }).expect(201)).body.data.id;
+    projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Recovery' }).expect(201))
+      .body.data.id;
   }, 120_000);
 
   afterAll(async () => {
@@ -51,7 +69,14 @@ describe('agent runs: recovery after a worker died', () => {
     await db.query(
       `INSERT INTO agent_runs (id, user_id, project_id, status, input, provider, model, tools, scopes, actor, max_steps, claim_token, heartbeat_at, attempts, started_at)
        VALUES ($1, $2, $3, 'running', 'make the task', 'openai', 'fake-model-1', NULL, $4::text[], $5::jsonb, 8, $6, now() - interval '1 hour', 1, now())`,
-      [id, owner.id, projectId, ['tasks:read', 'tasks:write', 'docs:read', 'docs:write', 'github:read', 'github:write'], JSON.stringify({ userId: owner.id, projectIds: [projectId], repos: null }), randomUUID()],
+      [
+        id,
+        owner.id,
+        projectId,
+        ['tasks:read', 'tasks:write', 'docs:read', 'docs:write', 'github:read', 'github:write'],
+        JSON.stringify({ userId: owner.id, projectIds: [projectId], repos: null }),
+        randomUUID(),
+      ],
     );
     return id;
   }
@@ -72,7 +97,19 @@ describe('agent runs: recovery after a worker died', () => {
     const id = await insertOrphan([]);
     await db.query(`UPDATE agent_runs SET steps = $2::jsonb WHERE id = $1`, [
       id,
-      JSON.stringify([askedFor('Maybe created'), { index: 1, type: 'tool_call', status: 'started', tool: 'create_task', arguments: {}, startedAt: now(), finishedAt: null, callId: 'call_1' }]),
+      JSON.stringify([
+        askedFor('Maybe created'),
+        {
+          index: 1,
+          type: 'tool_call',
+          status: 'started',
+          tool: 'create_task',
+          arguments: {},
+          startedAt: now(),
+          finishedAt: null,
+          callId: 'call_1',
+        },
+      ]),
     ]);
     const run = await waitFor(app, owner, id);
     expect(run.status).toBe('succeeded');
@@ -90,7 +127,10 @@ describe('agent runs: recovery after a worker died', () => {
   it('runs a requested tool call that never started exactly once on resume', async () => {
     llm.play({ content: 'Created after resuming.' });
     const id = await insertOrphan([]);
-    await db.query(`UPDATE agent_runs SET steps = $2::jsonb WHERE id = $1`, [id, JSON.stringify([askedFor('Created on resume')])]);
+    await db.query(`UPDATE agent_runs SET steps = $2::jsonb WHERE id = $1`, [
+      id,
+      JSON.stringify([askedFor('Created on resume')]),
+    ]);
     const run = await waitFor(app, owner, id);
     expect(run.status).toBe('succeeded');
     expect(run.steps.map((s: any) => [s.type, s.status])).toEqual([
@@ -124,40 +164,59 @@ describe('agent runs: recovery after a worker died', () => {
   });
 });
 
-describeOnSharedServices('agent runs: a second instance takes over from one that stopped mid-run (real PostgreSQL only)', () => {
-  it('the second instance finishes the run; the tool call already made is not repeated', async () => {
-    const llm = await new FakeLlmServer().start();
-    const database = await createTestDatabase();
-    // Two instances of one deployment: same database, queue prefix and secrets.
-    const env = {
-      ...llmEnv(llm),
-      ...deploymentEnv('agent'),
-    };
-    let first: TestApp | undefined = await startTestApp({ database, env });
-    let second: TestApp | undefined;
-    try {
-      const owner = await makeUser(first);
-      const projectId = (await first.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Handover' }).expect(201)).body.data.id;
-      llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'Handover task', project_id: projectId } }] }, { hang: true });
-      const jobId = (await first.http.post('/api/agent/execute').set(bearer(owner.token)).send({ projectId, input: 'hand over' }).expect(202)).body.data.jobId;
-      await waitFor(first, owner, jobId, (run) => run.steps.some((s: any) => s.type === 'tool_call' && s.status === 'ok') && llm.requests.length === 2);
+describeOnSharedServices(
+  'agent runs: a second instance takes over from one that stopped mid-run (real PostgreSQL only)',
+  () => {
+    it('the second instance finishes the run; the tool call already made is not repeated', async () => {
+      const llm = await new FakeLlmServer().start();
+      const database = await createTestDatabase();
+      // Two instances of one deployment: same database, queue prefix and secrets.
+      const env = {
+        ...llmEnv(llm),
+        ...deploymentEnv('agent'),
+      };
+      let first: TestApp | undefined = await startTestApp({ database, env });
+      let second: TestApp | undefined;
+      try {
+        const owner = await makeUser(first);
+        const projectId = (
+          await first.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Handover' }).expect(201)
+        ).body.data.id;
+        llm.play(
+          { toolCalls: [{ name: 'create_task', arguments: { title: 'Handover task', project_id: projectId } }] },
+          { hang: true },
+        );
+        const jobId = (
+          await first.http
+            .post('/api/agent/execute')
+            .set(bearer(owner.token))
+            .send({ projectId, input: 'hand over' })
+            .expect(202)
+        ).body.data.jobId;
+        await waitFor(
+          first,
+          owner,
+          jobId,
+          (run) => run.steps.some((s: any) => s.type === 'tool_call' && s.status === 'ok') && llm.requests.length === 2,
+        );
 
-      // The first instance goes away mid-run (its in-flight model call is dropped; no final write).
-      await first.close();
-      first = undefined;
-      llm.play({ content: 'Finished by the second instance.' });
-      second = await startTestApp({ database, env });
-      const run = await waitFor(second, owner, jobId);
-      expect(run).toMatchObject({ status: 'succeeded', output: 'Finished by the second instance.' });
-      expect(run.steps.filter((s: any) => s.type === 'tool_call').map((s: any) => s.status)).toEqual(['ok']);
-      const db = second.app.get(DataSource);
-      const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = 'Handover task'`);
-      expect(n).toBe(1);
-    } finally {
-      await first?.close();
-      await second?.close();
-      await database.drop();
-      await llm.stop();
-    }
-  }, 120_000);
-});
+        // The first instance goes away mid-run (its in-flight model call is dropped; no final write).
+        await first.close();
+        first = undefined;
+        llm.play({ content: 'Finished by the second instance.' });
+        second = await startTestApp({ database, env });
+        const run = await waitFor(second, owner, jobId);
+        expect(run).toMatchObject({ status: 'succeeded', output: 'Finished by the second instance.' });
+        expect(run.steps.filter((s: any) => s.type === 'tool_call').map((s: any) => s.status)).toEqual(['ok']);
+        const db = second.app.get(DataSource);
+        const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = 'Handover task'`);
+        expect(n).toBe(1);
+      } finally {
+        await first?.close();
+        await second?.close();
+        await database.drop();
+        await llm.stop();
+      }
+    }, 120_000);
+  },
+);

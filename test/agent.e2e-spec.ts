@@ -26,8 +26,12 @@ describe('agent runs (openai provider, fake model)', () => {
     return (await app.http.get(`/api/agent/status/${jobId}`).set(bearer(user.token)).expect(200)).body.data;
   }
 
-  const waitFor = (user: TestUser, jobId: string, done: (run: any) => boolean = (run) => FINAL.includes(run.status), timeoutMs = 20_000) =>
-    pollUntil(`run ${jobId} in the expected state`, () => status(user, jobId), done, { timeoutMs });
+  const waitFor = (
+    user: TestUser,
+    jobId: string,
+    done: (run: any) => boolean = (run) => FINAL.includes(run.status),
+    timeoutMs = 20_000,
+  ) => pollUntil(`run ${jobId} in the expected state`, () => status(user, jobId), done, { timeoutMs });
 
   async function taskCount(title: string): Promise<number> {
     const [row] = await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = $1`, [title]);
@@ -51,8 +55,13 @@ describe('agent runs (openai provider, fake model)', () => {
     owner = await makeUser(app);
     viewer = await makeUser(app);
     stranger = await makeUser(app);
-    projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Agents' }).expect(201)).body.data.id;
-    await app.http.post(`/api/projects/${projectId}/members`).set(bearer(owner.token)).send({ userId: viewer.id, role: 'viewer' }).expect(201);
+    projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Agents' }).expect(201))
+      .body.data.id;
+    await app.http
+      .post(`/api/projects/${projectId}/members`)
+      .set(bearer(owner.token))
+      .send({ userId: viewer.id, role: 'viewer' })
+      .expect(201);
   }, 120_000);
 
   afterAll(async () => {
@@ -61,12 +70,26 @@ describe('agent runs (openai provider, fake model)', () => {
   });
 
   it('runs the tool loop end to end: the model asks create_task, the task really exists, then the final answer', async () => {
-    llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'Agent-made task', project_id: projectId, priority: 'high' } }] }, { content: 'I created the task.' });
+    llm.play(
+      {
+        toolCalls: [
+          { name: 'create_task', arguments: { title: 'Agent-made task', project_id: projectId, priority: 'high' } },
+        ],
+      },
+      { content: 'I created the task.' },
+    );
     const started = await execute(owner, { projectId, input: 'Please create a task called Agent-made task' });
     expect(started.body.data).toEqual({ jobId: expect.any(String), status: 'queued' });
     const run = await waitFor(owner, started.body.data.jobId);
 
-    expect(run).toMatchObject({ jobId: started.body.data.jobId, projectId, status: 'succeeded', output: 'I created the task.', error: null, input: 'Please create a task called Agent-made task' });
+    expect(run).toMatchObject({
+      jobId: started.body.data.jobId,
+      projectId,
+      status: 'succeeded',
+      output: 'I created the task.',
+      error: null,
+      input: 'Please create a task called Agent-made task',
+    });
     expect(run.steps.map((s: any) => [s.index, s.type, s.tool ?? null, s.status])).toEqual([
       [0, 'message', null, 'ok'],
       [1, 'tool_call', 'create_task', 'ok'],
@@ -74,7 +97,8 @@ describe('agent runs (openai provider, fake model)', () => {
     ]);
     expect(run.steps[1].arguments).toEqual({ title: 'Agent-made task', project_id: projectId, priority: 'high' });
     expect(run.steps[1].resultSummary).toMatch(/title=Agent-made task/);
-    for (const step of run.steps) expect(Date.parse(step.finishedAt)).toBeGreaterThanOrEqual(Date.parse(step.startedAt));
+    for (const step of run.steps)
+      expect(Date.parse(step.finishedAt)).toBeGreaterThanOrEqual(Date.parse(step.startedAt));
     expect(run.startedAt && run.finishedAt && run.createdAt).toBeTruthy();
 
     const [task] = await db.query(`SELECT creator_id, project_id, priority FROM tasks WHERE title = 'Agent-made task'`);
@@ -86,14 +110,21 @@ describe('agent runs (openai provider, fake model)', () => {
     expect(first.body.model).toBe('fake-model-1');
     const createTool = first.body.tools!.find((t) => t.function.name === 'create_task')!;
     expect(createTool.type).toBe('function');
-    expect(createTool.function.parameters).toMatchObject({ type: 'object', properties: { title: expect.any(Object) }, required: ['title'] });
+    expect(createTool.function.parameters).toMatchObject({
+      type: 'object',
+      properties: { title: expect.any(Object) },
+      required: ['title'],
+    });
     const toolMessage = second.body.messages.find((m) => m.role === 'tool')!;
     expect(toolMessage.tool_call_id).toBe(second.body.messages.find((m) => m.role === 'assistant')!.tool_calls![0].id);
     expect(toolData(toolMessage.content)).toMatchObject({ title: 'Agent-made task', creator_id: owner.id });
   });
 
-  it('never executes a tool outside the caller\'s scopes: a viewer gets read tools only, and the model gets an error back', async () => {
-    llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'Viewer sneaks a task' } }] }, { content: 'I could not create it.' });
+  it("never executes a tool outside the caller's scopes: a viewer gets read tools only, and the model gets an error back", async () => {
+    llm.play(
+      { toolCalls: [{ name: 'create_task', arguments: { title: 'Viewer sneaks a task' } }] },
+      { content: 'I could not create it.' },
+    );
     const started = await execute(viewer, { projectId, input: 'Create a task please' });
     const run = await waitFor(viewer, started.body.data.jobId);
     expect(run.status).toBe('succeeded');
@@ -104,11 +135,21 @@ describe('agent runs (openai provider, fake model)', () => {
     expect(offered).toEqual(expect.arrayContaining(['list_tasks', 'get_task']));
     expect(offered).not.toContain('create_task');
     expect(offered).not.toContain('delete_task');
-    expect(toolData(llm.requests[1].body.messages.find((m) => m.role === 'tool')!.content).error.code).toBe('tool_not_allowed');
+    expect(toolData(llm.requests[1].body.messages.find((m) => m.role === 'tool')!.content).error.code).toBe(
+      'tool_not_allowed',
+    );
   });
 
-  it('never executes a tool outside the request\'s allowlist', async () => {
-    llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'Outside the allowlist' } }, { name: 'list_tasks', arguments: {} }] }, { content: 'ok' });
+  it("never executes a tool outside the request's allowlist", async () => {
+    llm.play(
+      {
+        toolCalls: [
+          { name: 'create_task', arguments: { title: 'Outside the allowlist' } },
+          { name: 'list_tasks', arguments: {} },
+        ],
+      },
+      { content: 'ok' },
+    );
     const started = await execute(owner, { projectId, input: 'List my tasks', tools: ['list_tasks'] });
     const run = await waitFor(owner, started.body.data.jobId);
     expect(llm.requests[0].body.tools!.map((t) => t.function.name)).toEqual(['list_tasks']);
@@ -120,7 +161,15 @@ describe('agent runs (openai provider, fake model)', () => {
   });
 
   it('reports bad arguments from the model as a tool error without running it', async () => {
-    llm.play({ toolCalls: [{ name: 'create_task', arguments: '{"title": ' }, { name: 'create_task', arguments: { title: '' } }] }, { content: 'gave up' });
+    llm.play(
+      {
+        toolCalls: [
+          { name: 'create_task', arguments: '{"title": ' },
+          { name: 'create_task', arguments: { title: '' } },
+        ],
+      },
+      { content: 'gave up' },
+    );
     const started = await execute(owner, { projectId, input: 'x' });
     const run = await waitFor(owner, started.body.data.jobId);
     expect(run.steps[1]).toMatchObject({ status: 'error', arguments: '{"title": ' });
@@ -155,7 +204,12 @@ describe('agent runs (openai provider, fake model)', () => {
     const started = await execute(owner, { projectId, input: 'think hard' });
     const jobId = started.body.data.jobId;
     await waitFor(owner, jobId, (run) => run.status === 'running');
-    await pollUntil('the model request', async () => llm.requests.length, (n) => n > 0, { timeoutMs: 2_500, intervalMs: 50 });
+    await pollUntil(
+      'the model request',
+      async () => llm.requests.length,
+      (n) => n > 0,
+      { timeoutMs: 2_500, intervalMs: 50 },
+    );
     const begun = Date.now();
     const cancelled = await app.http.post(`/api/agent/cancel/${jobId}`).set(bearer(owner.token)).expect(202);
     expect(cancelled.body.data).toEqual({ jobId, status: 'cancelled' });
@@ -175,7 +229,9 @@ describe('agent runs (openai provider, fake model)', () => {
     // Every model call answers a final message: at once for half the runs (they race the cancel to their end and
     // may finish first: 409), after 150 ms for the other half, so a cancel sent within ~60 ms of the start lands
     // mid-run however fast the machine is (202) and both outcomes are checked in every run of this test.
-    llm.play(...Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? { content: 'quick' } : { content: 'slow', delayMs: 150 })));
+    llm.play(
+      ...Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? { content: 'quick' } : { content: 'slow', delayMs: 150 })),
+    );
     const tally = await raceExecuteAndCancel(app, owner, { projectId, input: 'quick one' }, 40);
     expect(tally.broken).toEqual([]);
     expect(tally.wrongConflicts).toEqual([]);
@@ -228,14 +284,19 @@ describe('agent runs (openai provider, fake model)', () => {
     await app.http.post('/api/agent/execute').send({ projectId, input: 'x' }).expect(401);
   });
 
-  it('shows status and history to the run\'s caller only; other users, unknown and malformed ids are 404', async () => {
+  it("shows status and history to the run's caller only; other users, unknown and malformed ids are 404", async () => {
     llm.play({ content: 'one' }, { content: 'two' });
     const a = (await execute(owner, { projectId, input: 'first' })).body.data.jobId;
     await waitFor(owner, a);
     const b = (await execute(owner, { projectId, input: 'second' })).body.data.jobId;
     await waitFor(owner, b);
 
-    for (const path of [`/api/agent/status/${a}`, `/api/agent/status/00000000-0000-4000-8000-000000000000`, '/api/agent/status/nope', "/api/agent/status/'%20OR%201=1"]) {
+    for (const path of [
+      `/api/agent/status/${a}`,
+      `/api/agent/status/00000000-0000-4000-8000-000000000000`,
+      '/api/agent/status/nope',
+      "/api/agent/status/'%20OR%201=1",
+    ]) {
       const res = await app.http.get(path).set(bearer(stranger.token)).expect(404);
       expect(res.body.error.code).toBe('NOT_FOUND');
     }
@@ -250,12 +311,25 @@ describe('agent runs (openai provider, fake model)', () => {
 
     const page1 = (await app.http.get('/api/agent/history?limit=1').set(bearer(owner.token)).expect(200)).body.data;
     expect(page1.items.map((i: any) => i.jobId)).toEqual([b]);
-    expect(page1.items[0]).toMatchObject({ status: 'succeeded', output: 'two', projectId, input: 'second', stepCount: 1 });
+    expect(page1.items[0]).toMatchObject({
+      status: 'succeeded',
+      output: 'two',
+      projectId,
+      input: 'second',
+      stepCount: 1,
+    });
     expect(page1.nextCursor).toEqual(expect.any(String));
-    const page2 = (await app.http.get(`/api/agent/history?limit=1&cursor=${page1.nextCursor}`).set(bearer(owner.token)).expect(200)).body.data;
+    const page2 = (
+      await app.http.get(`/api/agent/history?limit=1&cursor=${page1.nextCursor}`).set(bearer(owner.token)).expect(200)
+    ).body.data;
     expect(page2.items.map((i: any) => i.jobId)).toEqual([a]);
 
-    const failed = (await app.http.get(`/api/agent/history?status=failed&projectId=${projectId}&limit=200`).set(bearer(owner.token)).expect(200)).body.data.items;
+    const failed = (
+      await app.http
+        .get(`/api/agent/history?status=failed&projectId=${projectId}&limit=200`)
+        .set(bearer(owner.token))
+        .expect(200)
+    ).body.data.items;
     expect(failed.length).toBeGreaterThan(0);
     expect(failed.every((item: any) => item.status === 'failed')).toBe(true);
     await app.http.get('/api/agent/history?status=exploded').set(bearer(owner.token)).expect(400);
@@ -265,10 +339,25 @@ describe('agent runs (openai provider, fake model)', () => {
   it('honours Idempotency-Key on execute', async () => {
     llm.play({ content: 'once' }, { content: 'twice' });
     const body = { projectId, input: 'idempotent please' };
-    const first = await app.http.post('/api/agent/execute').set(bearer(owner.token)).set('Idempotency-Key', 'agent-key-1').send(body).expect(202);
-    const repeat = await app.http.post('/api/agent/execute').set(bearer(owner.token)).set('Idempotency-Key', 'agent-key-1').send(body).expect(202);
+    const first = await app.http
+      .post('/api/agent/execute')
+      .set(bearer(owner.token))
+      .set('Idempotency-Key', 'agent-key-1')
+      .send(body)
+      .expect(202);
+    const repeat = await app.http
+      .post('/api/agent/execute')
+      .set(bearer(owner.token))
+      .set('Idempotency-Key', 'agent-key-1')
+      .send(body)
+      .expect(202);
     expect(repeat.body.data.jobId).toBe(first.body.data.jobId);
-    const conflict = await app.http.post('/api/agent/execute').set(bearer(owner.token)).set('Idempotency-Key', 'agent-key-1').send({ ...body, input: 'other' }).expect(409);
+    const conflict = await app.http
+      .post('/api/agent/execute')
+      .set(bearer(owner.token))
+      .set('Idempotency-Key', 'agent-key-1')
+      .send({ ...body, input: 'other' })
+      .expect(409);
     expect(conflict.body.error.code).toBe('CONFLICT');
     await waitFor(owner, first.body.data.jobId);
     const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM agent_runs WHERE input = 'idempotent please'`);
@@ -276,8 +365,15 @@ describe('agent runs (openai provider, fake model)', () => {
   });
 
   it('accepts project session tokens in their own project only; a viewer token gets read tools', async () => {
-    const viewerToken = (await app.http.post(`/api/projects/${projectId}/session-tokens`).set(bearer(owner.token)).send({ name: 'ro', role: 'viewer' }).expect(201)).body.data.token;
-    const other = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Other' }).expect(201)).body.data.id;
+    const viewerToken = (
+      await app.http
+        .post(`/api/projects/${projectId}/session-tokens`)
+        .set(bearer(owner.token))
+        .send({ name: 'ro', role: 'viewer' })
+        .expect(201)
+    ).body.data.token;
+    const other = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Other' }).expect(201))
+      .body.data.id;
     await execute(viewerToken, { projectId: other, input: 'x' }, 401);
 
     llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'Token task' } }] }, { content: 'done' });

@@ -1,7 +1,14 @@
 import { DataSource } from 'typeorm';
 import { Client } from 'pg';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
-import { createTestDatabase, deploymentEnv, describeOnSharedServices, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import {
+  createTestDatabase,
+  deploymentEnv,
+  describeOnSharedServices,
+  startTestApp,
+  type TestApp,
+  type TestDatabase,
+} from './support/test-app.js';
 
 /** A tasks key with any extra body fields merged in; returns the whole creation answer (prefix, expiresAt too). */
 async function makeApiKey(app: TestApp, user: TestUser, body: Record<string, unknown> = {}) {
@@ -55,7 +62,14 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
     const list = await app.http.get('/api/api-keys').set(bearer(user.token)).expect(200);
     expect(list.body.data.items).toHaveLength(1);
     expect(list.body.data.nextCursor).toBeNull();
-    expect(list.body.data.items[0]).toMatchObject({ id: created.id, status: 'active', daysUntilExpiry: 30, callCount: 0, lastUsedAt: null, prefix: created.prefix });
+    expect(list.body.data.items[0]).toMatchObject({
+      id: created.id,
+      status: 'active',
+      daysUntilExpiry: 30,
+      callCount: 0,
+      lastUsedAt: null,
+      prefix: created.prefix,
+    });
     expect(JSON.stringify(list.body)).not.toContain(created.key);
     const one = await app.http.get(`/api/api-keys/${created.id}`).set(bearer(user.token)).expect(200);
     expect(JSON.stringify(one.body)).not.toContain(created.key);
@@ -81,7 +95,10 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
   });
 
   it.each([
-    [{ name: 'x', scopes: ['tasks:admin'], expiresIn: 'never' }, 'tasks:read, tasks:write, docs:read, docs:write, github:read, github:write'],
+    [
+      { name: 'x', scopes: ['tasks:admin'], expiresIn: 'never' },
+      'tasks:read, tasks:write, docs:read, docs:write, github:read, github:write',
+    ],
     [{ name: 'x', scopes: ['tasks:read'], expiresIn: '7d' }, 'never, 30d, 90d, 180d, 1y'],
     [{ name: 'x', scopes: [], expiresIn: 'never' }, 'scopes'],
     [{ name: '', scopes: ['tasks:read'], expiresIn: 'never' }, 'name'],
@@ -123,7 +140,9 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
     } while (cursor && seen.length < 10);
     expect(seen).toEqual([...made].reverse());
     // A hand-made cursor whose values PostgreSQL would refuse to cast is a 400 too, not a 500.
-    const handMade = Buffer.from(JSON.stringify({ createdAt: '2026-01-01T00:00:00.000Z', id: 'x' })).toString('base64url');
+    const handMade = Buffer.from(JSON.stringify({ createdAt: '2026-01-01T00:00:00.000Z', id: 'x' })).toString(
+      'base64url',
+    );
     for (const bad of ['limit=0', 'limit=201', 'limit=abc', 'cursor=garbage', `cursor=${handMade}`]) {
       const res = await app.http.get(`/api/api-keys?${bad}`).set(bearer(user.token)).expect(400);
       expect(res.body.error.code).toBe('VALIDATION_FAILED');
@@ -142,7 +161,9 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
   it('rejects a user access token on Area A with 401 invalid_api_key naming the API key', async () => {
     const user = await makeUser(app);
     const res = await callTool(user.token).expect(401);
-    expect(res.headers['www-authenticate']).toMatch(/^Bearer error="invalid_token", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/);
+    expect(res.headers['www-authenticate']).toMatch(
+      /^Bearer error="invalid_token", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/,
+    );
     expect(res.body.error.code).toBe('invalid_api_key');
     expect(res.body.error.message).toMatch(/personal API key \(atr_/);
     const project = await callTool(`atp_${'a'.repeat(40)}`).expect(401);
@@ -156,7 +177,9 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
     await app.http.delete(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
     const res = await callTool(key.key).expect(401);
     expect(res.body.error.code).toBe('revoked_api_key');
-    expect(res.headers['www-authenticate']).toMatch(/^Bearer error="invalid_token", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/);
+    expect(res.headers['www-authenticate']).toMatch(
+      /^Bearer error="invalid_token", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/,
+    );
     expect(res.headers['x-api-key-expires-at']).toBe(key.expiresAt); // every answer to a key with an expiry
     const tools = await app.http.get('/api/v1/public/mcp/tools').set(bearer(key.key)).expect(401);
     expect(tools.body.error.code).toBe('revoked_api_key');
@@ -172,7 +195,9 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
     await db.query(`UPDATE api_keys SET expires_at = now() - interval '1 minute' WHERE id = $1`, [key.id]);
     const res = await callTool(key.key).expect(401);
     expect(res.body.error.code).toBe('expired_api_key');
-    expect(res.headers['www-authenticate']).toMatch(/^Bearer error="invalid_token", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/);
+    expect(res.headers['www-authenticate']).toMatch(
+      /^Bearer error="invalid_token", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/api\/v1\/public\/mcp"$/,
+    );
     expect(res.headers['x-api-key-expires-at']).toBeDefined();
     const list = await app.http.get('/api/api-keys').set(bearer(user.token)).expect(200);
     expect(list.body.data.items[0]).toMatchObject({ status: 'expired', daysUntilExpiry: 0 });
@@ -189,7 +214,14 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
     expect(one.body.data.callCount).toBe(200);
     expect(one.body.data.lastUsedAt).toEqual(expect.any(String));
     expect(one.body.data.recentUsage).toHaveLength(50);
-    expect(one.body.data.recentUsage[0]).toEqual({ at: expect.any(String), tool: 'search_tasks', status: 200, durationMs: expect.any(Number), clientName: null, clientVersion: null });
+    expect(one.body.data.recentUsage[0]).toEqual({
+      at: expect.any(String),
+      tool: 'search_tasks',
+      status: 200,
+      durationMs: expect.any(Number),
+      clientName: null,
+      clientVersion: null,
+    });
     const usageRows = await db.query(`SELECT * FROM api_key_usage WHERE api_key_id = $1`, [key.id]);
     expect(usageRows).toHaveLength(200);
     expect(JSON.stringify(usageRows)).not.toContain('secret-needle-value');
@@ -232,7 +264,14 @@ describeOnSharedServices('API key call counts across two instances of one deploy
     const keys = await Promise.all([0, 1, 2].map(() => makeApiKey(first, user)));
     // 3 keys × 2 instances × 60 calls, all at once: each instance's counter writes batches over the same rows.
     const calls = [first, second].flatMap((instance) =>
-      keys.flatMap((key) => Array.from({ length: 60 }, () => instance.http.post('/api/v1/public/mcp/call').set(bearer(key.key)).send({ name: 'list_tasks', arguments: {} }))),
+      keys.flatMap((key) =>
+        Array.from({ length: 60 }, () =>
+          instance.http
+            .post('/api/v1/public/mcp/call')
+            .set(bearer(key.key))
+            .send({ name: 'list_tasks', arguments: {} }),
+        ),
+      ),
     );
     const statuses = (await Promise.all(calls)).map((r) => r.status);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
@@ -247,9 +286,17 @@ describeOnSharedServices('API key call counts across two instances of one deploy
   it('a key revoked through one instance is refused by the other on its next call', async () => {
     const user = await makeUser(first);
     const key = await makeApiKey(first, user);
-    await second.http.post('/api/v1/public/mcp/call').set(bearer(key.key)).send({ name: 'list_tasks', arguments: {} }).expect(200);
+    await second.http
+      .post('/api/v1/public/mcp/call')
+      .set(bearer(key.key))
+      .send({ name: 'list_tasks', arguments: {} })
+      .expect(200);
     await first.http.delete(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
-    const refused = await second.http.post('/api/v1/public/mcp/call').set(bearer(key.key)).send({ name: 'list_tasks', arguments: {} }).expect(401);
+    const refused = await second.http
+      .post('/api/v1/public/mcp/call')
+      .set(bearer(key.key))
+      .send({ name: 'list_tasks', arguments: {} })
+      .expect(401);
     expect(refused.body.error.code).toBe('revoked_api_key');
     const one = await second.http.get(`/api/api-keys/${key.id}`).set(bearer(user.token)).expect(200);
     expect(one.body.data).toMatchObject({ status: 'revoked', callCount: 1 });
@@ -270,7 +317,10 @@ describeOnSharedServices('API key call counts across two instances of one deploy
       const narrowed = await call(instance).expect(403);
       expect(narrowed.body.error.code).toBe('insufficient_scope');
     }
-    await db.query(`UPDATE api_keys SET scopes = ARRAY['tasks:read'], expires_at = now() - interval '1 second' WHERE id = $1`, [key.id]);
+    await db.query(
+      `UPDATE api_keys SET scopes = ARRAY['tasks:read'], expires_at = now() - interval '1 second' WHERE id = $1`,
+      [key.id],
+    );
     for (const instance of [second, first]) {
       const refused = await call(instance).expect(401);
       expect(refused.body.error.code).toBe('expired_api_key');
@@ -296,7 +346,11 @@ describeOnSharedServices('the call count has a lane of its own (real PostgreSQL 
     const key = await makeApiKey(app, user);
     const dataSource = app.app.get(DataSource);
     // A first call: the process verifies the key once (a lookup on the shared pool); later calls are only counted.
-    await app.http.post('/api/v1/public/mcp/call').set(bearer(key.key)).send({ name: 'list_tasks', arguments: {} }).expect(200);
+    await app.http
+      .post('/api/v1/public/mcp/call')
+      .set(bearer(key.key))
+      .send({ name: 'list_tasks', arguments: {} })
+      .expect(200);
     // Both shared connections sleep; the next call's list has to wait for them, its count does not.
     const busy = [dataSource.query(`SELECT pg_sleep(5)`), dataSource.query(`SELECT pg_sleep(5)`)];
     let poolFree = false;
@@ -313,7 +367,9 @@ describeOnSharedServices('the call count has a lane of its own (real PostgreSQL 
       let counted = 1;
       for (let i = 0; i < 60 && counted === 1; i += 1) {
         await new Promise((resolve) => setTimeout(resolve, 50));
-        counted = Number((await observer.query(`SELECT call_count FROM api_keys WHERE id = $1`, [key.id])).rows[0].call_count);
+        counted = Number(
+          (await observer.query(`SELECT call_count FROM api_keys WHERE id = $1`, [key.id])).rows[0].call_count,
+        );
       }
       expect(counted).toBe(2);
       expect(poolFree).toBe(false); // counted while both shared connections were still sleeping

@@ -52,7 +52,11 @@ describe('audit log', () => {
   }
 
   async function adminEntries(query: Record<string, string>): Promise<any[]> {
-    const res = await app.http.get('/api/admin/audit').query({ limit: '200', ...query }).set(bearer(admin.token)).expect(200);
+    const res = await app.http
+      .get('/api/admin/audit')
+      .query({ limit: '200', ...query })
+      .set(bearer(admin.token))
+      .expect(200);
     return res.body.data.items.reverse();
   }
 
@@ -60,7 +64,14 @@ describe('audit log', () => {
     github = await FakeGithubServer.start();
     github.addRepo('acme', 'widgets');
     github.grant('ghp_server_token_for_audit', 'all');
-    app = await startTestApp({ env: { ...EMBEDDED_SAFE_ENV, GITHUB_API_URL: github.baseUrl, GITHUB_TOKEN: 'ghp_server_token_for_audit', GITHUB_MAX_RETRIES: '0' } });
+    app = await startTestApp({
+      env: {
+        ...EMBEDDED_SAFE_ENV,
+        GITHUB_API_URL: github.baseUrl,
+        GITHUB_TOKEN: 'ghp_server_token_for_audit',
+        GITHUB_MAX_RETRIES: '0',
+      },
+    });
     admin = await makeUser(app);
     expect(admin.role).toBe('admin');
     alice = await makeUser(app);
@@ -79,10 +90,26 @@ describe('audit log', () => {
   it('records each Area B change once, as the credential that made it (user token, project token)', async () => {
     const key = await makeApiKey(app, alice, { scopes: ['tasks:read'] });
     await app.http.delete(`/api/api-keys/${key.id}`).set(bearer(alice.token)).expect(200);
-    const project = (await app.http.post('/api/projects').set(bearer(alice.token)).send({ name: 'Audited' }).expect(201)).body.data;
-    await app.http.patch(`/api/projects/${project.id}`).set(bearer(alice.token)).send({ description: 'changed' }).expect(200);
-    await app.http.post(`/api/projects/${project.id}/members`).set(bearer(alice.token)).send({ userId: bob.id, role: 'viewer' }).expect(201);
-    const minted = (await app.http.post(`/api/projects/${project.id}/session-tokens`).set(bearer(alice.token)).send({ name: 'ci', role: 'editor', expiresInMinutes: 60 }).expect(201)).body.data;
+    const project = (
+      await app.http.post('/api/projects').set(bearer(alice.token)).send({ name: 'Audited' }).expect(201)
+    ).body.data;
+    await app.http
+      .patch(`/api/projects/${project.id}`)
+      .set(bearer(alice.token))
+      .send({ description: 'changed' })
+      .expect(200);
+    await app.http
+      .post(`/api/projects/${project.id}/members`)
+      .set(bearer(alice.token))
+      .send({ userId: bob.id, role: 'viewer' })
+      .expect(201);
+    const minted = (
+      await app.http
+        .post(`/api/projects/${project.id}/session-tokens`)
+        .set(bearer(alice.token))
+        .send({ name: 'ci', role: 'editor', expiresInMinutes: 60 })
+        .expect(201)
+    ).body.data;
     const uploaded = await app.http
       .post('/api/documents/upload')
       .set(bearer(minted.token))
@@ -91,7 +118,11 @@ describe('audit log', () => {
       .expect(201);
     await app.http.delete(`/api/documents/${uploaded.body.data.id}`).set(bearer(alice.token)).expect(200);
     // A refused change leaves no entry: bob is a viewer.
-    await app.http.patch(`/api/projects/${project.id}`).set(bearer(bob.token)).send({ description: 'nope' }).expect(403);
+    await app.http
+      .patch(`/api/projects/${project.id}`)
+      .set(bearer(bob.token))
+      .send({ description: 'nope' })
+      .expect(403);
 
     const entries = await ownEntries(alice);
     const userToken = { userId: alice.id, via: 'user_token', credentialId: null };
@@ -102,7 +133,12 @@ describe('audit log', () => {
       ['project.update', { type: 'project', id: project.id }, userToken, { status: 'ok' }],
       ['project.member.set', { type: 'project', id: project.id }, userToken, { status: 'ok' }],
       ['project.token.create', { type: 'project', id: project.id }, userToken, { status: 'ok' }],
-      ['document.upload', { type: 'document', id: uploaded.body.data.id }, { userId: alice.id, via: 'project_token', credentialId: minted.id }, { status: 'ok' }],
+      [
+        'document.upload',
+        { type: 'document', id: uploaded.body.data.id },
+        { userId: alice.id, via: 'project_token', credentialId: minted.id },
+        { status: 'ok' },
+      ],
       ['document.delete', { type: 'document', id: uploaded.body.data.id }, userToken, { status: 'ok' }],
     ]);
     expect(entries[4].details).toEqual({ userId: bob.id, role: 'viewer' });
@@ -118,10 +154,25 @@ describe('audit log', () => {
     await toolResult(app, key.key, 'list_tasks', { limit: 5 });
     const missing = randomUUID();
     expect((await callTool(app, key.key, 'get_task', { task_id: missing })).status).toBe(404);
-    const doc = await toolResult(app, key.key, 'create_document', { title: 'Body left out', content: 'BODY-TEXT-NEVER-AUDITED' });
+    const doc = await toolResult(app, key.key, 'create_document', {
+      title: 'Body left out',
+      content: 'BODY-TEXT-NEVER-AUDITED',
+    });
     expect((await callTool(app, key.key, 'create_task', { title: 42, description: 'refused words' })).status).toBe(400);
-    const once = await callTool(app, key.key, 'create_task', { title: 'once' }, { 'Idempotency-Key': 'audit-replay-1' });
-    const again = await callTool(app, key.key, 'create_task', { title: 'once' }, { 'Idempotency-Key': 'audit-replay-1' });
+    const once = await callTool(
+      app,
+      key.key,
+      'create_task',
+      { title: 'once' },
+      { 'Idempotency-Key': 'audit-replay-1' },
+    );
+    const again = await callTool(
+      app,
+      key.key,
+      'create_task',
+      { title: 'once' },
+      { 'Idempotency-Key': 'audit-replay-1' },
+    );
     expect([once.status, again.status, again.headers['idempotent-replayed']]).toEqual([200, 200, 'true']);
     // Refused by the JSON door's scope guard, before any tool runs: still calls, with their error.
     expect((await callTool(app, key.key, 'list_repositories', {})).status).toBe(403);
@@ -142,7 +193,11 @@ describe('audit log', () => {
     ]);
     // A refused call keeps the tool name only; a replay says it is one (nothing ran again).
     expect(calls[4].details).toEqual({ tool: 'create_task' });
-    expect(calls[6].details).toEqual({ tool: 'create_task', arguments: expect.objectContaining({ title: 'once' }), replayed: true });
+    expect(calls[6].details).toEqual({
+      tool: 'create_task',
+      arguments: expect.objectContaining({ title: 'once' }),
+      replayed: true,
+    });
     expect(calls[0].details.arguments).toMatchObject({ title: 'audited task', description: '[omitted]' });
     expect(calls[2].details.arguments).toEqual({ task_id: missing });
     expect(calls[3].details.arguments).toMatchObject({ title: 'Body left out', content: '[omitted]' });
@@ -154,16 +209,22 @@ describe('audit log', () => {
   it('keeps the arguments of calls written behind in a batch exactly as sent (quotes, backslashes, braces, commas, non-ASCII)', async () => {
     const key = await makeApiKey(app, alice, { scopes: ['docs:read'] });
     const queries = ['he said "stop" \\ then {a,b}', 'ünïcödé 🙂, NULL', '{"not":"json"}'];
-    for (const query of queries) expect((await callTool(app, key.key, 'search_documents', { query, limit: 1 })).status).toBe(200);
+    for (const query of queries)
+      expect((await callTool(app, key.key, 'search_documents', { query, limit: 1 })).status).toBe(200);
     const calls = (await ownEntries(alice, { action: 'tool.call' })).filter((e) => e.actor.credentialId === key.id);
     expect(calls.map((e) => e.details.arguments?.query).sort()).toEqual([...queries].sort());
   });
 
   it('names the MCP client (clientInfo name and version) of every audited MCP call, on every revision, in the audit log and the usage view', async () => {
     const key = await makeApiKey(app, alice, { scopes: ['tasks:read'] });
-    const modern = new ModernClient({ name: 'audit-e2e-client', version: '2.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    const modern = new ModernClient(
+      { name: 'audit-e2e-client', version: '2.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
     closers.push(modern);
-    await modern.connect(new ModernTransport(new URL(`${app.baseUrl}${MCP_PATH}`), { requestInit: { headers: bearer(key.key) } }));
+    await modern.connect(
+      new ModernTransport(new URL(`${app.baseUrl}${MCP_PATH}`), { requestInit: { headers: bearer(key.key) } }),
+    );
     await modern.callTool({ name: 'list_tasks', arguments: { limit: 1 } });
     // The 2025 revisions name the client only in initialize: the session it opens names it on every later call,
     // also for clients that declare no elicitation (most of them).
@@ -180,12 +241,19 @@ describe('audit log', () => {
       await legacy.callTool({ name: 'list_tasks', arguments: { limit: 1 } });
     }
     const calls = (await ownEntries(alice, { action: 'tool.call' })).filter((e) => e.actor.credentialId === key.id);
-    const actor = (clientName: string, clientVersion: string) => ({ userId: alice.id, via: 'api_key', credentialId: key.id, clientName, clientVersion });
+    const actor = (clientName: string, clientVersion: string) => ({
+      userId: alice.id,
+      via: 'api_key',
+      credentialId: key.id,
+      clientName,
+      clientVersion,
+    });
     expect(calls.map((e) => [e.details.tool, e.actor])).toEqual([
       ['list_tasks', actor('audit-e2e-client', '2.0.0')],
       ...legacyRevisions.map((revision) => ['list_tasks', actor(`legacy-${revision}`, '1.2.3')]),
     ]);
-    const usage = (await app.http.get(`/api/api-keys/${key.id}`).set(bearer(alice.token)).expect(200)).body.data.recentUsage as { tool: string; clientName: string | null; clientVersion: string | null }[];
+    const usage = (await app.http.get(`/api/api-keys/${key.id}`).set(bearer(alice.token)).expect(200)).body.data
+      .recentUsage as { tool: string; clientName: string | null; clientVersion: string | null }[];
     const named = usage.filter((u) => u.tool === 'list_tasks').map((u) => `${u.clientName}@${u.clientVersion}`);
     expect(named.sort()).toEqual(['audit-e2e-client@2.0.0', ...legacyRevisions.map((r) => `legacy-${r}@1.2.3`)].sort());
   });
@@ -194,16 +262,38 @@ describe('audit log', () => {
     const key = await makeApiKey(app, alice, { scopes: ['tasks:read'] });
     // Another credential of the same user: a label is bound to its credential, not only to its owner.
     const other = await makeApiKey(app, alice, { scopes: ['tasks:read'] });
-    const initialize = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'labelled', version: '9' } } };
-    const opened = await app.http.post(MCP_PATH).set(bearer(key.key)).set('Accept', 'application/json, text/event-stream').send(initialize).expect(200);
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'labelled', version: '9' } },
+    };
+    const opened = await app.http
+      .post(MCP_PATH)
+      .set(bearer(key.key))
+      .set('Accept', 'application/json, text/event-stream')
+      .send(initialize)
+      .expect(200);
     const label = opened.headers['mcp-session-id'] as string;
     expect(label).toMatch(/^l1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{22}$/);
     const list = (credential: string, session: string) =>
-      app.http.post(MCP_PATH).set(bearer(credential)).set('Accept', 'application/json, text/event-stream').set('MCP-Protocol-Version', '2025-11-25').set('Mcp-Session-Id', session).send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+      app.http
+        .post(MCP_PATH)
+        .set(bearer(credential))
+        .set('Accept', 'application/json, text/event-stream')
+        .set('MCP-Protocol-Version', '2025-11-25')
+        .set('Mcp-Session-Id', session)
+        .send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
     expect((await list(key.key, label)).status).toBe(200);
     const [, payload, mac] = label.split('.');
     const renamed = Buffer.from(JSON.stringify(['2025-11-25', 'someone-else', '9'])).toString('base64url');
-    for (const forged of [`l1.${renamed}.${mac}`, `l1.${payload}.${'A'.repeat(22)}`, `${label}x`, 'l1..', `l1.${payload}`]) {
+    for (const forged of [
+      `l1.${renamed}.${mac}`,
+      `l1.${payload}.${'A'.repeat(22)}`,
+      `${label}x`,
+      'l1..',
+      `l1.${payload}`,
+    ]) {
       expect((await list(key.key, forged)).status).toBe(404);
     }
     expect((await list(other.key, label)).status).toBe(404);
@@ -225,15 +315,27 @@ describe('audit log', () => {
     expect(entries.map((e) => [e.action, e.actor, e.target])).toEqual([
       ['oauth.grant', viaGrant, { type: 'oauth_grant', id: grants[0].id }],
       ['tool.call', viaGrant, null],
-      ['oauth.revoke', { userId: bob.id, via: 'user_token', credentialId: null }, { type: 'oauth_grant', id: grants[0].id }],
+      [
+        'oauth.revoke',
+        { userId: bob.id, via: 'user_token', credentialId: null },
+        { type: 'oauth_grant', id: grants[0].id },
+      ],
     ]);
     expect(JSON.stringify(entries)).not.toContain(tokens.access_token);
     expect(JSON.stringify(entries)).not.toContain(tokens.refresh_token);
 
     // The client ends a second grant itself (RFC 7009, its refresh token): on the log as the client did it, once.
     const second = await oauthTokens(app, bob, ['tasks:read']);
-    await app.http.post('/oauth/revoke').type('form').send({ token: second.access_token, client_id: second.clientId }).expect(200);
-    await app.http.post('/oauth/revoke').type('form').send({ token: second.refresh_token, client_id: second.clientId }).expect(200);
+    await app.http
+      .post('/oauth/revoke')
+      .type('form')
+      .send({ token: second.access_token, client_id: second.clientId })
+      .expect(200);
+    await app.http
+      .post('/oauth/revoke')
+      .type('form')
+      .send({ token: second.refresh_token, client_id: second.clientId })
+      .expect(200);
     const revokes = (await ownEntries(bob, { action: 'oauth.revoke' })).filter((e) => e.target.id !== grants[0].id);
     expect(revokes.map((e) => [e.actor, e.details])).toEqual([
       [{ userId: bob.id, via: 'oauth', credentialId: expect.any(String), clientName: 'Test client' }, { by: 'client' }],
@@ -243,8 +345,14 @@ describe('audit log', () => {
   });
 
   it('records agent-run tool calls with the run id', async () => {
-    const project = (await app.http.post('/api/projects').set(bearer(alice.token)).send({ name: 'Agent audit' }).expect(201)).body.data;
-    const started = await app.http.post('/api/agent/execute').set(bearer(alice.token)).send({ projectId: project.id, input: 'What do we know?' }).expect(202);
+    const project = (
+      await app.http.post('/api/projects').set(bearer(alice.token)).send({ name: 'Agent audit' }).expect(201)
+    ).body.data;
+    const started = await app.http
+      .post('/api/agent/execute')
+      .set(bearer(alice.token))
+      .send({ projectId: project.id, input: 'What do we know?' })
+      .expect(202);
     const runId = started.body.data.jobId as string;
     await pollUntil(
       'the run finished',
@@ -254,23 +362,36 @@ describe('audit log', () => {
     );
     const calls = (await ownEntries(alice, { action: 'tool.call' })).filter((e) => e.actor.via === 'agent_run');
     expect(calls.length).toBeGreaterThan(0);
-    for (const call of calls) expect(call.actor).toEqual({ userId: alice.id, via: 'agent_run', credentialId: null, runId });
+    for (const call of calls)
+      expect(call.actor).toEqual({ userId: alice.id, via: 'agent_run', credentialId: null, runId });
     expect(calls.map((c) => c.details.tool)).toContain('search_documents');
   });
 
   it('records admin GitHub registrations and failed logins', async () => {
-    const registered = await app.http.post('/api/admin/github/repos').set(bearer(admin.token)).send({ owner: 'acme', name: 'widgets' }).expect(201);
+    const registered = await app.http
+      .post('/api/admin/github/repos')
+      .set(bearer(admin.token))
+      .send({ owner: 'acme', name: 'widgets' })
+      .expect(201);
     await app.http.delete(`/api/admin/github/repos/${registered.body.data.id}`).set(bearer(admin.token)).expect(200);
     await app.http.post('/api/auth/login').send({ email: alice.email, password: 'not-her-password-123' }).expect(401);
 
     const adminOwn = await ownEntries(admin);
     expect(adminOwn.map((e) => [e.action, e.target, e.details])).toEqual([
-      ['github_repo.register', { type: 'github_repo', id: registered.body.data.id }, { fullName: 'acme/widgets', tokenSource: 'server' }],
+      [
+        'github_repo.register',
+        { type: 'github_repo', id: registered.body.data.id },
+        { fullName: 'acme/widgets', tokenSource: 'server' },
+      ],
       ['github_repo.delete', { type: 'github_repo', id: registered.body.data.id }, {}],
     ]);
     const failed = await ownEntries(alice, { action: 'auth.login_failed' });
     expect(failed).toHaveLength(1);
-    expect(failed[0]).toMatchObject({ actor: { userId: alice.id, via: 'user_token', credentialId: null }, outcome: { status: 'error', code: 'auth_invalid' }, details: { email: alice.email } });
+    expect(failed[0]).toMatchObject({
+      actor: { userId: alice.id, via: 'user_token', credentialId: null },
+      outcome: { status: 'error', code: 'auth_invalid' },
+      details: { email: alice.email },
+    });
     expect(JSON.stringify(failed)).not.toContain('not-her-password-123');
   });
 
@@ -279,7 +400,9 @@ describe('audit log', () => {
     await app.http.get('/api/admin/audit/export').set(bearer(alice.token)).expect(403);
     await app.http.get('/api/audit').expect(401);
 
-    const everyone = (await app.http.get('/api/admin/audit').query({ limit: '200' }).set(bearer(admin.token)).expect(200)).body.data.items;
+    const everyone = (
+      await app.http.get('/api/admin/audit').query({ limit: '200' }).set(bearer(admin.token)).expect(200)
+    ).body.data.items;
     expect(new Set(everyone.map((e: any) => e.actor.userId))).toEqual(new Set([admin.id, alice.id, bob.id]));
     const bobs = await adminEntries({ userId: bob.id });
     expect(bobs.length).toBeGreaterThan(0);
@@ -329,7 +452,12 @@ describe('audit log', () => {
     gc();
     const heapBefore = process.memoryUsage().heapUsed;
     let peak = 0;
-    const { lines, contentType, first, last } = await new Promise<{ lines: number; contentType: string; first: any; last: any }>((resolve, reject) => {
+    const { lines, contentType, first, last } = await new Promise<{
+      lines: number;
+      contentType: string;
+      first: any;
+      last: any;
+    }>((resolve, reject) => {
       const url = new URL(`${app.baseUrl}/api/admin/audit/export?userId=${bob.id}&action=tool.call`);
       httpGet(url, { headers: bearer(admin.token) }, (res) => {
         let count = 0;
@@ -353,7 +481,14 @@ describe('audit log', () => {
             }
           }
         });
-        res.on('end', () => resolve({ lines: count, contentType: String(res.headers['content-type']), first: firstEntry, last: JSON.parse(lastLine) }));
+        res.on('end', () =>
+          resolve({
+            lines: count,
+            contentType: String(res.headers['content-type']),
+            first: firstEntry,
+            last: JSON.parse(lastLine),
+          }),
+        );
         res.on('error', reject);
       }).on('error', reject);
     });

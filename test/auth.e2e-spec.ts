@@ -55,7 +55,11 @@ describe('auth (register, login, me)', () => {
   });
 
   it('answers malformed JSON with 400 and an oversized body with 413, both enveloped', async () => {
-    const bad = await app.http.post('/api/auth/login').set('Content-Type', 'application/json').send('{"email":').expect(400);
+    const bad = await app.http
+      .post('/api/auth/login')
+      .set('Content-Type', 'application/json')
+      .send('{"email":')
+      .expect(400);
     expect(bad.body.error.code).toBe('VALIDATION_FAILED');
     expect(bad.body.traceId).toBe(bad.headers['x-request-id']);
     const huge = await app.http
@@ -69,8 +73,14 @@ describe('auth (register, login, me)', () => {
 
   it('gives the same 401 for an unknown email and a wrong password', async () => {
     const user = await makeUser(app);
-    const wrongPassword = await app.http.post('/api/auth/login').send({ email: user.email, password: 'wrong-password' }).expect(401);
-    const unknown = await app.http.post('/api/auth/login').send({ email: 'nobody@example.com', password: 'wrong-password' }).expect(401);
+    const wrongPassword = await app.http
+      .post('/api/auth/login')
+      .send({ email: user.email, password: 'wrong-password' })
+      .expect(401);
+    const unknown = await app.http
+      .post('/api/auth/login')
+      .send({ email: 'nobody@example.com', password: 'wrong-password' })
+      .expect(401);
     expect(wrongPassword.body.error).toEqual(unknown.body.error);
     expect(wrongPassword.body.error.code).toBe('AUTH_INVALID');
   });
@@ -79,9 +89,15 @@ describe('auth (register, login, me)', () => {
     const missing = await app.http.get('/api/auth/me').expect(401);
     expect(missing.body.error.code).toBe('AUTH_REQUIRED');
     expect(missing.headers['www-authenticate']).toBe('Bearer');
-    const forged = await app.http.get('/api/auth/me').set(bearer('eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.bad')).expect(401);
+    const forged = await app.http
+      .get('/api/auth/me')
+      .set(bearer('eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.bad'))
+      .expect(401);
     expect(forged.body.error.code).toBe('AUTH_INVALID');
-    const apiKey = await app.http.get('/api/auth/me').set(bearer(`atr_${'a'.repeat(38)}`)).expect(401);
+    const apiKey = await app.http
+      .get('/api/auth/me')
+      .set(bearer(`atr_${'a'.repeat(38)}`))
+      .expect(401);
     expect(apiKey.body.error.message).toMatch(/user access token/);
   });
 
@@ -109,7 +125,10 @@ describe('auth (register, login, me)', () => {
       await app.http.post('/api/auth/login').send({ email: user.email, password: 'wrong-password' }).expect(401);
     }
     // makeUser's successful login was the first attempt of this window.
-    const limited = await app.http.post('/api/auth/login').send({ email: user.email, password: user.password }).expect(429);
+    const limited = await app.http
+      .post('/api/auth/login')
+      .send({ email: user.email, password: user.password })
+      .expect(429);
     expect(limited.body.error.code).toBe('RATE_LIMITED');
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
     // Area B details are camelCase, like every Area B body.

@@ -9,18 +9,24 @@ import { bearer, callTool, makeApiKey, makeUser } from './support/factories.js';
 import { createTestDatabase, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
 
 /** Rows of the users table, read straight from the database (what an operator or an attacker with a dump sees). */
-async function userRows(database: TestDatabase, email: string): Promise<{ id: string; role: string; password_hash: string }[]> {
+async function userRows(
+  database: TestDatabase,
+  email: string,
+): Promise<{ id: string; role: string; password_hash: string }[]> {
   const db = new Client({ connectionString: database.url });
   await db.connect();
   try {
-    const { rows } = await db.query('SELECT id, role, password_hash FROM users WHERE lower(email) = lower($1)', [email]);
+    const { rows } = await db.query('SELECT id, role, password_hash FROM users WHERE lower(email) = lower($1)', [
+      email,
+    ]);
     return rows;
   } finally {
     await db.end();
   }
 }
 
-const login = (app: TestApp, email: string, password: string) => app.http.post('/api/auth/login').send({ email, password });
+const login = (app: TestApp, email: string, password: string) =>
+  app.http.post('/api/auth/login').send({ email, password });
 
 describe('Area B per-caller rate limit (RATE_LIMIT_USER_PER_MIN)', () => {
   const LIMIT = 8;
@@ -78,8 +84,16 @@ describe('Area B per-caller rate limit (RATE_LIMIT_USER_PER_MIN)', () => {
 describe('sign-up, the ADMIN_EMAIL account and password storage across restarts of one installation', () => {
   let database: TestDatabase;
   let app: TestApp | undefined;
-  const first = { email: `first-${randomBytes(3).toString('hex')}@example.com`, password: 'first-password-1', name: 'First' };
-  const member = { email: `Member-${randomBytes(3).toString('hex')}@Example.com`, password: 'member-password-1', name: 'Member' };
+  const first = {
+    email: `first-${randomBytes(3).toString('hex')}@example.com`,
+    password: 'first-password-1',
+    name: 'First',
+  };
+  const member = {
+    email: `Member-${randomBytes(3).toString('hex')}@Example.com`,
+    password: 'member-password-1',
+    name: 'Member',
+  };
   const twin = { email: `twin-${randomBytes(3).toString('hex')}@example.com`, password: member.password, name: 'Twin' };
   const adminPassword = 'admin-password-from-env';
 
@@ -126,13 +140,21 @@ describe('sign-up, the ADMIN_EMAIL account and password storage across restarts 
   });
 
   it('AUTH_SIGNUP=closed refuses registration with 403 FORBIDDEN; ADMIN_EMAIL promotes an existing user and sets ADMIN_PASSWORD', async () => {
-    const t = await boot({ AUTH_SIGNUP: 'closed', ADMIN_EMAIL: member.email.toUpperCase(), ADMIN_PASSWORD: adminPassword });
+    const t = await boot({
+      AUTH_SIGNUP: 'closed',
+      ADMIN_EMAIL: member.email.toUpperCase(),
+      ADMIN_PASSWORD: adminPassword,
+    });
 
     const refused = await t.http
       .post('/api/auth/register')
       .send({ email: 'late@example.com', password: 'late-password-1', name: 'Late' })
       .expect(403);
-    expect(refused.body).toMatchObject({ success: false, data: null, error: { code: 'FORBIDDEN', message: expect.stringMatching(/sign-up is closed/i) } });
+    expect(refused.body).toMatchObject({
+      success: false,
+      data: null,
+      error: { code: 'FORBIDDEN', message: expect.stringMatching(/sign-up is closed/i) },
+    });
     await login(t, 'late@example.com', 'late-password-1').expect(401);
     // An email that is taken gets the same refusal, not a 409 that would tell whether it exists.
     const taken = await t.http.post('/api/auth/register').send(first).expect(403);
@@ -182,12 +204,18 @@ describe('sign-up, the ADMIN_EMAIL account and password storage across restarts 
     let closed: TestApp | undefined;
     try {
       closed = await startTestApp({ database: fresh, env: { AUTH_SIGNUP: 'closed' } });
-      const res = await closed.http.post('/api/auth/register').send({ email: admin.email, password: 'first-ever-password', name: 'First' }).expect(403);
+      const res = await closed.http
+        .post('/api/auth/register')
+        .send({ email: admin.email, password: 'first-ever-password', name: 'First' })
+        .expect(403);
       expect(res.body.error.code).toBe('FORBIDDEN');
       await login(closed, admin.email, 'first-ever-password').expect(401);
       await closed.close();
 
-      closed = await startTestApp({ database: fresh, env: { AUTH_SIGNUP: 'closed', ADMIN_EMAIL: admin.email, ADMIN_PASSWORD: admin.password } });
+      closed = await startTestApp({
+        database: fresh,
+        env: { AUTH_SIGNUP: 'closed', ADMIN_EMAIL: admin.email, ADMIN_PASSWORD: admin.password },
+      });
       const signedIn = await login(closed, admin.email, admin.password).expect(200);
       expect(signedIn.body.data.user).toMatchObject({ email: admin.email, role: 'admin' });
       await closed.http.get('/api/admin/github/repos').set(bearer(signedIn.body.data.accessToken)).expect(200);
@@ -214,7 +242,10 @@ function parseResponses(raw: Buffer): RawResponse[] {
     const [statusLine, ...headerLines] = raw.subarray(offset, headEnd).toString('latin1').split('\r\n');
     const status = Number(statusLine.split(' ')[1]);
     const headers = Object.fromEntries(
-      headerLines.map((line) => [line.slice(0, line.indexOf(':')).trim().toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+      headerLines.map((line) => [
+        line.slice(0, line.indexOf(':')).trim().toLowerCase(),
+        line.slice(line.indexOf(':') + 1).trim(),
+      ]),
     );
     if (status < 200) {
       offset = headEnd + 4;
@@ -302,7 +333,12 @@ describe('readiness while shutting down (real process, SIGTERM)', () => {
 
   it('answers /api/ready 503 DEPENDENCY_UNAVAILABLE (and /api/health 200 degraded) once SIGTERM has arrived, then exits 0', async () => {
     // SHUTDOWN_DRAIN_DELAY_MS: the default, given because startAppProcess shortens it for processes stopped only to clean up.
-    const env: Record<string, string> = { DATA_DIR: dataDir, LOG_LEVEL: 'info', REDIS_PREFIX: `atrium-drain-${randomBytes(4).toString('hex')}`, SHUTDOWN_DRAIN_DELAY_MS: '5000' };
+    const env: Record<string, string> = {
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'info',
+      REDIS_PREFIX: `atrium-drain-${randomBytes(4).toString('hex')}`,
+      SHUTDOWN_DRAIN_DELAY_MS: '5000',
+    };
     if (database) env.DATABASE_URL = database.url;
     if (process.env.TEST_REDIS_URL) env.REDIS_URL = process.env.TEST_REDIS_URL;
     const proc = await startAppProcess(env);
@@ -345,7 +381,11 @@ describe('readiness while shutting down (real process, SIGTERM)', () => {
       const [ready, health] = await Promise.all(
         ['/api/ready', '/api/health'].map(async (path) => {
           const res = await fetch(`${proc.baseUrl}${path}`);
-          return { status: res.status, headers: { 'x-request-id': res.headers.get('x-request-id') }, body: (await res.json()) as any };
+          return {
+            status: res.status,
+            headers: { 'x-request-id': res.headers.get('x-request-id') },
+            body: (await res.json()) as any,
+          };
         }),
       );
       // Readiness fails so the load balancer stops sending traffic; liveness still answers.

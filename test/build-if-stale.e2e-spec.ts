@@ -73,7 +73,15 @@ describe('build only when a build input changed (npm start prestart)', () => {
     // npm from the PATH npm test runs with; the project's Node 24 comes first on the PATH of npm scripts.
     const child = spawn('npm', ['start'], {
       cwd: ROOT,
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, SHUTDOWN_DRAIN_DELAY_MS: '0', DATABASE_URL: '', REDIS_URL: '' },
+      env: {
+        ...process.env,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        SHUTDOWN_DRAIN_DELAY_MS: '0',
+        DATABASE_URL: '',
+        REDIS_URL: '',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });

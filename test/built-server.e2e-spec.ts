@@ -11,7 +11,12 @@ import { pollUntil } from './support/wait.js';
 
 const run = promisify(execFile);
 const INSPECTOR_DIR = join(__dirname, '..', 'node_modules', '@modelcontextprotocol', 'inspector');
-const INSPECTOR_BIN = join(INSPECTOR_DIR, (JSON.parse(readFileSync(join(INSPECTOR_DIR, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin['mcp-inspector']);
+const INSPECTOR_BIN = join(
+  INSPECTOR_DIR,
+  (JSON.parse(readFileSync(join(INSPECTOR_DIR, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin[
+    'mcp-inspector'
+  ],
+);
 const ROOT = join(__dirname, '..');
 
 /** `redocly lint` (recommended rules) of one file, through @redocly/openapi-core, the CLI's own engine. */
@@ -29,11 +34,20 @@ interface Answer {
   body: any;
 }
 
-async function http(baseUrl: string, method: string, path: string, options: { token?: string; json?: unknown; form?: FormData } = {}): Promise<Answer> {
+async function http(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: { token?: string; json?: unknown; form?: FormData } = {},
+): Promise<Answer> {
   const headers: Record<string, string> = {};
   if (options.token) headers.Authorization = `Bearer ${options.token}`;
   if (options.json !== undefined) headers['Content-Type'] = 'application/json';
-  const res = await fetch(`${baseUrl}${path}`, { method, headers, body: options.form ?? (options.json === undefined ? undefined : JSON.stringify(options.json)) });
+  const res = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers,
+    body: options.form ?? (options.json === undefined ? undefined : JSON.stringify(options.json)),
+  });
   const text = await res.text();
   let body: unknown = text;
   try {
@@ -58,7 +72,10 @@ interface McpConnection {
  */
 function readmeMcpConnections(base: string, key: string): McpConnection[] {
   const readme = readFileSync(join(__dirname, '..', 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## MCP clients'), readme.indexOf('With curl:', readme.indexOf('## MCP clients')));
+  const section = readme.slice(
+    readme.indexOf('## MCP clients'),
+    readme.indexOf('With curl:', readme.indexOf('## MCP clients')),
+  );
   const fill = (text: string) =>
     text
       .replaceAll('http://localhost:3000', base)
@@ -72,13 +89,24 @@ function readmeMcpConnections(base: string, key: string): McpConnection[] {
     expect(body).not.toMatch(/atr_/);
     const text = fill(body);
     if (lang === 'json') {
-      const config = JSON.parse(text) as { inputs?: Record<string, unknown>[]; servers?: Record<string, any>; mcpServers?: Record<string, any> };
+      const config = JSON.parse(text) as {
+        inputs?: Record<string, unknown>[];
+        servers?: Record<string, any>;
+        mcpServers?: Record<string, any>;
+      };
       // VS Code's prompt for the key is a password field, kept in its secret storage.
-      if (config.servers) expect(config.inputs).toEqual([expect.objectContaining({ type: 'promptString', id: 'atrium-api-key', password: true })]);
+      if (config.servers)
+        expect(config.inputs).toEqual([
+          expect.objectContaining({ type: 'promptString', id: 'atrium-api-key', password: true }),
+        ]);
       const entry = (config.servers ?? config.mcpServers)!.atrium;
       // VS Code and Claude Code name the transport; Cursor infers it from `url`.
       if (config.servers || entry.type !== undefined) expect(entry.type).toBe('http');
-      connections.push({ from: config.servers ? 'VS Code' : entry.type ? 'Claude Code .mcp.json' : 'Cursor', url: entry.url, headers: entry.headers });
+      connections.push({
+        from: config.servers ? 'VS Code' : entry.type ? 'Claude Code .mcp.json' : 'Cursor',
+        url: entry.url,
+        headers: entry.headers,
+      });
       continue;
     }
     // Single-quoted in the README, so the shell hands Claude Code the variable's name, not the key.
@@ -87,7 +115,9 @@ function readmeMcpConnections(base: string, key: string): McpConnection[] {
     if (claude) connections.push({ from: 'claude mcp add', url: claude[1], headers: { [claude[2]]: claude[3] } });
     const openai = /-d @- <<EOF\n([\s\S]*)\nEOF/.exec(text);
     if (openai) {
-      const tool = (JSON.parse(openai[1]) as { tools: { type: string; server_url: string; headers: Record<string, string> }[] }).tools[0];
+      const tool = (
+        JSON.parse(openai[1]) as { tools: { type: string; server_url: string; headers: Record<string, string> }[] }
+      ).tools[0];
       expect(tool.type).toBe('mcp');
       connections.push({ from: 'OpenAI Responses mcp tool', url: tool.server_url, headers: tool.headers });
     }
@@ -118,9 +148,16 @@ describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name 
     server = await startBuiltServer(name.startsWith('embedded') ? 'embedded' : 'services');
     base = server.baseUrl;
     const email = `built-${Date.now()}@example.com`;
-    expect((await http(base, 'POST', '/api/auth/register', { json: { email, password: 'built-password-1', name: 'Built' } })).status).toBe(201);
-    token = (await http(base, 'POST', '/api/auth/login', { json: { email, password: 'built-password-1' } })).body.data.accessToken;
-    const created = await http(base, 'POST', '/api/api-keys', { token, json: { name: 'built', scopes: ['tasks:read', 'tasks:write', 'docs:read'], expiresIn: 'never' } });
+    expect(
+      (await http(base, 'POST', '/api/auth/register', { json: { email, password: 'built-password-1', name: 'Built' } }))
+        .status,
+    ).toBe(201);
+    token = (await http(base, 'POST', '/api/auth/login', { json: { email, password: 'built-password-1' } })).body.data
+      .accessToken;
+    const created = await http(base, 'POST', '/api/api-keys', {
+      token,
+      json: { name: 'built', scopes: ['tasks:read', 'tasks:write', 'docs:read'], expiresIn: 'never' },
+    });
     expect(created.status).toBe(201);
     key = created.body.data.key;
   }, 240_000);
@@ -151,64 +188,150 @@ describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name 
     const openapi = await http(base, 'GET', '/api/docs/openapi.json');
     expect(openapi.status).toBe(200);
     expect(openapi.body.openapi).toMatch(/^3\./);
-    expect(Object.keys(openapi.body.paths)).toEqual(expect.arrayContaining(['/api/health', '/api/v1/public/mcp', '/api/documents/upload']));
+    expect(Object.keys(openapi.body.paths)).toEqual(
+      expect.arrayContaining(['/api/health', '/api/v1/public/mcp', '/api/documents/upload']),
+    );
     const docs = await http(base, 'GET', '/api/docs');
     expect(docs.status).toBe(200);
     expect(docs.body).toContain('swagger');
   });
 
-  onFirstVariant('serves an OpenAPI document that lints clean and generates a typed client that works', async () => {
-    // Inside the repository (so `openapi-fetch` resolves from its node_modules) but not under node_modules,
-    // where Node does not strip types; test-output/ is git-ignored.
-    const dir = join(ROOT, 'test-output', `openapi-client-${process.pid}`);
-    mkdirSync(dir, { recursive: true });
-    try {
-      const document = (await http(base, 'GET', '/api/docs/openapi.json')).body;
-      expect(document.openapi).toBe('3.1.0');
-      writeFileSync(join(dir, 'openapi.json'), JSON.stringify(document));
-      copyFileSync(join(__dirname, 'fixtures', 'openapi-client.mts'), join(dir, 'openapi-client.mts'));
-      const node = (args: string[]) => run(process.execPath, args, { cwd: ROOT, timeout: 90_000, maxBuffer: 20 * 1024 * 1024 });
-      // The README's two commands: generate the types (openapi-typescript), then a client (openapi-fetch) uses them.
-      const [lint] = await Promise.all([
-        node(['--input-type=module', '-e', LINT_SCRIPT, join(dir, 'openapi.json')]),
-        node([join(ROOT, 'node_modules', 'openapi-typescript', 'bin', 'cli.js'), join(dir, 'openapi.json'), '--default-non-nullable', 'false', '-o', join(dir, 'schema.mts')]),
-      ]);
-      const problems = JSON.parse(lint.stdout) as { severity: string; rule: string; message: string; at: string }[];
-      expect(problems.filter((problem) => problem.severity === 'error')).toEqual([]);
+  onFirstVariant(
+    'serves an OpenAPI document that lints clean and generates a typed client that works',
+    async () => {
+      // Inside the repository (so `openapi-fetch` resolves from its node_modules) but not under node_modules,
+      // where Node does not strip types; test-output/ is git-ignored.
+      const dir = join(ROOT, 'test-output', `openapi-client-${process.pid}`);
+      mkdirSync(dir, { recursive: true });
+      try {
+        const document = (await http(base, 'GET', '/api/docs/openapi.json')).body;
+        expect(document.openapi).toBe('3.1.0');
+        writeFileSync(join(dir, 'openapi.json'), JSON.stringify(document));
+        copyFileSync(join(__dirname, 'fixtures', 'openapi-client.mts'), join(dir, 'openapi-client.mts'));
+        const node = (args: string[]) =>
+          run(process.execPath, args, { cwd: ROOT, timeout: 90_000, maxBuffer: 20 * 1024 * 1024 });
+        // The README's two commands: generate the types (openapi-typescript), then a client (openapi-fetch) uses them.
+        const [lint] = await Promise.all([
+          node(['--input-type=module', '-e', LINT_SCRIPT, join(dir, 'openapi.json')]),
+          node([
+            join(ROOT, 'node_modules', 'openapi-typescript', 'bin', 'cli.js'),
+            join(dir, 'openapi.json'),
+            '--default-non-nullable',
+            'false',
+            '-o',
+            join(dir, 'schema.mts'),
+          ]),
+        ]);
+        const problems = JSON.parse(lint.stdout) as { severity: string; rule: string; message: string; at: string }[];
+        expect(problems.filter((problem) => problem.severity === 'error')).toEqual([]);
 
-      // Compile-time: every read of an answer in the client is checked against the generated types.
-      const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-      const compiled = await node([tsc, '--ignoreConfig', '--noEmit', '--strict', '--target', 'es2023', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--skipLibCheck', '--types', 'node', join(dir, 'openapi-client.mts')]).catch(
-        (error: { stdout: string }) => ({ stdout: error.stdout, failed: true }),
-      );
-      expect(compiled.stdout).toBe('');
+        // Compile-time: every read of an answer in the client is checked against the generated types.
+        const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+        const compiled = await node([
+          tsc,
+          '--ignoreConfig',
+          '--noEmit',
+          '--strict',
+          '--target',
+          'es2023',
+          '--module',
+          'nodenext',
+          '--moduleResolution',
+          'nodenext',
+          '--skipLibCheck',
+          '--types',
+          'node',
+          join(dir, 'openapi-client.mts'),
+        ]).catch((error: { stdout: string }) => ({ stdout: error.stdout, failed: true }));
+        expect(compiled.stdout).toBe('');
 
-      // Run time: the client calls the server; each answer must match the document for its route and status.
-      const { stdout } = await node([join(dir, 'openapi-client.mts'), base, token, key]);
-      const { answers, read } = JSON.parse(stdout) as { answers: { route: string; method: string; status: number; contentType: string | null; body: unknown }[]; read: Record<string, any> };
-      const validator = new OpenApiResponseValidator(document);
-      const mismatches = answers.map((a) => validator.check(a.method, a.route, a.status, a.contentType ?? undefined, Buffer.from(JSON.stringify(a.body)), undefined)).filter(Boolean);
-      expect(mismatches).toEqual([]);
-      expect(answers.map((a) => `${a.method} ${a.status}`)).toEqual(['GET 200', 'GET 200', 'POST 201', 'GET 200', 'GET 404', 'GET 200', 'GET 200', 'POST 200', 'GET 401']);
-      expect(read).toMatchObject({ status: 'ok', role: 'admin', memberCount: 1, missingCode: 'NOT_FOUND', unauthorisedStatus: 401 });
-      expect(read.toolNames).toEqual(expect.arrayContaining(['list_tasks', 'create_task', 'search_documents']));
-      expect(read.callResult).toMatchObject({ title: 'typed by the generated client', priority: 'high' });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 120_000);
+        // Run time: the client calls the server; each answer must match the document for its route and status.
+        const { stdout } = await node([join(dir, 'openapi-client.mts'), base, token, key]);
+        const { answers, read } = JSON.parse(stdout) as {
+          answers: { route: string; method: string; status: number; contentType: string | null; body: unknown }[];
+          read: Record<string, any>;
+        };
+        const validator = new OpenApiResponseValidator(document);
+        const mismatches = answers
+          .map((a) =>
+            validator.check(
+              a.method,
+              a.route,
+              a.status,
+              a.contentType ?? undefined,
+              Buffer.from(JSON.stringify(a.body)),
+              undefined,
+            ),
+          )
+          .filter(Boolean);
+        expect(mismatches).toEqual([]);
+        expect(answers.map((a) => `${a.method} ${a.status}`)).toEqual([
+          'GET 200',
+          'GET 200',
+          'POST 201',
+          'GET 200',
+          'GET 404',
+          'GET 200',
+          'GET 200',
+          'POST 200',
+          'GET 401',
+        ]);
+        expect(read).toMatchObject({
+          status: 'ok',
+          role: 'admin',
+          memberCount: 1,
+          missingCode: 'NOT_FOUND',
+          unauthorisedStatus: 401,
+        });
+        expect(read.toolNames).toEqual(expect.arrayContaining(['list_tasks', 'create_task', 'search_documents']));
+        expect(read.callResult).toMatchObject({ title: 'typed by the generated client', priority: 'high' });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    120_000,
+  );
 
   it('answers the MCP Inspector CLI on /api/v1/public/mcp with the key', async () => {
     const inspector = (args: string[]) =>
-      run(process.execPath, [INSPECTOR_BIN, '--cli', `${base}/api/v1/public/mcp`, '--transport', 'http', '--header', `Authorization: Bearer ${key}`, '--stored-auth-only', '--format', 'json', ...args], {
-        env: { PATH: process.env.PATH ?? '', HOME: home, NO_COLOR: '1' },
-        timeout: 90_000,
-        maxBuffer: 10 * 1024 * 1024,
-      });
-    const listed = JSON.parse((await inspector(['--method', 'tools/list'])).stdout) as { result: { tools: { name: string }[] } };
-    expect(listed.result.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['list_tasks', 'create_task', 'search_documents']));
+      run(
+        process.execPath,
+        [
+          INSPECTOR_BIN,
+          '--cli',
+          `${base}/api/v1/public/mcp`,
+          '--transport',
+          'http',
+          '--header',
+          `Authorization: Bearer ${key}`,
+          '--stored-auth-only',
+          '--format',
+          'json',
+          ...args,
+        ],
+        {
+          env: { PATH: process.env.PATH ?? '', HOME: home, NO_COLOR: '1' },
+          timeout: 90_000,
+          maxBuffer: 10 * 1024 * 1024,
+        },
+      );
+    const listed = JSON.parse((await inspector(['--method', 'tools/list'])).stdout) as {
+      result: { tools: { name: string }[] };
+    };
+    expect(listed.result.tools.map((t) => t.name)).toEqual(
+      expect.arrayContaining(['list_tasks', 'create_task', 'search_documents']),
+    );
     const called = JSON.parse(
-      (await inspector(['--method', 'tools/call', '--tool-name', 'create_task', '--tool-args-json', JSON.stringify({ title: 'from the built server' })])).stdout,
+      (
+        await inspector([
+          '--method',
+          'tools/call',
+          '--tool-name',
+          'create_task',
+          '--tool-args-json',
+          JSON.stringify({ title: 'from the built server' }),
+        ])
+      ).stdout,
     ) as { result: { structuredContent: { title: string }; isError?: boolean } };
     expect(called.result.isError).toBeFalsy();
     expect(called.result.structuredContent.title).toBe('from the built server');
@@ -216,11 +339,19 @@ describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name 
 
   it('connects with every MCP client snippet of the README (url and headers as each client sends them)', async () => {
     const connections = readmeMcpConnections(base, key);
-    expect(connections.map((c) => c.from)).toEqual(['VS Code', 'claude mcp add', 'Claude Code .mcp.json', 'Cursor', 'OpenAI Responses mcp tool']);
+    expect(connections.map((c) => c.from)).toEqual([
+      'VS Code',
+      'claude mcp add',
+      'Claude Code .mcp.json',
+      'Cursor',
+      'OpenAI Responses mcp tool',
+    ]);
     for (const connection of connections) {
       expect(connection.url).toBe(`${base}/api/v1/public/mcp`);
       const client = new McpClient({ name: connection.from, version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(connection.url), { requestInit: { headers: connection.headers } }));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(connection.url), { requestInit: { headers: connection.headers } }),
+      );
       try {
         expect((await client.listTools()).tools.map((t) => t.name)).toContain('list_tasks');
       } finally {
@@ -247,7 +378,13 @@ describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name 
     const project = await http(base, 'POST', '/api/projects', { token, json: { name: 'Built project' } });
     expect(project.status).toBe(201);
     const form = new FormData();
-    form.append('file', new Blob(['The built server test checks that the lighthouse keeper logs every passing ship.\n'], { type: 'text/plain' }), 'note.txt');
+    form.append(
+      'file',
+      new Blob(['The built server test checks that the lighthouse keeper logs every passing ship.\n'], {
+        type: 'text/plain',
+      }),
+      'note.txt',
+    );
     form.append('projectId', project.body.data.id);
     const uploaded = await http(base, 'POST', '/api/documents/upload', { token, form });
     expect(uploaded.status).toBe(201);
@@ -260,7 +397,10 @@ describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name 
       { timeoutMs: 120_000, intervalMs: 250 },
     );
     expect(status).toBe('indexed');
-    const search = await http(base, 'POST', '/api/rag/search', { token, json: { query: 'lighthouse keeper', projectId: project.body.data.id } });
+    const search = await http(base, 'POST', '/api/rag/search', {
+      token,
+      json: { query: 'lighthouse keeper', projectId: project.body.data.id },
+    });
     expect(search.status).toBe(200);
     expect(search.body.data.results[0]).toMatchObject({ documentId });
   }, 180_000);

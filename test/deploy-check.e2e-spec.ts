@@ -9,11 +9,15 @@ const CHART = join(ROOT, 'deploy', 'helm', 'atrium');
 /** `npm run check:deploy` (helm lint/template, Kubernetes 1.36 schemas, the chart's rules, compose against the README). */
 function checkDeploy(env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--disable-warning=MODULE_TYPELESS_PACKAGE_JSON', join(ROOT, 'scripts', 'check-deploy.ts')], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--disable-warning=MODULE_TYPELESS_PACKAGE_JSON', join(ROOT, 'scripts', 'check-deploy.ts')],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -41,10 +45,15 @@ describe('deployment check (npm run check:deploy)', () => {
     const helpers = join(chart, 'templates', '_helpers.tpl');
     writeFileSync(
       helpers,
-      readFileSync(helpers, 'utf8').replace('readinessProbe:', 'readinesProbe:').replace('readOnlyRootFilesystem: true', 'readOnlyRootFilesystem: false'),
+      readFileSync(helpers, 'utf8')
+        .replace('readinessProbe:', 'readinesProbe:')
+        .replace('readOnlyRootFilesystem: true', 'readOnlyRootFilesystem: false'),
     );
     const values = join(chart, 'values.yaml');
-    writeFileSync(values, readFileSync(values, 'utf8').replace('terminationGracePeriodSeconds: 20', 'terminationGracePeriodSeconds: 10'));
+    writeFileSync(
+      values,
+      readFileSync(values, 'utf8').replace('terminationGracePeriodSeconds: 20', 'terminationGracePeriodSeconds: 10'),
+    );
     const { code, output } = await checkDeploy({ CHECK_DEPLOY_CHART: chart });
     expect(code).toBe(1);
     expect(output).toMatch(/Deployment\/atrium-api: types: .*'"readinesProbe"' does not exist in type 'IContainer'/);
@@ -56,7 +65,10 @@ describe('deployment check (npm run check:deploy)', () => {
   it('fails a compose file that does not pass PUBLIC_URL or whose header miscounts the workers', async () => {
     const compose = join(scratch, 'docker-compose.yml');
     const text = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
-    writeFileSync(compose, text.replace(/^\s+PUBLIC_URL:\n/m, '').replace('two worker processes', 'one worker process'));
+    writeFileSync(
+      compose,
+      text.replace(/^\s+PUBLIC_URL:\n/m, '').replace('two worker processes', 'one worker process'),
+    );
     const { code, output } = await checkDeploy({ CHECK_DEPLOY_COMPOSE: compose });
     expect(code).toBe(1);
     expect(output).toMatch(/docker-compose.yml api: does not pass PUBLIC_URL/);

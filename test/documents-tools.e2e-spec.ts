@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { bearer, callTool, makeApiKey, makeUser, toolResult, type ApiKeyOptions, type TestUser } from './support/factories.js';
+import {
+  bearer,
+  callTool,
+  makeApiKey,
+  makeUser,
+  toolResult,
+  type ApiKeyOptions,
+  type TestUser,
+} from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 /** See api-keys.e2e-spec.ts: one pooled connection keeps the embedded engine correct under concurrency. */
@@ -24,8 +32,13 @@ describe('document tools through the Area A gateway', () => {
     keys.alice = await makeKey(alice);
     keys.bob = await makeKey(bob);
     keys.carol = await makeKey(carol);
-    projectId = (await app.http.post('/api/projects').set(bearer(alice.token)).send({ name: 'Docs' }).expect(201)).body.data.id;
-    await app.http.post(`/api/projects/${projectId}/members`).set(bearer(alice.token)).send({ userId: bob.id, role: 'editor' }).expect(201);
+    projectId = (await app.http.post('/api/projects').set(bearer(alice.token)).send({ name: 'Docs' }).expect(201)).body
+      .data.id;
+    await app.http
+      .post(`/api/projects/${projectId}/members`)
+      .set(bearer(alice.token))
+      .send({ userId: bob.id, role: 'editor' })
+      .expect(201);
   });
   afterAll(async () => {
     await app.close();
@@ -34,7 +47,15 @@ describe('document tools through the Area A gateway', () => {
   it('lists the five document tools with the catalog parameters', async () => {
     const res = await app.http.get('/api/v1/public/mcp/tools').set(bearer(keys.alice)).expect(200);
     const names = res.body.tools.map((t: { name: string }) => t.name);
-    expect(names).toEqual(expect.arrayContaining(['list_documents', 'get_document', 'create_document', 'update_document', 'delete_document']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'list_documents',
+        'get_document',
+        'create_document',
+        'update_document',
+        'delete_document',
+      ]),
+    );
     const list = res.body.tools.find((t: { name: string }) => t.name === 'list_documents');
     expect(list.scope).toBe('docs:read');
     expect(list.parameters).toMatchObject({
@@ -71,25 +92,47 @@ describe('document tools through the Area A gateway', () => {
     expect(got.content).toBe('# Steps\n1. restart');
     const bare = await result(keys.alice, 'get_document', { document_id: created.id, include_content: false });
     expect(bare).not.toHaveProperty('content');
-    const updated = await result(keys.alice, 'update_document', { document_id: created.id, content: 'v2', title: 'Runbook v2' });
+    const updated = await result(keys.alice, 'update_document', {
+      document_id: created.id,
+      content: 'v2',
+      title: 'Runbook v2',
+    });
     expect(updated).toMatchObject({ title: 'Runbook v2', content: 'v2', status: 'processing' });
     const listed = await result(keys.alice, 'list_documents', { query: 'runbook' });
     expect(listed.map((d: { id: string }) => d.id)).toContain(created.id);
     expect(listed[0]).not.toHaveProperty('content');
-    expect(await result(keys.alice, 'delete_document', { document_id: created.id })).toEqual({ id: created.id, deleted: true });
+    expect(await result(keys.alice, 'delete_document', { document_id: created.id })).toEqual({
+      id: created.id,
+      deleted: true,
+    });
     const gone = await call(keys.alice, 'get_document', { document_id: created.id }).expect(404);
     expect(gone.body.error.code).toBe('not_found');
   });
 
   it('keeps private documents to their author and lets others read but not change public ones', async () => {
-    const secret = await result(keys.alice, 'create_document', { title: 'Secret', content: 'private', project_id: projectId });
-    const shared = await result(keys.alice, 'create_document', { title: 'Shared', content: 'public', project_id: projectId, is_public: true });
-    const open = await result(keys.alice, 'create_document', { title: 'Open letter', content: 'to everyone', is_public: true });
+    const secret = await result(keys.alice, 'create_document', {
+      title: 'Secret',
+      content: 'private',
+      project_id: projectId,
+    });
+    const shared = await result(keys.alice, 'create_document', {
+      title: 'Shared',
+      content: 'public',
+      project_id: projectId,
+      is_public: true,
+    });
+    const open = await result(keys.alice, 'create_document', {
+      title: 'Open letter',
+      content: 'to everyone',
+      is_public: true,
+    });
 
     // Bob (a project member) sees the public one, not the private one.
     expect((await call(keys.bob, 'get_document', { document_id: secret.id })).status).toBe(404);
     expect((await result(keys.bob, 'get_document', { document_id: shared.id })).content).toBe('public');
-    const bobList = (await result(keys.bob, 'list_documents', { project_id: projectId })).map((d: { id: string }) => d.id);
+    const bobList = (await result(keys.bob, 'list_documents', { project_id: projectId })).map(
+      (d: { id: string }) => d.id,
+    );
     expect(bobList).toContain(shared.id);
     expect(bobList).not.toContain(secret.id);
     // Carol (not a member) sees neither project document, but a public one without a project.
@@ -102,7 +145,9 @@ describe('document tools through the Area A gateway', () => {
     expect((await call(keys.bob, 'delete_document', { document_id: shared.id })).status).toBe(403);
     expect((await call(keys.carol, 'delete_document', { document_id: open.id })).status).toBe(403);
     expect((await call(keys.bob, 'delete_document', { document_id: secret.id })).status).toBe(404);
-    expect((await call(keys.carol, 'create_document', { title: 'x', content: 'x', project_id: projectId })).status).toBe(404);
+    expect(
+      (await call(keys.carol, 'create_document', { title: 'x', content: 'x', project_id: projectId })).status,
+    ).toBe(404);
   });
 
   it('validates arguments and honours scopes and project pins', async () => {
@@ -117,7 +162,11 @@ describe('document tools through the Area A gateway', () => {
     expect(denied.body.error).toMatchObject({ code: 'insufficient_scope', details: { required_scope: 'docs:write' } });
 
     const pinned = await makeKey(alice, { projectIds: [projectId] });
-    const inProject = await result(pinned, 'create_document', { title: 'Pinned', content: 'in project', project_id: projectId });
+    const inProject = await result(pinned, 'create_document', {
+      title: 'Pinned',
+      content: 'in project',
+      project_id: projectId,
+    });
     const listed = (await result(pinned, 'list_documents')).map((d: { project_id: string | null }) => d.project_id);
     expect(new Set(listed)).toEqual(new Set([projectId]));
     const loose = await result(keys.alice, 'create_document', { title: 'Loose', content: 'no project' });
@@ -144,7 +193,8 @@ describe('document tools through the Area A gateway', () => {
   });
 
   it('marks a list longer than its limit as truncated', async () => {
-    for (let i = 0; i < 3; i += 1) await result(keys.bob, 'create_document', { title: `Bulk ${i}`, content: `bulk ${i}` });
+    for (let i = 0; i < 3; i += 1)
+      await result(keys.bob, 'create_document', { title: `Bulk ${i}`, content: `bulk ${i}` });
     const res = await call(keys.bob, 'list_documents', { query: 'Bulk', limit: 2 }).expect(200);
     expect(res.body.result).toHaveLength(2);
     expect(res.headers['x-truncated']).toBe('true');

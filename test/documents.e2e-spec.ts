@@ -35,7 +35,8 @@ describe('documents (upload, list, get, delete, visibility)', () => {
     for (;;) {
       const res = await app.http.get(`/api/documents/${documentId}`).set(bearer(token)).expect(200);
       if (['indexed', 'failed'].includes(res.body.data.status)) return res.body.data;
-      if (Date.now() - started > 60_000) throw new Error(`document ${documentId} still ${res.body.data.status} after 60 s`);
+      if (Date.now() - started > 60_000)
+        throw new Error(`document ${documentId} still ${res.body.data.status} after 60 s`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
@@ -51,8 +52,15 @@ describe('documents (upload, list, get, delete, visibility)', () => {
     viewer = await makeUser(app);
     stranger = await makeUser(app);
     projectId = await makeProject(owner);
-    for (const [user, role] of [[editor, 'editor'], [viewer, 'viewer']] as const) {
-      await app.http.post(`/api/projects/${projectId}/members`).set(bearer(owner.token)).send({ userId: user.id, role }).expect(201);
+    for (const [user, role] of [
+      [editor, 'editor'],
+      [viewer, 'viewer'],
+    ] as const) {
+      await app.http
+        .post(`/api/projects/${projectId}/members`)
+        .set(bearer(owner.token))
+        .send({ userId: user.id, role })
+        .expect(201);
     }
     events = [];
     app.app.get(DocumentEventsService).subscribe((event) => {
@@ -67,42 +75,60 @@ describe('documents (upload, list, get, delete, visibility)', () => {
     const samples: Array<[string, () => Buffer, string, string]> = [
       ['notes.txt', () => Buffer.from('plain text notes\nsecond line'), 'text/plain', 'plain text notes'],
       ['readme.md', () => Buffer.from('# Title\n\nSome *markdown*.'), 'text/markdown', '# Title'],
-      ['page.html', () => Buffer.from('<html><head><script>var x = "hidden";</script></head><body><h1>Hello &amp; bye</h1><p>Para</p></body></html>'), 'text/html', 'Hello & bye\nPara'],
+      [
+        'page.html',
+        () =>
+          Buffer.from(
+            '<html><head><script>var x = "hidden";</script></head><body><h1>Hello &amp; bye</h1><p>Para</p></body></html>',
+          ),
+        'text/html',
+        'Hello & bye\nPara',
+      ],
       ['data.csv', () => Buffer.from('a,b\n1,2\n'), 'text/csv', 'a,b'],
       ['data.json', () => Buffer.from('{"k": "json value"}'), 'application/json', 'json value'],
       ['report.pdf', () => makePdf('Quarterly report for Atrium'), 'application/pdf', 'Quarterly report for Atrium'],
-      ['memo.docx', () => makeDocx(['First paragraph of the memo', 'Second one']), 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', 'First paragraph of the memo'],
+      [
+        'memo.docx',
+        () => makeDocx(['First paragraph of the memo', 'Second one']),
+        'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+        'First paragraph of the memo',
+      ],
     ];
 
-    it.each(samples)('accepts %s, stores its bytes and extracts its text', async (name, build, mimeType, expectedText) => {
-      const bytes = build();
-      const res = await upload(owner.token, projectId, name, bytes).expect(201);
-      expect(res.body.data).toEqual({
-        id: expect.any(String),
-        projectId,
-        title: name,
-        mimeType,
-        sizeBytes: bytes.length,
-        sha256: createHash('sha256').update(bytes).digest('hex'),
-        isPublic: false,
-        authorId: owner.id,
-        status: 'uploaded',
-        error: null,
-        chunkCount: 0,
-        progress: null,
-        createdAt: expect.any(String),
-        updatedAt: expect.any(String),
-        indexedAt: null,
-      });
-      expect(await finalState(owner.token, res.body.data.id)).toMatchObject({ status: 'indexed', error: null });
-      const service = app.app.get(DocumentsService);
-      const { content } = await service.getWithContent(actorOf(owner), res.body.data.id);
-      expect(content).toContain(expectedText);
-      if (name.endsWith('.html')) expect(content).not.toContain('hidden');
-      const original = await service.getOriginal(actorOf(owner), res.body.data.id);
-      expect(original.bytes.equals(bytes)).toBe(true);
-      expect(events).toContainEqual(expect.objectContaining({ type: 'created', documentId: res.body.data.id, projectId }));
-    });
+    it.each(samples)(
+      'accepts %s, stores its bytes and extracts its text',
+      async (name, build, mimeType, expectedText) => {
+        const bytes = build();
+        const res = await upload(owner.token, projectId, name, bytes).expect(201);
+        expect(res.body.data).toEqual({
+          id: expect.any(String),
+          projectId,
+          title: name,
+          mimeType,
+          sizeBytes: bytes.length,
+          sha256: createHash('sha256').update(bytes).digest('hex'),
+          isPublic: false,
+          authorId: owner.id,
+          status: 'uploaded',
+          error: null,
+          chunkCount: 0,
+          progress: null,
+          createdAt: expect.any(String),
+          updatedAt: expect.any(String),
+          indexedAt: null,
+        });
+        expect(await finalState(owner.token, res.body.data.id)).toMatchObject({ status: 'indexed', error: null });
+        const service = app.app.get(DocumentsService);
+        const { content } = await service.getWithContent(actorOf(owner), res.body.data.id);
+        expect(content).toContain(expectedText);
+        if (name.endsWith('.html')) expect(content).not.toContain('hidden');
+        const original = await service.getOriginal(actorOf(owner), res.body.data.id);
+        expect(original.bytes.equals(bytes)).toBe(true);
+        expect(events).toContainEqual(
+          expect.objectContaining({ type: 'created', documentId: res.body.data.id, projectId }),
+        );
+      },
+    );
 
     it('keeps a corrupt PDF as failed with a clear reason (extraction runs after the answer)', async () => {
       const res = await upload(owner.token, projectId, 'broken.pdf', makeCorruptPdf(), { title: 'Broken' }).expect(201);
@@ -115,10 +141,14 @@ describe('documents (upload, list, get, delete, visibility)', () => {
     });
 
     it('refuses a file over UPLOAD_MAX_BYTES with 413, whether or not the length was declared far too large', async () => {
-      const slightlyOver = await upload(owner.token, projectId, 'big.txt', Buffer.alloc(UPLOAD_LIMIT + 1, 'a')).expect(413);
+      const slightlyOver = await upload(owner.token, projectId, 'big.txt', Buffer.alloc(UPLOAD_LIMIT + 1, 'a')).expect(
+        413,
+      );
       expect(slightlyOver.body.error.code).toBe('PAYLOAD_TOO_LARGE');
       expect(slightlyOver.body.error.message).toContain(String(UPLOAD_LIMIT));
-      const wayOver = await upload(owner.token, projectId, 'huge.txt', Buffer.alloc(UPLOAD_LIMIT * 3, 'a')).catch((error: { response?: unknown }) => error.response);
+      const wayOver = await upload(owner.token, projectId, 'huge.txt', Buffer.alloc(UPLOAD_LIMIT * 3, 'a')).catch(
+        (error: { response?: unknown }) => error.response,
+      );
       if (wayOver && typeof wayOver === 'object' && 'status' in wayOver) {
         expect((wayOver as { status: number }).status).toBe(413);
       }
@@ -143,7 +173,10 @@ describe('documents (upload, list, get, delete, visibility)', () => {
       const first = await upload(owner.token, projectId, 'dup.txt', bytes).expect(201);
       const again = await upload(owner.token, projectId, 'renamed.txt', bytes).expect(409);
       expect(again.body.error.code).toBe('CONFLICT');
-      expect(again.body.error.details).toEqual({ existingId: first.body.data.id, existingStatus: expect.stringMatching(/^(uploaded|processing|indexed)$/) });
+      expect(again.body.error.details).toEqual({
+        existingId: first.body.data.id,
+        existingStatus: expect.stringMatching(/^(uploaded|processing|indexed)$/),
+      });
       // Another author, or another project, is not a duplicate.
       await upload(editor.token, projectId, 'dup.txt', bytes).expect(201);
       const otherProject = await makeProject(owner);
@@ -156,14 +189,24 @@ describe('documents (upload, list, get, delete, visibility)', () => {
       const first = await upload(owner.token, projectId, 'idem.txt', bytes).set('Idempotency-Key', key).expect(201);
       const repeat = await upload(owner.token, projectId, 'idem.txt', bytes).set('Idempotency-Key', key).expect(201);
       expect(repeat.body.data).toEqual(first.body.data);
-      const other = await upload(owner.token, projectId, 'idem.txt', Buffer.from('different bytes')).set('Idempotency-Key', key).expect(409);
+      const other = await upload(owner.token, projectId, 'idem.txt', Buffer.from('different bytes'))
+        .set('Idempotency-Key', key)
+        .expect(409);
       expect(other.body.error.code).toBe('CONFLICT');
     });
 
     it('validates the request: file, projectId, isPublic, membership and role', async () => {
-      const noFile = await app.http.post('/api/documents/upload').set(bearer(owner.token)).field('projectId', projectId).expect(400);
+      const noFile = await app.http
+        .post('/api/documents/upload')
+        .set(bearer(owner.token))
+        .field('projectId', projectId)
+        .expect(400);
       expect(noFile.body.error.code).toBe('VALIDATION_FAILED');
-      await app.http.post('/api/documents/upload').set(bearer(owner.token)).attach('file', Buffer.from('x'), 'a.txt').expect(400);
+      await app.http
+        .post('/api/documents/upload')
+        .set(bearer(owner.token))
+        .attach('file', Buffer.from('x'), 'a.txt')
+        .expect(400);
       await upload(owner.token, 'not-a-uuid', 'a.txt', Buffer.from('x')).expect(400);
       await upload(owner.token, projectId, 'a.txt', Buffer.from('x'), { isPublic: 'maybe' }).expect(400);
       await upload(owner.token, projectId, 'empty.txt', Buffer.alloc(0)).expect(400);
@@ -171,7 +214,11 @@ describe('documents (upload, list, get, delete, visibility)', () => {
       await upload(owner.token, randomUUID(), 'a.txt', Buffer.from('x')).expect(404);
       const asViewer = await upload(viewer.token, projectId, 'a.txt', Buffer.from('x')).expect(403);
       expect(asViewer.body.error.code).toBe('FORBIDDEN');
-      await app.http.post('/api/documents/upload').field('projectId', projectId).attach('file', Buffer.from('x'), 'a.txt').expect(401);
+      await app.http
+        .post('/api/documents/upload')
+        .field('projectId', projectId)
+        .attach('file', Buffer.from('x'), 'a.txt')
+        .expect(401);
     });
   });
 
@@ -190,11 +237,19 @@ describe('documents (upload, list, get, delete, visibility)', () => {
       const project = await makeProject(owner);
       const other = await makeProject(owner);
       const mint = async (role: string) =>
-        (await app.http.post(`/api/projects/${project}/session-tokens`).set(bearer(owner.token)).send({ name: role, role }).expect(201)).body.data.token as string;
+        (
+          await app.http
+            .post(`/api/projects/${project}/session-tokens`)
+            .set(bearer(owner.token))
+            .send({ name: role, role })
+            .expect(201)
+        ).body.data.token as string;
       const editorToken = await mint('editor');
       const viewerToken = await mint('viewer');
 
-      const uploaded = await upload(editorToken, project, 'via-token.txt', Buffer.from('uploaded with a token')).expect(201);
+      const uploaded = await upload(editorToken, project, 'via-token.txt', Buffer.from('uploaded with a token')).expect(
+        201,
+      );
       expect(uploaded.body.data.authorId).toBe(owner.id);
       const id = uploaded.body.data.id;
       const list = await app.http.get(`/api/documents?projectId=${project}`).set(bearer(viewerToken)).expect(200);
@@ -241,8 +296,12 @@ describe('documents (upload, list, get, delete, visibility)', () => {
       expect(await state.markFailed(doc.id, oldSha, 'late failure')).toBe(false);
       expect(await state.markIndexed(doc.id, oldSha, 999)).toBe(false);
       const after = await service.findVisible(actorOf(owner), doc.id);
-      expect(after).toMatchObject({ status: 'indexed', sha256: updated.sha256, chunkCount: indexed.chunkCount, error: null });
+      expect(after).toMatchObject({
+        status: 'indexed',
+        sha256: updated.sha256,
+        chunkCount: indexed.chunkCount,
+        error: null,
+      });
     });
-
   });
 });

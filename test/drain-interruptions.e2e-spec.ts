@@ -2,7 +2,13 @@ import { Client } from 'pg';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { FakeEmbeddings } from './support/fake-embeddings-server.js';
 import { FakeLlmServer } from './support/fake-llm-server.js';
-import { createTestDatabase, deploymentEnv, startTestApp, type TestApp, type TestDatabase } from './support/test-app.js';
+import {
+  createTestDatabase,
+  deploymentEnv,
+  startTestApp,
+  type TestApp,
+  type TestDatabase,
+} from './support/test-app.js';
 import { pollUntil, waitFor } from './support/wait.js';
 
 /**
@@ -68,22 +74,40 @@ describe('drains are not interruptions', () => {
     await app.close();
   };
   const login = async (app: TestApp, email: string): Promise<string> =>
-    (await app.http.post('/api/auth/login').send({ email, password: 'drain-test-password' }).expect(200)).body.data.accessToken as string;
-  const newUser = async (app: TestApp, email: string): Promise<TestUser> => makeUser(app, { email, password: 'drain-test-password' });
+    (await app.http.post('/api/auth/login').send({ email, password: 'drain-test-password' }).expect(200)).body.data
+      .accessToken as string;
+  const newUser = async (app: TestApp, email: string): Promise<TestUser> =>
+    makeUser(app, { email, password: 'drain-test-password' });
 
   it(`an indexing job drained ${DRAINS} times mid-document is resumed each time and ends indexed, every chunk stored once`, async () => {
     let app = await start();
     const user = await newUser(app, 'drained-indexing@example.com');
-    const projectId = (await app.http.post('/api/projects').set(bearer(user.token)).send({ name: 'Drained' }).expect(201)).body.data.id as string;
-    const text = Array.from({ length: 3_000 }, (_, i) => `Paragraph ${i}: a document indexed across many deploys, each chunk once (${i}).`).join('\n\n');
-    const upload = await app.http.post('/api/documents/upload').set(bearer(user.token)).field('projectId', projectId).attach('file', Buffer.from(text), 'long.md').expect(201);
+    const projectId = (
+      await app.http.post('/api/projects').set(bearer(user.token)).send({ name: 'Drained' }).expect(201)
+    ).body.data.id as string;
+    const text = Array.from(
+      { length: 3_000 },
+      (_, i) => `Paragraph ${i}: a document indexed across many deploys, each chunk once (${i}).`,
+    ).join('\n\n');
+    const upload = await app.http
+      .post('/api/documents/upload')
+      .set(bearer(user.token))
+      .field('projectId', projectId)
+      .attach('file', Buffer.from(text), 'long.md')
+      .expect(201);
     const documentId = upload.body.data.id as string;
-    const stored = async () => Number((await db.query(`SELECT count(*) AS n FROM document_chunks WHERE document_id = $1`, [documentId])).rows[0].n);
+    const stored = async () =>
+      Number(
+        (await db.query(`SELECT count(*) AS n FROM document_chunks WHERE document_id = $1`, [documentId])).rows[0].n,
+      );
 
     const storedAtDrain: number[] = [];
     for (let drain = 0; drain < DRAINS; drain += 1) {
       const before = await stored();
-      await pollUntil('indexing under way on this instance', stored, (n) => n > before, { timeoutMs: 60_000, intervalMs: 100 });
+      await pollUntil('indexing under way on this instance', stored, (n) => n > before, {
+        timeoutMs: 60_000,
+        intervalMs: 100,
+      });
       storedAtDrain.push(await stored());
       await close(app); // the drain: the job's claim is handed back between two batches
       app = await start();
@@ -96,31 +120,54 @@ describe('drains are not interruptions', () => {
       { timeoutMs: 240_000, intervalMs: 300 },
     );
     expect(document.status).toBe('indexed');
-    const job = (await db.query(`SELECT status, attempts, slices, error FROM indexing_jobs WHERE $1 = ANY(document_ids)`, [documentId])).rows[0];
+    const job = (
+      await db.query(`SELECT status, attempts, slices, error FROM indexing_jobs WHERE $1 = ANY(document_ids)`, [
+        documentId,
+      ])
+    ).rows[0];
     // Every drain was counted as a hand-back, none as an interruption: the claims less the hand-backs is the last one.
     expect(job).toMatchObject({ status: 'succeeded', error: null });
     expect(job.attempts - job.slices).toBe(1);
     expect(job.attempts).toBeGreaterThanOrEqual(DRAINS + 1);
-    const chunks = (await db.query(`SELECT count(*)::int AS n, count(DISTINCT chunk_index)::int AS distinct_n FROM document_chunks WHERE document_id = $1`, [documentId])).rows[0];
+    const chunks = (
+      await db.query(
+        `SELECT count(*)::int AS n, count(DISTINCT chunk_index)::int AS distinct_n FROM document_chunks WHERE document_id = $1`,
+        [documentId],
+      )
+    ).rows[0];
     expect(chunks.n).toBe(document.chunkCount);
     expect(chunks.distinct_n).toBe(document.chunkCount);
     // Each instance went on after the chunks stored before it: nothing was embedded twice.
     expect(embeddings.texts.length - new Set(embeddings.texts).size).toBe(0);
     // eslint-disable-next-line no-console
-    console.log(`indexing drained ${DRAINS} times: chunks stored at each drain ${storedAtDrain.join(', ')} of ${document.chunkCount}; attempts ${job.attempts}, hand-backs ${job.slices}`);
+    console.log(
+      `indexing drained ${DRAINS} times: chunks stored at each drain ${storedAtDrain.join(', ')} of ${document.chunkCount}; attempts ${job.attempts}, hand-backs ${job.slices}`,
+    );
     await close(app);
   }, 600_000);
 
   it(`an agent run drained ${DRAINS} times mid model call is resumed each time and succeeds`, async () => {
     let app = await start();
     const user = await newUser(app, 'drained-run@example.com');
-    const projectId = (await app.http.post('/api/projects').set(bearer(user.token)).send({ name: 'Drained runs' }).expect(201)).body.data.id as string;
+    const projectId = (
+      await app.http.post('/api/projects').set(bearer(user.token)).send({ name: 'Drained runs' }).expect(201)
+    ).body.data.id as string;
     // Each instance's model call never answers: the run is mid-step at every drain; the last instance's call answers.
     llm.play(...Array.from({ length: DRAINS }, () => ({ hang: true })), { content: 'Finished after the deploys.' });
-    const runId = (await app.http.post('/api/agent/execute').set(bearer(user.token)).send({ projectId, input: 'say done', approval: 'none' }).expect(202)).body.data.jobId as string;
+    const runId = (
+      await app.http
+        .post('/api/agent/execute')
+        .set(bearer(user.token))
+        .send({ projectId, input: 'say done', approval: 'none' })
+        .expect(202)
+    ).body.data.jobId as string;
     for (let drain = 0; drain < DRAINS; drain += 1) {
       const asked = drain + 1;
-      await waitFor('the model call of this instance under way', async () => llm.requests.length >= asked || undefined, { timeoutMs: 60_000, intervalMs: 50 });
+      await waitFor(
+        'the model call of this instance under way',
+        async () => llm.requests.length >= asked || undefined,
+        { timeoutMs: 60_000, intervalMs: 50 },
+      );
       await close(app);
       app = await start();
     }

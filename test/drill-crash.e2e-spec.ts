@@ -76,8 +76,10 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
         lastProgress = progress;
         lastChange = Date.now();
       }
-      if (Date.now() - lastChange > stallMs) throw new Error(`${label}: no progress for ${stallMs} ms (stuck at ${progress})`);
-      if (Date.now() - started > capMs) throw new Error(`${label}: still moving but not reached within ${capMs} ms (at ${progress})`);
+      if (Date.now() - lastChange > stallMs)
+        throw new Error(`${label}: no progress for ${stallMs} ms (stuck at ${progress})`);
+      if (Date.now() - started > capMs)
+        throw new Error(`${label}: still moving but not reached within ${capMs} ms (at ${progress})`);
       await sleep(250);
     }
   }
@@ -118,8 +120,14 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
     };
     api = await start('api');
     const credentials = { email: 'crash@example.com', password: 'crash-drill-password', name: 'Crash' };
-    expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(201);
-    const login = await call(api.baseUrl, { method: 'POST', path: '/api/auth/login', body: { email: credentials.email, password: credentials.password } });
+    expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(
+      201,
+    );
+    const login = await call(api.baseUrl, {
+      method: 'POST',
+      path: '/api/auth/login',
+      body: { email: credentials.email, password: credentials.password },
+    });
     if (login.status !== 200) throw new Error(`login → ${login.status} ${login.text}`);
     token = login.json.data.accessToken;
   }, 240_000);
@@ -133,7 +141,11 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
     await embeddings?.stop();
     rmSync(dataDir, { recursive: true, force: true });
     // eslint-disable-next-line no-console
-    console.log(`drill-crash figures:\n${Object.entries(figures).map(([k, v]) => `  ${k}: ${v}`).join('\n')}`);
+    console.log(
+      `drill-crash figures:\n${Object.entries(figures)
+        .map(([k, v]) => `  ${k}: ${v}`)
+        .join('\n')}`,
+    );
   });
 
   /** Documents long enough for several chunks each; each upload queues one ingest job (no worker yet). */
@@ -141,7 +153,11 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
     const projectId = (await b('POST', '/api/projects', { name })).json.data.id;
     const documentIds: string[] = [];
     for (let i = 0; i < DOCS_PER_SCENARIO; i += 1) {
-      const paragraphs = Array.from({ length: 6 }, (_, p) => `Paragraph ${p} of document ${i} in ${name}: ${'the crash drill checks recovery of indexing jobs '.repeat(3)}`);
+      const paragraphs = Array.from(
+        { length: 6 },
+        (_, p) =>
+          `Paragraph ${p} of document ${i} in ${name}: ${'the crash drill checks recovery of indexing jobs '.repeat(3)}`,
+      );
       const form = new FormData();
       form.append('file', new Blob([paragraphs.join('\n\n')], { type: 'text/markdown' }), `doc-${i}.md`);
       form.append('projectId', projectId);
@@ -162,11 +178,19 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
   }
 
   async function jobsOf(projectId: string): Promise<{ id: string; status: string; attempts: number; done: number }[]> {
-    return (await db.query(`SELECT id, status, attempts, done FROM indexing_jobs WHERE project_id = $1`, [projectId])).rows;
+    return (await db.query(`SELECT id, status, attempts, done FROM indexing_jobs WHERE project_id = $1`, [projectId]))
+      .rows;
   }
 
   /** After recovery: every job final, each document stored once (no duplicate chunks), the run and its tool call once. */
-  async function verify(label: string, projectId: string, documentIds: string[], runId: string, title: string, embeddedBefore: number): Promise<void> {
+  async function verify(
+    label: string,
+    projectId: string,
+    documentIds: string[],
+    runId: string,
+    title: string,
+    embeddedBefore: number,
+  ): Promise<void> {
     // Issue 16: the jobs were not stuck, only slow. Each one embeds in batches behind a 400 ms fake
     // provider and a worker runs one job at a time, so the time after the kill is the remaining jobs'
     // work, which grows with the machine's load (the timeline figure below shows it); a fixed 45 s failed
@@ -174,34 +198,56 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
     const jobs = await waitWhileProgressing(`${label}: every ingest job final`, async () => {
       const rows = await jobsOf(projectId);
       const done = rows.length === documentIds.length && rows.every((r) => FINAL.includes(r.status)) ? rows : undefined;
-      return { done, progress: rows.map((r) => `${r.status}/${r.attempts}/${r.done}`).sort().join(',') };
+      return {
+        done,
+        progress: rows
+          .map((r) => `${r.status}/${r.attempts}/${r.done}`)
+          .sort()
+          .join(','),
+      };
     });
-    const run = await waitFor(`${label}: agent run final`, async () => {
-      const r = (await b('GET', `/api/agent/status/${runId}`)).json.data;
-      return FINAL.includes(r.status) ? r : undefined;
-    }, 30_000);
+    const run = await waitFor(
+      `${label}: agent run final`,
+      async () => {
+        const r = (await b('GET', `/api/agent/status/${runId}`)).json.data;
+        return FINAL.includes(r.status) ? r : undefined;
+      },
+      30_000,
+    );
     const notSucceeded = jobs.filter((j) => j.status !== 'succeeded').length;
-    const duplicates = (await db.query(
-      `SELECT count(*)::int AS n FROM (SELECT document_id, chunk_index FROM document_chunks WHERE document_id = ANY($1::uuid[]) GROUP BY 1, 2 HAVING count(*) > 1) d`,
-      [documentIds],
-    )).rows[0].n as number;
-    const docs = (await db.query(`SELECT id, status FROM documents WHERE id = ANY($1::uuid[])`, [documentIds])).rows as { id: string; status: string }[];
-    const chunkTexts = (await db.query(`SELECT text FROM document_chunks WHERE document_id = ANY($1::uuid[])`, [documentIds])).rows.map((r: { text: string }) => r.text);
+    const duplicates = (
+      await db.query(
+        `SELECT count(*)::int AS n FROM (SELECT document_id, chunk_index FROM document_chunks WHERE document_id = ANY($1::uuid[]) GROUP BY 1, 2 HAVING count(*) > 1) d`,
+        [documentIds],
+      )
+    ).rows[0].n as number;
+    const docs = (await db.query(`SELECT id, status FROM documents WHERE id = ANY($1::uuid[])`, [documentIds]))
+      .rows as { id: string; status: string }[];
+    const chunkTexts = (
+      await db.query(`SELECT text FROM document_chunks WHERE document_id = ANY($1::uuid[])`, [documentIds])
+    ).rows.map((r: { text: string }) => r.text);
     // Texts embedded more than once: the work a killed worker had in flight, done again (stored once).
     const embedded = embeddings.texts.slice(embeddedBefore);
     const reEmbedded = chunkTexts.filter((text: string) => embedded.filter((e) => e === text).length > 1).length;
-    const tasks = (await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = $1`, [title])).rows[0].n as number;
-    figures[`${label}: ingest jobs lost / not succeeded`] = `${notSucceeded} of ${jobs.length} (attempts: ${jobs.map((j) => j.attempts).join(',')})`;
+    const tasks = (await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = $1`, [title])).rows[0]
+      .n as number;
+    figures[`${label}: ingest jobs lost / not succeeded`] =
+      `${notSucceeded} of ${jobs.length} (attempts: ${jobs.map((j) => j.attempts).join(',')})`;
     figures[`${label}: duplicate stored chunks`] = duplicates;
     // Where the time went: a stuck job shows as one long run or a long gap before its last attempt.
-    const timeline = (await db.query(
-      `SELECT attempts, round(extract(epoch FROM (started_at - created_at)))::int AS waited_s, round(extract(epoch FROM (finished_at - started_at)) * 10)::float / 10 AS ran_s
+    const timeline = (
+      await db.query(
+        `SELECT attempts, round(extract(epoch FROM (started_at - created_at)))::int AS waited_s, round(extract(epoch FROM (finished_at - started_at)) * 10)::float / 10 AS ran_s
          FROM indexing_jobs WHERE project_id = $1 ORDER BY finished_at`,
-      [projectId],
-    )).rows as { attempts: number; waited_s: number; ran_s: number }[];
-    figures[`${label}: jobs (attempts:waited s→ran s, by finish)`] = timeline.map((t) => `${t.attempts}:${t.waited_s}→${t.ran_s}`).join(' ');
+        [projectId],
+      )
+    ).rows as { attempts: number; waited_s: number; ran_s: number }[];
+    figures[`${label}: jobs (attempts:waited s→ran s, by finish)`] = timeline
+      .map((t) => `${t.attempts}:${t.waited_s}→${t.ran_s}`)
+      .join(' ');
     figures[`${label}: chunks re-embedded after the kill`] = `${reEmbedded} of ${chunkTexts.length}`;
-    figures[`${label}: agent run`] = `${run.status}, tool calls ${JSON.stringify(run.steps.filter((s: any) => s.type === 'tool_call').map((s: any) => s.status))}, tasks created ${tasks}`;
+    figures[`${label}: agent run`] =
+      `${run.status}, tool calls ${JSON.stringify(run.steps.filter((s: any) => s.type === 'tool_call').map((s: any) => s.status))}, tasks created ${tasks}`;
     expect(notSucceeded).toBe(0);
     expect(duplicates).toBe(0);
     expect(docs.every((d) => d.status === 'indexed')).toBe(true);
@@ -219,7 +265,8 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
     await waitFor(`${label}: mid-work`, async () => {
       const done = (await jobsOf(projectId)).filter((j) => j.status === 'succeeded').length;
       const run = (await b('GET', `/api/agent/status/${runId}`)).json.data;
-      const toolDone = run.steps.some((s: any) => s.type === 'tool_call' && s.status === 'ok') && llm.requests.length >= 2;
+      const toolDone =
+        run.steps.some((s: any) => s.type === 'tool_call' && s.status === 'ok') && llm.requests.length >= 2;
       return done >= 2 && toolDone;
     });
     const w2 = takeOver === 'second-worker' ? await start('worker') : undefined;
@@ -229,7 +276,8 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
     if (takeOver === 'restart') await start('worker');
     await verify(label, projectId, documentIds, runId, title, embeddedBefore);
     figures[`${label}: recovered within`] = `${Date.now() - killedAt} ms`;
-    for (const p of processes) if (p !== api && p.child.exitCode === null && p.child.signalCode === null) await kill9(p);
+    for (const p of processes)
+      if (p !== api && p.child.exitCode === null && p.child.signalCode === null) await kill9(p);
     void w2;
   }
 
@@ -250,8 +298,11 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
   it('an all-in-one process killed during a stream of concurrent uploads: every answered upload ends final, none indexed twice', async () => {
     embeddings.delayMs = 0;
     const all = await start('all');
-    const projectId = (await call(all.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'upload-stream' } })).json.data.id as string;
-    const bodyOf = (i: number) => `# Upload ${i}\n\n${`Stream upload number ${i} checks that a kill -9 never strands a document. `.repeat(4 + (i % 5))}`;
+    const projectId = (
+      await call(all.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'upload-stream' } })
+    ).json.data.id as string;
+    const bodyOf = (i: number) =>
+      `# Upload ${i}\n\n${`Stream upload number ${i} checks that a kill -9 never strands a document. `.repeat(4 + (i % 5))}`;
     const answered = new Map<number, string>();
     let next = 0;
     let killed = false;
@@ -275,41 +326,59 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
     killed = true;
     await Promise.all(uploaders);
     const killedAt = Date.now();
-    const stranded = (await db.query(
-      `SELECT count(*)::int AS n FROM documents d WHERE d.project_id = $1 AND d.status IN ('uploaded', 'processing')
+    const stranded = (
+      await db.query(
+        `SELECT count(*)::int AS n FROM documents d WHERE d.project_id = $1 AND d.status IN ('uploaded', 'processing')
          AND NOT EXISTS (SELECT 1 FROM indexing_jobs j WHERE j.status IN ('queued', 'running') AND d.id = ANY(j.document_ids))`,
-      [projectId],
-    )).rows[0].n as number;
+        [projectId],
+      )
+    ).rows[0].n as number;
     const restarted = await start('all');
     // Recovery bound: stale after 1.5 s + a sweep every 0.3 s, plus the indexing itself on a busy machine.
-    const docs = await waitFor('every stored upload final', async () => {
-      const rows = (await db.query(`SELECT id, status, chunk_count FROM documents WHERE project_id = $1`, [projectId])).rows as { id: string; status: string; chunk_count: number }[];
-      return rows.every((r) => r.status === 'indexed' || r.status === 'failed') ? rows : undefined;
-    }, 60_000);
+    const docs = await waitFor(
+      'every stored upload final',
+      async () => {
+        const rows = (
+          await db.query(`SELECT id, status, chunk_count FROM documents WHERE project_id = $1`, [projectId])
+        ).rows as { id: string; status: string; chunk_count: number }[];
+        return rows.every((r) => r.status === 'indexed' || r.status === 'failed') ? rows : undefined;
+      },
+      60_000,
+    );
     const recoveredIn = Date.now() - killedAt;
     const byId = new Map(docs.map((d) => [d.id, d]));
-    const duplicates = (await db.query(
-      `SELECT count(*)::int AS n FROM (SELECT document_id, chunk_index FROM document_chunks c JOIN documents d ON d.id = c.document_id
+    const duplicates = (
+      await db.query(
+        `SELECT count(*)::int AS n FROM (SELECT document_id, chunk_index FROM document_chunks c JOIN documents d ON d.id = c.document_id
          WHERE d.project_id = $1 GROUP BY 1, 2 HAVING count(*) > 1) x`,
-      [projectId],
-    )).rows[0].n as number;
-    const miscounted = (await db.query(
-      `SELECT count(*)::int AS n FROM documents d WHERE d.project_id = $1 AND d.status = 'indexed'
+        [projectId],
+      )
+    ).rows[0].n as number;
+    const miscounted = (
+      await db.query(
+        `SELECT count(*)::int AS n FROM documents d WHERE d.project_id = $1 AND d.status = 'indexed'
          AND d.chunk_count <> (SELECT count(*) FROM document_chunks c WHERE c.document_id = d.id)`,
-      [projectId],
-    )).rows[0].n as number;
+        [projectId],
+      )
+    ).rows[0].n as number;
     // A client retrying an answered upload after the crash finds it final, not stuck.
     const [retryIndex, retryId] = [...answered.entries()][0];
     const form = new FormData();
     form.append('file', new Blob([bodyOf(retryIndex)], { type: 'text/markdown' }), `stream-${retryIndex}.md`);
     form.append('projectId', projectId);
-    const retry = await call(restarted.baseUrl, { method: 'POST', path: '/api/documents/upload', token, rawBody: form });
+    const retry = await call(restarted.baseUrl, {
+      method: 'POST',
+      path: '/api/documents/upload',
+      token,
+      rawBody: form,
+    });
 
     figures['upload stream kill -9: answered uploads'] = answered.size;
     figures['upload stream kill -9: stored documents'] = docs.length;
     figures['upload stream kill -9: documents without a live job right after the kill'] = stranded;
     figures['upload stream kill -9: all final within'] = `${recoveredIn} ms (incl. restart)`;
-    figures['upload stream kill -9: final states'] = `${docs.filter((d) => d.status === 'indexed').length} indexed, ${docs.filter((d) => d.status === 'failed').length} failed`;
+    figures['upload stream kill -9: final states'] =
+      `${docs.filter((d) => d.status === 'indexed').length} indexed, ${docs.filter((d) => d.status === 'failed').length} failed`;
     figures['upload stream kill -9: duplicate chunks / miscounted documents'] = `${duplicates} / ${miscounted}`;
     for (const id of answered.values()) expect(byId.get(id)?.status).toBe('indexed');
     expect(duplicates).toBe(0);
@@ -331,7 +400,12 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
     const worker = async () => {
       while (!stop) {
         try {
-          const res = await call(api.baseUrl, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name: 'list_tasks', arguments: {} } });
+          const res = await call(api.baseUrl, {
+            method: 'POST',
+            path: '/api/v1/public/mcp/call',
+            token: key,
+            body: { name: 'list_tasks', arguments: {} },
+          });
           if (res.status === 200) acknowledged += 1;
         } catch {
           return; // the process is gone
@@ -345,7 +419,9 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
     await Promise.all(callers);
     api = await start('api');
     await sleep(500);
-    const counted = Number((await db.query(`SELECT call_count FROM api_keys WHERE id = $1`, [keyId])).rows[0].call_count);
+    const counted = Number(
+      (await db.query(`SELECT call_count FROM api_keys WHERE id = $1`, [keyId])).rows[0].call_count,
+    );
     figures['api kill -9: acknowledged Area A calls'] = acknowledged;
     figures['api kill -9: counted'] = counted;
     figures['api kill -9: lost call counts'] = Math.max(0, acknowledged - counted);

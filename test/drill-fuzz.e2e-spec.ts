@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { call, drillSeed, envInt, excerpt, internalsIn, Prng, type RawRequest, type RawResponse } from './support/drill-helpers';
+import {
+  call,
+  drillSeed,
+  envInt,
+  excerpt,
+  internalsIn,
+  Prng,
+  type RawRequest,
+  type RawResponse,
+} from './support/drill-helpers';
 import { makeUser, type TestUser } from './support/factories';
 import { startTestApp, type TestApp } from './support/test-app';
 
@@ -33,12 +42,35 @@ const AREA_B_CODES: Record<number, string[]> = {
 
 /** Parameters of each tool, with their type, as the catalog in API.md names them. */
 const TOOLS: Record<string, Record<string, 'str' | 'uuid' | 'int' | 'bool' | 'date' | 'list' | 'repo'>> = {
-  list_tasks: { status: 'str', assignee_id: 'uuid', project_id: 'uuid', priority: 'str', due_before: 'date', limit: 'int' },
+  list_tasks: {
+    status: 'str',
+    assignee_id: 'uuid',
+    project_id: 'uuid',
+    priority: 'str',
+    due_before: 'date',
+    limit: 'int',
+  },
   get_task: { task_id: 'uuid' },
   search_tasks: { query: 'str', status: 'str', limit: 'int' },
   task_stats: { project_id: 'uuid' },
-  create_task: { title: 'str', description: 'str', priority: 'str', status: 'str', due_date: 'date', assignee_id: 'uuid', project_id: 'uuid' },
-  update_task: { task_id: 'uuid', title: 'str', description: 'str', status: 'str', priority: 'str', due_date: 'date', assignee_id: 'uuid' },
+  create_task: {
+    title: 'str',
+    description: 'str',
+    priority: 'str',
+    status: 'str',
+    due_date: 'date',
+    assignee_id: 'uuid',
+    project_id: 'uuid',
+  },
+  update_task: {
+    task_id: 'uuid',
+    title: 'str',
+    description: 'str',
+    status: 'str',
+    priority: 'str',
+    due_date: 'date',
+    assignee_id: 'uuid',
+  },
   delete_task: { task_id: 'uuid' },
   list_documents: { project_id: 'uuid', query: 'str', limit: 'int' },
   get_document: { document_id: 'uuid', include_content: 'bool' },
@@ -72,17 +104,31 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
   beforeAll(async () => {
     // eslint-disable-next-line no-console
     console.log(`drill-fuzz: DRILL_SEED=${seed} (${randomCases} random cases)`);
-    t = await startTestApp({ env: { RATE_LIMIT_KEY_PER_MIN: '1000000', RATE_LIMIT_USER_PER_MIN: '1000000', RATE_LIMIT_LOGIN_PER_15_MIN: '100000' } });
+    t = await startTestApp({
+      env: {
+        RATE_LIMIT_KEY_PER_MIN: '1000000',
+        RATE_LIMIT_USER_PER_MIN: '1000000',
+        RATE_LIMIT_LOGIN_PER_15_MIN: '100000',
+      },
+    });
     user = await makeUser(t);
-    const b = (method: string, path: string, body?: unknown) => call(t.baseUrl, { method, path, token: user.token, body });
+    const b = (method: string, path: string, body?: unknown) =>
+      call(t.baseUrl, { method, path, token: user.token, body });
     projectId = (await b('POST', '/api/projects', { name: 'fuzz' })).json.data.id;
-    projectToken = (await b('POST', `/api/projects/${projectId}/session-tokens`, { name: 'fuzz', role: 'editor' })).json.data.token;
-    const created = await b('POST', '/api/api-keys', { name: 'fuzz', scopes: ['tasks:read', 'tasks:write', 'docs:read', 'docs:write', 'github:read', 'github:write'], expiresIn: 'never' });
+    projectToken = (await b('POST', `/api/projects/${projectId}/session-tokens`, { name: 'fuzz', role: 'editor' })).json
+      .data.token;
+    const created = await b('POST', '/api/api-keys', {
+      name: 'fuzz',
+      scopes: ['tasks:read', 'tasks:write', 'docs:read', 'docs:write', 'github:read', 'github:write'],
+      expiresIn: 'never',
+    });
     key = created.json.data.key;
     keyId = created.json.data.id;
-    const tool = (name: string, args: unknown) => call(t.baseUrl, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name, arguments: args } });
+    const tool = (name: string, args: unknown) =>
+      call(t.baseUrl, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name, arguments: args } });
     taskId = (await tool('create_task', { title: 'fuzz task', project_id: projectId })).json.result.id;
-    documentId = (await tool('create_document', { title: 'fuzz doc', content: 'fuzz content', project_id: projectId })).json.result.id;
+    documentId = (await tool('create_document', { title: 'fuzz doc', content: 'fuzz content', project_id: projectId }))
+      .json.result.id;
   }, 120_000);
 
   afterAll(async () => {
@@ -138,13 +184,20 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
   };
   const plausible = (type: string): unknown => {
     switch (type) {
-      case 'uuid': return rng.pick([taskId, documentId, projectId, randomUUID(), user.id]);
-      case 'int': return rng.int(1, 20);
-      case 'bool': return rng.chance(0.5);
-      case 'date': return '2026-12-01';
-      case 'list': return ['bug'];
-      case 'repo': return 'octo/hello';
-      default: return `fuzz ${rng.hex(6)}`;
+      case 'uuid':
+        return rng.pick([taskId, documentId, projectId, randomUUID(), user.id]);
+      case 'int':
+        return rng.int(1, 20);
+      case 'bool':
+        return rng.chance(0.5);
+      case 'date':
+        return '2026-12-01';
+      case 'list':
+        return ['bug'];
+      case 'repo':
+        return 'octo/hello';
+      default:
+        return `fuzz ${rng.hex(6)}`;
     }
   };
   const fuzzArgs = (tool: string): Record<string, unknown> => {
@@ -152,13 +205,18 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     for (const [name, type] of Object.entries(TOOLS[tool])) {
       if (rng.chance(0.25)) continue;
       // Deletes never get a real id: the seeded objects must survive for the last check.
-      args[name] = rng.chance(0.5) ? nasty() : tool.startsWith('delete_') && type === 'uuid' ? randomUUID() : plausible(type);
+      args[name] = rng.chance(0.5)
+        ? nasty()
+        : tool.startsWith('delete_') && type === 'uuid'
+          ? randomUUID()
+          : plausible(type);
     }
     if (rng.chance(0.15)) args[rng.pick(['unknown', '__proto__', 'constructor', 'ΩΩ', ''])] = nasty();
     return args;
   };
 
-  const nested = (depth: number, open: string, close: string, inner = '1') => open.repeat(depth) + inner + close.repeat(depth);
+  const nested = (depth: number, open: string, close: string, inner = '1') =>
+    open.repeat(depth) + inner + close.repeat(depth);
   const rawBodies = (): { rawBody: string | Buffer; contentType?: string; what: string }[] => [
     { rawBody: '', contentType: 'application/json', what: 'empty json' },
     { rawBody: '{', contentType: 'application/json', what: 'truncated json' },
@@ -168,13 +226,33 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     { rawBody: '"str"', contentType: 'application/json', what: 'string' },
     { rawBody: '42', contentType: 'application/json', what: 'number' },
     { rawBody: '{"a":"\u0000"}', contentType: 'application/json', what: 'raw NUL in json' },
-    { rawBody: '{"name":"\\u0000","arguments":{"title":"\\ud800"}}', contentType: 'application/json', what: 'escaped NUL + lone surrogate' },
-    { rawBody: Buffer.from([0xff, 0xfe, 0x7b, 0x00, 0x22, 0x00]), contentType: 'application/json', what: 'utf-16 bytes' },
-    { rawBody: Buffer.from([0x7b, 0x22, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d]), contentType: 'application/json', what: 'invalid utf-8' },
+    {
+      rawBody: '{"name":"\\u0000","arguments":{"title":"\\ud800"}}',
+      contentType: 'application/json',
+      what: 'escaped NUL + lone surrogate',
+    },
+    {
+      rawBody: Buffer.from([0xff, 0xfe, 0x7b, 0x00, 0x22, 0x00]),
+      contentType: 'application/json',
+      what: 'utf-16 bytes',
+    },
+    {
+      rawBody: Buffer.from([0x7b, 0x22, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d]),
+      contentType: 'application/json',
+      what: 'invalid utf-8',
+    },
     { rawBody: nested(10_000, '[', ']'), contentType: 'application/json', what: 'deep array 10k' },
     { rawBody: nested(10_000, '{"a":', '}'), contentType: 'application/json', what: 'deep object 10k' },
-    { rawBody: `{"name":"list_tasks","arguments":${nested(5000, '{"a":', '}')}}`, contentType: 'application/json', what: 'deep arguments 5k' },
-    { rawBody: JSON.stringify({ name: 'create_task', arguments: { title: 'x'.repeat(2 * 1024 * 1024) } }), contentType: 'application/json', what: '2 MiB json' },
+    {
+      rawBody: `{"name":"list_tasks","arguments":${nested(5000, '{"a":', '}')}}`,
+      contentType: 'application/json',
+      what: 'deep arguments 5k',
+    },
+    {
+      rawBody: JSON.stringify({ name: 'create_task', arguments: { title: 'x'.repeat(2 * 1024 * 1024) } }),
+      contentType: 'application/json',
+      what: '2 MiB json',
+    },
     { rawBody: '{"name":"list_tasks"}', contentType: 'text/plain', what: 'text/plain' },
     { rawBody: 'name=list_tasks', contentType: 'application/x-www-form-urlencoded', what: 'form urlencoded' },
     { rawBody: '<x/>', contentType: 'application/xml', what: 'xml' },
@@ -183,10 +261,25 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     { rawBody: '{"name":"list_tasks"}', contentType: 'garbage', what: 'garbage content type' },
     { rawBody: '{"name":"list_tasks"}', what: 'no content type' },
     { rawBody: '{"name":"list_tasks","name":"get_task"}', contentType: 'application/json', what: 'duplicate keys' },
-    { rawBody: '{"__proto__":{"admin":true},"name":"list_tasks"}', contentType: 'application/json', what: 'proto pollution' },
+    {
+      rawBody: '{"__proto__":{"admin":true},"name":"list_tasks"}',
+      contentType: 'application/json',
+      what: 'proto pollution',
+    },
   ];
 
-  const badIds = ['not-a-uuid', '------------------------------------', '00000000-0000-0000-0000-00000000000g', `${randomUUID()}x`, '%00', '..%2F..%2Fetc', 'ｆｕｌｌｗｉｄｔｈ', encodeURIComponent('\ud83d\ude00'), '1 OR 1=1', "'"];
+  const badIds = [
+    'not-a-uuid',
+    '------------------------------------',
+    '00000000-0000-0000-0000-00000000000g',
+    `${randomUUID()}x`,
+    '%00',
+    '..%2F..%2Fetc',
+    'ｆｕｌｌｗｉｄｔｈ',
+    encodeURIComponent('\ud83d\ude00'),
+    '1 OR 1=1',
+    "'",
+  ];
 
   /** Area B routes: [method, path template, credential, body generator]. `:id` is replaced by a good or bad id. */
   const areaBRoutes = (): { method: string; path: string; token: string | undefined; json?: boolean }[] => [
@@ -223,13 +316,60 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     { method: 'GET', path: '/api/admin/audit', token: user.token },
     { method: 'GET', path: '/api/admin/audit/export', token: user.token },
   ];
-  const bodyFields = ['email', 'password', 'name', 'description', 'userId', 'role', 'expiresInMinutes', 'scopes', 'expiresIn', 'projectIds', 'repos', 'query', 'projectId', 'topK', 'mode', 'documentIds', 'input', 'tools', 'maxSteps', 'owner', 'token'];
+  const bodyFields = [
+    'email',
+    'password',
+    'name',
+    'description',
+    'userId',
+    'role',
+    'expiresInMinutes',
+    'scopes',
+    'expiresIn',
+    'projectIds',
+    'repos',
+    'query',
+    'projectId',
+    'topK',
+    'mode',
+    'documentIds',
+    'input',
+    'tools',
+    'maxSteps',
+    'owner',
+    'token',
+  ];
   const fuzzBody = (): Record<string, unknown> => {
     const body: Record<string, unknown> = {};
-    for (const field of rng.subset(bodyFields, 0.3)) body[field] = rng.chance(0.3) ? plausible(rng.pick(['uuid', 'int', 'str'])) : nasty();
+    for (const field of rng.subset(bodyFields, 0.3))
+      body[field] = rng.chance(0.3) ? plausible(rng.pick(['uuid', 'int', 'str'])) : nasty();
     return body;
   };
-  const queryJunk = () => rng.pick(['', '?limit=0', '?limit=-1', '?limit=abc', '?limit=201', '?limit=1e3', '?cursor=%00', '?cursor=AAAA', '?cursor=eyJ4IjoxfQ', `?cursor=${Buffer.from(JSON.stringify({ createdAt: '2026-01-01T00:00:00.000Z', id: 'x' })).toString('base64url')}`, `?cursor=${Buffer.from(JSON.stringify({ createdAt: '+275760-09-13T00:00:00.000Z', id: randomUUID() })).toString('base64url')}`, `?projectId=${encodeURIComponent(String(rng.pick(badIds)))}`, '?projectId[]=a&projectId[]=b', '?status=nope', '?limit=10&limit=20', '?action=nope', '?action[]=tool.call', '?from=yesterday', '?to=+275760-09-13T00:00:00Z', '?from=2026-01-02&to=2026-01-01', '?userId=x', `?credentialId=${encodeURIComponent(String(rng.pick(badIds)))}`]);
+  const queryJunk = () =>
+    rng.pick([
+      '',
+      '?limit=0',
+      '?limit=-1',
+      '?limit=abc',
+      '?limit=201',
+      '?limit=1e3',
+      '?cursor=%00',
+      '?cursor=AAAA',
+      '?cursor=eyJ4IjoxfQ',
+      `?cursor=${Buffer.from(JSON.stringify({ createdAt: '2026-01-01T00:00:00.000Z', id: 'x' })).toString('base64url')}`,
+      `?cursor=${Buffer.from(JSON.stringify({ createdAt: '+275760-09-13T00:00:00.000Z', id: randomUUID() })).toString('base64url')}`,
+      `?projectId=${encodeURIComponent(String(rng.pick(badIds)))}`,
+      '?projectId[]=a&projectId[]=b',
+      '?status=nope',
+      '?limit=10&limit=20',
+      '?action=nope',
+      '?action[]=tool.call',
+      '?from=yesterday',
+      '?to=+275760-09-13T00:00:00Z',
+      '?from=2026-01-02&to=2026-01-01',
+      '?userId=x',
+      `?credentialId=${encodeURIComponent(String(rng.pick(badIds)))}`,
+    ]);
 
   // ---- the check -----------------------------------------------------------------------------------
   const stats = { cases: 0, by: new Map<number, number>() };
@@ -240,7 +380,8 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     const areaA = req.path.startsWith('/api/v1/public/mcp');
     const sent = `${req.method} ${req.path} ${excerpt(typeof req.body === 'string' ? req.body : JSON.stringify(req.body ?? req.rawBody?.toString().slice(0, 120) ?? ''), 160)}`;
     const report = (problem: string) => {
-      if (problems.length < 60) problems.push(`${problem} | ${what} | ${sent} → ${res.status} ${excerpt(res.text, 300)}`);
+      if (problems.length < 60)
+        problems.push(`${problem} | ${what} | ${sent} → ${res.status} ${excerpt(res.text, 300)}`);
     };
     const leaked = internalsIn(res.text);
     if (leaked) report(`internals in body: "${leaked}"`);
@@ -248,9 +389,11 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     if (res.status < 300) return;
     if (req.path === '/api/v1/public/mcp') {
       // The MCP door answers JSON-RPC errors; when it names an Area A code, it must be a documented one.
-      if (res.json?.jsonrpc !== '2.0' || typeof res.json?.error?.code !== 'number') return report('JSON-RPC error shape');
+      if (res.json?.jsonrpc !== '2.0' || typeof res.json?.error?.code !== 'number')
+        return report('JSON-RPC error shape');
       const inner = res.json.error.data?.error?.code;
-      if (inner !== undefined && !(AREA_A_CODES[res.status] ?? []).includes(inner)) report(`MCP data.error.code ${inner} not documented for ${res.status}`);
+      if (inner !== undefined && !(AREA_A_CODES[res.status] ?? []).includes(inner))
+        report(`MCP data.error.code ${inner} not documented for ${res.status}`);
       return;
     }
     const table = areaA ? AREA_A_CODES : AREA_B_CODES;
@@ -259,7 +402,8 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     const code = res.json?.error?.code;
     if (!allowed.includes(code)) return report(`code ${code} not documented for ${res.status}`);
     if (areaA && (typeof res.json.error.message !== 'string' || !res.json.traceId)) report('Area A error shape');
-    if (!areaA && (res.json.success !== false || res.json.data !== null || !res.json.traceId)) report('Area B envelope shape');
+    if (!areaA && (res.json.success !== false || res.json.data !== null || !res.json.traceId))
+      report('Area B envelope shape');
   }
   async function send(what: string, req: RawRequest): Promise<void> {
     verify(what, req, await call(t.baseUrl, req));
@@ -267,46 +411,114 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
 
   it('Area A: raw bodies, content types and deep JSON on /call and the MCP endpoint', async () => {
     for (const body of rawBodies()) {
-      await send(`call ${body.what}`, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, rawBody: body.rawBody, contentType: body.contentType });
+      await send(`call ${body.what}`, {
+        method: 'POST',
+        path: '/api/v1/public/mcp/call',
+        token: key,
+        rawBody: body.rawBody,
+        contentType: body.contentType,
+      });
       await send(`mcp ${body.what}`, {
-        method: 'POST', path: '/api/v1/public/mcp', token: key, rawBody: body.rawBody, contentType: body.contentType,
+        method: 'POST',
+        path: '/api/v1/public/mcp',
+        token: key,
+        rawBody: body.rawBody,
+        contentType: body.contentType,
         headers: { accept: 'application/json, text/event-stream' },
       });
     }
-    for (const body of [{}, { name: 7 }, { name: '' }, { name: 'x'.repeat(5000) }, { name: 'list_tasks', arguments: [] }, { name: 'list_tasks', arguments: 'x' }, { name: 'list_tasks', extra: 1 }, { name: 'no_such_tool' }, { name: '__proto__' }, { name: 'constructor' }, { name: 'toString' }]) {
+    for (const body of [
+      {},
+      { name: 7 },
+      { name: '' },
+      { name: 'x'.repeat(5000) },
+      { name: 'list_tasks', arguments: [] },
+      { name: 'list_tasks', arguments: 'x' },
+      { name: 'list_tasks', extra: 1 },
+      { name: 'no_such_tool' },
+      { name: '__proto__' },
+      { name: 'constructor' },
+      { name: 'toString' },
+    ]) {
       await send('call envelope', { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body });
     }
-    for (const method of ['GET', 'PUT', 'DELETE', 'PATCH']) await send(`call ${method}`, { method, path: '/api/v1/public/mcp/call', token: key });
+    for (const method of ['GET', 'PUT', 'DELETE', 'PATCH'])
+      await send(`call ${method}`, { method, path: '/api/v1/public/mcp/call', token: key });
     await send('tools garbage query', { method: 'GET', path: '/api/v1/public/mcp/tools?x=%00&y[]=1', token: key });
 
     // MCP sessions: forged, malformed and oversize Mcp-Session-Id values are 404 (-32001) on POST and DELETE; on a
     // real session (an initialize declaring elicitation), JSON-RPC responses nobody asked for are 400, never 5xx.
     const mcpHeaders = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
-    const forgedIds = ['A'.repeat(43), randomUUID(), 'x', '%00', '.'.repeat(43), 'a'.repeat(8000), "' OR 1=1 --", Buffer.from(randomUUID()).toString('base64url').slice(0, 43)];
+    const forgedIds = [
+      'A'.repeat(43),
+      randomUUID(),
+      'x',
+      '%00',
+      '.'.repeat(43),
+      'a'.repeat(8000),
+      "' OR 1=1 --",
+      Buffer.from(randomUUID()).toString('base64url').slice(0, 43),
+    ];
     for (const sessionId of forgedIds) {
-      for (const body of [{ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { jsonrpc: '2.0', id: 'atrium-confirm-x', result: { action: 'accept' } }]) {
-        const req: RawRequest = { method: 'POST', path: '/api/v1/public/mcp', token: key, headers: { ...mcpHeaders, 'mcp-session-id': sessionId }, body };
+      for (const body of [
+        { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+        { jsonrpc: '2.0', id: 'atrium-confirm-x', result: { action: 'accept' } },
+      ]) {
+        const req: RawRequest = {
+          method: 'POST',
+          path: '/api/v1/public/mcp',
+          token: key,
+          headers: { ...mcpHeaders, 'mcp-session-id': sessionId },
+          body,
+        };
         const res = await call(t.baseUrl, req);
         verify(`mcp forged session ${excerpt(sessionId, 20)}`, req, res);
         if (res.status !== 404) problems.push(`forged session ${excerpt(sessionId, 20)} → ${res.status}`);
       }
-      const del: RawRequest = { method: 'DELETE', path: '/api/v1/public/mcp', token: key, headers: { 'mcp-session-id': sessionId } };
+      const del: RawRequest = {
+        method: 'DELETE',
+        path: '/api/v1/public/mcp',
+        token: key,
+        headers: { 'mcp-session-id': sessionId },
+      };
       verify('mcp DELETE forged session', del, await call(t.baseUrl, del));
     }
     const init = await call(t.baseUrl, {
-      method: 'POST', path: '/api/v1/public/mcp', token: key, headers: mcpHeaders,
-      body: { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'fuzz', version: '0' } } },
+      method: 'POST',
+      path: '/api/v1/public/mcp',
+      token: key,
+      headers: mcpHeaders,
+      body: {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: { elicitation: {} },
+          clientInfo: { name: 'fuzz', version: '0' },
+        },
+      },
     });
     const sessionId = init.headers.get('mcp-session-id');
     if (!sessionId) problems.push(`initialize with elicitation gave no session: ${init.status}`);
     for (let i = 0; i < 20 && sessionId; i++) {
       const body = rng.pick([
         { jsonrpc: '2.0', id: nasty(), result: nasty() },
-        { jsonrpc: '2.0', id: `atrium-confirm-${i}`, result: { action: rng.pick(['accept', 'decline', 'cancel', nasty()]), content: nasty() } },
+        {
+          jsonrpc: '2.0',
+          id: `atrium-confirm-${i}`,
+          result: { action: rng.pick(['accept', 'decline', 'cancel', nasty()]), content: nasty() },
+        },
         { jsonrpc: '2.0', id: i, error: { code: nasty(), message: nasty() } },
         { jsonrpc: '2.0', id: 'atrium-confirm-'.padEnd(5000, 'x'), result: { action: 'accept' } },
       ]);
-      const req: RawRequest = { method: 'POST', path: '/api/v1/public/mcp', token: key, headers: { ...mcpHeaders, 'mcp-session-id': sessionId }, body };
+      const req: RawRequest = {
+        method: 'POST',
+        path: '/api/v1/public/mcp',
+        token: key,
+        headers: { ...mcpHeaders, 'mcp-session-id': sessionId },
+        body,
+      };
       const res = await call(t.baseUrl, req);
       verify('mcp unsolicited response', req, res);
       if (res.status !== 400) problems.push(`unsolicited response → ${res.status} ${excerpt(res.text, 200)}`);
@@ -323,15 +535,23 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
         if (type === 'int' || type === 'bool') continue;
         for (const value of ['a\u0000b', 'x\ud800', 'y'.repeat(1_100_000)]) {
           const args: Record<string, unknown> = {};
-          for (const [other, otherType] of Object.entries(TOOLS[tool])) args[other] = tool.startsWith('delete_') && otherType === 'uuid' ? randomUUID() : plausible(otherType);
+          for (const [other, otherType] of Object.entries(TOOLS[tool]))
+            args[other] = tool.startsWith('delete_') && otherType === 'uuid' ? randomUUID() : plausible(otherType);
           args[name] = value;
-          await send(`tool ${tool}.${name} nasty`, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name: tool, arguments: args } });
+          await send(`tool ${tool}.${name} nasty`, {
+            method: 'POST',
+            path: '/api/v1/public/mcp/call',
+            token: key,
+            body: { name: tool, arguments: args },
+          });
         }
       }
     }
     // Each tool once with each nasty value in each parameter position is too many; a seeded sample of them.
     for (let i = 0; i < randomCases; i++) {
-      const tool = rng.chance(0.03) ? rng.pick(['List_Tasks', 'list_tasks ', 'list tasks', 'get_task\u0000']) : rng.pick(tools);
+      const tool = rng.chance(0.03)
+        ? rng.pick(['List_Tasks', 'list_tasks ', 'list tasks', 'get_task\u0000'])
+        : rng.pick(tools);
       const args = TOOLS[tool] ? fuzzArgs(tool) : {};
       const body = rng.chance(0.05) ? { name: tool } : { name: tool, arguments: args };
       await send(`tool ${tool}`, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body });
@@ -340,28 +560,64 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     for (let i = 0; i < 60; i++) {
       const tool = rng.pick(tools);
       await send(`mcp tools/call ${tool}`, {
-        method: 'POST', path: '/api/v1/public/mcp', token: key, headers: { accept: 'application/json, text/event-stream' },
-        body: rng.chance(0.2) ? { jsonrpc: '2.0', id: nasty(), method: nasty(), params: nasty() } : { jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: tool, arguments: fuzzArgs(tool) } },
+        method: 'POST',
+        path: '/api/v1/public/mcp',
+        token: key,
+        headers: { accept: 'application/json, text/event-stream' },
+        body: rng.chance(0.2)
+          ? { jsonrpc: '2.0', id: nasty(), method: nasty(), params: nasty() }
+          : { jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: tool, arguments: fuzzArgs(tool) } },
       });
     }
     // JSON-RPC batches of every shape: always 400 / -32600 with nothing run (one POST is one message).
-    const tasksBefore = (await call(t.baseUrl, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name: 'task_stats', arguments: {} } })).json.result.total;
+    const tasksBefore = (
+      await call(t.baseUrl, {
+        method: 'POST',
+        path: '/api/v1/public/mcp/call',
+        token: key,
+        body: { name: 'task_stats', arguments: {} },
+      })
+    ).json.result.total;
     for (let i = 0; i < 30; i++) {
       const size = rng.pick([1, 2, 5, 100, 1000]);
       const batch = Array.from({ length: size }, (_, j) =>
-        rng.chance(0.7) ? { jsonrpc: '2.0', id: j, method: 'tools/call', params: { name: 'create_task', arguments: { title: `batch ${j}` } } } : rng.chance(0.5) ? nasty() : { jsonrpc: '2.0', method: 'notifications/initialized' },
+        rng.chance(0.7)
+          ? {
+              jsonrpc: '2.0',
+              id: j,
+              method: 'tools/call',
+              params: { name: 'create_task', arguments: { title: `batch ${j}` } },
+            }
+          : rng.chance(0.5)
+            ? nasty()
+            : { jsonrpc: '2.0', method: 'notifications/initialized' },
       );
-      const req: RawRequest = { method: 'POST', path: '/api/v1/public/mcp', token: key, headers: { accept: 'application/json, text/event-stream' }, body: batch };
+      const req: RawRequest = {
+        method: 'POST',
+        path: '/api/v1/public/mcp',
+        token: key,
+        headers: { accept: 'application/json, text/event-stream' },
+        body: batch,
+      };
       const res = await call(t.baseUrl, req);
       verify(`mcp batch of ${size}`, req, res);
       // A batch over JSON_BODY_MAX_BYTES (huge junk members) is refused earlier, as 413: refused all the same.
       const refused = (res.status === 400 || res.status === 413) && res.json?.error?.code === -32600;
       if (!refused) problems.push(`mcp batch of ${size} → ${res.status} ${excerpt(res.text, 200)}`);
     }
-    const tasksAfter = (await call(t.baseUrl, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name: 'task_stats', arguments: {} } })).json.result.total;
+    const tasksAfter = (
+      await call(t.baseUrl, {
+        method: 'POST',
+        path: '/api/v1/public/mcp/call',
+        token: key,
+        body: { name: 'task_stats', arguments: {} },
+      })
+    ).json.result.total;
     if (tasksAfter !== tasksBefore) problems.push(`mcp batches created ${tasksAfter - tasksBefore} tasks`);
     // eslint-disable-next-line no-console
-    console.log(`drill-fuzz seed=${seed}: cases so far ${stats.cases}, statuses ${JSON.stringify(Object.fromEntries([...stats.by].sort()))}`);
+    console.log(
+      `drill-fuzz seed=${seed}: cases so far ${stats.cases}, statuses ${JSON.stringify(Object.fromEntries([...stats.by].sort()))}`,
+    );
     expect(problems).toEqual([]);
   }, 300_000);
 
@@ -372,18 +628,45 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
       for (const id of ids) {
         const path = route.path.replace(':id', id);
         if (route.method === 'GET' || route.method === 'DELETE') {
-          await send(`B ${route.method} ${route.path}`, { method: route.method, path: path + queryJunk(), token: route.token });
+          await send(`B ${route.method} ${route.path}`, {
+            method: route.method,
+            path: path + queryJunk(),
+            token: route.token,
+          });
         } else {
-          await send(`B ${route.method} ${route.path}`, { method: route.method, path, token: route.token, body: fuzzBody() });
+          await send(`B ${route.method} ${route.path}`, {
+            method: route.method,
+            path,
+            token: route.token,
+            body: fuzzBody(),
+          });
         }
       }
       if (route.method !== 'GET' && route.method !== 'DELETE') {
         const good = route.path.replace(':id', projectId);
         for (const field of bodyFields) {
-          await send(`B ${route.path} ${field} NUL`, { method: route.method, path: good, token: route.token, body: { [field]: 'a\u0000b' } });
+          await send(`B ${route.path} ${field} NUL`, {
+            method: route.method,
+            path: good,
+            token: route.token,
+            body: { [field]: 'a\u0000b' },
+          });
         }
-        for (const body of rawBodies()) await send(`B ${route.path} ${body.what}`, { method: route.method, path: good, token: route.token, rawBody: body.rawBody, contentType: body.contentType });
-        for (let i = 0; i < 12; i++) await send(`B ${route.path} fuzz body`, { method: route.method, path: good, token: route.token, body: fuzzBody() });
+        for (const body of rawBodies())
+          await send(`B ${route.path} ${body.what}`, {
+            method: route.method,
+            path: good,
+            token: route.token,
+            rawBody: body.rawBody,
+            contentType: body.contentType,
+          });
+        for (let i = 0; i < 12; i++)
+          await send(`B ${route.path} fuzz body`, {
+            method: route.method,
+            path: good,
+            token: route.token,
+            body: fuzzBody(),
+          });
       }
     }
     // Broken and odd multipart uploads.
@@ -391,56 +674,189 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     const part = (name: string, value: string, file?: string) =>
       `--${boundary}\r\nContent-Disposition: form-data; name="${name}"${file ? `; filename="${file}"` : ''}\r\n${file ? 'Content-Type: text/plain\r\n' : ''}\r\n${value}\r\n`;
     const multipart: [string, string | Buffer, string][] = [
-      ['no closing boundary', part('projectId', projectId) + part('file', 'hello', 'a.txt'), `multipart/form-data; boundary=${boundary}`],
+      [
+        'no closing boundary',
+        part('projectId', projectId) + part('file', 'hello', 'a.txt'),
+        `multipart/form-data; boundary=${boundary}`,
+      ],
       ['no boundary param', part('projectId', projectId), 'multipart/form-data'],
       ['wrong boundary', `${part('projectId', projectId)}--${boundary}--\r\n`, 'multipart/form-data; boundary=other'],
       ['no file', `${part('projectId', projectId)}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
-      ['bad projectId', `${part('projectId', 'nope') + part('file', 'hello', 'a.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
-      ['NUL projectId', `${part('projectId', `${projectId}\u0000`) + part('file', 'hello', 'a.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
-      ['two files', `${part('projectId', projectId) + part('file', 'one', 'a.txt') + part('file', 'two', 'b.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
-      ['other field name', `${part('projectId', projectId) + part('upload', 'hello', 'a.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
-      ['exe', `${part('projectId', projectId) + part('file', 'MZ\u0000\u0000binary', 'a.exe')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
-      ['fake pdf', `${part('projectId', projectId) + part('file', '%PDF-1.7 not really', 'a.pdf')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
-      ['fake docx', `${part('projectId', projectId) + part('file', 'PK\u0003\u0004garbage', 'a.docx')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
-      ['NUL text', `${part('projectId', projectId) + part('file', 'a\u0000b\u0000c', 'nul.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
-      ['isPublic junk', `${part('projectId', projectId) + part('isPublic', 'maybe') + part('file', 'junk flag', 'c.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
-      ['title NUL', `${part('projectId', projectId) + part('title', 'a\u0000b') + part('file', `title nul ${rng.hex(6)}`, 'd.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
-      ['huge title', `${part('projectId', projectId) + part('title', 't'.repeat(5000)) + part('file', `huge title ${rng.hex(6)}`, 'e.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
-      ['filename traversal', `${part('projectId', projectId) + part('file', `traversal ${rng.hex(6)}`, '../../etc/passwd.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
-      ['empty file', `${part('projectId', projectId) + part('file', '', 'empty.txt')}--${boundary}--\r\n`, `multipart/form-data; boundary=${boundary}`],
-      ['garbage', Buffer.from(Array.from({ length: 4096 }, () => rng.int(0, 255))), `multipart/form-data; boundary=${boundary}`],
+      [
+        'bad projectId',
+        `${part('projectId', 'nope') + part('file', 'hello', 'a.txt')}--${boundary}--\r\n`,
+        `multipart/form-data; boundary=${boundary}`,
+      ],
+      [
+        'NUL projectId',
+        `${part('projectId', `${projectId}\u0000`) + part('file', 'hello', 'a.txt')}--${boundary}--\r\n`,
+        `multipart/form-data; boundary=${boundary}`,
+      ],
+      [
+        'two files',
+        `${part('projectId', projectId) + part('file', 'one', 'a.txt') + part('file', 'two', 'b.txt')}--${boundary}--\r\n`,
+        `multipart/form-data; boundary=${boundary}`,
+      ],
+      [
+        'other field name',
+        `${part('projectId', projectId) + part('upload', 'hello', 'a.txt')}--${boundary}--\r\n`,
+        `multipart/form-data; boundary=${boundary}`,
+      ],
+      [
+        'exe',
+        `${part('projectId', projectId) + part('file', 'MZ\u0000\u0000binary', 'a.exe')}--${boundary}--\r\n`,
+        `multipart/form-data; boundary=${boundary}`,
+      ],
+      [
+        'fake pdf',
+        `${part('projectId', projectId) + part('file', '%PDF-1.7 not really', 'a.pdf')}--${boundary}--\r\n`,
+        `multipart/form-data; boundary=${boundary}`,
+      ],
+      [
+        'fake docx',
+        `${part('projectId', projectId) + part('file', 'PK\u0003\u0004garbage', 'a.docx')}--${boundary}--\r\n`,
+        `multipart/form-data; boundary=${boundary}`,
+      ],
+      [
+        'NUL text',
+        `${part('projectId', projectId) + part('file', 'a\u0000b\u0000c', 'nul.txt')}--${boundary}--\r\n`,
+        `multipart/form-data; boundary=${boundary}`,
+      ],
+      [
+        'isPublic junk',
+        `${part('projectId', projectId) + part('isPublic', 'maybe') + part('file', 'junk flag', 'c.txt')}--${boundary}--\r\n`,
+        `multipart/form-data; boundary=${boundary}`,
+      ],
+      [
+        'title NUL',
+        `${part('projectId', projectId) + part('title', 'a\u0000b') + part('file', `title nul ${rng.hex(6)}`, 'd.txt')}--${boundary}--\r\n`,
+        `multipart/form-data; boundary=${boundary}`,
+      ],
+      [
+        'huge title',
+        `${part('projectId', projectId) + part('title', 't'.repeat(5000)) + part('file', `huge title ${rng.hex(6)}`, 'e.txt')}--${boundary}--\r\n`,
+        `multipart/form-data; boundary=${boundary}`,
+      ],
+      [
+        'filename traversal',
+        `${part('projectId', projectId) + part('file', `traversal ${rng.hex(6)}`, '../../etc/passwd.txt')}--${boundary}--\r\n`,
+        `multipart/form-data; boundary=${boundary}`,
+      ],
+      [
+        'empty file',
+        `${part('projectId', projectId) + part('file', '', 'empty.txt')}--${boundary}--\r\n`,
+        `multipart/form-data; boundary=${boundary}`,
+      ],
+      [
+        'garbage',
+        Buffer.from(Array.from({ length: 4096 }, () => rng.int(0, 255))),
+        `multipart/form-data; boundary=${boundary}`,
+      ],
     ];
     for (const [what, rawBody, contentType] of multipart) {
-      await send(`upload ${what}`, { method: 'POST', path: '/api/documents/upload', token: user.token, rawBody, contentType });
+      await send(`upload ${what}`, {
+        method: 'POST',
+        path: '/api/documents/upload',
+        token: user.token,
+        rawBody,
+        contentType,
+      });
     }
     await send('upload too large', {
-      method: 'POST', path: '/api/documents/upload', token: user.token, contentType: `multipart/form-data; boundary=${boundary}`,
+      method: 'POST',
+      path: '/api/documents/upload',
+      token: user.token,
+      contentType: `multipart/form-data; boundary=${boundary}`,
       rawBody: `${part('projectId', projectId) + part('file', 'x'.repeat(t.config.limits.uploadMaxBytes + 10), 'big.txt')}--${boundary}--\r\n`,
     });
     // Headers: odd request ids and authorization values.
-    for (const authorization of ['Bearer', 'Bearer ', 'Basic Zm9vOmJhcg==', `Bearer ${'a'.repeat(10_000)}`, 'Bearer atr_\u00ff', 'Bearer atp_xyz', 'Bearer a.b.c', `Bearer ${user.token}x`]) {
-      await send(`auth header ${authorization.slice(0, 20)}`, { method: 'GET', path: '/api/auth/me', headers: { authorization: Buffer.from(authorization, 'latin1').toString('latin1') } });
-      await send(`auth header A ${authorization.slice(0, 20)}`, { method: 'GET', path: '/api/v1/public/mcp/tools', headers: { authorization } });
+    for (const authorization of [
+      'Bearer',
+      'Bearer ',
+      'Basic Zm9vOmJhcg==',
+      `Bearer ${'a'.repeat(10_000)}`,
+      'Bearer atr_\u00ff',
+      'Bearer atp_xyz',
+      'Bearer a.b.c',
+      `Bearer ${user.token}x`,
+    ]) {
+      await send(`auth header ${authorization.slice(0, 20)}`, {
+        method: 'GET',
+        path: '/api/auth/me',
+        headers: { authorization: Buffer.from(authorization, 'latin1').toString('latin1') },
+      });
+      await send(`auth header A ${authorization.slice(0, 20)}`, {
+        method: 'GET',
+        path: '/api/v1/public/mcp/tools',
+        headers: { authorization },
+      });
     }
     for (const requestId of ['x'.repeat(500), '<script>', '../..', '']) {
-      await send('x-request-id', { method: 'GET', path: '/api/auth/me', token: user.token, headers: { 'x-request-id': requestId, traceparent: 'garbage' } });
+      await send('x-request-id', {
+        method: 'GET',
+        path: '/api/auth/me',
+        token: user.token,
+        headers: { 'x-request-id': requestId, traceparent: 'garbage' },
+      });
     }
     // X-Forwarded-For is untrusted by default (TRUST_PROXY unset): junk in it is ignored, never a 500.
-    const forwarded = ['203.0.113.9', '1.1.1.1, 2.2.2.2, 3.3.3.3', 'unknown', '::1', '[::1]:80', 'x'.repeat(8000), '999.999.999.999', ',,,', '127.0.0.1, <script>', Array.from({ length: 500 }, (_, i) => `10.0.${i % 250}.1`).join(',')];
+    const forwarded = [
+      '203.0.113.9',
+      '1.1.1.1, 2.2.2.2, 3.3.3.3',
+      'unknown',
+      '::1',
+      '[::1]:80',
+      'x'.repeat(8000),
+      '999.999.999.999',
+      ',,,',
+      '127.0.0.1, <script>',
+      Array.from({ length: 500 }, (_, i) => `10.0.${i % 250}.1`).join(','),
+    ];
     for (const xff of forwarded) {
-      await send(`xff login ${xff.slice(0, 20)}`, { method: 'POST', path: '/api/auth/login', headers: { 'x-forwarded-for': xff }, body: { email: user.email, password: 'wrong-password' } });
-      await send(`xff register ${xff.slice(0, 20)}`, { method: 'POST', path: '/api/auth/register', headers: { 'x-forwarded-for': xff }, body: { email: nasty(), password: nasty(), name: nasty() } });
-      await send(`xff area A ${xff.slice(0, 20)}`, { method: 'GET', path: '/api/v1/public/mcp/tools', token: key, headers: { 'x-forwarded-for': xff, 'x-forwarded-proto': 'gopher', 'x-forwarded-host': xff.slice(0, 100) } });
+      await send(`xff login ${xff.slice(0, 20)}`, {
+        method: 'POST',
+        path: '/api/auth/login',
+        headers: { 'x-forwarded-for': xff },
+        body: { email: user.email, password: 'wrong-password' },
+      });
+      await send(`xff register ${xff.slice(0, 20)}`, {
+        method: 'POST',
+        path: '/api/auth/register',
+        headers: { 'x-forwarded-for': xff },
+        body: { email: nasty(), password: nasty(), name: nasty() },
+      });
+      await send(`xff area A ${xff.slice(0, 20)}`, {
+        method: 'GET',
+        path: '/api/v1/public/mcp/tools',
+        token: key,
+        headers: { 'x-forwarded-for': xff, 'x-forwarded-proto': 'gopher', 'x-forwarded-host': xff.slice(0, 100) },
+      });
     }
     // eslint-disable-next-line no-console
-    console.log(`drill-fuzz seed=${seed}: fuzz cases=${stats.cases}, problems=${problems.length}, statuses ${JSON.stringify(Object.fromEntries([...stats.by].sort()))}`);
+    console.log(
+      `drill-fuzz seed=${seed}: fuzz cases=${stats.cases}, problems=${problems.length}, statuses ${JSON.stringify(Object.fromEntries([...stats.by].sort()))}`,
+    );
     expect(problems).toEqual([]);
   }, 300_000);
 
   it('OAuth endpoints: junk forms, JSON and queries answer RFC errors, never a 5xx or a redirect to an unregistered URI', async () => {
-    const OAUTH_ERRORS = ['invalid_request', 'invalid_client', 'invalid_grant', 'unsupported_grant_type', 'invalid_scope', 'invalid_target', 'invalid_redirect_uri', 'invalid_client_metadata', 'too_many_requests'];
+    const OAUTH_ERRORS = [
+      'invalid_request',
+      'invalid_client',
+      'invalid_grant',
+      'unsupported_grant_type',
+      'invalid_scope',
+      'invalid_target',
+      'invalid_redirect_uri',
+      'invalid_client_metadata',
+      'too_many_requests',
+    ];
     const registered = 'http://127.0.0.1:4999/cb';
-    const client = await call(t.baseUrl, { method: 'POST', path: '/oauth/register', body: { redirect_uris: [registered], token_endpoint_auth_method: 'none' } });
+    const client = await call(t.baseUrl, {
+      method: 'POST',
+      path: '/oauth/register',
+      body: { redirect_uris: [registered], token_endpoint_auth_method: 'none' },
+    });
     expect(client.status).toBe(201);
     const clientId = client.json.client_id as string;
     const junk = () => {
@@ -455,26 +871,93 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
       if (leaked) oauthProblems.push(`${what}: internals "${leaked}"`);
       if (res.status >= 500) oauthProblems.push(`${what}: ${res.status} ${excerpt(res.text, 200)}`);
       const location = res.headers.get('location');
-      if (location !== null && !(redirectAllowed && location.startsWith(`${registered}?`))) oauthProblems.push(`${what}: redirect to ${location}`);
-      if (res.status >= 400 && res.json !== undefined && !OAUTH_ERRORS.includes(res.json.error)) oauthProblems.push(`${what}: error ${JSON.stringify(res.json.error)}`);
+      if (location !== null && !(redirectAllowed && location.startsWith(`${registered}?`)))
+        oauthProblems.push(`${what}: redirect to ${location}`);
+      if (res.status >= 400 && res.json !== undefined && !OAUTH_ERRORS.includes(res.json.error))
+        oauthProblems.push(`${what}: error ${JSON.stringify(res.json.error)}`);
     };
-    const fields = ['grant_type', 'code', 'code_verifier', 'redirect_uri', 'client_id', 'client_secret', 'refresh_token', 'resource', 'scope', 'token'];
+    const fields = [
+      'grant_type',
+      'code',
+      'code_verifier',
+      'redirect_uri',
+      'client_id',
+      'client_secret',
+      'refresh_token',
+      'resource',
+      'scope',
+      'token',
+    ];
     for (let i = 0; i < Math.max(100, Math.floor(randomCases / 5)); i++) {
       const form = new URLSearchParams();
-      for (const field of rng.subset(fields, 0.5)) form.append(field, field === 'client_id' && rng.chance(0.5) ? clientId : field === 'grant_type' && rng.chance(0.6) ? rng.pick(['authorization_code', 'refresh_token']) : junk());
+      for (const field of rng.subset(fields, 0.5))
+        form.append(
+          field,
+          field === 'client_id' && rng.chance(0.5)
+            ? clientId
+            : field === 'grant_type' && rng.chance(0.6)
+              ? rng.pick(['authorization_code', 'refresh_token'])
+              : junk(),
+        );
       if (rng.chance(0.1)) form.append('grant_type', 'authorization_code');
       const path = rng.pick(['/oauth/token', '/oauth/revoke']);
-      const headers: Record<string, string> = rng.chance(0.2) ? { authorization: `Basic ${Buffer.from(`${junk()}:${junk()}`).toString('base64')}` } : {};
-      check(`form ${path}`, await call(t.baseUrl, { method: 'POST', path, rawBody: form.toString(), contentType: rng.chance(0.9) ? 'application/x-www-form-urlencoded' : rng.pick(['application/json', 'text/plain']), headers }));
-      check('register', await call(t.baseUrl, { method: 'POST', path: '/oauth/register', body: rng.chance(0.5) ? { redirect_uris: [junk()], client_name: junk(), token_endpoint_auth_method: junk() } : rng.pick([null, [], 'x', { redirect_uris: 'x' }, { redirect_uris: [registered], grant_types: [junk()] }]) }));
-      const query = new URLSearchParams({ client_id: rng.chance(0.7) ? clientId : junk(), redirect_uri: rng.chance(0.6) ? registered : junk() });
-      for (const field of rng.subset(['response_type', 'code_challenge', 'code_challenge_method', 'scope', 'state', 'resource'], 0.5)) query.set(field, junk());
+      const headers: Record<string, string> = rng.chance(0.2)
+        ? { authorization: `Basic ${Buffer.from(`${junk()}:${junk()}`).toString('base64')}` }
+        : {};
+      check(
+        `form ${path}`,
+        await call(t.baseUrl, {
+          method: 'POST',
+          path,
+          rawBody: form.toString(),
+          contentType: rng.chance(0.9)
+            ? 'application/x-www-form-urlencoded'
+            : rng.pick(['application/json', 'text/plain']),
+          headers,
+        }),
+      );
+      check(
+        'register',
+        await call(t.baseUrl, {
+          method: 'POST',
+          path: '/oauth/register',
+          body: rng.chance(0.5)
+            ? { redirect_uris: [junk()], client_name: junk(), token_endpoint_auth_method: junk() }
+            : rng.pick([null, [], 'x', { redirect_uris: 'x' }, { redirect_uris: [registered], grant_types: [junk()] }]),
+        }),
+      );
+      const query = new URLSearchParams({
+        client_id: rng.chance(0.7) ? clientId : junk(),
+        redirect_uri: rng.chance(0.6) ? registered : junk(),
+      });
+      for (const field of rng.subset(
+        ['response_type', 'code_challenge', 'code_challenge_method', 'scope', 'state', 'resource'],
+        0.5,
+      ))
+        query.set(field, junk());
       const authorize = await fetch(`${t.baseUrl}/oauth/authorize?${query}`, { redirect: 'manual' });
       const text = await authorize.text();
       // A redirect may only go to the client's one registered URI (also chosen when redirect_uri is empty).
-      check('authorize', { status: authorize.status, headers: authorize.headers, text, json: undefined }, query.get('client_id') === clientId);
-      const consent = await call(t.baseUrl, { method: 'POST', path: '/api/oauth/authorize', token: user.token, body: { clientId: rng.chance(0.6) ? clientId : nasty(), redirectUri: rng.chance(0.6) ? registered : nasty(), codeChallenge: nasty(), codeChallengeMethod: rng.pick(['S256', 'plain', nasty()]), approve: rng.pick([true, false, nasty()]), scopes: rng.pick([undefined, [nasty()], nasty()]) } });
-      if (consent.status >= 500 || (consent.status >= 400 && consent.json?.error?.code !== 'VALIDATION_FAILED')) oauthProblems.push(`consent: ${consent.status} ${excerpt(consent.text, 200)}`);
+      check(
+        'authorize',
+        { status: authorize.status, headers: authorize.headers, text, json: undefined },
+        query.get('client_id') === clientId,
+      );
+      const consent = await call(t.baseUrl, {
+        method: 'POST',
+        path: '/api/oauth/authorize',
+        token: user.token,
+        body: {
+          clientId: rng.chance(0.6) ? clientId : nasty(),
+          redirectUri: rng.chance(0.6) ? registered : nasty(),
+          codeChallenge: nasty(),
+          codeChallengeMethod: rng.pick(['S256', 'plain', nasty()]),
+          approve: rng.pick([true, false, nasty()]),
+          scopes: rng.pick([undefined, [nasty()], nasty()]),
+        },
+      });
+      if (consent.status >= 500 || (consent.status >= 400 && consent.json?.error?.code !== 'VALIDATION_FAILED'))
+        oauthProblems.push(`consent: ${consent.status} ${excerpt(consent.text, 200)}`);
     }
     for (const path of ['/api/oauth/grants/not-a-uuid', `/api/oauth/grants/${randomUUID()}`]) {
       const res = await call(t.baseUrl, { method: 'DELETE', path, token: user.token });
@@ -488,7 +971,12 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
   it('the service is still healthy and the seeded objects are intact after the fuzzing', async () => {
     const health = await call(t.baseUrl, { method: 'GET', path: '/api/health' });
     expect(health.status).toBe(200);
-    const got = await call(t.baseUrl, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name: 'get_task', arguments: { task_id: taskId } } });
+    const got = await call(t.baseUrl, {
+      method: 'POST',
+      path: '/api/v1/public/mcp/call',
+      token: key,
+      body: { name: 'get_task', arguments: { task_id: taskId } },
+    });
     expect(got.status).toBe(200);
     const keyView = await call(t.baseUrl, { method: 'GET', path: `/api/api-keys/${keyId}`, token: user.token });
     expect(keyView.json.data.status).toBe('active');

@@ -37,7 +37,11 @@ describe('load drill: 20 keys at 4× the per-key limit', () => {
   let keys: LoadScenarioKeys;
 
   beforeAll(async () => {
-    const limits = { RATE_LIMIT_KEY_PER_MIN: String(LIMIT), RATE_LIMIT_USER_PER_MIN: '1000000', RATE_LIMIT_USER_TOOLS_PER_MIN: '1000000' };
+    const limits = {
+      RATE_LIMIT_KEY_PER_MIN: String(LIMIT),
+      RATE_LIMIT_USER_PER_MIN: '1000000',
+      RATE_LIMIT_USER_TOOLS_PER_MIN: '1000000',
+    };
     if (process.env.TEST_DATABASE_URL) {
       buildOnce();
       const database: TestDatabase = await createTestDatabase();
@@ -74,7 +78,11 @@ describe('load drill: 20 keys at 4× the per-key limit', () => {
   });
 
   it('answers only 200/429 (429s with Retry-After and rate_limited) to 20 keys at 4× the limit, never 5xx; the unrelated key gets only 200s', async () => {
-    const result: LoadScenarioResult = await runLoadScenario(baseUrl, keys, { limit: LIMIT, callsPerKey: CALLS_PER_KEY, quietCalls: QUIET_CALLS });
+    const result: LoadScenarioResult = await runLoadScenario(baseUrl, keys, {
+      limit: LIMIT,
+      callsPerKey: CALLS_PER_KEY,
+      quietCalls: QUIET_CALLS,
+    });
     // eslint-disable-next-line no-console
     console.log([`drill-load (${kind}):`, ...describeLoadScenario(result)].join('\n'));
 

@@ -19,7 +19,6 @@ const FAIL_FAST_MS = 5_000;
 const UPSTREAM_TIMEOUT_MS = 600;
 const DIMS = 8;
 
-
 describe('outage drill: dependencies unreachable or timing out', () => {
   let database: TestDatabase;
   let pgProxy: TcpProxy;
@@ -36,14 +35,18 @@ describe('outage drill: dependencies unreachable or timing out', () => {
   const onUnhandled = (reason: unknown) => unhandled.push(reason);
 
   const b = (req: Omit<RawRequest, 'token'>) => call(t.baseUrl, { ...req, token: user.token });
-  const tool = (name: string, args: Record<string, unknown>) => call(t.baseUrl, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name, arguments: args } });
+  const tool = (name: string, args: Record<string, unknown>) =>
+    call(t.baseUrl, { method: 'POST', path: '/api/v1/public/mcp/call', token: key, body: { name, arguments: args } });
 
   /** Runs a request and returns its answer and duration; a request that hangs past 3× the bound fails the test. */
   async function timed(label: string, send: () => Promise<RawResponse>): Promise<{ res: RawResponse; ms: number }> {
     const started = performance.now();
     let timer: NodeJS.Timeout | undefined;
     const hung = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${label}: no answer within ${FAIL_FAST_MS * 3} ms (hung)`)), FAIL_FAST_MS * 3);
+      timer = setTimeout(
+        () => reject(new Error(`${label}: no answer within ${FAIL_FAST_MS * 3} ms (hung)`)),
+        FAIL_FAST_MS * 3,
+      );
     });
     // The timer is cleared either way, so a finished drill leaves nothing that keeps Jest running.
     const res = await Promise.race([send(), hung]).finally(() => clearTimeout(timer));
@@ -53,11 +56,16 @@ describe('outage drill: dependencies unreachable or timing out', () => {
   }
 
   /** A failed answer during an outage: fast, the expected status/code, no implementation details. */
-  function expectOutageAnswer(label: string, r: { res: RawResponse; ms: number }, allowed: { status: number; code: string }[]): void {
+  function expectOutageAnswer(
+    label: string,
+    r: { res: RawResponse; ms: number },
+    allowed: { status: number; code: string }[],
+  ): void {
     const { res, ms } = r;
     const code = res.json?.error?.code;
     const ok = allowed.some((a) => a.status === res.status && a.code === code);
-    if (!ok) throw new Error(`${label}: expected one of ${JSON.stringify(allowed)}, got ${res.status} ${excerpt(res.text)}`);
+    if (!ok)
+      throw new Error(`${label}: expected one of ${JSON.stringify(allowed)}, got ${res.status} ${excerpt(res.text)}`);
     expect(res.status).not.toBe(500);
     expect(internalsIn(res.text)).toBeNull();
     expect(ms).toBeLessThan(FAIL_FAST_MS);
@@ -74,7 +82,17 @@ describe('outage drill: dependencies unreachable or timing out', () => {
   beforeAll(async () => {
     process.on('unhandledRejection', onUnhandled);
     github = await FakeGithubServer.start();
-    github.addRepo('acme', 'widgets').issues.push({ number: 1, title: 'One', body: 'x', state: 'open', labels: [], user: 'octo', createdAt: '2026-01-01T00:00:00Z' });
+    github
+      .addRepo('acme', 'widgets')
+      .issues.push({
+        number: 1,
+        title: 'One',
+        body: 'x',
+        state: 'open',
+        labels: [],
+        user: 'octo',
+        createdAt: '2026-01-01T00:00:00Z',
+      });
     github.grant('ghp_drill000000000000000000000000000000', 'all');
     llm = await new FakeLlmServer().start();
     embeddings = await new FakeEmbeddings(DIMS).start();
@@ -118,9 +136,23 @@ describe('outage drill: dependencies unreachable or timing out', () => {
     const admin = await makeUser(t);
     user = admin;
     projectId = (await b({ method: 'POST', path: '/api/projects', body: { name: 'outages' } })).json.data.id;
-    key = (await makeApiKey(t, user, { scopes: ['tasks:read', 'tasks:write', 'docs:read', 'docs:write', 'github:read', 'github:write'] })).key;
-    expect((await b({ method: 'POST', path: '/api/admin/github/repos', body: { owner: 'acme', name: 'widgets' } })).status).toBe(201);
-    expect((await tool('create_document', { title: 'Outage runbook', content: 'When the database is down, answer 503 and recover.', project_id: projectId })).status).toBe(200);
+    key = (
+      await makeApiKey(t, user, {
+        scopes: ['tasks:read', 'tasks:write', 'docs:read', 'docs:write', 'github:read', 'github:write'],
+      })
+    ).key;
+    expect(
+      (await b({ method: 'POST', path: '/api/admin/github/repos', body: { owner: 'acme', name: 'widgets' } })).status,
+    ).toBe(201);
+    expect(
+      (
+        await tool('create_document', {
+          title: 'Outage runbook',
+          content: 'When the database is down, answer 503 and recover.',
+          project_id: projectId,
+        })
+      ).status,
+    ).toBe(200);
     expect(await ready()).toBe(true);
   }, 120_000);
 
@@ -136,7 +168,11 @@ describe('outage drill: dependencies unreachable or timing out', () => {
     await llm?.stop();
     await embeddings?.stop();
     // eslint-disable-next-line no-console
-    console.log(`drill-outages figures:\n${Object.entries(figures).map(([k, v]) => `  ${k}: ${v}`).join('\n')}\n  unhandled rejections: ${unhandled.length}`);
+    console.log(
+      `drill-outages figures:\n${Object.entries(figures)
+        .map(([k, v]) => `  ${k}: ${v}`)
+        .join('\n')}\n  unhandled rejections: ${unhandled.length}`,
+    );
   });
 
   afterEach(() => {
@@ -148,11 +184,17 @@ describe('outage drill: dependencies unreachable or timing out', () => {
     const started = Date.now();
     const exec = await b({ method: 'POST', path: '/api/agent/execute', body: { projectId, input: 'plan the week' } });
     expect(exec.status).toBe(202);
-    const statusOf = async (jobId: string) => (await b({ method: 'GET', path: `/api/agent/status/${jobId}` })).json.data;
-    let run = await pollUntil('llm slow: agent run final', () => statusOf(exec.json.data.jobId), (r) => ['succeeded', 'failed', 'cancelled'].includes(r.status), {
-      timeoutMs: 20_000,
-      intervalMs: 200,
-    });
+    const statusOf = async (jobId: string) =>
+      (await b({ method: 'GET', path: `/api/agent/status/${jobId}` })).json.data;
+    let run = await pollUntil(
+      'llm slow: agent run final',
+      () => statusOf(exec.json.data.jobId),
+      (r) => ['succeeded', 'failed', 'cancelled'].includes(r.status),
+      {
+        timeoutMs: 20_000,
+        intervalMs: 200,
+      },
+    );
     figures['llm slow: agent run'] = `${run.status} in ${Date.now() - started} ms (${run.error})`;
     expect(run.status).toBe('failed');
     expect(run.error).toMatch(/time|timed out/i);
@@ -161,10 +203,15 @@ describe('outage drill: dependencies unreachable or timing out', () => {
 
     llm.play({ content: 'All good again.' });
     const next = await b({ method: 'POST', path: '/api/agent/execute', body: { projectId, input: 'plan the week' } });
-    run = await pollUntil('run after recovery final', () => statusOf(next.json.data.jobId), (r) => ['succeeded', 'failed', 'cancelled'].includes(r.status), {
-      timeoutMs: 20_000,
-      intervalMs: 200,
-    });
+    run = await pollUntil(
+      'run after recovery final',
+      () => statusOf(next.json.data.jobId),
+      (r) => ['succeeded', 'failed', 'cancelled'].includes(r.status),
+      {
+        timeoutMs: 20_000,
+        intervalMs: 200,
+      },
+    );
     if (run.status !== 'succeeded') throw new Error(`run after recovery: ${JSON.stringify(run)}`);
   }, 60_000);
 
@@ -179,12 +226,27 @@ describe('outage drill: dependencies unreachable or timing out', () => {
 
       const areaB = [
         ['pg down: GET /api/projects', () => b({ method: 'GET', path: '/api/projects' })],
-        ['pg down: POST /api/projects', () => b({ method: 'POST', path: '/api/projects', body: { name: 'during outage' } })],
+        [
+          'pg down: POST /api/projects',
+          () => b({ method: 'POST', path: '/api/projects', body: { name: 'during outage' } }),
+        ],
         ['pg down: GET /api/auth/me', () => b({ method: 'GET', path: '/api/auth/me' })],
-        ['pg down: POST /api/rag/search', () => b({ method: 'POST', path: '/api/rag/search', body: { query: 'database', projectId, mode: 'keyword' } })],
-        ['pg down: POST /api/auth/login', () => call(t.baseUrl, { method: 'POST', path: '/api/auth/login', body: { email: user.email, password: user.password } })],
+        [
+          'pg down: POST /api/rag/search',
+          () => b({ method: 'POST', path: '/api/rag/search', body: { query: 'database', projectId, mode: 'keyword' } }),
+        ],
+        [
+          'pg down: POST /api/auth/login',
+          () =>
+            call(t.baseUrl, {
+              method: 'POST',
+              path: '/api/auth/login',
+              body: { email: user.email, password: user.password },
+            }),
+        ],
       ] as const;
-      for (const [label, send] of areaB) expectOutageAnswer(label, await timed(label, send), [{ status: 503, code: 'DEPENDENCY_UNAVAILABLE' }]);
+      for (const [label, send] of areaB)
+        expectOutageAnswer(label, await timed(label, send), [{ status: 503, code: 'DEPENDENCY_UNAVAILABLE' }]);
 
       const label = 'pg down: Area A list_tasks';
       // Area A renders a dependency outage as 503 with the documented catch-all code `internal`.
@@ -192,46 +254,71 @@ describe('outage drill: dependencies unreachable or timing out', () => {
     } finally {
       await pgProxy.open();
     }
-    await waitUntil('pg', async () => (await ready()) && (await b({ method: 'GET', path: '/api/projects' })).status === 200);
+    await waitUntil(
+      'pg',
+      async () => (await ready()) && (await b({ method: 'GET', path: '/api/projects' })).status === 200,
+    );
     expect((await tool('list_tasks', {})).status).toBe(200);
   }, 60_000);
 
   const withRedis = process.env.TEST_REDIS_URL ? it : it.skip;
-  withRedis('Redis unreachable: 503, fast, no 500; queued work and limits come back by themselves', async () => {
-    await redisProxy!.cut();
-    try {
-      await sleep(300); // let the clients notice the dropped connections
-      const r = await timed('redis down: GET /api/ready', () => call(t.baseUrl, { method: 'GET', path: '/api/ready' }));
-      expectOutageAnswer('ready', r, [{ status: 503, code: 'DEPENDENCY_UNAVAILABLE' }]);
-      const areaB = [
-        ['redis down: GET /api/projects', () => b({ method: 'GET', path: '/api/projects' })],
-        ['redis down: POST /api/rag/ingest', () => b({ method: 'POST', path: '/api/rag/ingest', body: { projectId } })],
-        ['redis down: POST /api/agent/execute', () => b({ method: 'POST', path: '/api/agent/execute', body: { projectId, input: 'hello' } })],
-      ] as const;
-      for (const [label, send] of areaB) {
-        const res = await timed(label, send);
-        // The rate limiter needs Redis before anything else runs, so every Area B call is refused the same way.
-        expectOutageAnswer(label, res, [{ status: 503, code: 'DEPENDENCY_UNAVAILABLE' }]);
+  withRedis(
+    'Redis unreachable: 503, fast, no 500; queued work and limits come back by themselves',
+    async () => {
+      await redisProxy!.cut();
+      try {
+        await sleep(300); // let the clients notice the dropped connections
+        const r = await timed('redis down: GET /api/ready', () =>
+          call(t.baseUrl, { method: 'GET', path: '/api/ready' }),
+        );
+        expectOutageAnswer('ready', r, [{ status: 503, code: 'DEPENDENCY_UNAVAILABLE' }]);
+        const areaB = [
+          ['redis down: GET /api/projects', () => b({ method: 'GET', path: '/api/projects' })],
+          [
+            'redis down: POST /api/rag/ingest',
+            () => b({ method: 'POST', path: '/api/rag/ingest', body: { projectId } }),
+          ],
+          [
+            'redis down: POST /api/agent/execute',
+            () => b({ method: 'POST', path: '/api/agent/execute', body: { projectId, input: 'hello' } }),
+          ],
+        ] as const;
+        for (const [label, send] of areaB) {
+          const res = await timed(label, send);
+          // The rate limiter needs Redis before anything else runs, so every Area B call is refused the same way.
+          expectOutageAnswer(label, res, [{ status: 503, code: 'DEPENDENCY_UNAVAILABLE' }]);
+        }
+        const label = 'redis down: Area A list_tasks';
+        expectOutageAnswer(label, await timed(label, () => tool('list_tasks', {})), [
+          { status: 503, code: 'internal' },
+        ]);
+      } finally {
+        await redisProxy!.open();
       }
-      const label = 'redis down: Area A list_tasks';
-      expectOutageAnswer(label, await timed(label, () => tool('list_tasks', {})), [{ status: 503, code: 'internal' }]);
-    } finally {
-      await redisProxy!.open();
-    }
-    await waitUntil('redis', async () => (await ready()) && (await tool('list_tasks', {})).status === 200);
-    // Queued work flows again: an ingest job is accepted and finishes.
-    const job = await b({ method: 'POST', path: '/api/rag/ingest', body: { projectId } });
-    expect(job.status).toBe(202);
-    const jobId = job.json.data.jobId;
-    await waitUntil('redis: ingest job after recovery', async () => ['succeeded'].includes((await b({ method: 'GET', path: `/api/rag/ingest/${jobId}` })).json.data.status));
-  }, 60_000);
+      await waitUntil('redis', async () => (await ready()) && (await tool('list_tasks', {})).status === 200);
+      // Queued work flows again: an ingest job is accepted and finishes.
+      const job = await b({ method: 'POST', path: '/api/rag/ingest', body: { projectId } });
+      expect(job.status).toBe(202);
+      const jobId = job.json.data.jobId;
+      await waitUntil('redis: ingest job after recovery', async () =>
+        ['succeeded'].includes((await b({ method: 'GET', path: `/api/rag/ingest/${jobId}` })).json.data.status),
+      );
+    },
+    60_000,
+  );
 
   it('GitHub timing out: Area A 502 upstream_error within the timeout; recovers', async () => {
     github.failNext({ status: 200, body: [], delayMs: UPSTREAM_TIMEOUT_MS * 10, times: 10 });
     const label = 'github slow: Area A list_issues';
-    expectOutageAnswer(label, await timed(label, () => tool('list_issues', { repo: 'acme/widgets' })), [{ status: 502, code: 'upstream_error' }]);
+    expectOutageAnswer(label, await timed(label, () => tool('list_issues', { repo: 'acme/widgets' })), [
+      { status: 502, code: 'upstream_error' },
+    ]);
     const labelW = 'github slow: Area A create_issue';
-    expectOutageAnswer(labelW, await timed(labelW, () => tool('create_issue', { repo: 'acme/widgets', title: 'during outage' })), [{ status: 502, code: 'upstream_error' }]);
+    expectOutageAnswer(
+      labelW,
+      await timed(labelW, () => tool('create_issue', { repo: 'acme/widgets', title: 'during outage' })),
+      [{ status: 502, code: 'upstream_error' }],
+    );
     // Drain what is left of the slow answers, then GitHub is back.
     (github as unknown as { queue: unknown[] }).queue.length = 0;
     const back = await tool('list_issues', { repo: 'acme/widgets' });
@@ -242,13 +329,27 @@ describe('outage drill: dependencies unreachable or timing out', () => {
     embeddings.delayMs = UPSTREAM_TIMEOUT_MS * 20;
     try {
       const label = 'embeddings slow: POST /api/rag/search hybrid';
-      expectOutageAnswer(label, await timed(label, () => b({ method: 'POST', path: '/api/rag/search', body: { query: 'database down', projectId } })), [
-        { status: 502, code: 'DEPENDENCY_UNAVAILABLE' },
-        { status: 503, code: 'DEPENDENCY_UNAVAILABLE' },
-      ]);
+      expectOutageAnswer(
+        label,
+        await timed(label, () =>
+          b({ method: 'POST', path: '/api/rag/search', body: { query: 'database down', projectId } }),
+        ),
+        [
+          { status: 502, code: 'DEPENDENCY_UNAVAILABLE' },
+          { status: 503, code: 'DEPENDENCY_UNAVAILABLE' },
+        ],
+      );
       const labelA = 'embeddings slow: Area A search_documents';
-      expectOutageAnswer(labelA, await timed(labelA, () => tool('search_documents', { query: 'database down', project_id: projectId })), [{ status: 502, code: 'upstream_error' }]);
-      const keyword = await b({ method: 'POST', path: '/api/rag/search', body: { query: 'database', projectId, mode: 'keyword' } });
+      expectOutageAnswer(
+        labelA,
+        await timed(labelA, () => tool('search_documents', { query: 'database down', project_id: projectId })),
+        [{ status: 502, code: 'upstream_error' }],
+      );
+      const keyword = await b({
+        method: 'POST',
+        path: '/api/rag/search',
+        body: { query: 'database', projectId, mode: 'keyword' },
+      });
       expect(keyword.status).toBe(200);
     } finally {
       embeddings.delayMs = 0;
@@ -257,7 +358,6 @@ describe('outage drill: dependencies unreachable or timing out', () => {
     expect(back.status).toBe(200);
     expect(back.json.data.results.length).toBeGreaterThan(0);
   }, 60_000);
-
 
   /**
    * Queued work after the PostgreSQL outage above flows again, on Redis and on the PostgreSQL queue
@@ -270,11 +370,26 @@ describe('outage drill: dependencies unreachable or timing out', () => {
     llm.play({ content: 'Back after the outage.' });
     const job = await b({ method: 'POST', path: '/api/rag/reindex', body: { projectId } });
     expect(job.status).toBe(202);
-    const exec = await b({ method: 'POST', path: '/api/agent/execute', body: { projectId, input: 'after the outage' } });
+    const exec = await b({
+      method: 'POST',
+      path: '/api/agent/execute',
+      body: { projectId, input: 'after the outage' },
+    });
     expect(exec.status).toBe(202);
     const flows = async () => {
-      await waitUntil('pg: reindex job after the outage', async () => (await b({ method: 'GET', path: `/api/rag/ingest/${job.json.data.jobId}` })).json.data.status === 'succeeded', 10_000);
-      await waitUntil('pg: agent run after the outage', async () => (await b({ method: 'GET', path: `/api/agent/status/${exec.json.data.jobId}` })).json.data.status === 'succeeded', 10_000);
+      await waitUntil(
+        'pg: reindex job after the outage',
+        async () =>
+          (await b({ method: 'GET', path: `/api/rag/ingest/${job.json.data.jobId}` })).json.data.status === 'succeeded',
+        10_000,
+      );
+      await waitUntil(
+        'pg: agent run after the outage',
+        async () =>
+          (await b({ method: 'GET', path: `/api/agent/status/${exec.json.data.jobId}` })).json.data.status ===
+          'succeeded',
+        10_000,
+      );
     };
     await flows();
     figures[`${process.env.TEST_REDIS_URL ? 'redis' : 'pg'} queue backend: queued work after the outage`] = 'resumed';

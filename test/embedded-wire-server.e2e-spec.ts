@@ -35,7 +35,9 @@ describe('embedded wire server: LISTEN/NOTIFY across connections', () => {
     const producer = await connect();
     const bystander = await connect();
     // BullMQ's own statement text: comment lines, then the LISTEN.
-    await worker.client.query('-- Subscribe to the shared job-notification channel\n-- (comment)\nLISTEN bullmq_jobs;\n');
+    await worker.client.query(
+      '-- Subscribe to the shared job-notification channel\n-- (comment)\nLISTEN bullmq_jobs;\n',
+    );
     await producer.client.query("SELECT pg_notify('bullmq_jobs', 'rag-indexing')");
     await producer.client.query("NOTIFY bullmq_jobs, 'agent-runs'");
     await settle();
@@ -84,7 +86,9 @@ describe('embedded wire server: LISTEN/NOTIFY across connections', () => {
     await fresh.client.query('LISTEN bullmq_jobs');
     const producer = await connect();
     // A notification in the middle of a reply with rows: the rows stay the notifier's, in order.
-    const rows = await producer.client.query("SELECT n, pg_notify('bullmq_jobs', 'x' || n) FROM generate_series(1, 3) n");
+    const rows = await producer.client.query(
+      "SELECT n, pg_notify('bullmq_jobs', 'x' || n) FROM generate_series(1, 3) n",
+    );
     expect(rows.rows.map((r) => r.n)).toEqual([1, 2, 3]);
     await settle();
     expect(fresh.received).toEqual(['bullmq_jobs:x1', 'bullmq_jobs:x2', 'bullmq_jobs:x3']);

@@ -19,9 +19,16 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
   let readWriteKey: string;
 
   const call = (key: string, name: string, args?: Record<string, unknown>) =>
-    app.http.post('/api/v1/public/mcp/call').set(bearer(key)).send(args === undefined ? { name } : { name, arguments: args });
+    app.http
+      .post('/api/v1/public/mcp/call')
+      .set(bearer(key))
+      .send(args === undefined ? { name } : { name, arguments: args });
 
-  async function makeKey(user: TestUser, scopes: string[], pins: Pick<ApiKeyOptions, 'projectIds' | 'repos'> = {}): Promise<string> {
+  async function makeKey(
+    user: TestUser,
+    scopes: string[],
+    pins: Pick<ApiKeyOptions, 'projectIds' | 'repos'> = {},
+  ): Promise<string> {
     return (await makeApiKey(app, user, { name: `key-${scopes.join('-')}`, scopes, ...pins })).key;
   }
 
@@ -32,7 +39,12 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
   beforeAll(async () => {
     github = await FakeGithubServer.start();
     app = await startTestApp({
-      env: { GITHUB_API_URL: github.baseUrl, GITHUB_TOKEN: SERVER_TOKEN, GITHUB_TIMEOUT_MS: '1000', GITHUB_MAX_RETRIES: '1' },
+      env: {
+        GITHUB_API_URL: github.baseUrl,
+        GITHUB_TOKEN: SERVER_TOKEN,
+        GITHUB_TIMEOUT_MS: '1000',
+        GITHUB_MAX_RETRIES: '1',
+      },
     });
     admin = await makeUser(app);
     member = await makeUser(app);
@@ -52,17 +64,79 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
       });
     }
     acme.pulls.push(
-      { number: 3, title: 'Fix A', state: 'open', draft: false, user: 'dev', head: 'fix-a', base: 'trunk', createdAt: '2026-01-03T10:00:00Z', mergedAt: null },
-      { number: 6, title: 'Merged B', state: 'closed', draft: false, user: 'dev', head: 'b', base: 'trunk', createdAt: '2026-01-06T10:00:00Z', mergedAt: '2026-01-07T10:00:00Z' },
+      {
+        number: 3,
+        title: 'Fix A',
+        state: 'open',
+        draft: false,
+        user: 'dev',
+        head: 'fix-a',
+        base: 'trunk',
+        createdAt: '2026-01-03T10:00:00Z',
+        mergedAt: null,
+      },
+      {
+        number: 6,
+        title: 'Merged B',
+        state: 'closed',
+        draft: false,
+        user: 'dev',
+        head: 'b',
+        base: 'trunk',
+        createdAt: '2026-01-06T10:00:00Z',
+        mergedAt: '2026-01-07T10:00:00Z',
+      },
     );
     for (let n = 1; n <= 5; n += 1) {
-      acme.commits.push({ sha: `${n}`.repeat(40), message: `commit ${n}`, author: 'Ada Lovelace', date: `2026-02-0${n}T12:00:00Z`, branch: 'trunk' });
+      acme.commits.push({
+        sha: `${n}`.repeat(40),
+        message: `commit ${n}`,
+        author: 'Ada Lovelace',
+        date: `2026-02-0${n}T12:00:00Z`,
+        branch: 'trunk',
+      });
     }
-    acme.commits.push({ sha: 'f'.repeat(40), message: 'feature work', author: 'Grace', date: '2026-02-09T12:00:00Z', branch: 'feature' });
+    acme.commits.push({
+      sha: 'f'.repeat(40),
+      message: 'feature work',
+      author: 'Grace',
+      date: '2026-02-09T12:00:00Z',
+      branch: 'feature',
+    });
     acme.runs.push(
-      { id: 11, name: 'CI', status: 'completed', conclusion: 'success', branch: 'trunk', event: 'push', sha: '1'.repeat(40), runNumber: 1, createdAt: '2026-03-01T00:00:00Z' },
-      { id: 12, name: 'CI', status: 'completed', conclusion: 'failure', branch: 'feature', event: 'push', sha: 'f'.repeat(40), runNumber: 2, createdAt: '2026-03-02T00:00:00Z' },
-      { id: 13, name: 'CI', status: 'in_progress', conclusion: null, branch: 'trunk', event: 'pull_request', sha: '2'.repeat(40), runNumber: 3, createdAt: '2026-03-03T00:00:00Z' },
+      {
+        id: 11,
+        name: 'CI',
+        status: 'completed',
+        conclusion: 'success',
+        branch: 'trunk',
+        event: 'push',
+        sha: '1'.repeat(40),
+        runNumber: 1,
+        createdAt: '2026-03-01T00:00:00Z',
+      },
+      {
+        id: 12,
+        name: 'CI',
+        status: 'completed',
+        conclusion: 'failure',
+        branch: 'feature',
+        event: 'push',
+        sha: 'f'.repeat(40),
+        runNumber: 2,
+        createdAt: '2026-03-02T00:00:00Z',
+      },
+      {
+        id: 13,
+        name: 'CI',
+        status: 'in_progress',
+        conclusion: null,
+        branch: 'trunk',
+        event: 'pull_request',
+        sha: '2'.repeat(40),
+        runNumber: 3,
+        createdAt: '2026-03-03T00:00:00Z',
+      },
     );
     github.grant(ACME_TOKEN, ['acme/widgets'], { write: true });
     github.addRepo('acme', 'public-docs', { description: null });
@@ -88,8 +162,15 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
     it('are admin-only: a member gets 403 FORBIDDEN, no token 401', async () => {
       const list = await app.http.get('/api/admin/github/repos').set(bearer(member.token)).expect(403);
       expect(list.body.error.code).toBe('FORBIDDEN');
-      await app.http.post('/api/admin/github/repos').set(bearer(member.token)).send({ owner: 'acme', name: 'x' }).expect(403);
-      await app.http.delete('/api/admin/github/repos/5b1d2a9e-2f4e-4b8e-9a41-0c6a1b2c3d4e').set(bearer(member.token)).expect(403);
+      await app.http
+        .post('/api/admin/github/repos')
+        .set(bearer(member.token))
+        .send({ owner: 'acme', name: 'x' })
+        .expect(403);
+      await app.http
+        .delete('/api/admin/github/repos/5b1d2a9e-2f4e-4b8e-9a41-0c6a1b2c3d4e')
+        .set(bearer(member.token))
+        .expect(403);
       await app.http.get('/api/admin/github/repos').expect(401);
       expect(github.requests).toHaveLength(0);
     });
@@ -98,9 +179,16 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
       github.addRepo('acme', 'gadgets', { defaultBranch: 'develop' });
       github.grant('ghp_gadgets', ['acme/gadgets']);
       const res = await register({ owner: 'acme', name: 'gadgets', token: 'ghp_gadgets' });
-      expect(res.body.data).toMatchObject({ id: expect.any(String), fullName: 'acme/gadgets', defaultBranch: 'develop', tokenSource: 'repository' });
+      expect(res.body.data).toMatchObject({
+        id: expect.any(String),
+        fullName: 'acme/gadgets',
+        defaultBranch: 'develop',
+        tokenSource: 'repository',
+      });
       expect(JSON.stringify(res.body)).not.toContain('ghp_gadgets');
-      expect(github.requests).toEqual([expect.objectContaining({ method: 'GET', path: '/repos/acme/gadgets', authorization: 'token ghp_gadgets' })]);
+      expect(github.requests).toEqual([
+        expect.objectContaining({ method: 'GET', path: '/repos/acme/gadgets', authorization: 'token ghp_gadgets' }),
+      ]);
     });
 
     it("uses the server's GITHUB_TOKEN when no token is given", async () => {
@@ -118,7 +206,10 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
     });
 
     it.each([
-      [{ owner: 'acme', name: 'nope', token: ACME_TOKEN }, /does not exist on GitHub or the token cannot see it \(GitHub 404\)/],
+      [
+        { owner: 'acme', name: 'nope', token: ACME_TOKEN },
+        /does not exist on GitHub or the token cannot see it \(GitHub 404\)/,
+      ],
       [{ owner: 'acme', name: 'widgets-2', token: 'ghp_unknown' }, /rejected the token \(HTTP 401\)/],
     ])('answers 400 VALIDATION_FAILED with the reason when GitHub refuses %j', async (body, reason) => {
       github.addRepo('acme', 'widgets-2');
@@ -141,19 +232,29 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
       expect(slow.body.error.message).toMatch(/did not answer within 1000 ms/);
     });
 
-    it("answers 429 RATE_LIMITED with Retry-After when GitHub rate-limits the check (Area B details in camelCase)", async () => {
+    it('answers 429 RATE_LIMITED with Retry-After when GitHub rate-limits the check (Area B details in camelCase)', async () => {
       github.addRepo('acme', 'throttled');
       github.grant('ghp_throttled', ['acme/throttled']);
       github.failNext(FakeGithubServer.secondaryRateLimit(90, 429));
       const res = await register({ owner: 'acme', name: 'throttled', token: 'ghp_throttled' }, 429);
-      expect(res.body.error).toMatchObject({ code: 'RATE_LIMITED', details: { upstream: 'github', upstreamStatus: 429 } });
+      expect(res.body.error).toMatchObject({
+        code: 'RATE_LIMITED',
+        details: { upstream: 'github', upstreamStatus: 429 },
+      });
       expect(res.headers['retry-after']).toBe('90');
       // Nothing was registered; once GitHub answers, the same registration works.
       await register({ owner: 'acme', name: 'throttled', token: 'ghp_throttled' });
     });
 
     it('validates the body', async () => {
-      for (const body of [{ name: 'x' }, { owner: 'acme' }, { owner: 'ac me', name: 'x' }, { owner: 'acme', name: 'a/b' }, { owner: 'acme', name: 'x', token: '' }, { owner: 'acme', name: 'x', extra: 1 }]) {
+      for (const body of [
+        { name: 'x' },
+        { owner: 'acme' },
+        { owner: 'ac me', name: 'x' },
+        { owner: 'acme', name: 'a/b' },
+        { owner: 'acme', name: 'x', token: '' },
+        { owner: 'acme', name: 'x', extra: 1 },
+      ]) {
         const res = await register(body, 400);
         expect(res.body.error.code).toBe('VALIDATION_FAILED');
       }
@@ -164,7 +265,9 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
       const db = new Client({ connectionString: app.database.url });
       await db.connect();
       try {
-        const { rows } = await db.query(`SELECT row_to_json(r)::text AS json, token_ciphertext FROM github_repositories r WHERE lower(full_name) = 'acme/widgets'`);
+        const { rows } = await db.query(
+          `SELECT row_to_json(r)::text AS json, token_ciphertext FROM github_repositories r WHERE lower(full_name) = 'acme/widgets'`,
+        );
         expect(rows).toHaveLength(1);
         expect(rows[0].json).not.toContain(ACME_TOKEN);
         expect(rows[0].json).not.toContain(Buffer.from(ACME_TOKEN).toString('base64'));
@@ -212,15 +315,32 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
         limit: { type: 'int', default: 30, minimum: 1, maximum: 100 },
       });
       const tools = app.app.get(ToolsService);
-      for (const name of ['list_repositories', 'list_commits', 'list_issues', 'list_pull_requests', 'list_workflow_runs']) {
-        expect(tools.schemaView(tools.require(name))).toMatchObject({ scope: 'github:read', annotations: { readOnlyHint: true, openWorldHint: true } });
+      for (const name of [
+        'list_repositories',
+        'list_commits',
+        'list_issues',
+        'list_pull_requests',
+        'list_workflow_runs',
+      ]) {
+        expect(tools.schemaView(tools.require(name))).toMatchObject({
+          scope: 'github:read',
+          annotations: { readOnlyHint: true, openWorldHint: true },
+        });
       }
       for (const name of ['create_issue', 'create_issue_comment']) {
-        expect(tools.schemaView(tools.require(name))).toMatchObject({ scope: 'github:write', annotations: { readOnlyHint: false, openWorldHint: true } });
+        expect(tools.schemaView(tools.require(name))).toMatchObject({
+          scope: 'github:write',
+          annotations: { readOnlyHint: false, openWorldHint: true },
+        });
       }
-      expect(tools.schemaView(tools.require('create_issue_comment')).inputSchema).toMatchObject({ required: ['repo', 'issue_number', 'body'] });
+      expect(tools.schemaView(tools.require('create_issue_comment')).inputSchema).toMatchObject({
+        required: ['repo', 'issue_number', 'body'],
+      });
       const write = await call(readOnly, 'create_issue', { repo: 'acme/widgets', title: 'x' }).expect(403);
-      expect(write.body.error).toMatchObject({ code: 'insufficient_scope', details: { required_scope: 'github:write' } });
+      expect(write.body.error).toMatchObject({
+        code: 'insufficient_scope',
+        details: { required_scope: 'github:write' },
+      });
     });
 
     it('list_repositories answers the registered repositories, compactly', async () => {
@@ -237,8 +357,19 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
     it('list_commits: branch, since, and pagination across pages up to limit', async () => {
       github.maxPerPage = 2;
       const res = await call(readWriteKey, 'list_commits', { repo: 'acme/widgets', limit: 4 }).expect(200);
-      expect(res.body.result.map((c: { message: string }) => c.message)).toEqual(['commit 5', 'commit 4', 'commit 3', 'commit 2']);
-      expect(res.body.result[0]).toEqual({ sha: '5'.repeat(40), message: 'commit 5', author: 'Ada Lovelace', date: '2026-02-05T12:00:00Z', url: `https://github.com/acme/widgets/commit/${'5'.repeat(40)}` });
+      expect(res.body.result.map((c: { message: string }) => c.message)).toEqual([
+        'commit 5',
+        'commit 4',
+        'commit 3',
+        'commit 2',
+      ]);
+      expect(res.body.result[0]).toEqual({
+        sha: '5'.repeat(40),
+        message: 'commit 5',
+        author: 'Ada Lovelace',
+        date: '2026-02-05T12:00:00Z',
+        url: `https://github.com/acme/widgets/commit/${'5'.repeat(40)}`,
+      });
       expect(res.headers['x-truncated']).toBe('true');
       expect(github.requests.map((r) => r.query.page ?? '1')).toEqual(['1', '2']);
       expect(github.requests[0].authorization).toBe(`token ${ACME_TOKEN}`);
@@ -247,11 +378,17 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
       expect(all.body.result).toHaveLength(5);
       expect(all.headers['x-truncated']).toBeUndefined();
 
-      const branch = await call(readWriteKey, 'list_commits', { repo: 'acme/widgets', branch: 'feature', since: '2026-02-08' }).expect(200);
+      const branch = await call(readWriteKey, 'list_commits', {
+        repo: 'acme/widgets',
+        branch: 'feature',
+        since: '2026-02-08',
+      }).expect(200);
       expect(branch.body.result.map((c: { message: string }) => c.message)).toEqual(['feature work']);
       expect(github.requests.at(-1)!.query).toMatchObject({ sha: 'feature', since: '2026-02-08T00:00:00.000Z' });
 
-      const badDate = await call(readWriteKey, 'list_commits', { repo: 'acme/widgets', since: '2026-02-30' }).expect(400);
+      const badDate = await call(readWriteKey, 'list_commits', { repo: 'acme/widgets', since: '2026-02-30' }).expect(
+        400,
+      );
       expect(badDate.body.error).toMatchObject({ code: 'invalid_argument', details: { argument: 'since' } });
     });
 
@@ -259,20 +396,47 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
       github.maxPerPage = 2;
       const open = await call(readWriteKey, 'list_issues', { repo: 'acme/widgets', limit: 3 }).expect(200);
       expect(open.body.result.map((i: { number: number }) => i.number)).toEqual([7, 5, 4]);
-      expect(open.body.result[1]).toMatchObject({ number: 5, title: 'Issue 5', state: 'open', author: 'octocat', labels: ['bug', 'ui'], url: 'https://github.com/acme/widgets/issues/5' });
+      expect(open.body.result[1]).toMatchObject({
+        number: 5,
+        title: 'Issue 5',
+        state: 'open',
+        author: 'octocat',
+        labels: ['bug', 'ui'],
+        url: 'https://github.com/acme/widgets/issues/5',
+      });
       expect(open.body.result[0]).not.toHaveProperty('pull_request');
-      const all = await call(readWriteKey, 'list_issues', { repo: 'acme/widgets', state: 'all', labels: 'bug' }).expect(200);
+      const all = await call(readWriteKey, 'list_issues', { repo: 'acme/widgets', state: 'all', labels: 'bug' }).expect(
+        200,
+      );
       expect(all.body.result.map((i: { number: number }) => i.number)).toEqual([5, 4, 2]);
       expect(github.requests.at(-1)!.query).toMatchObject({ state: 'all', labels: 'bug' });
       const bad = await call(readWriteKey, 'list_issues', { repo: 'acme/widgets', state: 'merged' }).expect(400);
-      expect(bad.body.error).toMatchObject({ code: 'invalid_argument', details: { argument: 'state', allowed: ['open', 'closed', 'all'] } });
+      expect(bad.body.error).toMatchObject({
+        code: 'invalid_argument',
+        details: { argument: 'state', allowed: ['open', 'closed', 'all'] },
+      });
     });
 
     it('list_pull_requests and list_workflow_runs answer compact objects', async () => {
       const pulls = await call(readWriteKey, 'list_pull_requests', { repo: 'acme/widgets', state: 'all' }).expect(200);
       expect(pulls.body.result).toEqual([
-        expect.objectContaining({ number: 6, title: 'Merged B', state: 'closed', head: 'b', base: 'trunk', merged_at: '2026-01-07T10:00:00Z', url: 'https://github.com/acme/widgets/pull/6' }),
-        expect.objectContaining({ number: 3, title: 'Fix A', state: 'open', draft: false, author: 'dev', merged_at: null }),
+        expect.objectContaining({
+          number: 6,
+          title: 'Merged B',
+          state: 'closed',
+          head: 'b',
+          base: 'trunk',
+          merged_at: '2026-01-07T10:00:00Z',
+          url: 'https://github.com/acme/widgets/pull/6',
+        }),
+        expect.objectContaining({
+          number: 3,
+          title: 'Fix A',
+          state: 'open',
+          draft: false,
+          author: 'dev',
+          merged_at: null,
+        }),
       ]);
       expect(pulls.body.result[0]).not.toHaveProperty('body');
 
@@ -291,7 +455,11 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
         updated_at: '2026-03-03T00:00:00Z',
         url: 'https://github.com/acme/widgets/actions/runs/13',
       });
-      const failed = await call(readWriteKey, 'list_workflow_runs', { repo: 'acme/widgets', status: 'failure', branch: 'feature' }).expect(200);
+      const failed = await call(readWriteKey, 'list_workflow_runs', {
+        repo: 'acme/widgets',
+        status: 'failure',
+        branch: 'feature',
+      }).expect(200);
       expect(failed.body.result.map((r: { id: number }) => r.id)).toEqual([12]);
       github.maxPerPage = 1;
       const paged = await call(readWriteKey, 'list_workflow_runs', { repo: 'acme/widgets', limit: 2 }).expect(200);
@@ -300,12 +468,35 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
     });
 
     it('create_issue and create_issue_comment write through the repository token', async () => {
-      const issue = await call(readWriteKey, 'create_issue', { repo: 'acme/widgets', title: 'Broken build', body: 'details', labels: ['bug'] }).expect(200);
-      expect(issue.body.result).toEqual({ number: 8, url: 'https://github.com/acme/widgets/issues/8', title: 'Broken build' });
-      expect(github.requests.at(-1)).toMatchObject({ method: 'POST', path: '/repos/acme/widgets/issues', body: { title: 'Broken build', body: 'details', labels: ['bug'] } });
-      const comment = await call(readWriteKey, 'create_issue_comment', { repo: 'acme/widgets', issue_number: '8', body: 'On it' }).expect(200);
-      expect(comment.body.result).toEqual({ id: expect.any(Number), url: expect.stringMatching(/^https:\/\/github.com\/acme\/widgets\/issues\/8#issuecomment-\d+$/) });
-      const missing = await call(readWriteKey, 'create_issue_comment', { repo: 'acme/widgets', issue_number: 8 }).expect(400);
+      const issue = await call(readWriteKey, 'create_issue', {
+        repo: 'acme/widgets',
+        title: 'Broken build',
+        body: 'details',
+        labels: ['bug'],
+      }).expect(200);
+      expect(issue.body.result).toEqual({
+        number: 8,
+        url: 'https://github.com/acme/widgets/issues/8',
+        title: 'Broken build',
+      });
+      expect(github.requests.at(-1)).toMatchObject({
+        method: 'POST',
+        path: '/repos/acme/widgets/issues',
+        body: { title: 'Broken build', body: 'details', labels: ['bug'] },
+      });
+      const comment = await call(readWriteKey, 'create_issue_comment', {
+        repo: 'acme/widgets',
+        issue_number: '8',
+        body: 'On it',
+      }).expect(200);
+      expect(comment.body.result).toEqual({
+        id: expect.any(Number),
+        url: expect.stringMatching(/^https:\/\/github.com\/acme\/widgets\/issues\/8#issuecomment-\d+$/),
+      });
+      const missing = await call(readWriteKey, 'create_issue_comment', {
+        repo: 'acme/widgets',
+        issue_number: 8,
+      }).expect(400);
       expect(missing.body.error).toMatchObject({ code: 'missing_argument', details: { argument: 'body' } });
       const blank = await call(readWriteKey, 'create_issue', { repo: 'acme/widgets', title: '   ' }).expect(400);
       expect(blank.body.error).toMatchObject({ code: 'invalid_argument', details: { argument: 'title' } });
@@ -336,7 +527,9 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
       await call(pinned, 'create_issue', { repo: 'acme/widgets', title: 'x' }).expect(404);
       expect(github.requests).toHaveLength(0);
       const visible = await call(pinned, 'list_repositories').expect(200);
-      expect(visible.body.result).toEqual([{ full_name: 'acme/public-docs', default_branch: 'main', description: null }]);
+      expect(visible.body.result).toEqual([
+        { full_name: 'acme/public-docs', default_branch: 'main', description: null },
+      ]);
       await call(pinned, 'list_issues', { repo: 'acme/public-docs' }).expect(200);
       expect(github.requests[0].authorization).toBe(`token ${SERVER_TOKEN}`);
     });
@@ -346,13 +539,16 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
     it('5xx after the retry → 502 upstream_error with the upstream status', async () => {
       github.failNext({ status: 502, body: { message: 'Server Error' }, times: 2 });
       const res = await call(readWriteKey, 'list_pull_requests', { repo: 'acme/widgets' }).expect(502);
-      expect(res.body.error).toMatchObject({ code: 'upstream_error', details: { upstream: 'github', upstream_status: 502, repository: 'acme/widgets' } });
+      expect(res.body.error).toMatchObject({
+        code: 'upstream_error',
+        details: { upstream: 'github', upstream_status: 502, repository: 'acme/widgets' },
+      });
       expect(github.requests).toHaveLength(2);
       github.failNext({ status: 500, body: { message: 'Server Error' } });
       await call(readWriteKey, 'list_pull_requests', { repo: 'acme/widgets' }).expect(200); // one retry heals a blip
     });
 
-    it('writes are never retried; GitHub 422 → 502 with Atrium\'s own message and the status', async () => {
+    it("writes are never retried; GitHub 422 → 502 with Atrium's own message and the status", async () => {
       github.failNext({ method: 'POST', status: 503, body: { message: 'Unavailable' } });
       await call(readWriteKey, 'create_issue', { repo: 'acme/widgets', title: 'once' }).expect(502);
       expect(github.requests.filter((r) => r.method === 'POST')).toHaveLength(1);
@@ -361,7 +557,11 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
         status: 422,
         body: { message: 'Validation Failed', errors: [{ resource: 'Label', code: 'invalid', field: 'labels' }] },
       });
-      const res = await call(readWriteKey, 'create_issue', { repo: 'acme/widgets', title: 'bad labels', labels: ['x'] }).expect(502);
+      const res = await call(readWriteKey, 'create_issue', {
+        repo: 'acme/widgets',
+        title: 'bad labels',
+        labels: ['x'],
+      }).expect(502);
       expect(res.body.error.message).toMatch(/refused to create an issue in acme\/widgets \(HTTP 422/);
       expect(res.body.error.details).toEqual({ upstream: 'github', upstream_status: 422, repository: 'acme/widgets' });
     });
@@ -370,7 +570,10 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
       for (const status of [401, 403, 422, 500]) {
         github.failNext({ status, echoAuthorization: true, times: status >= 500 ? 2 : 1 });
         const res = await call(readWriteKey, 'list_issues', { repo: 'acme/widgets' }).expect(502);
-        expect(res.body.error).toMatchObject({ code: 'upstream_error', details: { upstream: 'github', upstream_status: status, repository: 'acme/widgets' } });
+        expect(res.body.error).toMatchObject({
+          code: 'upstream_error',
+          details: { upstream: 'github', upstream_status: status, repository: 'acme/widgets' },
+        });
         expect(JSON.stringify(res.body)).not.toContain(ACME_TOKEN);
         expect(JSON.stringify(res.body)).not.toMatch(/Bad credentials for/);
       }
@@ -384,7 +587,9 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
     it('a read-only token → 403 upstream_error naming the repository', async () => {
       const res = await call(readWriteKey, 'create_issue', { repo: 'acme/public-docs', title: 'x' }).expect(502);
       expect(res.body.error.details.upstream_status).toBe(403);
-      expect(res.body.error.message).toMatch(/token used for repository acme\/public-docs is not allowed to create an issue/);
+      expect(res.body.error.message).toMatch(
+        /token used for repository acme\/public-docs is not allowed to create an issue/,
+      );
     });
 
     it('a token that loses access after registration → clear upstream_error (404, then 401)', async () => {
@@ -457,7 +662,10 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
       github.grant(FIXTURE_TOKEN, 'all');
       await register({ owner: 'octokit-fixture-org', name: 'paginate-issues', token: FIXTURE_TOKEN });
       const entries = github.useFixture('paginate-issues');
-      const res = await call(readWriteKey, 'list_issues', { repo: 'octokit-fixture-org/paginate-issues', limit: 3 }).expect(200);
+      const res = await call(readWriteKey, 'list_issues', {
+        repo: 'octokit-fixture-org/paginate-issues',
+        limit: 3,
+      }).expect(200);
       const recorded = entries[0].response as { number: number; title: string }[];
       expect(res.body.result.map((i: { number: number }) => i.number)).toEqual(recorded.map((i) => i.number));
       expect(res.body.result[0]).toMatchObject({ title: recorded[0].title, state: 'open' });
@@ -467,23 +675,38 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
     it('paginate-issues: the client follows the recorded Link headers across all five pages', async () => {
       const entries = github.useFixture('paginate-issues');
       const client = app.app.get(GithubClientFactory).create(FIXTURE_TOKEN);
-      const issues = await client.paginate(client.rest.issues.listForRepo, { owner: 'octokit-fixture-org', repo: 'paginate-issues', per_page: 3 });
+      const issues = await client.paginate(client.rest.issues.listForRepo, {
+        owner: 'octokit-fixture-org',
+        repo: 'paginate-issues',
+        per_page: 3,
+      });
       const recorded = entries.flatMap((entry) => entry.response as { number: number }[]);
       expect(issues.map((issue) => issue.number)).toEqual(recorded.map((issue) => issue.number));
       expect(github.fixtureDone()).toBe(true);
     });
 
-    it('errors: a recorded 422 becomes upstream_error with GitHub\'s field errors', async () => {
+    it("errors: a recorded 422 becomes upstream_error with GitHub's field errors", async () => {
       github.useFixture('errors');
       const client = app.app.get(GithubClientFactory).create(FIXTURE_TOKEN);
       const failure: unknown = await client.rest.issues
         .createLabel({ owner: 'octokit-fixture-org', repo: 'errors', name: 'foo', color: 'invalid' })
-        .then(() => undefined, (error: unknown) => error);
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
       expect(github.fixtureDone()).toBe(true);
-      const mapped = toGithubAppException(failure, { repository: 'octokit-fixture-org/errors', action: 'create a label' }, 1000);
+      const mapped = toGithubAppException(
+        failure,
+        { repository: 'octokit-fixture-org/errors', action: 'create a label' },
+        1000,
+      );
       expect(mapped.code).toBe(ErrorCode.UpstreamError);
       expect(mapped.message).toMatch(/HTTP 422/);
-      expect(mapped.details).toEqual({ upstream: 'github', upstream_status: 422, repository: 'octokit-fixture-org/errors' });
+      expect(mapped.details).toEqual({
+        upstream: 'github',
+        upstream_status: 422,
+        repository: 'octokit-fixture-org/errors',
+      });
     });
 
     it('add-labels-to-issue: create_issue sends exactly the recorded request', async () => {
@@ -491,7 +714,10 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
       github.addRepo('octokit-fixture-org', 'add-labels-to-issue');
       await register({ owner: 'octokit-fixture-org', name: 'add-labels-to-issue', token: FIXTURE_TOKEN });
       const entries = github.useFixture('add-labels-to-issue');
-      const res = await call(readWriteKey, 'create_issue', { repo: 'octokit-fixture-org/add-labels-to-issue', title: 'Issue without a label' }).expect(200);
+      const res = await call(readWriteKey, 'create_issue', {
+        repo: 'octokit-fixture-org/add-labels-to-issue',
+        title: 'Issue without a label',
+      }).expect(200);
       const recorded = entries[0].response as { number: number; title: string; html_url: string };
       expect(res.body.result).toEqual({ number: recorded.number, url: recorded.html_url, title: recorded.title });
     });

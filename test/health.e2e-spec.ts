@@ -30,7 +30,9 @@ describe('health and readiness', () => {
     expect(res.body.data.version).toMatch(/^\d+\.\d+\.\d+/);
     expect(res.body.data.uptimeSeconds).toBeGreaterThanOrEqual(0);
     for (const name of ['database', 'vector', 'queue']) {
-      expect(res.body.data.checks[name]).toEqual(expect.objectContaining({ status: 'up', latencyMs: expect.any(Number) }));
+      expect(res.body.data.checks[name]).toEqual(
+        expect.objectContaining({ status: 'up', latencyMs: expect.any(Number) }),
+      );
     }
     if (process.env.TEST_REDIS_URL) expect(res.body.data.checks.redis.status).toBe('up');
     const ready = await app.http.get('/api/ready').expect(200);

@@ -37,7 +37,10 @@ const HOSTILE: Hostile[] = [
   {
     name: 'bomb.docx', // 50 MiB of XML in ~150 KB, honest sizes: refused from the central directory
     build: () => zipBombDocx(50 * MIB),
-    expected: { status: 'failed', error: /expands more than 100 times its compressed size \(EXTRACT_MAX_COMPRESSION_RATIO\)/ },
+    expected: {
+      status: 'failed',
+      error: /expands more than 100 times its compressed size \(EXTRACT_MAX_COMPRESSION_RATIO\)/,
+    },
   },
   {
     name: 'lying-bomb.docx', // 200 MiB of XML whose directory claims 1 KiB: inflating stops at the lie
@@ -74,15 +77,21 @@ describe('hostile uploads: sandboxed extraction, limits, responsive HTTP, a fina
     // The service runs as users run it (`node dist/src/main.js`, APP_ROLE=all: HTTP and the indexing worker in one
     // process), not inside the Jest process: what must keep answering is the service, and an in-process app would
     // also measure the test runner's own garbage collector after dozens of suites (CI saw 1.6 s pauses that way).
-    app = await startBuiltServer(process.env.TEST_DATABASE_URL ? 'services' : 'embedded', { RAG_CHUNK_TARGET_CHARS: '8000', RAG_CHUNK_OVERLAP_CHARS: '600' });
+    app = await startBuiltServer(process.env.TEST_DATABASE_URL ? 'services' : 'embedded', {
+      RAG_CHUNK_TARGET_CHARS: '8000',
+      RAG_CHUNK_OVERLAP_CHARS: '600',
+    });
     user = await makeUser(app);
-    projectId = (await app.http.post('/api/projects').set(bearer(user.token)).send({ name: 'Hostile' }).expect(201)).body.data.id;
+    projectId = (await app.http.post('/api/projects').set(bearer(user.token)).send({ name: 'Hostile' }).expect(201))
+      .body.data.id;
   }, 300_000);
 
   afterAll(async () => {
     await app?.stop();
     // eslint-disable-next-line no-console
-    console.log(`ingest-sandbox figures (${process.env.TEST_DATABASE_URL ? 'PostgreSQL' : 'embedded'}):\n  ${figures.join('\n  ')}`);
+    console.log(
+      `ingest-sandbox figures (${process.env.TEST_DATABASE_URL ? 'PostgreSQL' : 'embedded'}):\n  ${figures.join('\n  ')}`,
+    );
   });
 
   async function probeHealth(): Promise<number> {
@@ -92,53 +101,72 @@ describe('hostile uploads: sandboxed extraction, limits, responsive HTTP, a fina
     return performance.now() - started;
   }
 
-  it.each(HOSTILE)('$name: 201 at once, health answers within 1 s throughout, ends $expected.status', async ({ name, build, expected }) => {
-    const bytes = build();
-    const upload = await app.http.post('/api/documents/upload').set(bearer(user.token)).field('projectId', projectId).attach('file', bytes, name).expect(201);
-    expect(upload.body.data.status).toBe('uploaded');
-    const documentId: string = upload.body.data.id;
+  it.each(HOSTILE)(
+    '$name: 201 at once, health answers within 1 s throughout, ends $expected.status',
+    async ({ name, build, expected }) => {
+      const bytes = build();
+      const upload = await app.http
+        .post('/api/documents/upload')
+        .set(bearer(user.token))
+        .field('projectId', projectId)
+        .attach('file', bytes, name)
+        .expect(201);
+      expect(upload.body.data.status).toBe('uploaded');
+      const documentId: string = upload.body.data.id;
 
-    // Probe health while the document is processed, until it is final (at most 14 minutes: on the embedded engine, where every statement runs in this process, the 15 MB text takes minutes).
-    const latencies: number[] = [];
-    let sawProgress = false;
-    const document = await pollUntil(
-      `${name} final`,
-      async () => {
-        latencies.push(await probeHealth());
-        const res = await app.http.get(`/api/documents/${documentId}`).set(bearer(user.token)).expect(200);
-        const current: { status: string; error: string | null; chunkCount: number; progress: unknown } = res.body.data;
-        if (current.progress) sawProgress = true;
-        return current;
-      },
-      (current) => current.status === 'indexed' || current.status === 'failed',
-      { timeoutMs: 840_000, intervalMs: 200 },
-    );
-    latencies.push(await probeHealth());
-    figures.push(
-      `${name} (${(bytes.length / MIB).toFixed(2)} MiB): ${document?.status} after ${latencies.length} health probes, slowest ${Math.round(Math.max(...latencies))} ms (bound ${Math.round(healthBoundMs())} ms)` +
-        (document?.status === 'indexed' ? `, ${document.chunkCount} chunks` : `: ${document?.error}`),
-    );
-    expect(document?.status).toBe(expected.status);
-    if (expected.error) expect(document?.error).toMatch(expected.error);
-    else expect(document?.error).toBeNull();
-    expect(Math.max(...latencies)).toBeLessThan(healthBoundMs());
-    if (expected.status === 'indexed') {
-      // 15 MB in 8,000-character chunks (see beforeAll): about 2,000 of them, far more than one batch and above the
-      // 200 chunks from which indexing is paced (RAG_INDEX_PACED_MIN_CHUNKS).
-      expect(document!.chunkCount).toBeGreaterThan(1_500);
-      // Long enough that progress was seen while it was written in batches.
-      expect(sawProgress).toBe(true);
-      const search = await app.http.post('/api/rag/search').set(bearer(user.token)).send({ query: 'lantern granite', projectId, topK: 3 });
-      expect(search.status).toBe(200);
-      expect(search.body.data.results.length).toBeGreaterThan(0);
-    }
-  }, 900_000);
+      // Probe health while the document is processed, until it is final (at most 14 minutes: on the embedded engine, where every statement runs in this process, the 15 MB text takes minutes).
+      const latencies: number[] = [];
+      let sawProgress = false;
+      const document = await pollUntil(
+        `${name} final`,
+        async () => {
+          latencies.push(await probeHealth());
+          const res = await app.http.get(`/api/documents/${documentId}`).set(bearer(user.token)).expect(200);
+          const current: { status: string; error: string | null; chunkCount: number; progress: unknown } =
+            res.body.data;
+          if (current.progress) sawProgress = true;
+          return current;
+        },
+        (current) => current.status === 'indexed' || current.status === 'failed',
+        { timeoutMs: 840_000, intervalMs: 200 },
+      );
+      latencies.push(await probeHealth());
+      figures.push(
+        `${name} (${(bytes.length / MIB).toFixed(2)} MiB): ${document?.status} after ${latencies.length} health probes, slowest ${Math.round(Math.max(...latencies))} ms (bound ${Math.round(healthBoundMs())} ms)` +
+          (document?.status === 'indexed' ? `, ${document.chunkCount} chunks` : `: ${document?.error}`),
+      );
+      expect(document?.status).toBe(expected.status);
+      if (expected.error) expect(document?.error).toMatch(expected.error);
+      else expect(document?.error).toBeNull();
+      expect(Math.max(...latencies)).toBeLessThan(healthBoundMs());
+      if (expected.status === 'indexed') {
+        // 15 MB in 8,000-character chunks (see beforeAll): about 2,000 of them, far more than one batch and above the
+        // 200 chunks from which indexing is paced (RAG_INDEX_PACED_MIN_CHUNKS).
+        expect(document!.chunkCount).toBeGreaterThan(1_500);
+        // Long enough that progress was seen while it was written in batches.
+        expect(sawProgress).toBe(true);
+        const search = await app.http
+          .post('/api/rag/search')
+          .set(bearer(user.token))
+          .send({ query: 'lantern granite', projectId, topK: 3 });
+        expect(search.status).toBe(200);
+        expect(search.body.data.results.length).toBeGreaterThan(0);
+      }
+    },
+    900_000,
+  );
 
   it('keeps serving other users meanwhile: the process never crashed (the next upload indexes)', async () => {
-    const res = await app.http.post('/api/documents/upload').set(bearer(user.token)).field('projectId', projectId).attach('file', Buffer.from('after the storm, calm text'), 'calm.txt').expect(201);
+    const res = await app.http
+      .post('/api/documents/upload')
+      .set(bearer(user.token))
+      .field('projectId', projectId)
+      .attach('file', Buffer.from('after the storm, calm text'), 'calm.txt')
+      .expect(201);
     const status = await pollUntil(
       'the next upload indexed',
-      async () => (await app.http.get(`/api/documents/${res.body.data.id}`).set(bearer(user.token)).expect(200)).body.data.status,
+      async () =>
+        (await app.http.get(`/api/documents/${res.body.data.id}`).set(bearer(user.token)).expect(200)).body.data.status,
       (state) => state === 'indexed',
       { timeoutMs: 60_000, intervalMs: 150 },
     );

@@ -46,25 +46,44 @@ describe('JSON logs from the first line to the last', () => {
       const { code, output } = await runToExit('main.js', { DATA_DIR: dataDir, [name]: value });
       expect(code).toBe(78);
       const lines = jsonLines(output);
-      expect(lines).toEqual([expect.objectContaining({ level: 'error', context: 'Config', variable: name, msg: expect.stringMatching(new RegExp(`^Invalid configuration: ${name} `)) })]);
+      expect(lines).toEqual([
+        expect.objectContaining({
+          level: 'error',
+          context: 'Config',
+          variable: name,
+          msg: expect.stringMatching(new RegExp(`^Invalid configuration: ${name} `)),
+        }),
+      ]);
     }
     // The worker entry point and the migration script say it the same way.
     const worker = await runToExit('worker.js', { DATA_DIR: dataDir, WORKER_HTTP_PORT: 'x' });
     expect(worker.code).toBe(78);
-    expect(jsonLines(worker.output)).toEqual([expect.objectContaining({ level: 'error', variable: 'WORKER_HTTP_PORT' })]);
+    expect(jsonLines(worker.output)).toEqual([
+      expect.objectContaining({ level: 'error', variable: 'WORKER_HTTP_PORT' }),
+    ]);
     const migrate = await runToExit(join('database', 'migrate.js'), { DATA_DIR: dataDir, DATABASE_POOL_SIZE: 'many' });
     expect(migrate.code).toBe(78);
-    expect(jsonLines(migrate.output)).toEqual([expect.objectContaining({ level: 'error', variable: 'DATABASE_POOL_SIZE' })]);
+    expect(jsonLines(migrate.output)).toEqual([
+      expect.objectContaining({ level: 'error', variable: 'DATABASE_POOL_SIZE' }),
+    ]);
   }, 90_000);
 
   it('a migration run prints JSON lines only, ending with the migrations it applied', async () => {
     const database = process.env.TEST_DATABASE_URL ? await createTestDatabase({ schema: 'empty' }) : undefined;
     const migrationDir = mkdtempSync(join(tmpdir(), 'atrium-migrate-'));
     try {
-      const { code, output } = await runToExit(join('database', 'migrate.js'), { DATA_DIR: migrationDir, LOG_LEVEL: 'debug', ...(database ? { DATABASE_URL: database.url } : {}) });
+      const { code, output } = await runToExit(join('database', 'migrate.js'), {
+        DATA_DIR: migrationDir,
+        LOG_LEVEL: 'debug',
+        ...(database ? { DATABASE_URL: database.url } : {}),
+      });
       expect(code).toBe(0);
       const lines = jsonLines(output);
-      expect(lines[lines.length - 1]).toMatchObject({ level: 'info', msg: 'migrations applied', migrations: expect.arrayContaining([expect.any(String)]) });
+      expect(lines[lines.length - 1]).toMatchObject({
+        level: 'info',
+        msg: 'migrations applied',
+        migrations: expect.arrayContaining([expect.any(String)]),
+      });
     } finally {
       await database?.drop();
       rmSync(migrationDir, { recursive: true, force: true });
@@ -72,27 +91,64 @@ describe('JSON logs from the first line to the last', () => {
   }, 120_000);
 
   it('a server: an upload logs queued → started → finished with its request id; readiness 503s of a drain are info; every line JSON', async () => {
-    const server = await startBuiltServer(process.env.TEST_DATABASE_URL ? 'services' : 'embedded', { SHUTDOWN_DRAIN_DELAY_MS: '1500', ...deploymentEnv('logs') });
+    const server = await startBuiltServer(process.env.TEST_DATABASE_URL ? 'services' : 'embedded', {
+      SHUTDOWN_DRAIN_DELAY_MS: '1500',
+      ...deploymentEnv('logs'),
+    });
     try {
       const credentials = { email: 'logs@example.com', password: 'logs-test-password', name: 'Logs' };
-      expect((await call(server.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(201);
-      const token = (await call(server.baseUrl, { method: 'POST', path: '/api/auth/login', body: { email: credentials.email, password: credentials.password } })).json.data.accessToken as string;
-      const projectId = (await call(server.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Logs' } })).json.data.id as string;
+      expect(
+        (await call(server.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status,
+      ).toBe(201);
+      const token = (
+        await call(server.baseUrl, {
+          method: 'POST',
+          path: '/api/auth/login',
+          body: { email: credentials.email, password: credentials.password },
+        })
+      ).json.data.accessToken as string;
+      const projectId = (
+        await call(server.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Logs' } })
+      ).json.data.id as string;
       const requestId = `logs-upload-${Date.now()}`;
       const form = new FormData();
-      form.append('file', new Blob(['# Logs\n\nOne line per job transition, with the request that caused the job.'], { type: 'text/markdown' }), 'logs.md');
+      form.append(
+        'file',
+        new Blob(['# Logs\n\nOne line per job transition, with the request that caused the job.'], {
+          type: 'text/markdown',
+        }),
+        'logs.md',
+      );
       form.append('projectId', projectId);
-      const upload = await call(server.baseUrl, { method: 'POST', path: '/api/documents/upload', token, rawBody: form, headers: { 'X-Request-Id': requestId } });
+      const upload = await call(server.baseUrl, {
+        method: 'POST',
+        path: '/api/documents/upload',
+        token,
+        rawBody: form,
+        headers: { 'X-Request-Id': requestId },
+      });
       expect(upload.status).toBe(201);
       const documentId = upload.json.data.id as string;
-      await waitFor('the upload indexed', async () => (await call(server.baseUrl, { method: 'GET', path: `/api/documents/${documentId}`, token })).json.data.status === 'indexed', { timeoutMs: 60_000 });
+      await waitFor(
+        'the upload indexed',
+        async () =>
+          (await call(server.baseUrl, { method: 'GET', path: `/api/documents/${documentId}`, token })).json.data
+            .status === 'indexed',
+        { timeoutMs: 60_000 },
+      );
       const jobLines = await waitFor('the finished line', async () => {
-        const lines = jsonLines(completeLines(server.process.output())).filter((line) => line.context === 'Jobs' && line.requestId === requestId);
+        const lines = jsonLines(completeLines(server.process.output())).filter(
+          (line) => line.context === 'Jobs' && line.requestId === requestId,
+        );
         return lines.some((line) => line.event === 'finished') ? lines : undefined;
       });
       expect(jobLines.map((line) => line.event)).toEqual(['queued', 'started', 'finished']);
       const jobId = jobLines[0].jobId as string;
-      expect(jobLines).toEqual(jobLines.map(() => expect.objectContaining({ level: 'info', kind: 'indexing', jobId, msg: expect.stringMatching(/^job /) })));
+      expect(jobLines).toEqual(
+        jobLines.map(() =>
+          expect.objectContaining({ level: 'info', kind: 'indexing', jobId, msg: expect.stringMatching(/^job /) }),
+        ),
+      );
       expect(jobLines[0]).toMatchObject({ documents: 1 });
       expect(jobLines[1]).toMatchObject({ attempt: 1, waitedMs: expect.any(Number) });
       expect(jobLines[2]).toMatchObject({ status: 'succeeded', durationMs: expect.any(Number) });
@@ -102,7 +158,10 @@ describe('JSON logs from the first line to the last', () => {
       server.process.child.kill('SIGTERM');
       const readiness: number[] = [];
       for (;;) {
-        const status = await fetch(`${server.baseUrl}/api/ready`).then((res) => res.status, () => 0);
+        const status = await fetch(`${server.baseUrl}/api/ready`).then(
+          (res) => res.status,
+          () => 0,
+        );
         if (status === 0) break;
         readiness.push(status);
         await sleep(100);

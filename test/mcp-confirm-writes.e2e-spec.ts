@@ -30,7 +30,11 @@ describe('confirmWrites on API keys and OAuth grants', () => {
   let confirming: { id: string; key: string };
   const clients: { close(): Promise<void> }[] = [];
   let second: TestApp | undefined;
-  const deployment = { ...EMBEDDED_SAFE_ENV, ...deploymentEnv('confirm'), MCP_CONFIRM_TIMEOUT_MS: String(CONFIRM_TIMEOUT_MS) };
+  const deployment = {
+    ...EMBEDDED_SAFE_ENV,
+    ...deploymentEnv('confirm'),
+    MCP_CONFIRM_TIMEOUT_MS: String(CONFIRM_TIMEOUT_MS),
+  };
 
   beforeAll(async () => {
     app = await startTestApp({ env: deployment });
@@ -51,7 +55,8 @@ describe('confirmWrites on API keys and OAuth grants', () => {
   });
 
   /** Task titles alice can see (through the key without confirmWrites, a read). */
-  const titles = async (): Promise<string[]> => ((await toolResult(app, plain.key, 'list_tasks', {})) as { title: string }[]).map((t) => t.title);
+  const titles = async (): Promise<string[]> =>
+    ((await toolResult(app, plain.key, 'list_tasks', {})) as { title: string }[]).map((t) => t.title);
 
   interface LegacyOptions {
     /** How the user answers `elicitation/create`; 'never' leaves the question open (until the server cancels it). */
@@ -78,13 +83,19 @@ describe('confirmWrites on API keys and OAuth grants', () => {
     const asked: string[] = [];
     const askedIds: (string | number)[] = [];
     const answers: string[] = [];
-    const client = new Client({ name: 'legacy', version: '1.0.0' }, { capabilities: options.answer ? { elicitation: {} } : {} });
+    const client = new Client(
+      { name: 'legacy', version: '1.0.0' },
+      { capabilities: options.answer ? { elicitation: {} } : {} },
+    );
     if (options.answer) {
       const action = options.answer;
       client.setRequestHandler(ElicitRequestSchema, (request, extra) => {
         asked.push(request.params.message);
         askedIds.push(extra.requestId);
-        if (action === 'never') return new Promise<never>((_resolve, reject) => extra.signal.addEventListener('abort', () => reject(new Error('cancelled'))));
+        if (action === 'never')
+          return new Promise<never>((_resolve, reject) =>
+            extra.signal.addEventListener('abort', () => reject(new Error('cancelled'))),
+          );
         return { action, ...(action === 'accept' ? { content: {} } : {}) };
       });
     }
@@ -94,7 +105,8 @@ describe('confirmWrites on API keys and OAuth grants', () => {
       let to = target;
       if (typeof body === 'string' && init?.method === 'POST') {
         const message = JSON.parse(body) as { method?: string; params?: { protocolVersion?: string } };
-        if (message.method === 'initialize' && options.version) body = JSON.stringify({ ...message, params: { ...message.params, protocolVersion: options.version } });
+        if (message.method === 'initialize' && options.version)
+          body = JSON.stringify({ ...message, params: { ...message.params, protocolVersion: options.version } });
         if (message.method === undefined) {
           answers.push(body);
           if (options.answersTo) to = `${options.answersTo}${MCP_PATH}`;
@@ -102,7 +114,11 @@ describe('confirmWrites on API keys and OAuth grants', () => {
       }
       return fetch(to, { ...init, body });
     };
-    const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: bearer(token) }, fetch: fetchVia, sessionId: options.sessionId });
+    const transport = new StreamableHTTPClientTransport(new URL(url), {
+      requestInit: { headers: bearer(token) },
+      fetch: fetchVia,
+      sessionId: options.sessionId,
+    });
     clients.push(client);
     await client.connect(transport);
     return { client, transport, asked, askedIds, answers };
@@ -122,7 +138,10 @@ describe('confirmWrites on API keys and OAuth grants', () => {
       body: JSON.stringify(body),
     });
 
-  const modernClient = async (token: string, answer?: ElicitAnswer): Promise<{ client: ModernClient; asked: string[] }> => {
+  const modernClient = async (
+    token: string,
+    answer?: ElicitAnswer,
+  ): Promise<{ client: ModernClient; asked: string[] }> => {
     const asked: string[] = [];
     const client = new ModernClient(
       { name: 'modern', version: '1.0.0' },
@@ -135,19 +154,26 @@ describe('confirmWrites on API keys and OAuth grants', () => {
       });
     }
     clients.push(client);
-    await client.connect(new ModernTransport(new URL(`${app.baseUrl}${MCP_PATH}`), { requestInit: { headers: bearer(token) } }));
+    await client.connect(
+      new ModernTransport(new URL(`${app.baseUrl}${MCP_PATH}`), { requestInit: { headers: bearer(token) } }),
+    );
     expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
     return { client, asked };
   };
 
   it('the key views show confirmWrites (default false)', async () => {
     const list = await app.http.get('/api/api-keys').set(bearer(alice.token)).expect(200);
-    const byId = new Map((list.body.data.items as { id: string; confirmWrites: boolean }[]).map((k) => [k.id, k.confirmWrites]));
+    const byId = new Map(
+      (list.body.data.items as { id: string; confirmWrites: boolean }[]).map((k) => [k.id, k.confirmWrites]),
+    );
     expect(byId.get(plain.id)).toBe(false);
     expect(byId.get(confirming.id)).toBe(true);
     const one = await app.http.get(`/api/api-keys/${confirming.id}`).set(bearer(alice.token)).expect(200);
     expect(one.body.data.confirmWrites).toBe(true);
-    const bad = await app.http.post('/api/api-keys').set(bearer(alice.token)).send({ name: 'x', scopes: SCOPES, expiresIn: 'never', confirmWrites: 'yes' });
+    const bad = await app.http
+      .post('/api/api-keys')
+      .set(bearer(alice.token))
+      .send({ name: 'x', scopes: SCOPES, expiresIn: 'never', confirmWrites: 'yes' });
     expect(bad.status).toBe(400);
   });
 
@@ -163,14 +189,20 @@ describe('confirmWrites on API keys and OAuth grants', () => {
   it('a key without confirmWrites is unchanged on both doors', async () => {
     await toolResult(app, plain.key, 'create_task', { title: 'plain json write' });
     const { client } = await modernClient(plain.key);
-    const created = (await client.callTool({ name: 'create_task', arguments: { title: 'plain mcp write' } })) as CallToolResult;
+    const created = (await client.callTool({
+      name: 'create_task',
+      arguments: { title: 'plain mcp write' },
+    })) as CallToolResult;
     expect(created.isError).toBeFalsy();
     expect(await titles()).toEqual(expect.arrayContaining(['plain json write', 'plain mcp write']));
   });
 
   it('MCP 2026-07-28 without elicitation: isError confirmation_required, nothing created; reads run', async () => {
     const { client } = await modernClient(confirming.key);
-    const result = (await client.callTool({ name: 'create_task', arguments: { title: 'no elicitation' } })) as CallToolResult;
+    const result = (await client.callTool({
+      name: 'create_task',
+      arguments: { title: 'no elicitation' },
+    })) as CallToolResult;
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ error: { code: 'confirmation_required' } });
     const read = (await client.callTool({ name: 'list_tasks', arguments: {} })) as CallToolResult;
@@ -180,7 +212,10 @@ describe('confirmWrites on API keys and OAuth grants', () => {
 
   it('MCP 2026-07-28 with elicitation, user accepts: asked once with the tool and arguments, then the task exists', async () => {
     const { client, asked } = await modernClient(confirming.key, { action: 'accept', content: {} });
-    const result = (await client.callTool({ name: 'create_task', arguments: { title: 'confirmed by the user' } })) as CallToolResult;
+    const result = (await client.callTool({
+      name: 'create_task',
+      arguments: { title: 'confirmed by the user' },
+    })) as CallToolResult;
     expect(result.isError).toBeFalsy();
     expect(result.structuredContent).toMatchObject({ title: 'confirmed by the user', creator_id: alice.id });
     expect(asked).toHaveLength(1);
@@ -192,15 +227,18 @@ describe('confirmWrites on API keys and OAuth grants', () => {
     expect((await titles()).filter((t) => t === 'confirmed by the user')).toHaveLength(1);
   });
 
-  it.each(['decline', 'cancel'] as const)('MCP 2026-07-28 with elicitation, user answers %s: tool error declined, nothing created', async (action) => {
-    const title = `refused by ${action}`;
-    const { client, asked } = await modernClient(confirming.key, { action });
-    const result = (await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult;
-    expect(asked).toHaveLength(1);
-    expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({ error: { code: 'declined' } });
-    expect(await titles()).not.toContain(title);
-  });
+  it.each(['decline', 'cancel'] as const)(
+    'MCP 2026-07-28 with elicitation, user answers %s: tool error declined, nothing created',
+    async (action) => {
+      const title = `refused by ${action}`;
+      const { client, asked } = await modernClient(confirming.key, { action });
+      const result = (await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult;
+      expect(asked).toHaveLength(1);
+      expect(result.isError).toBe(true);
+      expect(result.structuredContent).toMatchObject({ error: { code: 'declined' } });
+      expect(await titles()).not.toContain(title);
+    },
+  );
 
   /** A raw 2026-07-28 tools/call of create_task, optionally answering a confirmation with a requestState. */
   const modernCall = (token: string, title: string, confirm?: { state: string; action?: string }) =>
@@ -218,7 +256,12 @@ describe('confirmWrites on API keys and OAuth grants', () => {
         params: {
           name: 'create_task',
           arguments: { title },
-          ...(confirm ? { inputResponses: { atrium_confirm_write: { action: confirm.action ?? 'accept', content: {} } }, requestState: confirm.state } : {}),
+          ...(confirm
+            ? {
+                inputResponses: { atrium_confirm_write: { action: confirm.action ?? 'accept', content: {} } },
+                requestState: confirm.state,
+              }
+            : {}),
           _meta: {
             'io.modelcontextprotocol/protocolVersion': '2026-07-28',
             'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
@@ -230,7 +273,10 @@ describe('confirmWrites on API keys and OAuth grants', () => {
   /** Asks for a confirmation of create_task(title) and returns the requestState the server minted. */
   const mintedState = async (token: string, title: string): Promise<string> => {
     const asked = await modernCall(token, title).expect(200);
-    expect(asked.body.result).toMatchObject({ resultType: 'input_required', inputRequests: { atrium_confirm_write: { method: 'elicitation/create' } } });
+    expect(asked.body.result).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { atrium_confirm_write: { method: 'elicitation/create' } },
+    });
     return asked.body.result.requestState as string;
   };
 
@@ -252,9 +298,11 @@ describe('confirmWrites on API keys and OAuth grants', () => {
     const title = 'confirmed once only';
     const state = await mintedState(confirming.key, title);
     const answers = [];
-    for (let i = 0; i < 3; i += 1) answers.push((await modernCall(confirming.key, title, { state }).expect(200)).body.result);
+    for (let i = 0; i < 3; i += 1)
+      answers.push((await modernCall(confirming.key, title, { state }).expect(200)).body.result);
     expect(answers[0]).toMatchObject({ structuredContent: { title, creator_id: alice.id } });
-    for (const replay of answers.slice(1)) expect(replay).toMatchObject({ isError: true, structuredContent: { error: { code: 'confirmation_required' } } });
+    for (const replay of answers.slice(1))
+      expect(replay).toMatchObject({ isError: true, structuredContent: { error: { code: 'confirmation_required' } } });
     expect((await titles()).filter((t) => t === title)).toHaveLength(1);
     // Sent at the same moment, still once.
     const raced = 'confirmed once under a race';
@@ -269,40 +317,50 @@ describe('confirmWrites on API keys and OAuth grants', () => {
     const other = await modernCall(confirming.key, 'another title', { state }).expect(200);
     expect(other.body.result).toMatchObject({ resultType: 'input_required' });
     // Another credential of the same user: the state is refused outright.
-    const res = await app.http.post('/api/api-keys').set(bearer(alice.token)).send({ name: 'careful too', scopes: SCOPES, expiresIn: 'never', confirmWrites: true }).expect(201);
+    const res = await app.http
+      .post('/api/api-keys')
+      .set(bearer(alice.token))
+      .send({ name: 'careful too', scopes: SCOPES, expiresIn: 'never', confirmWrites: true })
+      .expect(201);
     const foreign = await modernCall(res.body.data.key as string, 'bound to its call', { state });
     expect(foreign.body.error).toMatchObject({ code: -32602 });
     expect(await titles()).not.toContain('bound to its call');
     expect(await titles()).not.toContain('another title');
   });
 
-  it.each(['2025-06-18', '2025-11-25'] as const)('2025-era %s, v1 SDK client with elicitation, user accepts: a session, asked once on the SSE stream, the task created once', async (version) => {
-    const title = `legacy accept ${version}`;
-    const { client, transport, asked } = await legacyClient(confirming.key, { answer: 'accept', version });
-    expect(client.getServerVersion()).toMatchObject({ name: 'atrium' });
-    expect(transport.protocolVersion).toBe(version);
-    expect(transport.sessionId).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const result = (await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult;
-    expect(result.isError).toBeFalsy();
-    expect(result.structuredContent).toMatchObject({ title, creator_id: alice.id });
-    expect(asked).toHaveLength(1);
-    expect(asked[0]).toContain('create_task');
-    expect(asked[0]).toContain(title);
-    // Reads are never confirmed (and answer JSON as before).
-    expect(((await client.callTool({ name: 'list_tasks', arguments: {} })) as CallToolResult).isError).toBeFalsy();
-    expect(asked).toHaveLength(1);
-    expect((await titles()).filter((t) => t === title)).toHaveLength(1);
-  });
+  it.each(['2025-06-18', '2025-11-25'] as const)(
+    '2025-era %s, v1 SDK client with elicitation, user accepts: a session, asked once on the SSE stream, the task created once',
+    async (version) => {
+      const title = `legacy accept ${version}`;
+      const { client, transport, asked } = await legacyClient(confirming.key, { answer: 'accept', version });
+      expect(client.getServerVersion()).toMatchObject({ name: 'atrium' });
+      expect(transport.protocolVersion).toBe(version);
+      expect(transport.sessionId).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      const result = (await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult;
+      expect(result.isError).toBeFalsy();
+      expect(result.structuredContent).toMatchObject({ title, creator_id: alice.id });
+      expect(asked).toHaveLength(1);
+      expect(asked[0]).toContain('create_task');
+      expect(asked[0]).toContain(title);
+      // Reads are never confirmed (and answer JSON as before).
+      expect(((await client.callTool({ name: 'list_tasks', arguments: {} })) as CallToolResult).isError).toBeFalsy();
+      expect(asked).toHaveLength(1);
+      expect((await titles()).filter((t) => t === title)).toHaveLength(1);
+    },
+  );
 
-  it.each(['decline', 'cancel'] as const)('2025-era session, user answers %s: tool error declined, nothing created', async (action) => {
-    const title = `legacy ${action}`;
-    const { client, asked } = await legacyClient(confirming.key, { answer: action, version: '2025-06-18' });
-    const result = (await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult;
-    expect(asked).toHaveLength(1);
-    expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({ error: { code: 'declined' } });
-    expect(await titles()).not.toContain(title);
-  });
+  it.each(['decline', 'cancel'] as const)(
+    '2025-era session, user answers %s: tool error declined, nothing created',
+    async (action) => {
+      const title = `legacy ${action}`;
+      const { client, asked } = await legacyClient(confirming.key, { answer: action, version: '2025-06-18' });
+      const result = (await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult;
+      expect(asked).toHaveLength(1);
+      expect(result.isError).toBe(true);
+      expect(result.structuredContent).toMatchObject({ error: { code: 'declined' } });
+      expect(await titles()).not.toContain(title);
+    },
+  );
 
   it('2025-era session, nobody answers: confirmation_required after MCP_CONFIRM_TIMEOUT_MS, nothing created, the late answer refused', async () => {
     const title = 'legacy unanswered';
@@ -312,8 +370,14 @@ describe('confirmWrites on API keys and OAuth grants', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(CONFIRM_TIMEOUT_MS - 100);
     expect(asked).toHaveLength(1);
     expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({ error: { code: 'confirmation_required', message: expect.stringContaining('nobody answered') } });
-    const late = await rawPost(confirming.key, { jsonrpc: '2.0', id: askedIds[0], result: { action: 'accept', content: {} } }, transport.sessionId);
+    expect(result.structuredContent).toMatchObject({
+      error: { code: 'confirmation_required', message: expect.stringContaining('nobody answered') },
+    });
+    const late = await rawPost(
+      confirming.key,
+      { jsonrpc: '2.0', id: askedIds[0], result: { action: 'accept', content: {} } },
+      transport.sessionId,
+    );
     expect(late.status).toBe(400);
     expect(await titles()).not.toContain(title);
   }, 30_000);
@@ -321,21 +385,27 @@ describe('confirmWrites on API keys and OAuth grants', () => {
   it('a 2025-era client without elicitation gets only a label session and confirmation_required; 2025-03-26 too, even with elicitation', async () => {
     const { client, transport } = await legacyClient(confirming.key);
     expect(transport.sessionId).toMatch(/^l1\./);
-    const refused = (await client.callTool({ name: 'create_task', arguments: { title: 'legacy no elicitation' } })) as CallToolResult;
+    const refused = (await client.callTool({
+      name: 'create_task',
+      arguments: { title: 'legacy no elicitation' },
+    })) as CallToolResult;
     expect(refused.structuredContent).toMatchObject({ error: { code: 'confirmation_required' } });
     expect(((await client.callTool({ name: 'list_tasks', arguments: {} })) as CallToolResult).isError).toBeFalsy();
 
     const old = await legacyClient(confirming.key, { answer: 'accept', version: '2025-03-26' });
     expect(old.transport.protocolVersion).toBe('2025-03-26');
     expect(old.transport.sessionId).toMatch(/^l1\./);
-    const oldResult = (await old.client.callTool({ name: 'create_task', arguments: { title: 'legacy 2025-03-26' } })) as CallToolResult;
+    const oldResult = (await old.client.callTool({
+      name: 'create_task',
+      arguments: { title: 'legacy 2025-03-26' },
+    })) as CallToolResult;
     expect(oldResult.structuredContent).toMatchObject({ error: { code: 'confirmation_required' } });
     expect(old.asked).toHaveLength(0);
     expect(await titles()).not.toEqual(expect.arrayContaining(['legacy no elicitation']));
     expect(await titles()).not.toContain('legacy 2025-03-26');
   });
 
-  it('a session is its credential\'s: another key presenting it, a forged or malformed id → 404; the answer is usable once; DELETE ends it', async () => {
+  it("a session is its credential's: another key presenting it, a forged or malformed id → 404; the answer is usable once; DELETE ends it", async () => {
     const title = 'legacy replayed accept';
     const { client, transport, answers } = await legacyClient(confirming.key, { answer: 'accept' });
     const sessionId = transport.sessionId!;
@@ -352,7 +422,9 @@ describe('confirmWrites on API keys and OAuth grants', () => {
       expect(await res.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32001 } });
     }
 
-    expect(((await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult).isError).toBeFalsy();
+    expect(
+      ((await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult).isError,
+    ).toBeFalsy();
     expect(answers).toHaveLength(1);
     // The same answer again (a replay), an answer to an id never asked, malformed answers: 400, nothing runs.
     const replay = await rawPost(confirming.key, JSON.parse(answers[0]), sessionId);
@@ -373,31 +445,60 @@ describe('confirmWrites on API keys and OAuth grants', () => {
     expect((await titles()).filter((t) => t === title)).toHaveLength(1);
 
     // DELETE needs the credential that opened it, then ends the session everywhere.
-    const del = (key: string) => fetch(`${app.baseUrl}${MCP_PATH}`, { method: 'DELETE', headers: { ...bearer(key), 'Mcp-Session-Id': sessionId } });
+    const del = (key: string) =>
+      fetch(`${app.baseUrl}${MCP_PATH}`, {
+        method: 'DELETE',
+        headers: { ...bearer(key), 'Mcp-Session-Id': sessionId },
+      });
     expect((await del(plain.key)).status).toBe(404);
     await transport.terminateSession();
     expect(transport.sessionId).toBeUndefined();
     expect((await rawPost(confirming.key, list, sessionId)).status).toBe(404);
     expect((await del(confirming.key)).status).toBe(404);
-    expect((await fetch(`${app.baseUrl}${MCP_PATH}`, { method: 'DELETE', headers: { ...bearer(confirming.key), 'Mcp-Session-Id': sessionId } })).status).toBe(404);
+    expect(
+      (
+        await fetch(`${app.baseUrl}${MCP_PATH}`, {
+          method: 'DELETE',
+          headers: { ...bearer(confirming.key), 'Mcp-Session-Id': sessionId },
+        })
+      ).status,
+    ).toBe(404);
   });
 
-  itOnSharedServices('a session opened on one instance serves on another, and the answer may land on the first', async () => {
-    // Closed in afterAll, not here: passport's strategy registry is one per process, so the JWT strategy of the
-    // app booted last serves every app in this process, and later tests need its database connection alive.
-    second = await startTestApp({ env: deployment, database: app.database });
-    {
-      const opened = await legacyClient(confirming.key, { answer: 'accept' });
-      const title = 'legacy across instances';
-      // The call waits on the second instance; the client's answer is POSTed to the first.
-      const { client, asked } = await legacyClient(confirming.key, { answer: 'accept', baseUrl: second.baseUrl, sessionId: opened.transport.sessionId, answersTo: app.baseUrl });
-      const result = (await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult;
-      expect(result.isError).toBeFalsy();
-      expect(asked).toHaveLength(1);
-      expect((await titles()).filter((t) => t === title)).toHaveLength(1);
-      expect((await rawPost(plain.key, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, opened.transport.sessionId, second.baseUrl)).status).toBe(404);
-    }
-  }, 120_000);
+  itOnSharedServices(
+    'a session opened on one instance serves on another, and the answer may land on the first',
+    async () => {
+      // Closed in afterAll, not here: passport's strategy registry is one per process, so the JWT strategy of the
+      // app booted last serves every app in this process, and later tests need its database connection alive.
+      second = await startTestApp({ env: deployment, database: app.database });
+      {
+        const opened = await legacyClient(confirming.key, { answer: 'accept' });
+        const title = 'legacy across instances';
+        // The call waits on the second instance; the client's answer is POSTed to the first.
+        const { client, asked } = await legacyClient(confirming.key, {
+          answer: 'accept',
+          baseUrl: second.baseUrl,
+          sessionId: opened.transport.sessionId,
+          answersTo: app.baseUrl,
+        });
+        const result = (await client.callTool({ name: 'create_task', arguments: { title } })) as CallToolResult;
+        expect(result.isError).toBeFalsy();
+        expect(asked).toHaveLength(1);
+        expect((await titles()).filter((t) => t === title)).toHaveLength(1);
+        expect(
+          (
+            await rawPost(
+              plain.key,
+              { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+              opened.transport.sessionId,
+              second.baseUrl,
+            )
+          ).status,
+        ).toBe(404);
+      }
+    },
+    120_000,
+  );
 
   it('an OAuth grant consented with confirmWrites behaves the same and shows it in the grant view', async () => {
     const bob = await makeUser(app);
@@ -411,19 +512,31 @@ describe('confirmWrites on API keys and OAuth grants', () => {
     expect((await callTool(app, tokens.access_token, 'list_tasks', {})).status).toBe(200);
 
     const { client: legacy } = await legacyClient(tokens.access_token);
-    const refused = (await legacy.callTool({ name: 'create_task', arguments: { title: 'grant mcp write' } })) as CallToolResult;
+    const refused = (await legacy.callTool({
+      name: 'create_task',
+      arguments: { title: 'grant mcp write' },
+    })) as CallToolResult;
     expect(refused.structuredContent).toMatchObject({ error: { code: 'confirmation_required' } });
 
     const { client, asked } = await modernClient(tokens.access_token, { action: 'accept', content: {} });
-    const done = (await client.callTool({ name: 'create_task', arguments: { title: 'grant confirmed write' } })) as CallToolResult;
+    const done = (await client.callTool({
+      name: 'create_task',
+      arguments: { title: 'grant confirmed write' },
+    })) as CallToolResult;
     expect(done.isError).toBeFalsy();
     expect(asked).toHaveLength(1);
-    const bobTitles = ((await toolResult(app, tokens.access_token, 'list_tasks', {})) as { title: string }[]).map((t) => t.title);
+    const bobTitles = ((await toolResult(app, tokens.access_token, 'list_tasks', {})) as { title: string }[]).map(
+      (t) => t.title,
+    );
     expect(bobTitles).toEqual(['grant confirmed write']);
 
     const other = await makeUser(app);
     const defaultGrant = await oauthTokens(app, other, ['tasks:read', 'tasks:write']);
-    expect((await app.http.get('/api/oauth/grants').set(bearer(other.token)).expect(200)).body.data.items[0]).toMatchObject({ confirmWrites: false });
-    expect((await callTool(app, defaultGrant.access_token, 'create_task', { title: 'default grant write' })).status).toBe(200);
+    expect(
+      (await app.http.get('/api/oauth/grants').set(bearer(other.token)).expect(200)).body.data.items[0],
+    ).toMatchObject({ confirmWrites: false });
+    expect(
+      (await callTool(app, defaultGrant.access_token, 'create_task', { title: 'default grant write' })).status,
+    ).toBe(200);
   });
 });

@@ -32,7 +32,11 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
     key = await makeApiKey(app, alice, { scopes: ['tasks:read', 'tasks:write'] });
     readOnlyKey = await makeApiKey(app, alice, { scopes: ['tasks:read'] });
     for (const title of ['one', 'two', 'three']) {
-      await app.http.post(`${MCP_PATH}/call`).set(bearer(key.key)).send({ name: 'create_task', arguments: { title } }).expect(200);
+      await app.http
+        .post(`${MCP_PATH}/call`)
+        .set(bearer(key.key))
+        .send({ name: 'create_task', arguments: { title } })
+        .expect(200);
     }
     const factory = app.app.get(McpServerFactory);
     sdkServers = { legacy: 0, modern: 0 };
@@ -58,7 +62,12 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
     } else {
       request.set('MCP-Protocol-Version', '2025-11-25');
     }
-    return request.send({ jsonrpc: '2.0', id: era === 'modern' ? 'req-1' : 41, method, params: Object.keys(meta).length ? { ...params, _meta: meta } : params });
+    return request.send({
+      jsonrpc: '2.0',
+      id: era === 'modern' ? 'req-1' : 41,
+      method,
+      params: Object.keys(meta).length ? { ...params, _meta: meta } : params,
+    });
   };
 
   /** The answer with what differs per request (trace id) or per write (`masked` fields) replaced, text content parsed. */
@@ -69,7 +78,8 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
       return Object.fromEntries(
         Object.entries(value).map(([field, inner]) => {
           if (field === 'traceId' || masked.includes(field)) return [field, '…'];
-          if (field === 'text' && typeof inner === 'string' && inner.startsWith('{')) return [field, mask(JSON.parse(inner))];
+          if (field === 'text' && typeof inner === 'string' && inner.startsWith('{'))
+            return [field, mask(JSON.parse(inner))];
           return [field, mask(inner)];
         }),
       );
@@ -77,7 +87,13 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
     return mask(JSON.parse(text));
   };
 
-  const both = async (era: Era, credential: string, method: string, params: Record<string, unknown>, masked: string[] = []) => {
+  const both = async (
+    era: Era,
+    credential: string,
+    method: string,
+    params: Record<string, unknown>,
+    masked: string[] = [],
+  ) => {
     const before = { ...sdkServers };
     const plain = await post(era, credential, method, params, false);
     const fastServers = { legacy: sdkServers.legacy - before.legacy, modern: sdkServers.modern - before.modern };
@@ -93,26 +109,43 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
   describe.each<Era>(['legacy', 'modern'])('revision %s', (era) => {
     it('tools/list: the same tools, schemas and cache hints', async () => {
       const answer = await both(era, key.key, 'tools/list', {});
-      expect(answer.result.tools.map((t: { name: string }) => t.name)).toEqual(expect.arrayContaining(['list_tasks', 'create_task']));
+      expect(answer.result.tools.map((t: { name: string }) => t.name)).toEqual(
+        expect.arrayContaining(['list_tasks', 'create_task']),
+      );
       const readOnly = await both(era, readOnlyKey.key, 'tools/list', {});
       expect(readOnly.result.tools.map((t: { name: string }) => t.name)).not.toContain('create_task');
     });
 
     it('tools/call of a list tool: the rows as text and as structuredContent', async () => {
       const answer = await both(era, key.key, 'tools/call', { name: 'list_tasks', arguments: { limit: 2 } });
-      expect(answer.result.structuredContent).toMatchObject({ items: [{ creator_id: alice.id }, { creator_id: alice.id }], truncated: true });
+      expect(answer.result.structuredContent).toMatchObject({
+        items: [{ creator_id: alice.id }, { creator_id: alice.id }],
+        truncated: true,
+      });
       expect(JSON.parse(answer.result.content[0].text)).toEqual(answer.result.structuredContent);
     });
 
     it('tools/call failures are the same isError results', async () => {
       const bad = await both(era, key.key, 'tools/call', { name: 'list_tasks', arguments: { limit: 'many' } });
       expect(bad.result).toMatchObject({ isError: true, structuredContent: { error: { code: 'invalid_argument' } } });
-      const denied = await both(era, readOnlyKey.key, 'tools/call', { name: 'create_task', arguments: { title: 'nope' } });
-      expect(denied.result).toMatchObject({ isError: true, structuredContent: { error: { code: 'insufficient_scope' } } });
+      const denied = await both(era, readOnlyKey.key, 'tools/call', {
+        name: 'create_task',
+        arguments: { title: 'nope' },
+      });
+      expect(denied.result).toMatchObject({
+        isError: true,
+        structuredContent: { error: { code: 'insufficient_scope' } },
+      });
     });
 
     it('tools/call of a write tool: the created object', async () => {
-      const answer = await both(era, key.key, 'tools/call', { name: 'create_task', arguments: { title: `written on ${era}` } }, ['id', 'created_at', 'updated_at']);
+      const answer = await both(
+        era,
+        key.key,
+        'tools/call',
+        { name: 'create_task', arguments: { title: `written on ${era}` } },
+        ['id', 'created_at', 'updated_at'],
+      );
       expect(answer.result.structuredContent).toMatchObject({ title: `written on ${era}`, status: 'todo' });
     });
   });
@@ -126,7 +159,12 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
       .post(MCP_PATH)
       .set(bearer(key.key))
       .set('Accept', ACCEPT)
-      .send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_tasks', arguments: {}, _meta: { progressToken: 'p' } } });
+      .send({
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'tools/call',
+        params: { name: 'list_tasks', arguments: {}, _meta: { progressToken: 'p' } },
+      });
     expect(progress.headers['content-type']).toMatch(/text\/event-stream/);
     const noName = await app.http
       .post(MCP_PATH)
@@ -134,7 +172,12 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
       .set('Accept', ACCEPT)
       .set('MCP-Protocol-Version', '2026-07-28')
       .set('Mcp-Method', 'tools/call')
-      .send({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'list_tasks', arguments: {}, _meta: ENVELOPE } });
+      .send({
+        jsonrpc: '2.0',
+        id: 4,
+        method: 'tools/call',
+        params: { name: 'list_tasks', arguments: {}, _meta: ENVELOPE },
+      });
     expect(noName.status).toBeGreaterThanOrEqual(200);
     expect(sdkServers.legacy - before.legacy).toBe(3);
     expect(sdkServers.modern - before.modern).toBe(1);

@@ -42,7 +42,13 @@ describe('MCP protocol revisions on /api/v1/public/mcp', () => {
     const target = new URL(app.baseUrl);
     proxy = createServer((req, res) => {
       const upstream = httpRequest(
-        { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, authorization: `Bearer ${key.key}` } },
+        {
+          host: target.hostname,
+          port: target.port,
+          method: req.method,
+          path: req.url,
+          headers: { ...req.headers, authorization: `Bearer ${key.key}` },
+        },
         (answer) => {
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
@@ -63,14 +69,20 @@ describe('MCP protocol revisions on /api/v1/public/mcp', () => {
   const legacyToolNames = async (): Promise<string[]> => {
     const client = new Client({ name: 'legacy', version: '1.0.0' });
     clients.push(client);
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${app.baseUrl}${MCP_PATH}`), { requestInit: { headers: bearer(key.key) } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${app.baseUrl}${MCP_PATH}`), {
+        requestInit: { headers: bearer(key.key) },
+      }),
+    );
     return (await client.listTools()).tools.map((t) => t.name);
   };
 
   const modernClient = async (mode: 'auto' | { pin: string }): Promise<ModernClient> => {
     const client = new ModernClient({ name: 'modern', version: '1.0.0' }, { versionNegotiation: { mode } });
     clients.push(client);
-    await client.connect(new ModernTransport(new URL(`${app.baseUrl}${MCP_PATH}`), { requestInit: { headers: bearer(key.key) } }));
+    await client.connect(
+      new ModernTransport(new URL(`${app.baseUrl}${MCP_PATH}`), { requestInit: { headers: bearer(key.key) } }),
+    );
     return client;
   };
 
@@ -80,11 +92,20 @@ describe('MCP protocol revisions on /api/v1/public/mcp', () => {
     expect(client.getServerVersion()).toMatchObject({ name: 'atrium' });
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toEqual(await legacyToolNames());
-    expect(tools.find((t) => t.name === 'create_task')).toMatchObject({ annotations: { readOnlyHint: false }, inputSchema: { type: 'object' } });
-    const created = await client.callTool({ name: 'create_task', arguments: { title: 'from 2026-07-28', priority: 'low' } });
+    expect(tools.find((t) => t.name === 'create_task')).toMatchObject({
+      annotations: { readOnlyHint: false },
+      inputSchema: { type: 'object' },
+    });
+    const created = await client.callTool({
+      name: 'create_task',
+      arguments: { title: 'from 2026-07-28', priority: 'low' },
+    });
     expect(created.isError).toBeFalsy();
     expect(created.structuredContent).toMatchObject({ title: 'from 2026-07-28', creator_id: alice.id });
-    const failed = await client.callTool({ name: 'get_task', arguments: { task_id: '00000000-0000-4000-8000-000000000000' } });
+    const failed = await client.callTool({
+      name: 'get_task',
+      arguments: { task_id: '00000000-0000-4000-8000-000000000000' },
+    });
     expect(failed.isError).toBe(true);
     expect(failed.structuredContent).toMatchObject({ error: { code: 'not_found' } });
     await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/no_such_tool/);
@@ -108,7 +129,12 @@ describe('MCP protocol revisions on /api/v1/public/mcp', () => {
         await new Promise((resolve) => setTimeout(resolve, 100));
         rows = (await db.query(`SELECT tool, status FROM api_key_usage WHERE api_key_id = $1`, [key.id])).rows;
       }
-      expect(rows).toEqual(expect.arrayContaining([{ tool: 'list_tasks', status: 200 }, { tool: 'server/discover', status: 200 }]));
+      expect(rows).toEqual(
+        expect.arrayContaining([
+          { tool: 'list_tasks', status: 200 },
+          { tool: 'server/discover', status: 200 },
+        ]),
+      );
     } finally {
       await db.end();
     }
@@ -119,7 +145,12 @@ describe('MCP protocol revisions on /api/v1/public/mcp', () => {
       .post(MCP_PATH)
       .set(bearer(key.key))
       .set('Accept', ACCEPT)
-      .send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 't', version: '1' } } })
+      .send({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      })
       .expect(200);
     expect(res.body.result.protocolVersion).toBe(version);
   });
@@ -129,16 +160,41 @@ describe('MCP protocol revisions on /api/v1/public/mcp', () => {
       .post(MCP_PATH)
       .set('Accept', ACCEPT)
       .set('MCP-Protocol-Version', '2026-07-28')
-      .send({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } })
+      .send({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'server/discover',
+        params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } },
+      })
       .expect(401);
-    expect(res.headers['www-authenticate']).toBe(`Bearer resource_metadata="${publicUrl}/.well-known/oauth-protected-resource/api/v1/public/mcp"`);
+    expect(res.headers['www-authenticate']).toBe(
+      `Bearer resource_metadata="${publicUrl}/.well-known/oauth-protected-resource/api/v1/public/mcp"`,
+    );
   });
 
   it("a browser on the server's own origin (PUBLIC_URL's) may use the endpoint; other origins are refused", async () => {
     const body = { jsonrpc: '2.0', id: 1, method: 'ping' };
-    await app.http.post(MCP_PATH).set(bearer(key.key)).set('Accept', ACCEPT).set('Origin', publicUrl).send(body).expect(200);
-    await app.http.post(MCP_PATH).set(bearer(key.key)).set('Accept', ACCEPT).set('Origin', 'http://evil.example.com').send(body).expect(403);
-    await app.http.post(MCP_PATH).set(bearer(key.key)).set('Accept', ACCEPT).set('Origin', app.baseUrl).send(body).expect(403);
+    await app.http
+      .post(MCP_PATH)
+      .set(bearer(key.key))
+      .set('Accept', ACCEPT)
+      .set('Origin', publicUrl)
+      .send(body)
+      .expect(200);
+    await app.http
+      .post(MCP_PATH)
+      .set(bearer(key.key))
+      .set('Accept', ACCEPT)
+      .set('Origin', 'http://evil.example.com')
+      .send(body)
+      .expect(403);
+    await app.http
+      .post(MCP_PATH)
+      .set(bearer(key.key))
+      .set('Accept', ACCEPT)
+      .set('Origin', app.baseUrl)
+      .send(body)
+      .expect(403);
   });
 
   describe('the official conformance suite (@modelcontextprotocol/conformance), offline', () => {
@@ -148,18 +204,30 @@ describe('MCP protocol revisions on /api/v1/public/mcp', () => {
     });
     afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
-    const bin = join(CONFORMANCE_DIR, (JSON.parse(readFileSync(join(CONFORMANCE_DIR, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin.conformance);
+    const bin = join(
+      CONFORMANCE_DIR,
+      (JSON.parse(readFileSync(join(CONFORMANCE_DIR, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin
+        .conformance,
+    );
 
-    it.each(['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'])('scenario %s passes', async (scenario) => {
-      const result = await run(process.execPath, [bin, 'server', '--url', `${publicUrl}${MCP_PATH}`, '--scenario', scenario, '-o', outDir], {
-        env: { ...process.env, NO_COLOR: '1' },
-        timeout: 90_000,
-        maxBuffer: 10 * 1024 * 1024,
-      }).catch((error: { stdout: string; stderr: string; code: number }) => error);
-      const output = `${result.stdout}\n${result.stderr}`;
-      expect((result as { code?: number }).code ?? 0).toBe(0);
-      expect(output).not.toMatch(/FAILURE|✗|Failed: [1-9]/);
-      expect(output).toMatch(/Passed: [1-9]|SUCCESS|✓/);
-    }, 120_000);
+    it.each(['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'])(
+      'scenario %s passes',
+      async (scenario) => {
+        const result = await run(
+          process.execPath,
+          [bin, 'server', '--url', `${publicUrl}${MCP_PATH}`, '--scenario', scenario, '-o', outDir],
+          {
+            env: { ...process.env, NO_COLOR: '1' },
+            timeout: 90_000,
+            maxBuffer: 10 * 1024 * 1024,
+          },
+        ).catch((error: { stdout: string; stderr: string; code: number }) => error);
+        const output = `${result.stdout}\n${result.stderr}`;
+        expect((result as { code?: number }).code ?? 0).toBe(0);
+        expect(output).not.toMatch(/FAILURE|✗|Failed: [1-9]/);
+        expect(output).toMatch(/Passed: [1-9]|SUCCESS|✓/);
+      },
+      120_000,
+    );
   });
 });

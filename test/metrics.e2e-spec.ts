@@ -38,17 +38,29 @@ describe('GET /metrics on the main port, behind METRICS_TOKEN', () => {
   };
   const scrape = async (): Promise<Sample[]> => parsePrometheusText(await scrapeText());
   /** How much each series (name + labels) moved between two scrapes. */
-  const moved = (before: Sample[], after: Sample[], name: string, labels: Record<string, string>) => sampleValue(after, name, labels) - sampleValue(before, name, labels);
+  const moved = (before: Sample[], after: Sample[], name: string, labels: Record<string, string>) =>
+    sampleValue(after, name, labels) - sampleValue(before, name, labels);
 
   const mcp = async (key: string): Promise<McpClient> => {
     const client = new McpClient({ name: 'metrics-e2e', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${app.baseUrl}/api/v1/public/mcp`), { requestInit: { headers: bearer(key) } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${app.baseUrl}/api/v1/public/mcp`), {
+        requestInit: { headers: bearer(key) },
+      }),
+    );
     mcpClients.push(client);
     return client;
   };
 
   beforeAll(async () => {
-    app = await startTestApp({ env: { ...EMBEDDED_SAFE_ENV, METRICS_TOKEN: metricsToken, RATE_LIMIT_KEY_PER_MIN: '12', RATE_LIMIT_USER_TOOLS_PER_MIN: '100000' } });
+    app = await startTestApp({
+      env: {
+        ...EMBEDDED_SAFE_ENV,
+        METRICS_TOKEN: metricsToken,
+        RATE_LIMIT_KEY_PER_MIN: '12',
+        RATE_LIMIT_USER_TOOLS_PER_MIN: '100000',
+      },
+    });
     user = await makeUser(app);
   }, 180_000);
   afterAll(async () => {
@@ -60,9 +72,15 @@ describe('GET /metrics on the main port, behind METRICS_TOKEN', () => {
     const missing = await app.http.get('/metrics').expect(401);
     expect(missing.headers['www-authenticate']).toMatch(/^Bearer/);
     expect(missing.body.error.code).toBe('AUTH_REQUIRED');
-    const wrong = await app.http.get('/metrics').set(bearer(`${metricsToken}x`)).expect(401);
+    const wrong = await app.http
+      .get('/metrics')
+      .set(bearer(`${metricsToken}x`))
+      .expect(401);
     expect(wrong.body.error.code).toBe('AUTH_INVALID');
-    await app.http.get('/metrics').set('Authorization', `Basic ${Buffer.from(`x:${metricsToken}`).toString('base64')}`).expect(401);
+    await app.http
+      .get('/metrics')
+      .set('Authorization', `Basic ${Buffer.from(`x:${metricsToken}`).toString('base64')}`)
+      .expect(401);
     // Neither answer gives anything away.
     expect(missing.text + wrong.text).not.toMatch(/atrium_|process_cpu/);
 
@@ -74,11 +92,15 @@ describe('GET /metrics on the main port, behind METRICS_TOKEN', () => {
   });
 
   it('serves every series the Grafana dashboard in docs/ queries', async () => {
-    const dashboard = JSON.parse(readFileSync(join(__dirname, '..', 'docs', 'grafana-dashboard.json'), 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
+    const dashboard = JSON.parse(readFileSync(join(__dirname, '..', 'docs', 'grafana-dashboard.json'), 'utf8')) as {
+      panels: { targets?: { expr: string }[] }[];
+    };
     const exprs = dashboard.panels.flatMap((panel) => panel.targets ?? []).map((target) => target.expr);
     expect(exprs.length).toBeGreaterThan(10);
     const text = await scrapeText();
-    for (const name of new Set(exprs.flatMap((expr) => expr.match(/\b(?:http|atrium|process|nodejs)_[a-z0-9_]+/g) ?? []))) {
+    for (const name of new Set(
+      exprs.flatMap((expr) => expr.match(/\b(?:http|atrium|process|nodejs)_[a-z0-9_]+/g) ?? []),
+    )) {
       // A histogram's _bucket series belongs to the histogram its # TYPE line names.
       expect(text).toContain(`# TYPE ${name.replace(/_bucket$/, '')} `);
     }
@@ -110,7 +132,9 @@ describe('GET /metrics on the main port, behind METRICS_TOKEN', () => {
     expect(calls({ tool: 'list_tasks', status: 'ok', door: 'mcp' })).toBe(1);
     expect(calls({ tool: 'get_task', status: 'not_found', door: 'mcp' })).toBe(1);
     expect(calls({ tool: 'unknown', status: 'unknown_tool', door: 'mcp' })).toBe(1);
-    expect(moved(before, after, 'atrium_tool_call_duration_seconds_count', { tool: 'create_task', door: 'json' })).toBe(1);
+    expect(moved(before, after, 'atrium_tool_call_duration_seconds_count', { tool: 'create_task', door: 'json' })).toBe(
+      1,
+    );
     // Label values come from the registry, never from what a caller sent.
     expect(text).not.toContain(invented);
     expect(text).not.toContain(created.body.result.id);
@@ -126,15 +150,24 @@ describe('GET /metrics on the main port, behind METRICS_TOKEN', () => {
     await app.http.get('/api/health').expect(200);
     const text = await scrapeText();
     const after = parsePrometheusText(text);
-    expect(moved(before, after, 'http_requests_total', { method: 'GET', route: '/api/documents/:id', status: '404' })).toBe(2);
-    expect(moved(before, after, 'http_request_duration_seconds_count', { method: 'GET', route: '/api/documents/:id', status: '404' })).toBe(2);
+    expect(
+      moved(before, after, 'http_requests_total', { method: 'GET', route: '/api/documents/:id', status: '404' }),
+    ).toBe(2);
+    expect(
+      moved(before, after, 'http_request_duration_seconds_count', {
+        method: 'GET',
+        route: '/api/documents/:id',
+        status: '404',
+      }),
+    ).toBe(2);
     expect(moved(before, after, 'http_requests_total', { method: 'GET', route: 'unmatched', status: '404' })).toBe(1);
     expect(moved(before, after, 'http_requests_total', { method: 'GET', route: '/api/health', status: '200' })).toBe(1);
     expect(text).not.toContain(id);
     expect(text).not.toContain(stray);
     // Every route label is a pattern the app declares (or the one fixed label), whatever paths were requested.
     const routes = new Set(after.filter((s) => s.name === 'http_requests_total').map((s) => s.labels.route));
-    for (const route of routes) expect(route === 'unmatched' || route === '/metrics' || /^\/(api|oauth|\.well-known)\//.test(route)).toBe(true);
+    for (const route of routes)
+      expect(route === 'unmatched' || route === '/metrics' || /^\/(api|oauth|\.well-known)\//.test(route)).toBe(true);
   });
 
   it('counts the calls a rate limit refused, by area', async () => {
@@ -154,15 +187,27 @@ describe('GET /metrics on the main port, behind METRICS_TOKEN', () => {
   it('counts queue jobs by queue and outcome, and reports each queue’s depth from the queue backend', async () => {
     const { key } = await makeApiKey(app, user, { scopes: ['docs:read', 'docs:write'] });
     const before = await scrape();
-    const doc = (await callTool(app, key, 'create_document', { title: 'Metrics', content: 'The indexing job of this document is counted.' }).expect(200)).body.result;
+    const doc = (
+      await callTool(app, key, 'create_document', {
+        title: 'Metrics',
+        content: 'The indexing job of this document is counted.',
+      }).expect(200)
+    ).body.result;
     await pollUntil(
       'document indexed',
       async () => (await app.http.get(`/api/documents/${doc.id}`).set(bearer(user.token))).body.data?.status,
       (status) => status === 'indexed',
       { timeoutMs: 60_000 },
     );
-    const after = await pollUntil('job counted', scrape, (samples) => moved(before, samples, 'atrium_jobs_total', { queue: 'rag-indexing', status: 'completed' }) >= 1, { timeoutMs: 10_000 });
-    expect(moved(before, after, 'atrium_job_duration_seconds_count', { queue: 'rag-indexing', status: 'completed' })).toBeGreaterThanOrEqual(1);
+    const after = await pollUntil(
+      'job counted',
+      scrape,
+      (samples) => moved(before, samples, 'atrium_jobs_total', { queue: 'rag-indexing', status: 'completed' }) >= 1,
+      { timeoutMs: 10_000 },
+    );
+    expect(
+      moved(before, after, 'atrium_job_duration_seconds_count', { queue: 'rag-indexing', status: 'completed' }),
+    ).toBeGreaterThanOrEqual(1);
     expect(moved(before, after, 'atrium_jobs_total', { queue: 'rag-indexing', status: 'failed' })).toBe(0);
     // Every queue of the app, read from BullMQ's backend (Redis with TEST_REDIS_URL, else PostgreSQL).
     for (const queue of ['rag-indexing', 'agent-runs', 'agent-webhooks', 'atrium-system']) {
@@ -192,7 +237,9 @@ describe('GET /metrics on METRICS_PORT', () => {
     const own = await fetch(`http://127.0.0.1:${port}/metrics`);
     expect(own.status).toBe(200);
     const samples = parsePrometheusText(await own.text());
-    expect(sampleValue(samples, 'http_requests_total', { route: '/api/health', status: '200' })).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(samples, 'http_requests_total', { route: '/api/health', status: '200' })).toBeGreaterThanOrEqual(
+      1,
+    );
     // The metrics listener serves nothing else.
     expect((await fetch(`http://127.0.0.1:${port}/api/health`)).status).toBe(404);
   });

@@ -6,7 +6,16 @@ import { startTestApp, type TestApp } from './support/test-app.js';
 
 /** Debian's system Chromium, as in account-page.e2e-spec.ts. */
 const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
 const EMBEDDED_SAFE_ENV: Record<string, string> = process.env.TEST_DATABASE_URL ? {} : { DATABASE_POOL_SIZE: '1' };
 
 /**
@@ -23,16 +32,20 @@ describe('OAuth consent page and connected apps in a real browser', () => {
   const pageProblems: string[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium package to run this suite`);
+    if (!existsSync(CHROMIUM))
+      throw new Error(`${CHROMIUM} is missing: install Debian's chromium package to run this suite`);
     app = await startTestApp({ env: EMBEDDED_SAFE_ENV });
     user = await makeUser(app);
-    projectId = (await app.http.post('/api/projects').set(bearer(user.token)).send({ name: 'Consent project' }).expect(201)).body.data.id;
+    projectId = (
+      await app.http.post('/api/projects').set(bearer(user.token)).send({ name: 'Consent project' }).expect(201)
+    ).body.data.id;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
     page = await (await browser.newContext()).newPage();
     page.setDefaultTimeout(20_000);
     page.on('pageerror', (error) => pageProblems.push(`pageerror: ${error.message}`));
     page.on('console', (msg) => {
-      if (msg.type() === 'error' && !/responded with a status of 4\d\d/.test(msg.text())) pageProblems.push(`console: ${msg.text()}`);
+      if (msg.type() === 'error' && !/responded with a status of 4\d\d/.test(msg.text()))
+        pageProblems.push(`console: ${msg.text()}`);
     });
   }, 180_000);
   afterAll(async () => {
@@ -50,7 +63,15 @@ describe('OAuth consent page and connected apps in a real browser', () => {
       arrived = new URL(route.request().url());
       await route.fulfill({ status: 200, contentType: 'text/html', body: '<p>back in the app</p>' });
     });
-    const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256', scope: 'tasks:read tasks:write', state: 'browser-state' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: REDIRECT_URI,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      scope: 'tasks:read tasks:write',
+      state: 'browser-state',
+    });
     await page.goto(`${app.baseUrl}/oauth/authorize?${query}`);
     await page.getByRole('heading', { name: 'Sign in to connect Test client' }).waitFor();
     await page.getByLabel('Email').fill(user.email);
@@ -66,13 +87,25 @@ describe('OAuth consent page and connected apps in a real browser', () => {
     expect(arrived?.searchParams.get('state')).toBe('browser-state');
     const code = arrived?.searchParams.get('code');
     expect(code).toMatch(/^atac_/);
-    const stored = await page.evaluate<string>('JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage } })');
+    const stored = await page.evaluate<string>(
+      'JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage } })',
+    );
     expect(stored).toBe('{"local":{},"session":{}}');
 
-    const tokens = await tokenRequest(app, { grant_type: 'authorization_code', code: code!, code_verifier: verifier, client_id: clientId, redirect_uri: REDIRECT_URI }).expect(200);
+    const tokens = await tokenRequest(app, {
+      grant_type: 'authorization_code',
+      code: code!,
+      code_verifier: verifier,
+      client_id: clientId,
+      redirect_uri: REDIRECT_URI,
+    }).expect(200);
     expect(tokens.body.scope).toBe('tasks:read');
     const grants = await app.http.get('/api/oauth/grants').set(bearer(user.token)).expect(200);
-    expect(grants.body.data.items[0]).toMatchObject({ clientName: 'Test client', scopes: ['tasks:read'], projectIds: [projectId] });
+    expect(grants.body.data.items[0]).toMatchObject({
+      clientName: 'Test client',
+      scopes: ['tasks:read'],
+      projectIds: [projectId],
+    });
   });
 
   it('deny sends access_denied back to the app', async () => {
@@ -83,7 +116,9 @@ describe('OAuth consent page and connected apps in a real browser', () => {
       arrived = new URL(route.request().url());
       await route.fulfill({ status: 200, contentType: 'text/html', body: '<p>back</p>' });
     });
-    await page.goto(`${app.baseUrl}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256' })}`);
+    await page.goto(
+      `${app.baseUrl}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256' })}`,
+    );
     await page.getByLabel('Email').fill(user.email);
     await page.getByLabel('Password').fill(user.password);
     await page.getByRole('button', { name: 'Sign in' }).click();

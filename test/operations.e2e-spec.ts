@@ -31,12 +31,27 @@ describe('operations of the built server', () => {
     const secretKey = 'atr_SecretSecretSecretSecretSecretSecret00';
     const secretPassword = 'hunter2-very-secret-password';
     const requests: { method: string; path: string; init: RequestInit; status: number; route: string | null }[] = [
-      { method: 'GET', path: '/api/v1/public/mcp/tools', init: { headers: { Authorization: `Bearer ${secretKey}` } }, status: 401, route: '/api/v1/public/mcp/tools' },
-      { method: 'GET', path: '/api/auth/me', init: { headers: { Authorization: 'Bearer eyJhbGciOiJIUzI1NiJ9.e30.not-a-real-token' } }, status: 401, route: '/api/auth/me' },
+      {
+        method: 'GET',
+        path: '/api/v1/public/mcp/tools',
+        init: { headers: { Authorization: `Bearer ${secretKey}` } },
+        status: 401,
+        route: '/api/v1/public/mcp/tools',
+      },
+      {
+        method: 'GET',
+        path: '/api/auth/me',
+        init: { headers: { Authorization: 'Bearer eyJhbGciOiJIUzI1NiJ9.e30.not-a-real-token' } },
+        status: 401,
+        route: '/api/auth/me',
+      },
       {
         method: 'POST',
         path: '/api/auth/register',
-        init: { headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'not-an-email', password: secretPassword, name: 'x' }) },
+        init: {
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ email: 'not-an-email', password: secretPassword, name: 'x' }),
+        },
         status: 400,
         route: '/api/auth/register',
       },
@@ -51,15 +66,30 @@ describe('operations of the built server', () => {
       }
       // A signed-in call names its credential (kind and id).
       const email = `ops-${Date.now()}@example.com`;
-      await fetch(`${app.baseUrl}/api/auth/register`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email, password: secretPassword, name: 'Ops' }) });
-      const login = (await (await fetch(`${app.baseUrl}/api/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email, password: secretPassword }) })).json()) as any;
-      const me = await fetch(`${app.baseUrl}/api/auth/me`, { headers: { Authorization: `Bearer ${login.data.accessToken}` } });
+      await fetch(`${app.baseUrl}/api/auth/register`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ email, password: secretPassword, name: 'Ops' }),
+      });
+      const login = (await (
+        await fetch(`${app.baseUrl}/api/auth/login`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ email, password: secretPassword }),
+        })
+      ).json()) as any;
+      const me = await fetch(`${app.baseUrl}/api/auth/me`, {
+        headers: { Authorization: `Bearer ${login.data.accessToken}` },
+      });
       expect(me.status).toBe(200);
       const userId = ((await me.json()) as any).data.id as string;
       const meId = me.headers.get('x-request-id')!;
 
       expect(await stop(app)).toBe(0);
-      const lines = app.output().split('\n').filter((line) => line.length > 0);
+      const lines = app
+        .output()
+        .split('\n')
+        .filter((line) => line.length > 0);
       const entries = lines.map((line) => {
         try {
           return JSON.parse(line) as Record<string, any>;
@@ -69,16 +99,30 @@ describe('operations of the built server', () => {
       });
       expect(entries[0]).toMatchObject({ level: 'info', time: expect.any(String), msg: expect.any(String) });
       // Nest's module and route wiring is debug, not info.
-      expect(entries.filter((e) => ['RouterExplorer', 'RoutesResolver', 'InstanceLoader'].includes(e.context))).toEqual([]);
+      expect(entries.filter((e) => ['RouterExplorer', 'RoutesResolver', 'InstanceLoader'].includes(e.context))).toEqual(
+        [],
+      );
 
       const access = entries.filter((e) => e.context === 'Access');
       for (const [i, r] of requests.entries()) {
         const line = access.find((e) => e.requestId === ids[i]);
-        expect(line).toMatchObject({ method: r.method, route: r.route, status: r.status, durationMs: expect.any(Number), credential: null });
+        expect(line).toMatchObject({
+          method: r.method,
+          route: r.route,
+          status: r.status,
+          durationMs: expect.any(Number),
+          credential: null,
+        });
       }
-      expect(access.find((e) => e.requestId === meId)).toMatchObject({ method: 'GET', route: '/api/auth/me', status: 200, credential: { kind: 'user', id: userId } });
+      expect(access.find((e) => e.requestId === meId)).toMatchObject({
+        method: 'GET',
+        route: '/api/auth/me',
+        status: 200,
+        credential: { kind: 'user', id: userId },
+      });
       const everything = app.output();
-      for (const secret of [secretKey, secretPassword, login.data.accessToken, 'not-a-real-token', 'Bearer']) expect(everything).not.toContain(secret);
+      for (const secret of [secretKey, secretPassword, login.data.accessToken, 'not-a-real-token', 'Bearer'])
+        expect(everything).not.toContain(secret);
     } finally {
       await stop(app);
     }
@@ -90,12 +134,19 @@ describe('operations of the built server', () => {
     try {
       const started = Date.now();
       const second = startAppProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'info' }, 60_000);
-      await expect(second).rejects.toThrow(new RegExp(`app exited with 75 before listening:[\\s\\S]*DATA_DIR ${dataDir} is in use by process ${first.child.pid}`));
+      await expect(second).rejects.toThrow(
+        new RegExp(
+          `app exited with 75 before listening:[\\s\\S]*DATA_DIR ${dataDir} is in use by process ${first.child.pid}`,
+        ),
+      );
       expect(Date.now() - started).toBeLessThan(30_000);
       // Only the owning process can open a session on the embedded engine: the port is on loopback,
       // but a client without the generated password is refused.
       const port = /"address":"127\.0\.0\.1:(\d+)"/.exec(first.output())![1];
-      const intruder = new Client({ connectionString: `postgresql://postgres@127.0.0.1:${port}/postgres`, password: 'guess' });
+      const intruder = new Client({
+        connectionString: `postgresql://postgres@127.0.0.1:${port}/postgres`,
+        password: 'guess',
+      });
       await expect(intruder.connect()).rejects.toThrow(/password authentication failed/);
       await intruder.end().catch(() => undefined);
       expect(first.output()).not.toMatch(/postgresql:\/\/postgres:/);
@@ -103,7 +154,10 @@ describe('operations of the built server', () => {
       expect(await stop(first)).toBe(0);
     }
     // A lock left by a process that died (kill -9) is taken over.
-    writeFileSync(join(dataDir, 'atrium.lock'), JSON.stringify({ pid: 2 ** 22 + 12345, host: hostname(), since: '2026-01-01T00:00:00Z' }));
+    writeFileSync(
+      join(dataDir, 'atrium.lock'),
+      JSON.stringify({ pid: 2 ** 22 + 12345, host: hostname(), since: '2026-01-01T00:00:00Z' }),
+    );
     const third = await startAppProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
     expect((await fetch(`${third.baseUrl}/api/ready`)).status).toBe(200);
     expect(await stop(third)).toBe(0);
@@ -125,14 +179,26 @@ describeOnSharedServices('several processes at once on PostgreSQL', () => {
   }, 60_000);
 
   it('api + two workers started together on a fresh database apply each migration once, and all three answer their probes', async () => {
-    const env = { ...deploymentEnv('migrate'), DATABASE_URL: database.url, LOG_LEVEL: 'info', DATA_DIR: mkdtempSync(join(tmpdir(), 'atrium-ops-')), ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}) };
-    const started = await Promise.all([startAppProcess({ ...env, APP_ROLE: 'api' }), startAppProcess({ ...env, APP_ROLE: 'worker' }), startAppProcess({ ...env, APP_ROLE: 'worker' })]);
+    const env = {
+      ...deploymentEnv('migrate'),
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'info',
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'atrium-ops-')),
+      ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
+    };
+    const started = await Promise.all([
+      startAppProcess({ ...env, APP_ROLE: 'api' }),
+      startAppProcess({ ...env, APP_ROLE: 'worker' }),
+      startAppProcess({ ...env, APP_ROLE: 'worker' }),
+    ]);
     processes.push(...started);
     for (const p of started) expect(p.output()).not.toMatch(/Migration .* failed|duplicate key/);
 
     const db = new Client({ connectionString: database.url });
     await db.connect();
-    const rows = (await db.query<{ name: string; count: string }>('SELECT name, count(*) FROM schema_migrations GROUP BY name')).rows;
+    const rows = (
+      await db.query<{ name: string; count: string }>('SELECT name, count(*) FROM schema_migrations GROUP BY name')
+    ).rows;
     await db.end();
     expect(rows.map((r) => r.name).sort()).toEqual(ALL_MIGRATIONS.map((m) => m.name).sort());
     expect(rows.every((r) => r.count === '1')).toBe(true);

@@ -10,7 +10,16 @@ import { startTestApp, type TestApp } from './support/test-app.js';
 
 /** Debian's system Chromium, as in account-page.e2e-spec.ts. */
 const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
 
 interface LanAddress {
   address?: string;
@@ -35,7 +44,7 @@ function lanAddress(): LanAddress {
     }
   }
   // 198.18.0.0/15 is reserved for network tests; one address per test process.
-  const address = `198.18.${(process.pid >> 8) & 255}.${(process.pid & 255) || 1}`;
+  const address = `198.18.${(process.pid >> 8) & 255}.${process.pid & 255 || 1}`;
   const ip = (...args: string[]) => execFileSync('ip', args, { stdio: 'pipe' });
   const name = `atrium${process.pid % 100_000}`;
   const failures: string[] = [];
@@ -80,18 +89,24 @@ describeOnLan(`pages over plain http at a LAN address (${lan.address ?? lan.reas
   const requested: string[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium package to run this suite`);
+    if (!existsSync(CHROMIUM))
+      throw new Error(`${CHROMIUM} is missing: install Debian's chromium package to run this suite`);
     const port = await freePort();
     base = `http://${lan.address}:${port}`;
     // Every address of the machine, as the default HOST (0.0.0.0) and the compose file bind it.
-    server = await startBuiltServer(process.env.TEST_DATABASE_URL ? 'services' : 'embedded', { HOST: '0.0.0.0', PORT: String(port), PUBLIC_URL: base });
+    server = await startBuiltServer(process.env.TEST_DATABASE_URL ? 'services' : 'embedded', {
+      HOST: '0.0.0.0',
+      PORT: String(port),
+      PUBLIC_URL: base,
+    });
     user = await makeUser(server);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
     page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
     page.setDefaultTimeout(20_000);
     page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
     page.on('console', (msg) => {
-      if (msg.type() === 'error' && !/responded with a status of 4\d\d/.test(msg.text())) problems.push(`console: ${msg.text()}`);
+      if (msg.type() === 'error' && !/responded with a status of 4\d\d/.test(msg.text()))
+        problems.push(`console: ${msg.text()}`);
     });
     page.on('request', (req) => requested.push(req.url()));
     // A request the page itself abandons when the test navigates away (the account page re-reads its key list on
@@ -117,7 +132,16 @@ describeOnLan(`pages over plain http at a LAN address (${lan.address ?? lan.reas
 
   /** The style a stylesheet gave an element: proof the CSS loaded and applied. */
   const styleOf = (selector: string, property: string) =>
-    page.locator(selector).first().evaluate((el, prop) => (globalThis as unknown as { getComputedStyle(e: unknown): { getPropertyValue(p: string): string } }).getComputedStyle(el).getPropertyValue(prop), property);
+    page
+      .locator(selector)
+      .first()
+      .evaluate(
+        (el, prop) =>
+          (globalThis as unknown as { getComputedStyle(e: unknown): { getPropertyValue(p: string): string } })
+            .getComputedStyle(el)
+            .getPropertyValue(prop),
+        property,
+      );
 
   it('answers without HSTS, upgrade-insecure-requests or COOP (PUBLIC_URL is http)', async () => {
     expect((await request(base).get('/favicon.ico').expect(200)).headers['content-type']).toMatch(/^image\//);
@@ -150,7 +174,14 @@ describeOnLan(`pages over plain http at a LAN address (${lan.address ?? lan.reas
   it('renders the OAuth consent page and runs its script', async () => {
     const clientId = await registerPublicClient(server);
     const { challenge } = pkcePair();
-    const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256', scope: 'tasks:read' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: REDIRECT_URI,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      scope: 'tasks:read',
+    });
     const answer = await page.goto(`${base}/oauth/authorize?${query}`);
     expect(answer?.status()).toBe(200);
     expect(answer?.headers()['strict-transport-security']).toBeUndefined();
@@ -185,7 +216,12 @@ describe('security headers with an https PUBLIC_URL', () => {
   let app: TestApp;
 
   beforeAll(async () => {
-    app = await startTestApp({ env: { PUBLIC_URL: 'https://atrium.example.com', ...(process.env.TEST_DATABASE_URL ? {} : { DATABASE_POOL_SIZE: '1' }) } });
+    app = await startTestApp({
+      env: {
+        PUBLIC_URL: 'https://atrium.example.com',
+        ...(process.env.TEST_DATABASE_URL ? {} : { DATABASE_POOL_SIZE: '1' }),
+      },
+    });
   }, 120_000);
   afterAll(async () => app?.close());
 

@@ -7,7 +7,11 @@ import { buildOnce, startAppProcess } from './support/app-process.js';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function post(baseUrl: string, path: string, body: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${baseUrl}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${baseUrl}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: await res.json() };
 }
 
@@ -29,7 +33,10 @@ describe('process lifecycle on the embedded default', () => {
     expect(health.status).toBe(200);
     const credentials = { email: 'lifecycle@example.com', password: 'lifecycle-password', name: 'Life Cycle' };
     expect((await post(first.baseUrl, '/api/auth/register', credentials)).status).toBe(201);
-    const login = await post(first.baseUrl, '/api/auth/login', { email: credentials.email, password: credentials.password });
+    const login = await post(first.baseUrl, '/api/auth/login', {
+      email: credentials.email,
+      password: credentials.password,
+    });
     expect(login).toMatchObject({ status: 200 });
     const token = login.body.data.accessToken as string;
 
@@ -38,7 +45,13 @@ describe('process lifecycle on the embedded default', () => {
     const payload = JSON.stringify({ email: credentials.email, password: credentials.password });
     const inFlight = new Promise<number>((resolve, reject) => {
       const req = httpRequest(
-        { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) } },
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) },
+        },
         (res) => {
           res.resume();
           res.on('end', () => resolve(res.statusCode ?? 0));
@@ -62,7 +75,10 @@ describe('process lifecycle on the embedded default', () => {
       const me = await fetch(`${second.baseUrl}/api/auth/me`, { headers: { Authorization: `Bearer ${token}` } });
       expect(me.status).toBe(200);
       expect(((await me.json()) as { data: { email: string } }).data.email).toBe(credentials.email);
-      const relogin = await post(second.baseUrl, '/api/auth/login', { email: credentials.email, password: credentials.password });
+      const relogin = await post(second.baseUrl, '/api/auth/login', {
+        email: credentials.email,
+        password: credentials.password,
+      });
       expect(relogin.status).toBe(200);
       // Secrets are never logged.
       expect(second.output() + first.output()).not.toContain(credentials.password);
@@ -75,17 +91,27 @@ describe('process lifecycle on the embedded default', () => {
 
   it('drains on SIGTERM: /api/ready answers 503 while every call in flight or arriving is still answered, then exits 0', async () => {
     const drainDir = mkdtempSync(join(tmpdir(), 'atrium-drain-'));
-    const app = await startAppProcess({ DATA_DIR: drainDir, LOG_LEVEL: 'info', SHUTDOWN_DRAIN_DELAY_MS: '8000', RATE_LIMIT_LOGIN_PER_15_MIN: '1000' });
+    const app = await startAppProcess({
+      DATA_DIR: drainDir,
+      LOG_LEVEL: 'info',
+      SHUTDOWN_DRAIN_DELAY_MS: '8000',
+      RATE_LIMIT_LOGIN_PER_15_MIN: '1000',
+    });
     try {
       const credentials = { email: 'drain@example.com', password: 'drain-password-1', name: 'Drain' };
       expect((await post(app.baseUrl, '/api/auth/register', credentials)).status).toBe(201);
-      const token = (await post(app.baseUrl, '/api/auth/login', { email: credentials.email, password: credentials.password })).body.data.accessToken as string;
+      const token = (
+        await post(app.baseUrl, '/api/auth/login', { email: credentials.email, password: credentials.password })
+      ).body.data.accessToken as string;
 
       // Readiness, polled until the listener is gone: what a Kubernetes readiness probe sees.
       const readiness: (number | 'refused')[] = [];
       const probing = (async () => {
         for (;;) {
-          const status = await fetch(`${app.baseUrl}/api/ready`).then((res) => res.status, () => 'refused' as const);
+          const status = await fetch(`${app.baseUrl}/api/ready`).then(
+            (res) => res.status,
+            () => 'refused' as const,
+          );
           readiness.push(status);
           if (status === 'refused') return;
           await sleep(100);
@@ -95,9 +121,18 @@ describe('process lifecycle on the embedded default', () => {
       // 20 logins (slow: password hashing) in flight at SIGTERM, then calls for the next 2 s (traffic the
       // load balancer still sends until readiness fails): all sent well inside the 8 s drain delay, so the
       // margin does not depend on the machine's speed.
-      const failure = (error: Error & { cause?: { code?: string } }) => `${error.message} (${error.cause?.code ?? 'no code'})`;
-      const login = () => post(app.baseUrl, '/api/auth/login', { email: credentials.email, password: credentials.password }).then((res) => res.status, failure);
-      const me = () => fetch(`${app.baseUrl}/api/auth/me`, { headers: { Authorization: `Bearer ${token}` } }).then((res) => res.status, failure);
+      const failure = (error: Error & { cause?: { code?: string } }) =>
+        `${error.message} (${error.cause?.code ?? 'no code'})`;
+      const login = () =>
+        post(app.baseUrl, '/api/auth/login', { email: credentials.email, password: credentials.password }).then(
+          (res) => res.status,
+          failure,
+        );
+      const me = () =>
+        fetch(`${app.baseUrl}/api/auth/me`, { headers: { Authorization: `Bearer ${token}` } }).then(
+          (res) => res.status,
+          failure,
+        );
       const calls: Promise<number | string>[] = Array.from({ length: 20 }, login);
       await sleep(20);
       app.child.kill('SIGTERM');
@@ -126,7 +161,11 @@ describe('process lifecycle on the embedded default', () => {
   }, 120_000);
 
   it('refuses to start with a bad variable, naming it in one line', async () => {
-    await expect(startAppProcess({ ...env, PORT: 'eighty' }, 30_000)).rejects.toThrow(/Invalid configuration: PORT must be an integer/);
-    await expect(startAppProcess({ ...env, NODE_ENV: 'production', PORT: '0' }, 30_000)).rejects.toThrow(/JWT_SECRET is required/);
+    await expect(startAppProcess({ ...env, PORT: 'eighty' }, 30_000)).rejects.toThrow(
+      /Invalid configuration: PORT must be an integer/,
+    );
+    await expect(startAppProcess({ ...env, NODE_ENV: 'production', PORT: '0' }, 30_000)).rejects.toThrow(
+      /JWT_SECRET is required/,
+    );
   }, 90_000);
 });

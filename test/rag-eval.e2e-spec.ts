@@ -20,7 +20,10 @@ describe('RAG quality harness (e2e, SciFact subset)', () => {
   });
 
   it('computes nDCG and recall correctly', () => {
-    const judged = new Map([['a', 1], ['b', 1]]);
+    const judged = new Map([
+      ['a', 1],
+      ['b', 1],
+    ]);
     expect(ndcgAt(['a', 'b', 'c'], judged, 10)).toBeCloseTo(1, 10);
     expect(ndcgAt(['c', 'a'], judged, 10)).toBeCloseTo(1 / Math.log2(3) / (1 + 1 / Math.log2(3)), 10);
     expect(recallAt(['x', 'a'], judged, 100)).toBe(0.5);

@@ -26,7 +26,10 @@ describe('RAG (e2e)', () => {
       .then((res) => res.body.data as { id: string });
 
   const search = (user: TestUser, query: string, extra: Record<string, unknown> = {}) =>
-    app.http.post('/api/rag/search').set(bearer(user.token)).send({ query, projectId, ...extra });
+    app.http
+      .post('/api/rag/search')
+      .set(bearer(user.token))
+      .send({ query, projectId, ...extra });
 
   async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
     const deadline = Date.now() + timeoutMs;
@@ -55,8 +58,13 @@ describe('RAG (e2e)', () => {
     owner = await makeUser(app);
     member = await makeUser(app);
     stranger = await makeUser(app);
-    projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'RAG' }).expect(201)).body.data.id;
-    await app.http.post(`/api/projects/${projectId}/members`).set(bearer(owner.token)).send({ userId: member.id, role: 'editor' }).expect(201);
+    projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'RAG' }).expect(201)).body
+      .data.id;
+    await app.http
+      .post(`/api/projects/${projectId}/members`)
+      .set(bearer(owner.token))
+      .send({ userId: member.id, role: 'editor' })
+      .expect(201);
   }, 120_000);
 
   afterAll(async () => {
@@ -64,7 +72,10 @@ describe('RAG (e2e)', () => {
   });
 
   it('indexes an upload by itself and finds it first for a distinctive query, with exact offsets', async () => {
-    const filler = Array.from({ length: 5 }, (_, i) => `General note ${i} about meetings, budgets and the weekly schedule.`).join(' ');
+    const filler = Array.from(
+      { length: 5 },
+      (_, i) => `General note ${i} about meetings, budgets and the weekly schedule.`,
+    ).join(' ');
     await upload(owner, 'other.md', `# Budget\n\n${filler}`, true);
     const text = `# Runbook\n\n${filler}\n\n## Incident\n\nThe flux capacitor overheats when the quokka telemetry exceeds 88 gigawatts.`;
     const doc = await upload(owner, 'runbook.md', text, true);
@@ -79,7 +90,13 @@ describe('RAG (e2e)', () => {
       expect(text.slice(first.startOffset, first.endOffset)).toBe(first.text);
       expect(first.text).toContain('quokka');
       expect(typeof res.body.data.tookMs).toBe('number');
-      expect(first).toEqual(expect.objectContaining({ chunkId: expect.any(String), chunkIndex: expect.any(Number), score: expect.any(Number) }));
+      expect(first).toEqual(
+        expect.objectContaining({
+          chunkId: expect.any(String),
+          chunkIndex: expect.any(Number),
+          score: expect.any(Number),
+        }),
+      );
     }
     const hybrid = (await search(owner, 'quokka telemetry', { topK: 1 }).expect(200)).body.data.results;
     expect(hybrid).toHaveLength(1);
@@ -96,7 +113,9 @@ describe('RAG (e2e)', () => {
     const misspelt = 'marmalaid xylofonist fortisimo';
     expect((await search(owner, misspelt, { mode: 'keyword' }).expect(200)).body.data.results).toEqual([]);
     const [first] = (await search(owner, misspelt, { mode: 'hybrid', topK: 3 }).expect(200)).body.data.results;
-    expect(first).toEqual(expect.objectContaining({ documentId: doc.id, documentTitle: expect.any(String), keywordScore: 0 }));
+    expect(first).toEqual(
+      expect.objectContaining({ documentId: doc.id, documentTitle: expect.any(String), keywordScore: 0 }),
+    );
     expect(first.vectorScore).toBeGreaterThan(0);
     expect(text.slice(first.startOffset, first.endOffset)).toBe(first.text);
     expect(first.text).toContain('xylophonist');
@@ -109,7 +128,9 @@ describe('RAG (e2e)', () => {
       Array.from({ length: 4 }, () =>
         db.connection().execute(async (connection) => {
           const { rows } = await sql<{ ef: string | null; iterative: string | null; jit: string }>`
-            SELECT current_setting('hnsw.ef_search', true) AS ef, current_setting('hnsw.iterative_scan', true) AS iterative, current_setting('jit') AS jit, pg_sleep(0.05)`.execute(connection);
+            SELECT current_setting('hnsw.ef_search', true) AS ef, current_setting('hnsw.iterative_scan', true) AS iterative, current_setting('jit') AS jit, pg_sleep(0.05)`.execute(
+            connection,
+          );
           return rows[0];
         }),
       ),
@@ -118,7 +139,11 @@ describe('RAG (e2e)', () => {
     // ef_search 40 is also pgvector's default; the iterative scan and JIT, off by default, show the settings were applied.
     for (const session of sessions) expect(session).toMatchObject({ ef: '40', iterative: 'relaxed_order', jit: 'off' });
     // And a search still finds what it should with them (the vector list runs as one statement).
-    const doc = await upload(owner, 'settings.md', '# Zanzibar clove harvest\n\nThe zanzibar clove harvest yields aromatic buds.');
+    const doc = await upload(
+      owner,
+      'settings.md',
+      '# Zanzibar clove harvest\n\nThe zanzibar clove harvest yields aromatic buds.',
+    );
     await waitIndexed(owner, doc.id);
     const res = await search(owner, 'zanzibar clove harvest', { mode: 'vector', topK: 3 }).expect(200);
     expect(res.body.data.results[0].documentId).toBe(doc.id);
@@ -130,7 +155,11 @@ describe('RAG (e2e)', () => {
     // Named statements and the search session settings on the same connections: a vector list run as a named
     // statement on a connection Kysely never took still gets them (the member searches a project document).
     for (let i = 0; i < 7; i += 1) {
-      for (const [user, mode] of [[owner, 'hybrid'], [member, 'vector'], [member, 'keyword']] as const) {
+      for (const [user, mode] of [
+        [owner, 'hybrid'],
+        [member, 'vector'],
+        [member, 'keyword'],
+      ] as const) {
         const res = await search(user, 'quokka orchard plums', { mode }).expect(200);
         expect(res.body.data.results[0].documentId).toBe(doc.id);
       }
@@ -140,7 +169,9 @@ describe('RAG (e2e)', () => {
       Array.from({ length: 4 }, () =>
         db.connection().execute(async (connection) => {
           const { rows } = await sql<{ statement: string }>`
-            SELECT statement, pg_sleep(0.05) FROM pg_prepared_statements WHERE statement LIKE '%document_chunks%'`.execute(connection);
+            SELECT statement, pg_sleep(0.05) FROM pg_prepared_statements WHERE statement LIKE '%document_chunks%'`.execute(
+            connection,
+          );
           return rows.map((row) => row.statement);
         }),
       ),
@@ -160,24 +191,41 @@ describe('RAG (e2e)', () => {
     const mine = (await search(owner, 'zanzibar pineapple protocol').expect(200)).body.data.results;
     expect(mine[0].documentId).toBe(secret.id);
     for (const mode of ['hybrid', 'keyword', 'vector']) {
-      const seen = (await search(member, 'zanzibar pineapple protocol', { mode, topK: 50 }).expect(200)).body.data.results;
+      const seen = (await search(member, 'zanzibar pineapple protocol', { mode, topK: 50 }).expect(200)).body.data
+        .results;
       expect(seen.map((hit: { documentId: string }) => hit.documentId)).not.toContain(secret.id);
     }
     await search(stranger, 'zanzibar pineapple protocol').expect(404);
-    await search(member, 'zanzibar', { documentIds: [secret.id] }).expect(200).expect((res) => expect(res.body.data.results).toEqual([]));
+    await search(member, 'zanzibar', { documentIds: [secret.id] })
+      .expect(200)
+      .expect((res) => expect(res.body.data.results).toEqual([]));
   });
 
   it("never serves a document's old text once its content changed: not while it is re-indexed, not after", async () => {
     const { key } = await makeApiKey(app, owner, { scopes: ['docs:read', 'docs:write'] });
-    const doc = await toolResult(app, key, 'create_document', { title: 'Launch notes', content: 'The launch passphrase is zebracorn quasar.', project_id: projectId });
+    const doc = await toolResult(app, key, 'create_document', {
+      title: 'Launch notes',
+      content: 'The launch passphrase is zebracorn quasar.',
+      project_id: projectId,
+    });
     await waitIndexed(owner, doc.id);
-    expect((await search(owner, 'zebracorn quasar').expect(200)).body.data.results.map((hit: { documentId: string }) => hit.documentId)).toContain(doc.id);
+    expect(
+      (await search(owner, 'zebracorn quasar').expect(200)).body.data.results.map(
+        (hit: { documentId: string }) => hit.documentId,
+      ),
+    ).toContain(doc.id);
 
-    await toolResult(app, key, 'update_document', { document_id: doc.id, content: 'Nothing sensitive here any more, only llamas.' });
+    await toolResult(app, key, 'update_document', {
+      document_id: doc.id,
+      content: 'Nothing sensitive here any more, only llamas.',
+    });
     // The moment the update is answered, the old chunks are gone (the re-index may not have run yet).
     const [{ stale }] = await app.app
       .get(DataSource)
-      .query(`SELECT count(*)::int AS stale FROM document_chunks c JOIN documents d ON d.id = c.document_id WHERE d.id = $1 AND c.content_sha256 <> d.sha256`, [doc.id]);
+      .query(
+        `SELECT count(*)::int AS stale FROM document_chunks c JOIN documents d ON d.id = c.document_id WHERE d.id = $1 AND c.content_sha256 <> d.sha256`,
+        [doc.id],
+      );
     expect(stale).toBe(0);
     // Keyword mode: the offline embedder's vectors put every indexed document some distance from any query,
     // so hybrid may list the re-indexed document for any words.
@@ -191,10 +239,16 @@ describe('RAG (e2e)', () => {
 
   it('re-indexes a renamed document: the new title is found, the old one no longer', async () => {
     const { key } = await makeApiKey(app, owner, { scopes: ['docs:read', 'docs:write'] });
-    const doc = await toolResult(app, key, 'create_document', { title: 'Xylophonequartz handbook', content: 'Chapter one is about tuning.', project_id: projectId });
+    const doc = await toolResult(app, key, 'create_document', {
+      title: 'Xylophonequartz handbook',
+      content: 'Chapter one is about tuning.',
+      project_id: projectId,
+    });
     await waitIndexed(owner, doc.id);
     const keywordHits = async (query: string) =>
-      (await search(owner, query, { mode: 'keyword' }).expect(200)).body.data.results.map((hit: { documentId: string }) => hit.documentId) as string[];
+      (await search(owner, query, { mode: 'keyword' }).expect(200)).body.data.results.map(
+        (hit: { documentId: string }) => hit.documentId,
+      ) as string[];
     expect(await keywordHits('xylophonequartz')).toContain(doc.id);
     await toolResult(app, key, 'update_document', { document_id: doc.id, title: 'Marzipanvolcano guide' });
     expect(await keywordHits('xylophonequartz')).not.toContain(doc.id);
@@ -221,30 +275,44 @@ describe('RAG (e2e)', () => {
 
   it('runs ingest and reindex jobs through their states; reindex is one at a time; cancel works', async () => {
     // Everything is indexed already: an ingest has nothing to do; it is queued like any job and succeeds.
-    const empty = (await app.http.post('/api/rag/ingest').set(bearer(owner.token)).send({ projectId }).expect(202)).body.data;
+    const empty = (await app.http.post('/api/rag/ingest').set(bearer(owner.token)).send({ projectId }).expect(202)).body
+      .data;
     expect(empty).toMatchObject({ status: 'queued', documentCount: 0 });
-    expect(await waitJob(owner, empty.jobId)).toMatchObject({ status: 'succeeded', progress: { total: 0, done: 0, failed: 0 } });
+    expect(await waitJob(owner, empty.jobId)).toMatchObject({
+      status: 'succeeded',
+      progress: { total: 0, done: 0, failed: 0 },
+    });
 
-    const reindex = (await app.http.post('/api/rag/reindex').set(bearer(owner.token)).send({ projectId }).expect(202)).body.data;
+    const reindex = (await app.http.post('/api/rag/reindex').set(bearer(owner.token)).send({ projectId }).expect(202))
+      .body.data;
     expect(reindex.status).toBe('queued');
     expect(reindex.documentCount).toBeGreaterThan(0);
     const conflict = await app.http.post('/api/rag/reindex').set(bearer(member.token)).send({ projectId });
     if (conflict.status === 409) expect(conflict.body.error.code).toBe('STATE_CONFLICT');
     const finished = await waitJob(owner, reindex.jobId);
-    expect(finished).toMatchObject({ kind: 'reindex', status: 'succeeded', progress: { total: reindex.documentCount, done: reindex.documentCount, failed: 0 }, errors: [] });
+    expect(finished).toMatchObject({
+      kind: 'reindex',
+      status: 'succeeded',
+      progress: { total: reindex.documentCount, done: reindex.documentCount, failed: 0 },
+      errors: [],
+    });
     expect(finished.startedAt).toBeTruthy();
     expect(finished.finishedAt).toBeTruthy();
     await app.http.post(`/api/rag/ingest/${reindex.jobId}/cancel`).set(bearer(owner.token)).expect(409);
 
     // Cancel a queued reindex before the worker takes it (or while running): it ends cancelled, never succeeded later.
-    const second = (await app.http.post('/api/rag/reindex').set(bearer(owner.token)).send({ projectId }).expect(202)).body.data;
+    const second = (await app.http.post('/api/rag/reindex').set(bearer(owner.token)).send({ projectId }).expect(202))
+      .body.data;
     const cancel = await app.http.post(`/api/rag/ingest/${second.jobId}/cancel`).set(bearer(owner.token));
     if (cancel.status === 202) {
       expect(cancel.body.data.status).toBe('cancelled');
       await new Promise((resolve) => setTimeout(resolve, 1500));
-      expect((await app.http.get(`/api/rag/ingest/${second.jobId}`).set(bearer(owner.token)).expect(200)).body.data.status).toBe('cancelled');
+      expect(
+        (await app.http.get(`/api/rag/ingest/${second.jobId}`).set(bearer(owner.token)).expect(200)).body.data.status,
+      ).toBe('cancelled');
       // A new reindex is allowed once the previous one is cancelled.
-      const third = (await app.http.post('/api/rag/reindex').set(bearer(owner.token)).send({ projectId }).expect(202)).body.data;
+      const third = (await app.http.post('/api/rag/reindex').set(bearer(owner.token)).send({ projectId }).expect(202))
+        .body.data;
       await waitJob(owner, third.jobId);
     } else {
       expect(cancel.status).toBe(409); // the worker was faster
@@ -257,22 +325,53 @@ describe('RAG (e2e)', () => {
 
   it('honours Idempotency-Key on ingest and reindex: a repeat answers the first job, other arguments are a 409', async () => {
     const dataSource = app.app.get(DataSource);
-    const jobsBefore = Number((await dataSource.query(`SELECT count(*) AS n FROM indexing_jobs WHERE project_id = $1`, [projectId]))[0].n);
-    const otherProject = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'other' }).expect(201)).body.data.id as string;
+    const jobsBefore = Number(
+      (await dataSource.query(`SELECT count(*) AS n FROM indexing_jobs WHERE project_id = $1`, [projectId]))[0].n,
+    );
+    const otherProject = (
+      await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'other' }).expect(201)
+    ).body.data.id as string;
     for (const kind of ['ingest', 'reindex'] as const) {
       const key = `rag-${kind}-${randomUUID()}`;
-      const first = await app.http.post(`/api/rag/${kind}`).set(bearer(owner.token)).set('Idempotency-Key', key).send({ projectId }).expect(202);
-      const repeat = await app.http.post(`/api/rag/${kind}`).set(bearer(owner.token)).set('Idempotency-Key', key).send({ projectId }).expect(202);
+      const first = await app.http
+        .post(`/api/rag/${kind}`)
+        .set(bearer(owner.token))
+        .set('Idempotency-Key', key)
+        .send({ projectId })
+        .expect(202);
+      const repeat = await app.http
+        .post(`/api/rag/${kind}`)
+        .set(bearer(owner.token))
+        .set('Idempotency-Key', key)
+        .send({ projectId })
+        .expect(202);
       expect(repeat.body.data).toEqual(first.body.data);
-      const other = await app.http.post(`/api/rag/${kind}`).set(bearer(owner.token)).set('Idempotency-Key', key).send({ projectId: otherProject }).expect(409);
+      const other = await app.http
+        .post(`/api/rag/${kind}`)
+        .set(bearer(owner.token))
+        .set('Idempotency-Key', key)
+        .send({ projectId: otherProject })
+        .expect(409);
       expect(other.body.error.code).toBe('CONFLICT');
       // Checks come before the key: a project the caller cannot see is 404 with or without it.
-      await app.http.post(`/api/rag/${kind}`).set(bearer(owner.token)).set('Idempotency-Key', key).send({ projectId: randomUUID() }).expect(404);
+      await app.http
+        .post(`/api/rag/${kind}`)
+        .set(bearer(owner.token))
+        .set('Idempotency-Key', key)
+        .send({ projectId: randomUUID() })
+        .expect(404);
       // Another user's identical key is their own: it does not replay the owner's job.
-      await app.http.post(`/api/rag/${kind}`).set(bearer(stranger.token)).set('Idempotency-Key', key).send({ projectId }).expect(404);
+      await app.http
+        .post(`/api/rag/${kind}`)
+        .set(bearer(stranger.token))
+        .set('Idempotency-Key', key)
+        .send({ projectId })
+        .expect(404);
       await waitJob(owner, first.body.data.jobId);
     }
-    const jobsAfter = Number((await dataSource.query(`SELECT count(*) AS n FROM indexing_jobs WHERE project_id = $1`, [projectId]))[0].n);
+    const jobsAfter = Number(
+      (await dataSource.query(`SELECT count(*) AS n FROM indexing_jobs WHERE project_id = $1`, [projectId]))[0].n,
+    );
     expect(jobsAfter - jobsBefore).toBe(2);
   });
 
@@ -311,7 +410,9 @@ describe('RAG (e2e)', () => {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     // Another worker claims the job (as it does once the first one's heartbeat looks stale): the claim count moves on.
-    await dataSource.query(`UPDATE indexing_jobs SET attempts = attempts + 1, heartbeat_at = now() WHERE id = $1`, [jobId]);
+    await dataSource.query(`UPDATE indexing_jobs SET attempts = attempts + 1, heartbeat_at = now() WHERE id = $1`, [
+      jobId,
+    ]);
     expect(await slow).toBe('finished');
     const [left] = await dataSource.query(`SELECT status, done FROM indexing_jobs WHERE id = $1`, [jobId]);
     expect(left.status).toBe('running'); // the slow worker neither finished the job nor counted on after losing it
@@ -324,39 +425,48 @@ describe('RAG (e2e)', () => {
   });
 
   // A second session holds the lock the indexing waits on; the embedded engine has one session, so PostgreSQL only.
-  (process.env.TEST_DATABASE_URL ? it : it.skip)('a statement canceled while a document indexes (a timeout under load) retries the job: the document ends indexed, not failed', async () => {
-    const dataSource = app.app.get(DataSource);
-    const blocker = dataSource.createQueryRunner();
-    await blocker.connect();
-    await blocker.startTransaction();
-    try {
-      // INSERTs into document_chunks wait behind this lock; reads do not.
-      await blocker.query(`LOCK TABLE document_chunks IN SHARE ROW EXCLUSIVE MODE`);
-      const doc = await upload(owner, 'interrupted.txt', 'Patient narwhal interrupted mid-index.', true);
-      const waiting = await waitFor(async () => {
-        const rows: { pid: number }[] = await dataSource.query(
-          `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%document_chunks%'`,
-        );
-        return rows[0];
-      });
-      // What statement_timeout does to a statement that waited too long: SQLSTATE 57014, "canceling statement".
-      await dataSource.query(`SELECT pg_cancel_backend($1)`, [waiting.pid]);
-      await blocker.commitTransaction();
-      const indexed = await waitIndexed(owner, doc.id);
-      expect(indexed).toMatchObject({ status: 'indexed', error: null });
-      const hits = (await search(owner, 'patient narwhal').expect(200)).body.data.results;
-      expect(hits.map((hit: { documentId: string }) => hit.documentId)).toContain(doc.id);
-    } finally {
-      if (blocker.isTransactionActive) await blocker.rollbackTransaction();
-      await blocker.release();
-    }
-  });
+  (process.env.TEST_DATABASE_URL ? it : it.skip)(
+    'a statement canceled while a document indexes (a timeout under load) retries the job: the document ends indexed, not failed',
+    async () => {
+      const dataSource = app.app.get(DataSource);
+      const blocker = dataSource.createQueryRunner();
+      await blocker.connect();
+      await blocker.startTransaction();
+      try {
+        // INSERTs into document_chunks wait behind this lock; reads do not.
+        await blocker.query(`LOCK TABLE document_chunks IN SHARE ROW EXCLUSIVE MODE`);
+        const doc = await upload(owner, 'interrupted.txt', 'Patient narwhal interrupted mid-index.', true);
+        const waiting = await waitFor(async () => {
+          const rows: { pid: number }[] = await dataSource.query(
+            `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%document_chunks%'`,
+          );
+          return rows[0];
+        });
+        // What statement_timeout does to a statement that waited too long: SQLSTATE 57014, "canceling statement".
+        await dataSource.query(`SELECT pg_cancel_backend($1)`, [waiting.pid]);
+        await blocker.commitTransaction();
+        const indexed = await waitIndexed(owner, doc.id);
+        expect(indexed).toMatchObject({ status: 'indexed', error: null });
+        const hits = (await search(owner, 'patient narwhal').expect(200)).body.data.results;
+        expect(hits.map((hit: { documentId: string }) => hit.documentId)).toContain(doc.id);
+      } finally {
+        if (blocker.isTransactionActive) await blocker.rollbackTransaction();
+        await blocker.release();
+      }
+    },
+  );
 
   it('ingest with documentIds re-uses the content hash: no duplicate work', async () => {
     const doc = await upload(member, 'stable.txt', 'Idempotent armadillo ledger.', true);
     await waitIndexed(member, doc.id);
     const before = (await search(member, 'armadillo ledger').expect(200)).body.data.results[0];
-    const job = (await app.http.post('/api/rag/ingest').set(bearer(member.token)).send({ projectId, documentIds: [doc.id] }).expect(202)).body.data;
+    const job = (
+      await app.http
+        .post('/api/rag/ingest')
+        .set(bearer(member.token))
+        .send({ projectId, documentIds: [doc.id] })
+        .expect(202)
+    ).body.data;
     expect((await waitJob(member, job.jobId)).status).toBe('succeeded');
     const after = (await search(member, 'armadillo ledger').expect(200)).body.data.results[0];
     expect(after.chunkId).toBe(before.chunkId); // chunks were not rebuilt

@@ -1,5 +1,13 @@
 import { DataSource } from 'typeorm';
-import { bearer, callTool, makeApiKey, makeUser, toolResult, type ApiKeyOptions, type TestUser } from './support/factories.js';
+import {
+  bearer,
+  callTool,
+  makeApiKey,
+  makeUser,
+  toolResult,
+  type ApiKeyOptions,
+  type TestUser,
+} from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 /** See api-keys.e2e-spec.ts: one pooled connection keeps the embedded engine correct under concurrency. */
@@ -40,8 +48,13 @@ describe('task tools through the gateway', () => {
     keys.alice = await makeKey(alice);
     keys.bob = await makeKey(bob);
     keys.carol = await makeKey(carol);
-    shared = (await app.http.post('/api/projects').set(bearer(alice.token)).send({ name: 'Shared' }).expect(201)).body.data.id;
-    await app.http.post(`/api/projects/${shared}/members`).set(bearer(alice.token)).send({ userId: bob.id, role: 'editor' }).expect(201);
+    shared = (await app.http.post('/api/projects').set(bearer(alice.token)).send({ name: 'Shared' }).expect(201)).body
+      .data.id;
+    await app.http
+      .post(`/api/projects/${shared}/members`)
+      .set(bearer(alice.token))
+      .send({ userId: bob.id, role: 'editor' })
+      .expect(201);
   }, 180_000);
   afterAll(async () => {
     await app.close();
@@ -53,8 +66,16 @@ describe('task tools through the gateway', () => {
     let bobPrivate: Task;
 
     beforeAll(async () => {
-      alicePrivate = await result(keys.alice, 'create_task', { title: 'alice private zebra', description: 'only alice' });
-      aliceToBob = await result(keys.alice, 'create_task', { title: 'alice gives bob zebra', assignee_id: bob.id, due_date: '2020-01-01', project_id: shared });
+      alicePrivate = await result(keys.alice, 'create_task', {
+        title: 'alice private zebra',
+        description: 'only alice',
+      });
+      aliceToBob = await result(keys.alice, 'create_task', {
+        title: 'alice gives bob zebra',
+        assignee_id: bob.id,
+        due_date: '2020-01-01',
+        project_id: shared,
+      });
       bobPrivate = await result(keys.bob, 'create_task', { title: 'bob private zebra' });
     });
 
@@ -80,7 +101,11 @@ describe('task tools through the gateway', () => {
   // The assignment rule itself: test/medium/tasks.medium-spec.ts. Here: how each door answers a refusal.
   describe('assignment refused: how each door says it', () => {
     it('the JSON door: 400 invalid_argument on assignee_id, nothing written', async () => {
-      const res = await call(keys.alice, 'create_task', { title: 'via json', assignee_id: carol.id, project_id: shared }).expect(400);
+      const res = await call(keys.alice, 'create_task', {
+        title: 'via json',
+        assignee_id: carol.id,
+        project_id: shared,
+      }).expect(400);
       expect(res.body.error).toMatchObject({ code: 'invalid_argument', details: { argument: 'assignee_id' } });
       expect((await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = 'via json'`))[0].n).toBe(0);
     });
@@ -90,7 +115,12 @@ describe('task tools through the gateway', () => {
         .post('/api/v1/public/mcp')
         .set(bearer(keys.alice))
         .set('Accept', 'application/json, text/event-stream')
-        .send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'create_task', arguments: { title: 'via mcp', assignee_id: carol.id, project_id: shared } } })
+        .send({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'create_task', arguments: { title: 'via mcp', assignee_id: carol.id, project_id: shared } },
+        })
         .expect(200);
       expect(res.body.result.isError).toBe(true);
       expect(JSON.stringify(res.body.result)).toContain('invalid_argument');
@@ -98,5 +128,4 @@ describe('task tools through the gateway', () => {
       expect((await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = 'via mcp'`))[0].n).toBe(0);
     });
   });
-
 });

@@ -21,7 +21,10 @@ describe('Area A per-key rate limit', () => {
     const call = (k: string) => app.http.post('/api/v1/public/mcp/call').set(bearer(k)).send({ name: 'list_tasks' });
     for (let i = 0; i < 3; i += 1) await call(key).expect(200);
     const limited = await call(key).expect(429);
-    expect(limited.body).toEqual({ error: { code: 'rate_limited', message: expect.any(String), details: expect.any(Object) }, traceId: expect.any(String) });
+    expect(limited.body).toEqual({
+      error: { code: 'rate_limited', message: expect.any(String), details: expect.any(Object) },
+      traceId: expect.any(String),
+    });
     const retryAfter = Number(limited.headers['retry-after']);
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
@@ -53,13 +56,18 @@ describe('Area A per-key rate limit', () => {
   it('an OAuth grant has a budget of its own, shared by every access token of that grant', async () => {
     const user = await makeUser(app);
     const tokens = await oauthTokens(app, user, ['tasks:read']);
-    const call = (token: string) => app.http.post('/api/v1/public/mcp/call').set(bearer(token)).send({ name: 'list_tasks' });
+    const call = (token: string) =>
+      app.http.post('/api/v1/public/mcp/call').set(bearer(token)).send({ name: 'list_tasks' });
     for (let i = 0; i < 3; i += 1) await call(tokens.access_token).expect(200);
     const limited = await call(tokens.access_token).expect(429);
     expect(limited.body.error.code).toBe('rate_limited');
     expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     // A refreshed token is the same grant: still limited. Another grant of the same user is not.
-    const rotated = await app.http.post('/oauth/token').type('form').send({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: tokens.clientId }).expect(200);
+    const rotated = await app.http
+      .post('/oauth/token')
+      .type('form')
+      .send({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: tokens.clientId })
+      .expect(200);
     await call(rotated.body.access_token).expect(429);
     await call((await oauthTokens(app, user, ['tasks:read'])).access_token).expect(200);
   });

@@ -46,7 +46,8 @@ describe('OpenTelemetry traces of the built server', () => {
 
   const one = (spans: ReceivedSpan[], label: string, match: (span: ReceivedSpan) => boolean): ReceivedSpan => {
     const found = spans.filter(match);
-    if (found.length === 0) throw new Error(`no ${label} span in the trace: ${spans.map((s) => `${s.name} [${s.scope}]`).join(', ')}`);
+    if (found.length === 0)
+      throw new Error(`no ${label} span in the trace: ${spans.map((s) => `${s.name} [${s.scope}]`).join(', ')}`);
     return found[0];
   };
 
@@ -56,10 +57,27 @@ describe('OpenTelemetry traces of the built server', () => {
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100' };
     if (separateWorker) {
       database = await createTestDatabase();
-      const shared = { ...deploymentEnv('trace'), ...otel, DATABASE_URL: database.url, ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}) };
-      api = await startAppProcess({ ...shared, DATA_DIR: freshDir(), APP_ROLE: 'api', OTEL_SERVICE_NAME: 'atrium-api' });
+      const shared = {
+        ...deploymentEnv('trace'),
+        ...otel,
+        DATABASE_URL: database.url,
+        ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
+      };
+      api = await startAppProcess({
+        ...shared,
+        DATA_DIR: freshDir(),
+        APP_ROLE: 'api',
+        OTEL_SERVICE_NAME: 'atrium-api',
+      });
       processes.push(api);
-      processes.push(await startAppProcess({ ...shared, DATA_DIR: freshDir(), APP_ROLE: 'worker', OTEL_SERVICE_NAME: 'atrium-worker' }));
+      processes.push(
+        await startAppProcess({
+          ...shared,
+          DATA_DIR: freshDir(),
+          APP_ROLE: 'worker',
+          OTEL_SERVICE_NAME: 'atrium-worker',
+        }),
+      );
     } else {
       api = await startAppProcess({ ...otel, DATA_DIR: freshDir(), OTEL_SERVICE_NAME: 'atrium-api' });
       processes.push(api);
@@ -85,11 +103,15 @@ describe('OpenTelemetry traces of the built server', () => {
       .post('/api/v1/public/mcp/call')
       .set(bearer(key))
       .set('traceparent', traceparent)
-      .send({ name: 'create_document', arguments: { title: 'Traced', content: 'A document whose indexing joins the trace of its creation.' } })
+      .send({
+        name: 'create_document',
+        arguments: { title: 'Traced', content: 'A document whose indexing joins the trace of its creation.' },
+      })
       .expect(200);
     await pollUntil(
       'document indexed',
-      async () => (await http.get(`/api/documents/${created.body.result.id}`).set(bearer(user.token))).body.data?.status,
+      async () =>
+        (await http.get(`/api/documents/${created.body.result.id}`).set(bearer(user.token))).body.data?.status,
       (status) => status === 'indexed',
       { timeoutMs: 60_000 },
     );
@@ -108,9 +130,17 @@ describe('OpenTelemetry traces of the built server', () => {
     expect(server.service).toBe('atrium-api');
     expect(server.attributes['http.route']).toBe('/api/v1/public/mcp/call');
     const tool = one(spans, 'tool call', (s) => s.name === 'tool create_document');
-    expect(tool.attributes).toMatchObject({ 'atrium.tool.name': 'create_document', 'atrium.tool.door': 'json', 'atrium.tool.status': 'ok' });
+    expect(tool.attributes).toMatchObject({
+      'atrium.tool.name': 'create_document',
+      'atrium.tool.door': 'json',
+      'atrium.tool.status': 'ok',
+    });
     expect(descendsFrom(spans, tool, server)).toBe(true);
-    const insert = one(spans, 'SQL of the tool call', (s) => s.scope === PG_SCOPE && s.kind === SpanKind.CLIENT && descendsFrom(spans, s, tool));
+    const insert = one(
+      spans,
+      'SQL of the tool call',
+      (s) => s.scope === PG_SCOPE && s.kind === SpanKind.CLIENT && descendsFrom(spans, s, tool),
+    );
     expect(insert.attributes['db.system'] ?? insert.attributes['db.system.name']).toBe('postgresql');
     const enqueue = one(spans, 'enqueue', (s) => s.kind === SpanKind.PRODUCER && s.name.startsWith('add rag-indexing'));
     expect(descendsFrom(spans, enqueue, tool)).toBe(true);
@@ -121,13 +151,25 @@ describe('OpenTelemetry traces of the built server', () => {
     expect(jobSql.service).toBe(job.service);
     // Nothing secret rides along: no API key in any exported byte, no SQL parameter values.
     for (const payload of receiver.payloads) expect(payload.toString('latin1')).not.toContain(key.slice(-20));
-    for (const span of spans.filter((s) => s.scope === PG_SCOPE)) expect(Object.keys(span.attributes).filter((k) => k.startsWith('db.query.parameter') || k === 'db.postgresql.values')).toEqual([]);
+    for (const span of spans.filter((s) => s.scope === PG_SCOPE))
+      expect(
+        Object.keys(span.attributes).filter((k) => k.startsWith('db.query.parameter') || k === 'db.postgresql.values'),
+      ).toEqual([]);
   }, 120_000);
 
   it("an agent run's tool calls (door agent) join the trace of the request that started the run", async () => {
-    const projectId = (await http.post('/api/projects').set(bearer(user.token)).send({ name: 'Traced runs' }).expect(201)).body.data.id as string;
+    const projectId = (
+      await http.post('/api/projects').set(bearer(user.token)).send({ name: 'Traced runs' }).expect(201)
+    ).body.data.id as string;
     const { traceId, traceparent } = newTrace();
-    const jobId = (await http.post('/api/agent/execute').set(bearer(user.token)).set('traceparent', traceparent).send({ projectId, input: 'What do the documents say?' }).expect(202)).body.data.jobId;
+    const jobId = (
+      await http
+        .post('/api/agent/execute')
+        .set(bearer(user.token))
+        .set('traceparent', traceparent)
+        .send({ projectId, input: 'What do the documents say?' })
+        .expect(202)
+    ).body.data.jobId;
     await pollUntil(
       `run ${jobId} final`,
       async () => (await http.get(`/api/agent/status/${jobId}`).set(bearer(user.token)).expect(200)).body.data.status,
@@ -138,7 +180,9 @@ describe('OpenTelemetry traces of the built server', () => {
     const spans = await pollUntil(
       'the run’s job and tool spans exported',
       async () => receiver.trace(traceId),
-      (trace) => trace.some((s) => s.attributes['atrium.tool.door'] === 'agent') && trace.some((s) => s.name === 'process agent-runs'),
+      (trace) =>
+        trace.some((s) => s.attributes['atrium.tool.door'] === 'agent') &&
+        trace.some((s) => s.name === 'process agent-runs'),
       { timeoutMs: 30_000 },
     );
     const server = one(spans, 'HTTP server', (s) => s.kind === SpanKind.SERVER);
@@ -150,24 +194,36 @@ describe('OpenTelemetry traces of the built server', () => {
     expect(tool.name).toBe(`tool ${tool.attributes['atrium.tool.name']}`);
   }, 120_000);
 
-  (separateWorker ? it : it.skip)('a worker serves its own /metrics on WORKER_HTTP_PORT: the jobs it ran, the queues it sees', async () => {
-    const worker = processes[1];
-    const res = await fetch(`${worker.baseUrl}/metrics`);
-    expect(res.status).toBe(200);
-    const samples = parsePrometheusText(await res.text());
-    expect(sampleValue(samples, 'atrium_jobs_total', { queue: 'rag-indexing', status: 'completed' })).toBeGreaterThanOrEqual(1);
-    expect(sampleValue(samples, 'atrium_jobs_total', { queue: 'agent-runs', status: 'completed' })).toBeGreaterThanOrEqual(1);
-    expect(samples.some((s) => s.name === 'atrium_queue_waiting' && s.labels.queue === 'rag-indexing')).toBe(true);
-    // The API process ran no job: its job counters stay empty.
-    const apiSamples = parsePrometheusText(await (await fetch(`${api.baseUrl}/metrics`)).text());
-    expect(sampleValue(apiSamples, 'atrium_jobs_total')).toBe(0);
-  });
+  (separateWorker ? it : it.skip)(
+    'a worker serves its own /metrics on WORKER_HTTP_PORT: the jobs it ran, the queues it sees',
+    async () => {
+      const worker = processes[1];
+      const res = await fetch(`${worker.baseUrl}/metrics`);
+      expect(res.status).toBe(200);
+      const samples = parsePrometheusText(await res.text());
+      expect(
+        sampleValue(samples, 'atrium_jobs_total', { queue: 'rag-indexing', status: 'completed' }),
+      ).toBeGreaterThanOrEqual(1);
+      expect(
+        sampleValue(samples, 'atrium_jobs_total', { queue: 'agent-runs', status: 'completed' }),
+      ).toBeGreaterThanOrEqual(1);
+      expect(samples.some((s) => s.name === 'atrium_queue_waiting' && s.labels.queue === 'rag-indexing')).toBe(true);
+      // The API process ran no job: its job counters stay empty.
+      const apiSamples = parsePrometheusText(await (await fetch(`${api.baseUrl}/metrics`)).text());
+      expect(sampleValue(apiSamples, 'atrium_jobs_total')).toBe(0);
+    },
+  );
 
   it('the request id (X-Request-Id, log lines, error bodies) is the trace id, also when the client sent no traceparent', async () => {
     const res = await http.get('/api/auth/me').set(bearer(user.token)).expect(200);
     const requestId = res.headers['x-request-id'] as string;
     expect(requestId).toMatch(/^[0-9a-f]{32}$/);
-    const spans = await pollUntil('the request’s span exported', async () => receiver.trace(requestId), (trace) => trace.some((s) => s.kind === SpanKind.SERVER), { timeoutMs: 15_000 });
+    const spans = await pollUntil(
+      'the request’s span exported',
+      async () => receiver.trace(requestId),
+      (trace) => trace.some((s) => s.kind === SpanKind.SERVER),
+      { timeoutMs: 15_000 },
+    );
     expect(one(spans, 'HTTP server', (s) => s.kind === SpanKind.SERVER).attributes['http.route']).toBe('/api/auth/me');
   });
 
@@ -177,7 +233,9 @@ describe('OpenTelemetry traces of the built server', () => {
     await http.get('/metrics').expect(200);
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(receiver.trace(traceId)).toEqual([]);
-    expect(receiver.spans.filter((s) => /^(getNextJob|moveStalledJobsToWait)/.test(s.name) && s.parentSpanId === '')).toEqual([]);
+    expect(
+      receiver.spans.filter((s) => /^(getNextJob|moveStalledJobsToWait)/.test(s.name) && s.parentSpanId === ''),
+    ).toEqual([]);
     expect(receiver.spans.filter((s) => s.scope === PG_SCOPE && s.parentSpanId === '')).toEqual([]);
   });
 
@@ -186,7 +244,11 @@ describe('OpenTelemetry traces of the built server', () => {
       const loaded = Object.keys(require.cache).filter((file) => file.includes('@opentelemetry') || file.includes('bullmq-otel'));
       process.stdout.write(String(loaded.length));
       process.exit(0);`;
-    const run = (env: Record<string, string>) => execFileSync(process.execPath, ['-e', probe], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } }).toString();
+    const run = (env: Record<string, string>) =>
+      execFileSync(process.execPath, ['-e', probe], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', ...env },
+      }).toString();
     expect(run({})).toBe('0');
     expect(Number(run({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' }))).toBeGreaterThan(0);
   });

@@ -28,255 +28,358 @@ const PARAGRAPHS = 14_500;
  * ending with every chunk stored exactly once. Real processes on one PostgreSQL database: with TEST_REDIS_URL the
  * queue is BullMQ on Redis, without it BullMQ's PostgreSQL backend (two processes cannot share the embedded engine).
  */
-describeOnSharedServices(`worker drain on SIGTERM (${process.env.TEST_REDIS_URL ? 'BullMQ on Redis' : "BullMQ's PostgreSQL backend"})`, () => {
-  let database: TestDatabase;
-  let db: Client;
-  let embeddings: FakeEmbeddings;
-  let llm: FakeLlmServer;
-  let env: Record<string, string>;
-  const dataDir = mkdtempSync(join(tmpdir(), 'atrium-drain-'));
-  const processes: AppProcess[] = [];
-  const figures: Record<string, string | number> = {};
+describeOnSharedServices(
+  `worker drain on SIGTERM (${process.env.TEST_REDIS_URL ? 'BullMQ on Redis' : "BullMQ's PostgreSQL backend"})`,
+  () => {
+    let database: TestDatabase;
+    let db: Client;
+    let embeddings: FakeEmbeddings;
+    let llm: FakeLlmServer;
+    let env: Record<string, string>;
+    const dataDir = mkdtempSync(join(tmpdir(), 'atrium-drain-'));
+    const processes: AppProcess[] = [];
+    const figures: Record<string, string | number> = {};
 
-  async function start(role: 'api' | 'worker', extra: Record<string, string> = {}): Promise<AppProcess> {
-    const p = await startAppProcess({ ...env, APP_ROLE: role, ...extra });
-    processes.push(p);
-    return p;
-  }
+    async function start(role: 'api' | 'worker', extra: Record<string, string> = {}): Promise<AppProcess> {
+      const p = await startAppProcess({ ...env, APP_ROLE: role, ...extra });
+      processes.push(p);
+      return p;
+    }
 
-  beforeAll(async () => {
-    buildOnce();
-    database = await createTestDatabase();
-    db = new Client({ connectionString: database.url });
-    await db.connect();
-    embeddings = await new FakeEmbeddings(8).start();
-    llm = await new FakeLlmServer().start();
-    env = {
-      NODE_ENV: 'test',
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'info',
-      DATABASE_URL: database.url,
-      DATABASE_POOL_SIZE: '5',
-      ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
-      ...deploymentEnv('drain'),
-      EMBEDDINGS_PROVIDER: 'openai',
-      EMBEDDINGS_BASE_URL: embeddings.baseUrl,
-      EMBEDDINGS_MODEL: 'fake-embed',
-      EMBEDDINGS_DIMENSIONS: '8',
-      RAG_CHUNK_TARGET_CHARS: String(CHUNK_CHARS),
-      RAG_CHUNK_OVERLAP_CHARS: '0',
-      // The stale-claim bound of a crashed worker, far above the resume time asserted: only a release can explain it.
-      RAG_STALE_AFTER_MS: '60000',
-      RAG_RECOVERY_INTERVAL_MS: '30000',
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: llm.baseUrl,
-      LLM_MODEL: 'fake-model-1',
-      AGENT_STALE_AFTER_MS: '60000',
-      AGENT_RECOVERY_INTERVAL_MS: '30000',
-    };
-  }, 240_000);
+    beforeAll(async () => {
+      buildOnce();
+      database = await createTestDatabase();
+      db = new Client({ connectionString: database.url });
+      await db.connect();
+      embeddings = await new FakeEmbeddings(8).start();
+      llm = await new FakeLlmServer().start();
+      env = {
+        NODE_ENV: 'test',
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'info',
+        DATABASE_URL: database.url,
+        DATABASE_POOL_SIZE: '5',
+        ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
+        ...deploymentEnv('drain'),
+        EMBEDDINGS_PROVIDER: 'openai',
+        EMBEDDINGS_BASE_URL: embeddings.baseUrl,
+        EMBEDDINGS_MODEL: 'fake-embed',
+        EMBEDDINGS_DIMENSIONS: '8',
+        RAG_CHUNK_TARGET_CHARS: String(CHUNK_CHARS),
+        RAG_CHUNK_OVERLAP_CHARS: '0',
+        // The stale-claim bound of a crashed worker, far above the resume time asserted: only a release can explain it.
+        RAG_STALE_AFTER_MS: '60000',
+        RAG_RECOVERY_INTERVAL_MS: '30000',
+        LLM_PROVIDER: 'openai',
+        LLM_BASE_URL: llm.baseUrl,
+        LLM_MODEL: 'fake-model-1',
+        AGENT_STALE_AFTER_MS: '60000',
+        AGENT_RECOVERY_INTERVAL_MS: '30000',
+      };
+    }, 240_000);
 
-  afterAll(async () => {
-    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-    await Promise.all(processes.map((p) => p.exited));
-    await db?.end();
-    await database?.drop();
-    await embeddings?.stop();
-    await llm?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-    // eslint-disable-next-line no-console
-    console.log(`worker-drain figures:\n${Object.entries(figures).map(([k, v]) => `  ${k}: ${v}`).join('\n')}`);
-  });
-
-  it('SIGTERM mid-ingest: exit 0 within the grace period, another worker resumes within 5 s, every chunk stored once, every line JSON', async () => {
-    const api = await start('api');
-    const first = await start('worker');
-    const credentials = { email: 'drain@example.com', password: 'drain-test-password', name: 'Drain' };
-    expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(201);
-    const token = (await call(api.baseUrl, { method: 'POST', path: '/api/auth/login', body: { email: credentials.email, password: credentials.password } })).json.data.accessToken as string;
-    const projectId = (await call(api.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain' } })).json.data.id as string;
-
-    // Unique paragraphs: a chunk embedded twice (work redone after the takeover) shows in the embeddings server's record.
-    const text = Array.from({ length: PARAGRAPHS }, (_, i) => `Paragraph ${i}: the worker drain test stores every chunk exactly once, after a takeover too (${i}).`).join('\n\n');
-    const expectedChunks = chunkText(text, { targetChars: CHUNK_CHARS, overlapChars: 0 }).length;
-    const requestId = `drain-upload-${Date.now()}`;
-    const form = new FormData();
-    form.append('file', new Blob([text], { type: 'text/markdown' }), 'large.md');
-    form.append('projectId', projectId);
-    form.append('title', 'Large');
-    const upload = await call(api.baseUrl, { method: 'POST', path: '/api/documents/upload', token, rawBody: form, headers: { 'X-Request-Id': requestId } });
-    expect(upload.status).toBe(201);
-    const documentId = upload.json.data.id as string;
-    const jobId = (await db.query(`SELECT id FROM indexing_jobs WHERE $1 = ANY(document_ids)`, [documentId])).rows[0].id as string;
-
-    const chunksStored = async () => Number((await db.query(`SELECT count(*) AS n FROM document_chunks WHERE document_id = $1`, [documentId])).rows[0].n);
-    // Mid-ingest: some chunks stored, most not; a second worker is up before the first one stops.
-    await waitFor('the first worker is indexing', async () => (await chunksStored()) >= 200, { timeoutMs: 120_000, intervalMs: 200 });
-    const second = await start('worker');
-    const before = await chunksStored();
-    expect(before).toBeLessThan(expectedChunks / 2);
-
-    const signalled = Date.now();
-    first.child.kill('SIGTERM');
-    const code = await first.exited;
-    const stoppedMs = Date.now() - signalled;
-    figures['chunks stored at SIGTERM'] = `${before} of ${expectedChunks}`;
-    figures['SIGTERM → exit'] = `${stoppedMs} ms (code ${code})`;
-    expect(code).toBe(0);
-    expect(stoppedMs).toBeLessThan(10_000); // SHUTDOWN_TIMEOUT_MS, the grace period
-    expect(first.output()).toContain('"msg":"stopped cleanly"');
-    expect(first.output()).not.toContain('shutdown timed out');
-
-    const finalDocument = await waitFor(
-      'the document indexed by the second worker',
-      async () => {
-        const doc = (await call(api.baseUrl, { method: 'GET', path: `/api/documents/${documentId}`, token })).json.data;
-        return doc.status === 'indexed' || doc.status === 'failed' ? doc : undefined;
-      },
-      { timeoutMs: 300_000, intervalMs: 500 },
-    );
-    expect(finalDocument.status).toBe('indexed');
-    const job = (await call(api.baseUrl, { method: 'GET', path: `/api/rag/ingest/${jobId}`, token })).json.data;
-    expect(job).toMatchObject({ status: 'succeeded', progress: { total: 1, done: 1, failed: 0 } });
-
-    // Exactly the right chunks: the count the chunker gives, each index once, none missing.
-    const stored = (await db.query(`SELECT count(*)::int AS n, count(DISTINCT chunk_index)::int AS distinct_n, min(chunk_index) AS lo, max(chunk_index) AS hi FROM document_chunks WHERE document_id = $1`, [documentId])).rows[0];
-    expect(stored).toEqual({ n: expectedChunks, distinct_n: expectedChunks, lo: 0, hi: expectedChunks - 1 });
-    expect(finalDocument.chunkCount).toBe(expectedChunks);
-    // No work done twice: the first worker stopped between two batches, after storing the one it had embedded.
-    const embeddedTwice = embeddings.texts.length - new Set(embeddings.texts).size;
-    figures['chunks embedded twice'] = embeddedTwice;
-    expect(embeddedTwice).toBe(0);
-
-    // One line per transition, each naming the upload's request id: queued (api), started and released (first
-    // worker), resumed and finished (second worker); the resume within 5 s of the release.
-    const queued = transitions(api.output(), jobId);
-    const firstLines = transitions(first.output(), jobId);
-    const secondLines = transitions(second.output(), jobId);
-    expect(queued.map((line) => line.event)).toEqual(['queued']);
-    expect(firstLines.map((line) => line.event)).toEqual(['started', 'released']);
-    expect(secondLines.map((line) => line.event)).toEqual(['resumed', 'finished']);
-    for (const line of [...queued, ...firstLines, ...secondLines]) expect(line).toMatchObject({ kind: 'indexing', jobId, requestId, level: expect.stringMatching(/^(info)$/) });
-    expect(firstLines[1]).toMatchObject({ reason: 'shutdown', durationMs: expect.any(Number) });
-    expect(secondLines[1]).toMatchObject({ status: 'succeeded', durationMs: expect.any(Number) });
-    const resumeMs = Date.parse(secondLines[0].time) - Date.parse(firstLines[1].time);
-    figures['release → resume'] = `${resumeMs} ms`;
-    expect(resumeMs).toBeLessThan(5_000);
-    // The second worker's other lines about this job carry the request id too (the request context is carried in).
-    expect(jsonLines(second.output()).filter((line) => line.jobId === jobId).every((line) => line.requestId === requestId)).toBe(true);
-
-    // Every line of every process, first to last, is a JSON object.
-    second.child.kill('SIGTERM');
-    api.child.kill('SIGTERM');
-    expect(await second.exited).toBe(0);
-    expect(await api.exited).toBe(0);
-    for (const p of [api, first, second]) expect(() => jsonLines(p.output())).not.toThrow();
-  }, 600_000);
-
-  it('SIGTERM mid agent run: exit 0, another worker resumes the run from its recorded steps within 5 s, no tool call twice', async () => {
-    const api = await start('api');
-    const first = await start('worker');
-    const credentials = { email: 'drain-agent@example.com', password: 'drain-test-password', name: 'Drain Agent' };
-    expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(201);
-    const token = (await call(api.baseUrl, { method: 'POST', path: '/api/auth/login', body: { email: credentials.email, password: credentials.password } })).json.data.accessToken as string;
-    const projectId = (await call(api.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain agent' } })).json.data.id as string;
-
-    // The model asks for one write, then its second turn hangs: the run is mid-way when the worker is stopped.
-    llm.play({ toolCalls: [{ name: 'create_task', arguments: { title: 'Drained task', project_id: projectId } }] }, { hang: true });
-    const requestId = `drain-run-${Date.now()}`;
-    const started = await call(api.baseUrl, { method: 'POST', path: '/api/agent/execute', token, body: { projectId, input: 'make the task', approval: 'none' }, headers: { 'X-Request-Id': requestId } });
-    expect(started.status).toBe(202);
-    const runId = started.json.data.jobId as string;
-    const status = async () => (await call(api.baseUrl, { method: 'GET', path: `/api/agent/status/${runId}`, token })).json.data;
-    await waitFor('the tool call done and the second model turn under way', async () => ((await status()).steps.some((step: any) => step.type === 'tool_call' && step.status === 'ok') && llm.requests.length === 2) || undefined, { timeoutMs: 60_000 });
-    const second = await start('worker');
-
-    llm.play({ content: 'Finished by the second worker.' });
-    const signalled = Date.now();
-    first.child.kill('SIGTERM');
-    const code = await first.exited;
-    figures['agent run: SIGTERM → exit'] = `${Date.now() - signalled} ms (code ${code})`;
-    expect(code).toBe(0);
-    expect(Date.now() - signalled).toBeLessThan(10_000);
-
-    const run = await waitFor('the run finished by the second worker', async () => {
-      const current = await status();
-      return ['succeeded', 'failed', 'cancelled'].includes(current.status) ? current : undefined;
-    }, { timeoutMs: 60_000 });
-    expect(run).toMatchObject({ status: 'succeeded', output: 'Finished by the second worker.' });
-    expect(run.steps.filter((step: any) => step.type === 'tool_call').map((step: any) => step.status)).toEqual(['ok']);
-    expect(Number((await db.query(`SELECT count(*) AS n FROM tasks WHERE title = 'Drained task'`)).rows[0].n)).toBe(1);
-
-    const firstLines = transitions(first.output(), runId);
-    const secondLines = transitions(second.output(), runId);
-    expect(transitions(api.output(), runId).map((line) => line.event)).toEqual(['queued']);
-    expect(firstLines.map((line) => line.event)).toEqual(['started', 'released']);
-    expect(secondLines.map((line) => line.event)).toEqual(['resumed', 'finished']);
-    for (const line of [...firstLines, ...secondLines]) expect(line).toMatchObject({ kind: 'agent_run', requestId });
-    const resumeMs = Date.parse(secondLines[0].time) - Date.parse(firstLines[1].time);
-    figures['agent run: release → resume'] = `${resumeMs} ms`;
-    expect(resumeMs).toBeLessThan(5_000);
-
-    second.child.kill('SIGTERM');
-    api.child.kill('SIGTERM');
-    expect(await second.exited).toBe(0);
-    expect(await api.exited).toBe(0);
-    for (const p of [api, first, second]) expect(() => jsonLines(p.output())).not.toThrow();
-  }, 300_000);
-
-  it('SIGTERM during a webhook delivery to a receiver that never answers: exit 0, the next worker delivers it', async () => {
-    // The first delivery gets no answer at all: a status line alone completes a delivery (its body is never read), and
-    // WEBHOOK_TIMEOUT_MS (10 s) is well past the drain's grace.
-    const received: IncomingHttpHeaders[] = [];
-    const trickling: ServerResponse[] = [];
-    const receiver = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        received.push(req.headers);
-        if (received.length > 1) return void res.writeHead(200).end('ok');
-        trickling.push(res);
-      });
+    afterAll(async () => {
+      for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+      await Promise.all(processes.map((p) => p.exited));
+      await db?.end();
+      await database?.drop();
+      await embeddings?.stop();
+      await llm?.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+      // eslint-disable-next-line no-console
+      console.log(
+        `worker-drain figures:\n${Object.entries(figures)
+          .map(([k, v]) => `  ${k}: ${v}`)
+          .join('\n')}`,
+      );
     });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    const webhookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-    try {
-      const api = await start('api', { WEBHOOK_ALLOW_PRIVATE: 'true' });
-      const first = await start('worker', { WEBHOOK_ALLOW_PRIVATE: 'true' });
-      const credentials = { email: 'drain-hook@example.com', password: 'drain-test-password', name: 'Drain Hook' };
-      expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(201);
-      const token = (await call(api.baseUrl, { method: 'POST', path: '/api/auth/login', body: { email: credentials.email, password: credentials.password } })).json.data.accessToken as string;
-      const projectId = (await call(api.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain hook' } })).json.data.id as string;
-      llm.play({ content: 'Done, tell the hook.' });
-      const runId = (await call(api.baseUrl, { method: 'POST', path: '/api/agent/execute', token, body: { projectId, input: 'say done', webhookUrl } })).json.data.jobId as string;
-      await waitFor('the first delivery under way', async () => received.length >= 1 || undefined, { timeoutMs: 60_000 });
+
+    it('SIGTERM mid-ingest: exit 0 within the grace period, another worker resumes within 5 s, every chunk stored once, every line JSON', async () => {
+      const api = await start('api');
+      const first = await start('worker');
+      const credentials = { email: 'drain@example.com', password: 'drain-test-password', name: 'Drain' };
+      expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(
+        201,
+      );
+      const token = (
+        await call(api.baseUrl, {
+          method: 'POST',
+          path: '/api/auth/login',
+          body: { email: credentials.email, password: credentials.password },
+        })
+      ).json.data.accessToken as string;
+      const projectId = (
+        await call(api.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain' } })
+      ).json.data.id as string;
+
+      // Unique paragraphs: a chunk embedded twice (work redone after the takeover) shows in the embeddings server's record.
+      const text = Array.from(
+        { length: PARAGRAPHS },
+        (_, i) => `Paragraph ${i}: the worker drain test stores every chunk exactly once, after a takeover too (${i}).`,
+      ).join('\n\n');
+      const expectedChunks = chunkText(text, { targetChars: CHUNK_CHARS, overlapChars: 0 }).length;
+      const requestId = `drain-upload-${Date.now()}`;
+      const form = new FormData();
+      form.append('file', new Blob([text], { type: 'text/markdown' }), 'large.md');
+      form.append('projectId', projectId);
+      form.append('title', 'Large');
+      const upload = await call(api.baseUrl, {
+        method: 'POST',
+        path: '/api/documents/upload',
+        token,
+        rawBody: form,
+        headers: { 'X-Request-Id': requestId },
+      });
+      expect(upload.status).toBe(201);
+      const documentId = upload.json.data.id as string;
+      const jobId = (await db.query(`SELECT id FROM indexing_jobs WHERE $1 = ANY(document_ids)`, [documentId])).rows[0]
+        .id as string;
+
+      const chunksStored = async () =>
+        Number(
+          (await db.query(`SELECT count(*) AS n FROM document_chunks WHERE document_id = $1`, [documentId])).rows[0].n,
+        );
+      // Mid-ingest: some chunks stored, most not; a second worker is up before the first one stops.
+      await waitFor('the first worker is indexing', async () => (await chunksStored()) >= 200, {
+        timeoutMs: 120_000,
+        intervalMs: 200,
+      });
+      const second = await start('worker');
+      const before = await chunksStored();
+      expect(before).toBeLessThan(expectedChunks / 2);
 
       const signalled = Date.now();
       first.child.kill('SIGTERM');
       const code = await first.exited;
-      figures['webhook: SIGTERM → exit'] = `${Date.now() - signalled} ms (code ${code})`;
+      const stoppedMs = Date.now() - signalled;
+      figures['chunks stored at SIGTERM'] = `${before} of ${expectedChunks}`;
+      figures['SIGTERM → exit'] = `${stoppedMs} ms (code ${code})`;
       expect(code).toBe(0);
-      expect(Date.now() - signalled).toBeLessThan(10_000);
+      expect(stoppedMs).toBeLessThan(10_000); // SHUTDOWN_TIMEOUT_MS, the grace period
+      expect(first.output()).toContain('"msg":"stopped cleanly"');
+      expect(first.output()).not.toContain('shutdown timed out');
 
-      const second = await start('worker', { WEBHOOK_ALLOW_PRIVATE: 'true' });
-      const deliveries = await waitFor('the delivery recorded by the second worker', async () => {
-        const run = (await call(api.baseUrl, { method: 'GET', path: `/api/agent/status/${runId}`, token })).json.data;
-        const list = run.webhook?.deliveries ?? [];
-        return list.length > 0 && list.every((delivery: any) => delivery.status === 'delivered') ? list : undefined;
-      }, { timeoutMs: 60_000 });
-      expect(deliveries).toHaveLength(1);
-      // The same delivery, sent again: a receiver recognises it by its id.
-      expect(received).toHaveLength(2);
-      expect(received[1]['atrium-delivery-id']).toBe(received[0]['atrium-delivery-id']);
+      const finalDocument = await waitFor(
+        'the document indexed by the second worker',
+        async () => {
+          const doc = (await call(api.baseUrl, { method: 'GET', path: `/api/documents/${documentId}`, token })).json
+            .data;
+          return doc.status === 'indexed' || doc.status === 'failed' ? doc : undefined;
+        },
+        { timeoutMs: 300_000, intervalMs: 500 },
+      );
+      expect(finalDocument.status).toBe('indexed');
+      const job = (await call(api.baseUrl, { method: 'GET', path: `/api/rag/ingest/${jobId}`, token })).json.data;
+      expect(job).toMatchObject({ status: 'succeeded', progress: { total: 1, done: 1, failed: 0 } });
+
+      // Exactly the right chunks: the count the chunker gives, each index once, none missing.
+      const stored = (
+        await db.query(
+          `SELECT count(*)::int AS n, count(DISTINCT chunk_index)::int AS distinct_n, min(chunk_index) AS lo, max(chunk_index) AS hi FROM document_chunks WHERE document_id = $1`,
+          [documentId],
+        )
+      ).rows[0];
+      expect(stored).toEqual({ n: expectedChunks, distinct_n: expectedChunks, lo: 0, hi: expectedChunks - 1 });
+      expect(finalDocument.chunkCount).toBe(expectedChunks);
+      // No work done twice: the first worker stopped between two batches, after storing the one it had embedded.
+      const embeddedTwice = embeddings.texts.length - new Set(embeddings.texts).size;
+      figures['chunks embedded twice'] = embeddedTwice;
+      expect(embeddedTwice).toBe(0);
+
+      // One line per transition, each naming the upload's request id: queued (api), started and released (first
+      // worker), resumed and finished (second worker); the resume within 5 s of the release.
+      const queued = transitions(api.output(), jobId);
+      const firstLines = transitions(first.output(), jobId);
+      const secondLines = transitions(second.output(), jobId);
+      expect(queued.map((line) => line.event)).toEqual(['queued']);
+      expect(firstLines.map((line) => line.event)).toEqual(['started', 'released']);
+      expect(secondLines.map((line) => line.event)).toEqual(['resumed', 'finished']);
+      for (const line of [...queued, ...firstLines, ...secondLines])
+        expect(line).toMatchObject({ kind: 'indexing', jobId, requestId, level: expect.stringMatching(/^(info)$/) });
+      expect(firstLines[1]).toMatchObject({ reason: 'shutdown', durationMs: expect.any(Number) });
+      expect(secondLines[1]).toMatchObject({ status: 'succeeded', durationMs: expect.any(Number) });
+      const resumeMs = Date.parse(secondLines[0].time) - Date.parse(firstLines[1].time);
+      figures['release → resume'] = `${resumeMs} ms`;
+      expect(resumeMs).toBeLessThan(5_000);
+      // The second worker's other lines about this job carry the request id too (the request context is carried in).
+      expect(
+        jsonLines(second.output())
+          .filter((line) => line.jobId === jobId)
+          .every((line) => line.requestId === requestId),
+      ).toBe(true);
+
+      // Every line of every process, first to last, is a JSON object.
       second.child.kill('SIGTERM');
       api.child.kill('SIGTERM');
       expect(await second.exited).toBe(0);
       expect(await api.exited).toBe(0);
-    } finally {
-      for (const res of trickling) res.destroy();
-      await new Promise<void>((resolve) => receiver.close(() => resolve()));
-    }
-  }, 300_000);
-});
+      for (const p of [api, first, second]) expect(() => jsonLines(p.output())).not.toThrow();
+    }, 600_000);
+
+    it('SIGTERM mid agent run: exit 0, another worker resumes the run from its recorded steps within 5 s, no tool call twice', async () => {
+      const api = await start('api');
+      const first = await start('worker');
+      const credentials = { email: 'drain-agent@example.com', password: 'drain-test-password', name: 'Drain Agent' };
+      expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(
+        201,
+      );
+      const token = (
+        await call(api.baseUrl, {
+          method: 'POST',
+          path: '/api/auth/login',
+          body: { email: credentials.email, password: credentials.password },
+        })
+      ).json.data.accessToken as string;
+      const projectId = (
+        await call(api.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain agent' } })
+      ).json.data.id as string;
+
+      // The model asks for one write, then its second turn hangs: the run is mid-way when the worker is stopped.
+      llm.play(
+        { toolCalls: [{ name: 'create_task', arguments: { title: 'Drained task', project_id: projectId } }] },
+        { hang: true },
+      );
+      const requestId = `drain-run-${Date.now()}`;
+      const started = await call(api.baseUrl, {
+        method: 'POST',
+        path: '/api/agent/execute',
+        token,
+        body: { projectId, input: 'make the task', approval: 'none' },
+        headers: { 'X-Request-Id': requestId },
+      });
+      expect(started.status).toBe(202);
+      const runId = started.json.data.jobId as string;
+      const status = async () =>
+        (await call(api.baseUrl, { method: 'GET', path: `/api/agent/status/${runId}`, token })).json.data;
+      await waitFor(
+        'the tool call done and the second model turn under way',
+        async () =>
+          ((await status()).steps.some((step: any) => step.type === 'tool_call' && step.status === 'ok') &&
+            llm.requests.length === 2) ||
+          undefined,
+        { timeoutMs: 60_000 },
+      );
+      const second = await start('worker');
+
+      llm.play({ content: 'Finished by the second worker.' });
+      const signalled = Date.now();
+      first.child.kill('SIGTERM');
+      const code = await first.exited;
+      figures['agent run: SIGTERM → exit'] = `${Date.now() - signalled} ms (code ${code})`;
+      expect(code).toBe(0);
+      expect(Date.now() - signalled).toBeLessThan(10_000);
+
+      const run = await waitFor(
+        'the run finished by the second worker',
+        async () => {
+          const current = await status();
+          return ['succeeded', 'failed', 'cancelled'].includes(current.status) ? current : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
+      expect(run).toMatchObject({ status: 'succeeded', output: 'Finished by the second worker.' });
+      expect(run.steps.filter((step: any) => step.type === 'tool_call').map((step: any) => step.status)).toEqual([
+        'ok',
+      ]);
+      expect(Number((await db.query(`SELECT count(*) AS n FROM tasks WHERE title = 'Drained task'`)).rows[0].n)).toBe(
+        1,
+      );
+
+      const firstLines = transitions(first.output(), runId);
+      const secondLines = transitions(second.output(), runId);
+      expect(transitions(api.output(), runId).map((line) => line.event)).toEqual(['queued']);
+      expect(firstLines.map((line) => line.event)).toEqual(['started', 'released']);
+      expect(secondLines.map((line) => line.event)).toEqual(['resumed', 'finished']);
+      for (const line of [...firstLines, ...secondLines]) expect(line).toMatchObject({ kind: 'agent_run', requestId });
+      const resumeMs = Date.parse(secondLines[0].time) - Date.parse(firstLines[1].time);
+      figures['agent run: release → resume'] = `${resumeMs} ms`;
+      expect(resumeMs).toBeLessThan(5_000);
+
+      second.child.kill('SIGTERM');
+      api.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+      expect(await api.exited).toBe(0);
+      for (const p of [api, first, second]) expect(() => jsonLines(p.output())).not.toThrow();
+    }, 300_000);
+
+    it('SIGTERM during a webhook delivery to a receiver that never answers: exit 0, the next worker delivers it', async () => {
+      // The first delivery gets no answer at all: a status line alone completes a delivery (its body is never read), and
+      // WEBHOOK_TIMEOUT_MS (10 s) is well past the drain's grace.
+      const received: IncomingHttpHeaders[] = [];
+      const trickling: ServerResponse[] = [];
+      const receiver = createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+          received.push(req.headers);
+          if (received.length > 1) return void res.writeHead(200).end('ok');
+          trickling.push(res);
+        });
+      });
+      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+      const webhookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+      try {
+        const api = await start('api', { WEBHOOK_ALLOW_PRIVATE: 'true' });
+        const first = await start('worker', { WEBHOOK_ALLOW_PRIVATE: 'true' });
+        const credentials = { email: 'drain-hook@example.com', password: 'drain-test-password', name: 'Drain Hook' };
+        expect(
+          (await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status,
+        ).toBe(201);
+        const token = (
+          await call(api.baseUrl, {
+            method: 'POST',
+            path: '/api/auth/login',
+            body: { email: credentials.email, password: credentials.password },
+          })
+        ).json.data.accessToken as string;
+        const projectId = (
+          await call(api.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain hook' } })
+        ).json.data.id as string;
+        llm.play({ content: 'Done, tell the hook.' });
+        const runId = (
+          await call(api.baseUrl, {
+            method: 'POST',
+            path: '/api/agent/execute',
+            token,
+            body: { projectId, input: 'say done', webhookUrl },
+          })
+        ).json.data.jobId as string;
+        await waitFor('the first delivery under way', async () => received.length >= 1 || undefined, {
+          timeoutMs: 60_000,
+        });
+
+        const signalled = Date.now();
+        first.child.kill('SIGTERM');
+        const code = await first.exited;
+        figures['webhook: SIGTERM → exit'] = `${Date.now() - signalled} ms (code ${code})`;
+        expect(code).toBe(0);
+        expect(Date.now() - signalled).toBeLessThan(10_000);
+
+        const second = await start('worker', { WEBHOOK_ALLOW_PRIVATE: 'true' });
+        const deliveries = await waitFor(
+          'the delivery recorded by the second worker',
+          async () => {
+            const run = (await call(api.baseUrl, { method: 'GET', path: `/api/agent/status/${runId}`, token })).json
+              .data;
+            const list = run.webhook?.deliveries ?? [];
+            return list.length > 0 && list.every((delivery: any) => delivery.status === 'delivered') ? list : undefined;
+          },
+          { timeoutMs: 60_000 },
+        );
+        expect(deliveries).toHaveLength(1);
+        // The same delivery, sent again: a receiver recognises it by its id.
+        expect(received).toHaveLength(2);
+        expect(received[1]['atrium-delivery-id']).toBe(received[0]['atrium-delivery-id']);
+        second.child.kill('SIGTERM');
+        api.child.kill('SIGTERM');
+        expect(await second.exited).toBe(0);
+        expect(await api.exited).toBe(0);
+      } finally {
+        for (const res of trickling) res.destroy();
+        await new Promise<void>((resolve) => receiver.close(() => resolve()));
+      }
+    }, 300_000);
+  },
+);
 
 /**
  * The zero-config default: one process (APP_ROLE=all) on the embedded engine, whose queue is BullMQ's PostgreSQL
@@ -317,22 +420,47 @@ describe('worker drain on the embedded default: SIGTERM mid-ingest, then a resta
     const first = await startAppProcess(env);
     processes.push(first);
     const credentials = { email: 'drain-embedded@example.com', password: 'drain-test-password', name: 'Drain' };
-    expect((await call(first.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(201);
-    const login = async (baseUrl: string) => (await call(baseUrl, { method: 'POST', path: '/api/auth/login', body: { email: credentials.email, password: credentials.password } })).json.data.accessToken as string;
+    expect((await call(first.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(
+      201,
+    );
+    const login = async (baseUrl: string) =>
+      (
+        await call(baseUrl, {
+          method: 'POST',
+          path: '/api/auth/login',
+          body: { email: credentials.email, password: credentials.password },
+        })
+      ).json.data.accessToken as string;
     let token = await login(first.baseUrl);
-    const projectId = (await call(first.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain' } })).json.data.id as string;
-    const text = Array.from({ length: 4_000 }, (_, i) => `Paragraph ${i}: the embedded drain test stores every chunk exactly once, after a restart too (${i}).`).join('\n\n');
+    const projectId = (
+      await call(first.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain' } })
+    ).json.data.id as string;
+    const text = Array.from(
+      { length: 4_000 },
+      (_, i) => `Paragraph ${i}: the embedded drain test stores every chunk exactly once, after a restart too (${i}).`,
+    ).join('\n\n');
     const expectedChunks = chunkText(text, { targetChars: CHUNK_CHARS, overlapChars: 0 }).length;
     const requestId = `drain-embedded-${Date.now()}`;
     const form = new FormData();
     form.append('file', new Blob([text], { type: 'text/markdown' }), 'large.md');
     form.append('projectId', projectId);
     form.append('title', 'Large');
-    const upload = await call(first.baseUrl, { method: 'POST', path: '/api/documents/upload', token, rawBody: form, headers: { 'X-Request-Id': requestId } });
+    const upload = await call(first.baseUrl, {
+      method: 'POST',
+      path: '/api/documents/upload',
+      token,
+      rawBody: form,
+      headers: { 'X-Request-Id': requestId },
+    });
     expect(upload.status).toBe(201);
     const documentId = upload.json.data.id as string;
-    const documentOn = async (baseUrl: string) => (await call(baseUrl, { method: 'GET', path: `/api/documents/${documentId}`, token })).json.data;
-    await waitFor('indexing under way', async () => ((await documentOn(first.baseUrl)).progress?.chunksIndexed ?? 0) >= 100 || undefined, { timeoutMs: 120_000, intervalMs: 200 });
+    const documentOn = async (baseUrl: string) =>
+      (await call(baseUrl, { method: 'GET', path: `/api/documents/${documentId}`, token })).json.data;
+    await waitFor(
+      'indexing under way',
+      async () => ((await documentOn(first.baseUrl)).progress?.chunksIndexed ?? 0) >= 100 || undefined,
+      { timeoutMs: 120_000, intervalMs: 200 },
+    );
 
     const signalled = Date.now();
     first.child.kill('SIGTERM');
@@ -346,15 +474,26 @@ describe('worker drain on the embedded default: SIGTERM mid-ingest, then a resta
     const second = await startAppProcess(env);
     processes.push(second);
     const up = jsonLines(second.output()).find((line) => line.msg === 'listening')!;
-    const resumed = await waitFor('the resumed line', async () => jsonLines(second.output().slice(0, second.output().lastIndexOf('\n') + 1)).find((line) => line.context === 'Jobs' && line.jobId === jobId && line.event === 'resumed'), { timeoutMs: 30_000 });
+    const resumed = await waitFor(
+      'the resumed line',
+      async () =>
+        jsonLines(second.output().slice(0, second.output().lastIndexOf('\n') + 1)).find(
+          (line) => line.context === 'Jobs' && line.jobId === jobId && line.event === 'resumed',
+        ),
+      { timeoutMs: 30_000 },
+    );
     expect(resumed).toMatchObject({ requestId, kind: 'indexing' });
     expect(Date.parse(resumed.time) - Date.parse(up.time)).toBeLessThan(5_000);
 
     token = await login(second.baseUrl);
-    const done = await waitFor('the document indexed after the restart', async () => {
-      const doc = await documentOn(second.baseUrl);
-      return doc.status === 'indexed' || doc.status === 'failed' ? doc : undefined;
-    }, { timeoutMs: 300_000, intervalMs: 500 });
+    const done = await waitFor(
+      'the document indexed after the restart',
+      async () => {
+        const doc = await documentOn(second.baseUrl);
+        return doc.status === 'indexed' || doc.status === 'failed' ? doc : undefined;
+      },
+      { timeoutMs: 300_000, intervalMs: 500 },
+    );
     expect(done).toMatchObject({ status: 'indexed', chunkCount: expectedChunks });
     expect(embeddings.texts.length - new Set(embeddings.texts).size).toBe(0);
     second.child.kill('SIGTERM');

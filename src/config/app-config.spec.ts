@@ -17,18 +17,20 @@ describe('loadConfig', () => {
     expect(config.role).toBe('all');
     expect(config.database.url).toBeUndefined();
     expect(config.redis.url).toBeUndefined();
-    expect(config.limits).toMatchObject({ keyCallsPerMinute: 300, areaBCallsPerMinute: 600, jsonBodyBytes: 1024 * 1024, uploadMaxBytes: 20 * 1024 * 1024 });
+    expect(config.limits).toMatchObject({
+      keyCallsPerMinute: 300,
+      areaBCallsPerMinute: 600,
+      jsonBodyBytes: 1024 * 1024,
+      uploadMaxBytes: 20 * 1024 * 1024,
+    });
     expect(config.mcp.allowedOrigins).toEqual([]);
     expect(config.trustProxy).toBe(false);
   });
 
   it('reads TRUST_PROXY in Express syntax and refuses what would trust everybody or nobody meant', () => {
-    expect(loadConfig({ DATA_DIR: dataDir, TRUST_PROXY: 'loopback, 10.0.0.0/8, fd00::/8, 192.168.1.7' }).trustProxy).toEqual([
-      'loopback',
-      '10.0.0.0/8',
-      'fd00::/8',
-      '192.168.1.7',
-    ]);
+    expect(
+      loadConfig({ DATA_DIR: dataDir, TRUST_PROXY: 'loopback, 10.0.0.0/8, fd00::/8, 192.168.1.7' }).trustProxy,
+    ).toEqual(['loopback', '10.0.0.0/8', 'fd00::/8', '192.168.1.7']);
     expect(loadConfig({ DATA_DIR: dataDir, TRUST_PROXY: '1' }).trustProxy).toBe(1);
     expect(loadConfig({ DATA_DIR: dataDir, TRUST_PROXY: 'false' }).trustProxy).toBe(false);
     for (const bad of ['true', 'proxy.internal', '10.0.0.0/40', '10.0.0.0/8/1']) {
@@ -63,7 +65,10 @@ describe('loadConfig', () => {
     [{ ADMIN_EMAIL: 'a@b.c' }, /ADMIN_PASSWORD must be set together/],
     [{ ADMIN_EMAIL: 'a@b.c', ADMIN_PASSWORD: 'short' }, /ADMIN_PASSWORD must be at least 10/],
     [{ NODE_ENV: 'production' }, /JWT_SECRET is required when NODE_ENV=production/],
-    [{ NODE_ENV: 'production', MCP_CONFORMANCE_FIXTURES: 'true' }, /MCP_CONFORMANCE_FIXTURES must not be true when NODE_ENV=production/],
+    [
+      { NODE_ENV: 'production', MCP_CONFORMANCE_FIXTURES: 'true' },
+      /MCP_CONFORMANCE_FIXTURES must not be true when NODE_ENV=production/,
+    ],
     [{ MCP_CONFORMANCE_FIXTURES: 'yes' }, /MCP_CONFORMANCE_FIXTURES/],
     [{ RAG_HYBRID_VECTOR_WEIGHT: '1.5' }, /RAG_HYBRID_VECTOR_WEIGHT must be between 0 and 1/],
     [{ RAG_HYBRID_VECTOR_WEIGHT: 'half' }, /RAG_HYBRID_VECTOR_WEIGHT must be a number/],
@@ -81,7 +86,9 @@ describe('loadConfig', () => {
 
   it('reads the RAG search settings', () => {
     expect(loadConfig({ DATA_DIR: dataDir }).ragSearch).toEqual({ hybridVectorWeight: 0.15 });
-    expect(loadConfig({ DATA_DIR: dataDir, RAG_HYBRID_VECTOR_WEIGHT: '.4' }).ragSearch).toEqual({ hybridVectorWeight: 0.4 });
+    expect(loadConfig({ DATA_DIR: dataDir, RAG_HYBRID_VECTOR_WEIGHT: '.4' }).ragSearch).toEqual({
+      hybridVectorWeight: 0.4,
+    });
   });
 
   it('starts in production when every secret is given', () => {
@@ -96,7 +103,10 @@ describe('loadConfig', () => {
   });
 
   it('reads the metrics and tracing settings: metrics on the main port and no tracing by default', () => {
-    expect(loadConfig({ DATA_DIR: dataDir })).toMatchObject({ metrics: { enabled: true, port: undefined, token: undefined }, tracing: { endpoint: undefined, serviceName: 'atrium' } });
+    expect(loadConfig({ DATA_DIR: dataDir })).toMatchObject({
+      metrics: { enabled: true, port: undefined, token: undefined },
+      tracing: { endpoint: undefined, serviceName: 'atrium' },
+    });
     const config = loadConfig({
       DATA_DIR: dataDir,
       METRICS_ENABLED: 'false',

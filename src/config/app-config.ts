@@ -244,7 +244,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const adminEmail = read.raw('ADMIN_EMAIL');
   const adminPassword = read.raw('ADMIN_PASSWORD');
   if ((adminEmail === undefined) !== (adminPassword === undefined)) {
-    throw new ConfigError(adminEmail ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL', 'must be set together with the other admin variable');
+    throw new ConfigError(
+      adminEmail ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL',
+      'must be set together with the other admin variable',
+    );
   }
   if (adminPassword !== undefined && adminPassword.length < 10) {
     throw new ConfigError('ADMIN_PASSWORD', 'must be at least 10 characters');
@@ -259,7 +262,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir,
     logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     version: read.string('APP_VERSION', readPackageVersion()),
-    database: { url: databaseUrl, poolSize: read.int('DATABASE_POOL_SIZE', 10, 1, 200), namedStatements: read.oneOf('DATABASE_NAMED_STATEMENTS', ['true', 'false'] as const, 'true') === 'true' },
+    database: {
+      url: databaseUrl,
+      poolSize: read.int('DATABASE_POOL_SIZE', 10, 1, 200),
+      namedStatements: read.oneOf('DATABASE_NAMED_STATEMENTS', ['true', 'false'] as const, 'true') === 'true',
+    },
     redis: { url: read.url('REDIS_URL', ['redis:', 'rediss:']), prefix: read.string('REDIS_PREFIX', 'atrium') },
     auth: {
       accessTokenTtlSeconds: read.int('ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 7 * 24 * 3600),
@@ -273,7 +280,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       uploadMaxBytes: read.int('UPLOAD_MAX_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       keyCallsPerMinute: read.int('RATE_LIMIT_KEY_PER_MIN', 300, 1, 1_000_000),
       // One key's budget unless set: a user's credentials share one rate, so creating more keys never buys more calls.
-      userToolCallsPerMinute: read.int('RATE_LIMIT_USER_TOOLS_PER_MIN', read.int('RATE_LIMIT_KEY_PER_MIN', 300, 1, 1_000_000), 1, 10_000_000),
+      userToolCallsPerMinute: read.int(
+        'RATE_LIMIT_USER_TOOLS_PER_MIN',
+        read.int('RATE_LIMIT_KEY_PER_MIN', 300, 1, 1_000_000),
+        1,
+        10_000_000,
+      ),
       credentialsPerUser: read.int('MAX_CREDENTIALS_PER_USER', 50, 1, 100_000),
       areaBCallsPerMinute: read.int('RATE_LIMIT_USER_PER_MIN', 600, 1, 1_000_000),
       loginAttemptsPer15Min: read.int('RATE_LIMIT_LOGIN_PER_15_MIN', 10, 1, 100_000),
@@ -289,7 +301,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     publicUrl: readPublicUrl(read),
     oauth: {
       accessTokenTtlSeconds: read.int('OAUTH_ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 24 * 3600),
-      allowPrivateClientMetadata: read.oneOf('OAUTH_ALLOW_PRIVATE_CLIENT_METADATA', ['true', 'false'] as const, 'false') === 'true',
+      allowPrivateClientMetadata:
+        read.oneOf('OAUTH_ALLOW_PRIVATE_CLIENT_METADATA', ['true', 'false'] as const, 'false') === 'true',
     },
     embeddings: readEmbeddingsConfig(read),
     llm: readLlmConfig(read),
@@ -307,11 +320,31 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxQueuedPerUser: read.int('INDEX_MAX_QUEUED_PER_USER', 100, 1, 1_000_000),
     },
     extraction: {
-      maxTextBytes: read.int('EXTRACT_MAX_TEXT_BYTES', DEFAULT_EXTRACTION_LIMITS.maxTextBytes, 1024, 1024 * 1024 * 1024),
+      maxTextBytes: read.int(
+        'EXTRACT_MAX_TEXT_BYTES',
+        DEFAULT_EXTRACTION_LIMITS.maxTextBytes,
+        1024,
+        1024 * 1024 * 1024,
+      ),
       maxPages: read.int('EXTRACT_MAX_PAGES', DEFAULT_EXTRACTION_LIMITS.maxPages, 1, 1_000_000),
-      maxArchiveEntries: read.int('EXTRACT_MAX_ARCHIVE_ENTRIES', DEFAULT_EXTRACTION_LIMITS.maxArchiveEntries, 10, 1_000_000),
-      maxCompressionRatio: read.int('EXTRACT_MAX_COMPRESSION_RATIO', DEFAULT_EXTRACTION_LIMITS.maxCompressionRatio, 2, 100_000),
-      maxInflatedBytes: read.int('EXTRACT_MAX_INFLATED_BYTES', DEFAULT_EXTRACTION_LIMITS.maxInflatedBytes, 1024, 4 * 1024 * 1024 * 1024),
+      maxArchiveEntries: read.int(
+        'EXTRACT_MAX_ARCHIVE_ENTRIES',
+        DEFAULT_EXTRACTION_LIMITS.maxArchiveEntries,
+        10,
+        1_000_000,
+      ),
+      maxCompressionRatio: read.int(
+        'EXTRACT_MAX_COMPRESSION_RATIO',
+        DEFAULT_EXTRACTION_LIMITS.maxCompressionRatio,
+        2,
+        100_000,
+      ),
+      maxInflatedBytes: read.int(
+        'EXTRACT_MAX_INFLATED_BYTES',
+        DEFAULT_EXTRACTION_LIMITS.maxInflatedBytes,
+        1024,
+        4 * 1024 * 1024 * 1024,
+      ),
       maxNestingDepth: read.int('EXTRACT_MAX_NESTING_DEPTH', DEFAULT_EXTRACTION_LIMITS.maxNestingDepth, 10, 1_000_000),
       timeoutMs: read.int('EXTRACT_TIMEOUT_MS', 120_000, 100, 3_600_000),
       maxMemoryMb: read.int('EXTRACT_MAX_MEMORY_MB', 512, 32, 16_384),
@@ -347,7 +380,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
 function readMetricsConfig(read: EnvReader, mainPort: number): MetricsConfig {
   const port = read.raw('METRICS_PORT') === undefined ? undefined : read.int('METRICS_PORT', 0, 0, 65535);
-  if (port !== undefined && port !== 0 && port === mainPort) throw new ConfigError('METRICS_PORT', 'must differ from PORT (unset it to serve /metrics on the main port)');
+  if (port !== undefined && port !== 0 && port === mainPort)
+    throw new ConfigError('METRICS_PORT', 'must differ from PORT (unset it to serve /metrics on the main port)');
   return {
     enabled: read.oneOf('METRICS_ENABLED', ['true', 'false'] as const, 'true') === 'true',
     port,
@@ -372,7 +406,10 @@ function readTrustProxy(read: EnvReader): AppConfig['trustProxy'] {
   const value = read.raw('TRUST_PROXY');
   if (value === undefined || value === 'false') return false;
   if (value === 'true') {
-    throw new ConfigError('TRUST_PROXY', '"true" would let every client choose its own address; name the proxies (addresses, CIDR ranges, loopback, linklocal, uniquelocal) or a hop count');
+    throw new ConfigError(
+      'TRUST_PROXY',
+      '"true" would let every client choose its own address; name the proxies (addresses, CIDR ranges, loopback, linklocal, uniquelocal) or a hop count',
+    );
   }
   if (/^\d+$/.test(value)) return read.int('TRUST_PROXY', 0, 0, 10);
   const entries = read.list('TRUST_PROXY');
@@ -382,7 +419,10 @@ function readTrustProxy(read: EnvReader): AppConfig['trustProxy'] {
     const namedRange = ['loopback', 'linklocal', 'uniquelocal'].includes(entry);
     const validBits = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 6 ? 128 : 32));
     if (!namedRange && (family === 0 || !validBits || extra !== undefined)) {
-      throw new ConfigError('TRUST_PROXY', `"${entry}" is not an IP address, a CIDR range, loopback, linklocal or uniquelocal`);
+      throw new ConfigError(
+        'TRUST_PROXY',
+        `"${entry}" is not an IP address, a CIDR range, loopback, linklocal or uniquelocal`,
+      );
     }
   }
   return entries;
@@ -391,7 +431,11 @@ function readTrustProxy(read: EnvReader): AppConfig['trustProxy'] {
 /** The conformance suite's fixtures are test doubles on the real endpoint: never in production. */
 function readConformanceFixtures(read: EnvReader, nodeEnv: string): boolean {
   const on = read.oneOf('MCP_CONFORMANCE_FIXTURES', ['true', 'false'] as const, 'false') === 'true';
-  if (on && nodeEnv === 'production') throw new ConfigError('MCP_CONFORMANCE_FIXTURES', 'must not be true when NODE_ENV=production (it adds test fixtures to the MCP endpoint)');
+  if (on && nodeEnv === 'production')
+    throw new ConfigError(
+      'MCP_CONFORMANCE_FIXTURES',
+      'must not be true when NODE_ENV=production (it adds test fixtures to the MCP endpoint)',
+    );
   return on;
 }
 
@@ -400,7 +444,11 @@ function readPublicUrl(read: EnvReader): string {
   const given = read.url('PUBLIC_URL', ['http:', 'https:']);
   if (given === undefined) return `http://localhost:${read.int('PORT', 3000, 0, 65535)}`;
   const url = new URL(given);
-  if (url.search || url.hash || url.username || url.password) throw new ConfigError('PUBLIC_URL', 'must be an origin with an optional path, without query, fragment or credentials');
+  if (url.search || url.hash || url.username || url.password)
+    throw new ConfigError(
+      'PUBLIC_URL',
+      'must be an origin with an optional path, without query, fragment or credentials',
+    );
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
@@ -481,7 +529,10 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
 }
 
 export function readPackageVersion(): string {
-  for (const candidate of [join(__dirname, '..', '..', 'package.json'), join(__dirname, '..', '..', '..', 'package.json')]) {
+  for (const candidate of [
+    join(__dirname, '..', '..', 'package.json'),
+    join(__dirname, '..', '..', '..', 'package.json'),
+  ]) {
     if (existsSync(candidate)) {
       return (JSON.parse(readFileSync(candidate, 'utf8')) as { version?: string }).version ?? '0.0.0';
     }

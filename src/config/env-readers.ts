@@ -58,7 +58,12 @@ export class EnvReader {
 
   list(name: string): string[] {
     const value = this.raw(name);
-    return value === undefined ? [] : value.split(',').map((item) => item.trim()).filter(Boolean);
+    return value === undefined
+      ? []
+      : value
+          .split(',')
+          .map((item) => item.trim())
+          .filter(Boolean);
   }
 
   secret(name: string, minLength: number): string | undefined {

@@ -53,7 +53,9 @@ export class DataDirLock {
         );
       }
       if (owner && owner.pid !== process.pid && isProcessAlive(owner.pid)) {
-        throw new DataDirLockedError(`DATA_DIR ${dataDir} is in use by process ${owner.pid} (since ${owner.since}); stop it or use another DATA_DIR`);
+        throw new DataDirLockedError(
+          `DATA_DIR ${dataDir} is in use by process ${owner.pid} (since ${owner.since}); stop it or use another DATA_DIR`,
+        );
       }
       // Stale (dead pid) or unreadable half-written lock: remove it and race for it again.
       try {

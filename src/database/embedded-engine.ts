@@ -21,7 +21,9 @@ export class EmbeddedEngine {
   }
 
   private async ask(): Promise<boolean> {
-    const { rows } = await this.db.executeQuery<{ embedded: boolean }>(CompiledQuery.raw(`SELECT position('PGlite' in version()) > 0 AS embedded`));
+    const { rows } = await this.db.executeQuery<{ embedded: boolean }>(
+      CompiledQuery.raw(`SELECT position('PGlite' in version()) > 0 AS embedded`),
+    );
     return rows[0]?.embedded === true;
   }
 }

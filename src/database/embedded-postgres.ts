@@ -52,7 +52,12 @@ export class EmbeddedPostgres {
       const server = new PgliteWireServer(db, password);
       const address = await server.listen('127.0.0.1', 0);
       const url = `postgresql://postgres:${password}@${address}/postgres?sslmode=disable`;
-      logger.log({ msg: 'embedded PostgreSQL (PGlite) started', location: location ?? 'memory', address, access: 'this process only (generated password)' });
+      logger.log({
+        msg: 'embedded PostgreSQL (PGlite) started',
+        location: location ?? 'memory',
+        address,
+        access: 'this process only (generated password)',
+      });
       return new EmbeddedPostgres(db, server, lock, url);
     } catch (error) {
       lock?.release();

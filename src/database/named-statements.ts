@@ -107,7 +107,11 @@ const MAX_NAMES = 256;
 
 /** Errors after which a connection is not reused (no SQLSTATE: the socket or the protocol failed, not the statement). */
 function isConnectionError(error: Error): boolean {
-  return !('code' in error) || typeof (error as { code?: unknown }).code !== 'string' || !/^[0-9A-Z]{5}$/.test((error as { code: string }).code);
+  return (
+    !('code' in error) ||
+    typeof (error as { code?: unknown }).code !== 'string' ||
+    !/^[0-9A-Z]{5}$/.test((error as { code: string }).code)
+  );
 }
 
 /** The minimal Kysely connection over a pg client that a connection set-up function needs (executeQuery). */
@@ -129,6 +133,10 @@ export const namedStatementsProvider: Provider = {
   inject: [KYSELY, getDataSourceToken(), APP_CONFIG, EmbeddedEngine],
   useFactory: (db: Db, dataSource: DataSource, config: AppConfig, engine: EmbeddedEngine): NamedStatements => {
     // TypeORM's pg pool, as for Kysely (kysely.provider.ts).
-    return new NamedStatements(db, config.database.namedStatements ? (dataSource.driver as unknown as { master: Pool }).master : null, engine);
+    return new NamedStatements(
+      db,
+      config.database.namedStatements ? (dataSource.driver as unknown as { master: Pool }).master : null,
+      engine,
+    );
   },
 };

@@ -74,7 +74,11 @@ export abstract class PgChannelListener {
   private drop(client: Client, error?: unknown): void {
     if (this.closed || this.current !== client) return;
     this.current = undefined;
-    if (error) this.logger.warn({ msg: `${this.channel} listener lost its connection; waiters fall back to re-reading`, error: error instanceof Error ? error.message : String(error) });
+    if (error)
+      this.logger.warn({
+        msg: `${this.channel} listener lost its connection; waiters fall back to re-reading`,
+        error: error instanceof Error ? error.message : String(error),
+      });
     this.client = undefined;
     client.end().catch(() => undefined);
   }

@@ -9,7 +9,16 @@ export function isUniqueViolation(error: unknown): boolean {
   return sqlState(error) === '23505';
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 
 /**
  * Connection refused / reset / admin shutdown / cannot connect now: the database is unavailable. Looks
@@ -18,9 +27,15 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 export function isConnectionFailure(error: unknown, depth = 0): boolean {
   if (error === null || typeof error !== 'object' || depth > 3) return false;
   const state = sqlState(error);
-  if (state && (state.startsWith('08') || state === '57P01' || state === '57P03' || NETWORK_CODES.has(state))) return true;
+  if (state && (state.startsWith('08') || state === '57P01' || state === '57P03' || NETWORK_CODES.has(state)))
+    return true;
   const message = error instanceof Error ? error.message : '';
-  if (/ECONNREFUSED|ECONNRESET|Connection terminated|timeout exceeded when trying to connect|Connection ended unexpectedly/i.test(message)) return true;
+  if (
+    /ECONNREFUSED|ECONNRESET|Connection terminated|timeout exceeded when trying to connect|Connection ended unexpectedly/i.test(
+      message,
+    )
+  )
+    return true;
   const nested = error as { cause?: unknown; errors?: unknown; driverError?: unknown };
   if (Array.isArray(nested.errors) && nested.errors.some((e) => isConnectionFailure(e, depth + 1))) return true;
   return isConnectionFailure(nested.cause, depth + 1) || isConnectionFailure(nested.driverError, depth + 1);

@@ -13,7 +13,10 @@ const PASSWORD_MESSAGE = 'p';
 
 /** A FATAL ErrorResponse with SQLSTATE 28P01 (invalid_password), as PostgreSQL answers a wrong password. */
 function passwordRefused(): Buffer {
-  const fields = Buffer.from('SFATAL\0VFATAL\0C28P01\0Mpassword authentication failed for the embedded engine\0\0', 'utf8');
+  const fields = Buffer.from(
+    'SFATAL\0VFATAL\0C28P01\0Mpassword authentication failed for the embedded engine\0\0',
+    'utf8',
+  );
   const head = Buffer.alloc(5);
   head[0] = 0x45; // 'E'
   head.writeInt32BE(4 + fields.length, 1);

@@ -83,13 +83,15 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
       type: 'http',
       scheme: 'bearer',
       bearerFormat: 'atp_…',
-      description: 'Project session token from POST /api/projects/{id}/session-tokens: that one project’s document, RAG, agent and project routes only.',
+      description:
+        'Project session token from POST /api/projects/{id}/session-tokens: that one project’s document, RAG, agent and project routes only.',
     })
     .addSecurity('apiKey', {
       type: 'http',
       scheme: 'bearer',
       bearerFormat: 'atr_…',
-      description: 'Personal API key from POST /api/api-keys (Area A only). Keys with an expiry get X-Api-Key-Expires-At on every answer.',
+      description:
+        'Personal API key from POST /api/api-keys (Area A only). Keys with an expiry get X-Api-Key-Expires-At on every answer.',
     })
     .addSecurity('oauth2', {
       type: 'oauth2',
@@ -113,12 +115,20 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
     for (const method of METHODS) {
       const operation = (item as Record<string, Operation | undefined>)[method];
       if (!operation) continue;
-      const area: Area = path.startsWith(TOOL_API_PREFIX) ? 'tool-api' : isOAuthEndpoint({ path }) ? 'oauth' : 'backend';
+      const area: Area = path.startsWith(TOOL_API_PREFIX)
+        ? 'tool-api'
+        : isOAuthEndpoint({ path })
+          ? 'oauth'
+          : 'backend';
       // A handler mounted on several paths gets one operation per path, its id suffixed [0], [1], …
-      const found = operation.operationId ? credentials.get(operation.operationId.replace(/\[\d+\]$/, "")) : undefined;
-      if (!found) throw new Error(`OpenAPI: no controller found for ${method.toUpperCase()} ${path} (${operation.operationId})`);
+      const found = operation.operationId ? credentials.get(operation.operationId.replace(/\[\d+\]$/, '')) : undefined;
+      if (!found)
+        throw new Error(`OpenAPI: no controller found for ${method.toUpperCase()} ${path} (${operation.operationId})`);
       if (area === 'tool-api') operation.security = found.apiKey ? [{ apiKey: [] }, { oauth2: [] }] : [];
-      else operation.security = found.isPublic ? [] : [{ userToken: [] }, ...(found.projectToken ? [{ projectToken: [] }] : [])];
+      else
+        operation.security = found.isPublic
+          ? []
+          : [{ userToken: [] }, ...(found.projectToken ? [{ projectToken: [] }] : [])];
       // Nest documents a POST without a response decorator as an empty 201; every route declares its own.
       for (const [status, response] of Object.entries(operation.responses)) {
         if (response.description === '' && response.content === undefined) delete operation.responses[status];
@@ -141,9 +151,16 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   }
 
   document.components ??= {};
-  document.components.schemas = { ...toThirtyOne(document.components.schemas ?? {}), ...namedSchemas(), Scope: scopeSchema(catalog), ...tools.schemas } as never;
+  document.components.schemas = {
+    ...toThirtyOne(document.components.schemas ?? {}),
+    ...namedSchemas(),
+    Scope: scopeSchema(catalog),
+    ...tools.schemas,
+  } as never;
   const responses = errorResponses();
-  document.components.responses = Object.fromEntries([...usedErrorResponses].sort().map((name) => [name, responses[name]])) as never;
+  document.components.responses = Object.fromEntries(
+    [...usedErrorResponses].sort().map((name) => [name, responses[name]]),
+  ) as never;
   for (const item of Object.values(document.paths)) toThirtyOne(item);
   return document;
 }
@@ -162,7 +179,8 @@ interface HandlerCredentials {
 function credentialsByOperationId(app: INestApplication): Map<string, HandlerCredentials> {
   const reflector = new Reflector();
   const out = new Map<string, HandlerCredentials>();
-  const guardedByKey = (target: object): boolean => ((Reflect.getMetadata(GUARDS_METADATA, target) as unknown[] | undefined) ?? []).includes(ApiKeyAuthGuard);
+  const guardedByKey = (target: object): boolean =>
+    ((Reflect.getMetadata(GUARDS_METADATA, target) as unknown[] | undefined) ?? []).includes(ApiKeyAuthGuard);
   for (const wrapper of app.get(DiscoveryService, { strict: false }).getControllers()) {
     const controller = wrapper.metatype as (new (...args: never[]) => unknown) | null;
     if (!controller) continue;
@@ -210,12 +228,27 @@ function errorResponses(): Record<string, JsonSchema> {
   const responses: Record<string, JsonSchema> = {};
   for (const status of STATUSES) {
     const headers: Record<string, JsonSchema> = {};
-    if (status === 429) headers['Retry-After'] = { required: true, description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 1 } };
-    if (status === 401) headers['WWW-Authenticate'] = { required: true, description: 'Bearer challenge (Area A: with resource_metadata for OAuth clients)', schema: { type: 'string' } };
+    if (status === 429)
+      headers['Retry-After'] = {
+        required: true,
+        description: 'Seconds to wait before retrying',
+        schema: { type: 'integer', minimum: 1 },
+      };
+    if (status === 401)
+      headers['WWW-Authenticate'] = {
+        required: true,
+        description: 'Bearer challenge (Area A: with resource_metadata for OAuth clients)',
+        schema: { type: 'string' },
+      };
     const backendCodes = backendCodesFor(status);
     const toolCodes = toolApiCodesFor(status);
     // 413 and 415 on Area A are invalid_request (ERROR_CODE_MAPPING); 502 on Area B is DEPENDENCY_UNAVAILABLE.
-    responses[errorResponseName('backend', status)] = errorResponse(status, BackendErrorBody.$ref, backendCodes, headers);
+    responses[errorResponseName('backend', status)] = errorResponse(
+      status,
+      BackendErrorBody.$ref,
+      backendCodes,
+      headers,
+    );
     responses[errorResponseName('tool-api', status)] = errorResponse(status, ToolApiErrorBody.$ref, toolCodes, headers);
     responses[errorResponseName('oauth', status)] = {
       description: ERROR_DESCRIPTIONS[status],
@@ -232,7 +265,12 @@ function errorResponse(status: number, body: string, codes: string[], headers: R
     ...(Object.keys(headers).length ? { headers } : {}),
     content: {
       'application/json': {
-        schema: { allOf: [{ $ref: body }, { type: 'object', properties: { error: { type: 'object', properties: { code: { enum: codes } } } } }] },
+        schema: {
+          allOf: [
+            { $ref: body },
+            { type: 'object', properties: { error: { type: 'object', properties: { code: { enum: codes } } } } },
+          ],
+        },
       },
     },
   };
@@ -258,5 +296,9 @@ function toThirtyOne<T>(value: T): T {
 
 /** A credential scope: the catalog the tool providers declared (filled at start-up, hence not a static schema). */
 function scopeSchema(catalog: ScopeCatalog): Record<string, unknown> {
-  return { type: 'string', enum: catalog.names(), description: 'A credential scope (the catalog: GET /api/api-keys/scopes)' };
+  return {
+    type: 'string',
+    enum: catalog.names(),
+    description: 'A credential scope (the catalog: GET /api/api-keys/scopes)',
+  };
 }

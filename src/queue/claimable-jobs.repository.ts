@@ -72,7 +72,12 @@ export class ClaimableJobsRepository {
    * Claims a job atomically: `queued`, or `running` with a dead worker's stale heartbeat, becomes `running` under a
    * new claim (attempts + 1). A duplicate queue entry or a live worker's job is simply not claimed (undefined).
    */
-  async claim<T extends ClaimableTableName>(spec: ClaimableTable<T>, id: string, staleAfterMs: number, newToken: string): Promise<{ row: Selectable<DB[T]>; token: string | number } | undefined> {
+  async claim<T extends ClaimableTableName>(
+    spec: ClaimableTable<T>,
+    id: string,
+    staleAfterMs: number,
+    newToken: string,
+  ): Promise<{ row: Selectable<DB[T]>; token: string | number } | undefined> {
     const setToken = spec.fencedBy === 'claim_token' ? sql`, claim_token = ${newToken}` : sql``;
     const { rows } = await sql<Selectable<DB[T]>>`
       UPDATE ${sql.table(spec.table)} SET status = 'running', started_at = coalesce(started_at, now()), heartbeat_at = now(), attempts = attempts + 1${setToken}
@@ -91,7 +96,11 @@ export class ClaimableJobsRepository {
    * The claim also stamps `claimed_at`, the owner's "last served" time. Owners are compared with `=` so each lookup is
    * an index probe (`*_claimed_idx`, `*_active_idx`); a job without an owner (a system reindex) counts as never served.
    */
-  async claimNext<T extends ClaimableTableName>(spec: ClaimableTable<T>, staleAfterMs: number, newToken: string): Promise<{ row: Selectable<DB[T]>; token: string | number } | undefined> {
+  async claimNext<T extends ClaimableTableName>(
+    spec: ClaimableTable<T>,
+    staleAfterMs: number,
+    newToken: string,
+  ): Promise<{ row: Selectable<DB[T]>; token: string | number } | undefined> {
     const table = sql.table(spec.table);
     const owner = sql.ref(spec.owner);
     const project = sql.ref(spec.project);
@@ -139,7 +148,9 @@ export class ClaimableJobsRepository {
   /** Counts an owner's jobs that are queued or running (the per-user caps). */
   async activeOf(spec: ClaimableTable, ownerId: string): Promise<number> {
     const { rows } = await sql<{ n: string | number }>`
-      SELECT count(*) AS n FROM ${sql.table(spec.table)} WHERE ${sql.ref(spec.owner)} = ${ownerId} AND status IN ('queued', 'running')`.execute(this.db);
+      SELECT count(*) AS n FROM ${sql.table(spec.table)} WHERE ${sql.ref(spec.owner)} = ${ownerId} AND status IN ('queued', 'running')`.execute(
+      this.db,
+    );
     return Number(rows[0]?.n ?? 0);
   }
 
@@ -154,7 +165,9 @@ export class ClaimableJobsRepository {
   /** Looks at the claim without refreshing its heartbeat. */
   async state(claim: Claim): Promise<ClaimState> {
     const { rows } = await sql<{ cancel_requested: boolean }>`
-      SELECT ${cancelRequested(claim.table)} AS cancel_requested FROM ${sql.table(claim.table.table)} WHERE ${claimedBy(claim)}`.execute(this.db);
+      SELECT ${cancelRequested(claim.table)} AS cancel_requested FROM ${sql.table(claim.table.table)} WHERE ${claimedBy(claim)}`.execute(
+      this.db,
+    );
     return { held: rows.length > 0, cancelRequested: rows[0]?.cancel_requested === true };
   }
 
@@ -174,7 +187,9 @@ export class ClaimableJobsRepository {
         : spec.fencedBy === 'claim_token'
           ? sql`, attempts = greatest(attempts - 1, 0)`
           : sql``;
-    await sql`UPDATE ${sql.table(spec.table)} SET heartbeat_at = NULL${clearToken}${notCounted} WHERE ${claimedBy(claim)}`.execute(executor);
+    await sql`UPDATE ${sql.table(spec.table)} SET heartbeat_at = NULL${clearToken}${notCounted} WHERE ${claimedBy(claim)}`.execute(
+      executor,
+    );
   }
 
   /** Rows the recovery sweep looks at, oldest first. */

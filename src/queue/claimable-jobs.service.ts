@@ -3,7 +3,13 @@ import type { Queue } from 'bullmq';
 import type { Selectable } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import type { DB } from '../database/database.types.js';
-import { ClaimableJobsRepository, type Claim, type ClaimableTable, type ClaimableTableName, type StaleJob } from './claimable-jobs.repository.js';
+import {
+  ClaimableJobsRepository,
+  type Claim,
+  type ClaimableTable,
+  type ClaimableTableName,
+  type StaleJob,
+} from './claimable-jobs.repository.js';
 
 /** Queue states in which an entry will still be processed: a queued row with such an entry needs nothing. */
 const LIVE_QUEUE_STATES = ['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'];
@@ -73,43 +79,82 @@ export class ClaimableJobsService {
    * Claims the job and maps its row; undefined when it is not claimable (another live worker holds it, or it is final).
    * Logs `started`, or `resumed` when an earlier claim had started it (a released or taken-over job).
    */
-  async claim<T extends ClaimableTableName, R>(table: ClaimableTable<T>, id: string, staleAfterMs: number, map: (row: Selectable<DB[T]>) => R): Promise<{ claim: Claim<T>; job: R } | undefined> {
+  async claim<T extends ClaimableTableName, R>(
+    table: ClaimableTable<T>,
+    id: string,
+    staleAfterMs: number,
+    map: (row: Selectable<DB[T]>) => R,
+  ): Promise<{ claim: Claim<T>; job: R } | undefined> {
     const claimed = await this.repository.claim(table, id, staleAfterMs, randomUUID());
     if (!claimed) return undefined;
     return { claim: this.started(table, id, claimed), job: map(claimed.row) };
   }
 
   /** The claim of a freshly claimed row, logged as `started`, or `resumed` when an earlier claim had started it. */
-  private started<T extends ClaimableTableName>(table: ClaimableTable<T>, id: string, claimed: { row: Selectable<DB[T]>; token: string | number }): Claim<T> {
+  private started<T extends ClaimableTableName>(
+    table: ClaimableTable<T>,
+    id: string,
+    claimed: { row: Selectable<DB[T]>; token: string | number },
+  ): Claim<T> {
     const row = claimed.row as unknown as ClaimedRowTimes;
     const claim: Claim<T> = { table, id, token: claimed.token, claimedAt: Date.now(), requestId: row.trace_id ?? null };
     // The claim sets started_at only when it was empty, to the same now() as the heartbeat.
-    const resumed = row.started_at !== null && row.heartbeat_at !== null && time(row.started_at) < time(row.heartbeat_at);
-    this.transition(claim, resumed ? 'resumed' : 'started', { attempt: row.attempts, waitedMs: Math.max(0, claim.claimedAt! - time(row.created_at)) });
+    const resumed =
+      row.started_at !== null && row.heartbeat_at !== null && time(row.started_at) < time(row.heartbeat_at);
+    this.transition(claim, resumed ? 'resumed' : 'started', {
+      attempt: row.attempts,
+      waitedMs: Math.max(0, claim.claimedAt! - time(row.created_at)),
+    });
     return claim;
   }
 
   /** The `queued` line of a new job, written where the job is created (with the request that created it). */
-  queued(table: ClaimableTable, id: string, requestId: string | null | undefined, fields: Record<string, unknown> = {}): void {
+  queued(
+    table: ClaimableTable,
+    id: string,
+    requestId: string | null | undefined,
+    fields: Record<string, unknown> = {},
+  ): void {
     this.write('queued', { jobId: id, kind: table.kind, requestId: requestId ?? null, ...fields });
   }
 
   /** The line of a claim's end: `finished` (succeeded or cancelled), `failed`, or `paused` (waits for a person). */
-  ended(claim: Claim, status: 'succeeded' | 'failed' | 'cancelled' | 'paused', fields: Record<string, unknown> = {}): void {
-    this.transition(claim, status === 'failed' ? 'failed' : status === 'paused' ? 'paused' : 'finished', { status, ...fields });
+  ended(
+    claim: Claim,
+    status: 'succeeded' | 'failed' | 'cancelled' | 'paused',
+    fields: Record<string, unknown> = {},
+  ): void {
+    this.transition(claim, status === 'failed' ? 'failed' : status === 'paused' ? 'paused' : 'finished', {
+      status,
+      ...fields,
+    });
   }
 
   /**
    * The end of a job no claim here holds: failed by the queue or recovery giving up, or cancelled before a worker took
    * it (or from a worker that is gone). Without a `requestId` field the line names the current request (the cancel).
    */
-  endedUnclaimed(table: ClaimableTable, id: string, status: 'failed' | 'cancelled', fields: Record<string, unknown> = {}): void {
+  endedUnclaimed(
+    table: ClaimableTable,
+    id: string,
+    status: 'failed' | 'cancelled',
+    fields: Record<string, unknown> = {},
+  ): void {
     this.write(status === 'failed' ? 'failed' : 'finished', { jobId: id, kind: table.kind, status, ...fields });
   }
 
   private transition(claim: Claim, event: JobTransition, fields: Record<string, unknown>): void {
-    const durationMs = event === 'started' || event === 'resumed' || claim.claimedAt === undefined ? undefined : Date.now() - claim.claimedAt;
-    this.write(event, { jobId: claim.id, kind: claim.table.kind, requestId: claim.requestId ?? null, durationMs, ...fields });
+    const durationMs =
+      event === 'started' || event === 'resumed' || claim.claimedAt === undefined
+        ? undefined
+        : Date.now() - claim.claimedAt;
+    this.write(event, {
+      jobId: claim.id,
+      kind: claim.table.kind,
+      requestId: claim.requestId ?? null,
+      durationMs,
+      ...fields,
+    });
   }
 
   private write(event: JobTransition, fields: Record<string, unknown>): void {
@@ -119,7 +164,11 @@ export class ClaimableJobsService {
   }
 
   /** Claims the job fairest to run next (ClaimableJobsRepository.claimNext) and maps its row; undefined when none waits. */
-  async claimNext<T extends ClaimableTableName, R>(table: ClaimableTable<T>, staleAfterMs: number, map: (row: Selectable<DB[T]>) => R): Promise<{ claim: Claim<T>; job: R } | undefined> {
+  async claimNext<T extends ClaimableTableName, R>(
+    table: ClaimableTable<T>,
+    staleAfterMs: number,
+    map: (row: Selectable<DB[T]>) => R,
+  ): Promise<{ claim: Claim<T>; job: R } | undefined> {
     const claimed = await this.repository.claimNext(table, staleAfterMs, randomUUID());
     if (!claimed) return undefined;
     const id = (claimed.row as { id: string }).id;
@@ -202,8 +251,14 @@ export class ClaimableJobsService {
    * Starts the recovery sweep of a kind (see the policy above): once now (awaited, so start-up recovers before it
    * reports ready), then every `intervalMs`. A failed sweep is logged and retried on the next tick. Returns the stop function.
    */
-  async startSweep(what: string, recover: () => Promise<unknown>, intervalMs: number, logger: Logger): Promise<() => void> {
-    const sweep = (level: 'error' | 'warn') => recover().catch((error: unknown) => logger[level]({ msg: `${what} recovery failed`, error: String(error) }));
+  async startSweep(
+    what: string,
+    recover: () => Promise<unknown>,
+    intervalMs: number,
+    logger: Logger,
+  ): Promise<() => void> {
+    const sweep = (level: 'error' | 'warn') =>
+      recover().catch((error: unknown) => logger[level]({ msg: `${what} recovery failed`, error: String(error) }));
     await sweep('error');
     const timer = setInterval(() => void sweep('warn'), intervalMs);
     timer.unref();

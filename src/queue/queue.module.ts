@@ -36,7 +36,11 @@ export class QueueModule {
       imports: [
         DiscoveryModule,
         // With tracing on, every queue and worker carries the trace of the request that queued a job into the job.
-        BullModule.forRoot({ connection: connection as never, prefix: kind === 'redis' ? config.redis.prefix : undefined, ...bullmqTelemetry() }),
+        BullModule.forRoot({
+          connection: connection as never,
+          prefix: kind === 'redis' ? config.redis.prefix : undefined,
+          ...bullmqTelemetry(),
+        }),
         BullModule.registerQueue({ name: SYSTEM_QUEUE }),
       ],
       providers: [QueueErrorListener, ClaimableJobsRepository, ClaimableJobsService, WorkerDrain],

@@ -62,7 +62,15 @@ import { createTestDatabase, type TestDatabase } from '../support/test-app.js';
  * creating outside every project), - no such action for this caller (no route or tool offers it: projects
  * are not deleted; only a user token creates projects; registered repositories are admin routes).
  */
-const CALLERS = ['user', 'unpinned_key', 'pinned_key', 'token_owner', 'token_editor', 'token_viewer', 'agent_run'] as const;
+const CALLERS = [
+  'user',
+  'unpinned_key',
+  'pinned_key',
+  'token_owner',
+  'token_editor',
+  'token_viewer',
+  'agent_run',
+] as const;
 type Caller = (typeof CALLERS)[number];
 const AUDIT_VIA_OF: Record<Caller, AuditVia> = {
   user: 'user_token',
@@ -188,7 +196,13 @@ const RULES: Record<ObjectKind, Record<Action, string>> = {
   },
 };
 
-const LETTERS: Record<string, AccessOutcome | 'invalid_argument' | 'n/a'> = { A: 'allowed', N: 'not_found', F: 'forbidden', I: 'invalid_argument', '-': 'n/a' };
+const LETTERS: Record<string, AccessOutcome | 'invalid_argument' | 'n/a'> = {
+  A: 'allowed',
+  N: 'not_found',
+  F: 'forbidden',
+  I: 'invalid_argument',
+  '-': 'n/a',
+};
 type Expected = (typeof LETTERS)[string];
 
 function expected(object: ObjectKind, action: Action, caller: Caller): Expected {
@@ -241,7 +255,17 @@ describe('access rule table (medium: services and predicates on a real database)
     indexingJobs = context.get(IndexingJobsService);
     await db
       .insertInto('github_repositories')
-      .values({ id: randomUUID(), owner: 'acme', name: 'allowed', full_name: 'Acme/Allowed', github_id: '1', default_branch: 'main', description: null, token_ciphertext: null, created_by: null })
+      .values({
+        id: randomUUID(),
+        owner: 'acme',
+        name: 'allowed',
+        full_name: 'Acme/Allowed',
+        github_id: '1',
+        default_branch: 'main',
+        description: null,
+        token_ciphertext: null,
+        created_by: null,
+      })
       .execute();
     for (const caller of CALLERS) worlds.set(caller, await seedWorld(caller));
   }, 180_000);
@@ -254,7 +278,10 @@ describe('access rule table (medium: services and predicates on a real database)
 
   async function insertUser(): Promise<string> {
     const id = randomUUID();
-    await db.insertInto('users').values({ id, email: `${id}@example.com`, name: 'U', password_hash: 'x' }).execute();
+    await db
+      .insertInto('users')
+      .values({ id, email: `${id}@example.com`, name: 'U', password_hash: 'x' })
+      .execute();
     return id;
   }
 
@@ -263,14 +290,23 @@ describe('access rule table (medium: services and predicates on a real database)
     await db.insertInto('projects').values({ id, name: 'p', owner_id: ownerId }).execute();
     await db
       .insertInto('project_members')
-      .values([[ownerId, 'owner'] as [string, ProjectRole], ...members].map(([userId, role]) => ({ project_id: id, user_id: userId, role })))
+      .values(
+        [[ownerId, 'owner'] as [string, ProjectRole], ...members].map(([userId, role]) => ({
+          project_id: id,
+          user_id: userId,
+          role,
+        })),
+      )
       .execute();
     return id;
   }
 
   async function insertTask(creatorId: string, assigneeId: string | null, projectId: string | null): Promise<string> {
     const id = randomUUID();
-    await db.insertInto('tasks').values({ id, title: 'task', creator_id: creatorId, assignee_id: assigneeId, project_id: projectId }).execute();
+    await db
+      .insertInto('tasks')
+      .values({ id, title: 'task', creator_id: creatorId, assignee_id: assigneeId, project_id: projectId })
+      .execute();
     return id;
   }
 
@@ -279,7 +315,20 @@ describe('access rule table (medium: services and predicates on a real database)
     const content = Buffer.from(`doc ${id}`);
     await db
       .insertInto('documents')
-      .values({ id, author_id: authorId, project_id: projectId, is_public: isPublic, title: 'doc', mime_type: 'text/markdown', size_bytes: content.length, sha256: id, origin: 'text', content, text_content: content.toString(), status: 'indexed' })
+      .values({
+        id,
+        author_id: authorId,
+        project_id: projectId,
+        is_public: isPublic,
+        title: 'doc',
+        mime_type: 'text/markdown',
+        size_bytes: content.length,
+        sha256: id,
+        origin: 'text',
+        content,
+        text_content: content.toString(),
+        status: 'indexed',
+      })
       .execute();
     return id;
   }
@@ -288,14 +337,26 @@ describe('access rule table (medium: services and predicates on a real database)
     const id = randomUUID();
     await db
       .insertInto('agent_runs')
-      .values({ id, user_id: userId, project_id: projectId, actor: JSON.stringify({ userId, projectIds: [projectId], repos: null }), input: 'hi', max_steps: 1, model: 'm', provider: 'p' })
+      .values({
+        id,
+        user_id: userId,
+        project_id: projectId,
+        actor: JSON.stringify({ userId, projectIds: [projectId], repos: null }),
+        input: 'hi',
+        max_steps: 1,
+        model: 'm',
+        provider: 'p',
+      })
       .execute();
     return id;
   }
 
   async function insertIndexingJob(createdBy: string, projectId: string | null): Promise<string> {
     const id = randomUUID();
-    await db.insertInto('indexing_jobs').values({ id, created_by: createdBy, project_id: projectId, kind: 'reindex', document_ids: [] }).execute();
+    await db
+      .insertInto('indexing_jobs')
+      .values({ id, created_by: createdBy, project_id: projectId, kind: 'reindex', document_ids: [] })
+      .execute();
     return id;
   }
 
@@ -351,7 +412,8 @@ describe('access rule table (medium: services and predicates on a real database)
     }
   }
 
-  const listed = (items: { id: string }[], id: string): Expected => (items.some((item) => item.id === id) ? 'allowed' : 'not_found');
+  const listed = (items: { id: string }[], id: string): Expected =>
+    items.some((item) => item.id === id) ? 'allowed' : 'not_found';
 
   /** The service's answer to one cell; undefined where no service offers the action (the indexing jobs' list). */
   async function viaService(world: World, object: ObjectKind, action: Action): Promise<Expected | undefined> {
@@ -359,26 +421,56 @@ describe('access rule table (medium: services and predicates on a real database)
     const id = object === 'repo' ? REPO : world.ids[object];
     if (object.endsWith('_agent_run')) {
       if (action === 'read') return outcome(() => agentRuns.get(actor, id));
-      return listed((await agentRuns.history(actor, { limit: 200 })).items.map((run) => ({ id: run.jobId })), id);
+      return listed(
+        (await agentRuns.history(actor, { limit: 200 })).items.map((run) => ({ id: run.jobId })),
+        id,
+      );
     }
     if (object.endsWith('_job')) return action === 'read' ? outcome(() => indexingJobs.get(actor, id)) : undefined;
-    const kind = object.endsWith('_task') ? 'task' : object.endsWith('_doc') ? 'doc' : object === 'repo' ? 'repo' : 'project';
+    const kind = object.endsWith('_task')
+      ? 'task'
+      : object.endsWith('_doc')
+        ? 'doc'
+        : object === 'repo'
+          ? 'repo'
+          : 'project';
     if (kind === 'task') {
       if (action === 'read') return outcome(() => tasks.get(actor, id));
-      if (action === 'list') return listed(JSON.parse((await tasks.list(actor, { limit: 200 })).json) as { id: string }[], id);
+      if (action === 'list')
+        return listed(JSON.parse((await tasks.list(actor, { limit: 200 })).json) as { id: string }[], id);
       if (action === 'update') return outcome(() => tasks.update(actor, id, { title: 'renamed' }));
       if (action === 'delete') return outcome(() => tasks.delete(actor, id));
       const target = object === 'personal_task' ? null : projectId;
-      return outcome(() => tasks.create(actor, { title: 't', description: '', status: 'todo', priority: 'medium', dueDate: null, assigneeId: null, projectId: target }));
+      return outcome(() =>
+        tasks.create(actor, {
+          title: 't',
+          description: '',
+          status: 'todo',
+          priority: 'medium',
+          dueDate: null,
+          assigneeId: null,
+          projectId: target,
+        }),
+      );
     }
     if (kind === 'doc') {
       if (action === 'read') return outcome(() => documents.get(actor, id));
       if (action === 'list') return listed((await documents.listVisible(actor, { limit: 200 })).items, id);
       // Visibility unchanged, so no indexing event: the cell is about access, not about the index.
-      if (action === 'update') return outcome(() => documents.update(actor, id, { isPublic: object === 'public_project_doc' || object === 'public_free_doc' }));
+      if (action === 'update')
+        return outcome(() =>
+          documents.update(actor, id, { isPublic: object === 'public_project_doc' || object === 'public_free_doc' }),
+        );
       if (action === 'delete') return outcome(() => documents.delete(actor, id));
       const target = object === 'public_free_doc' ? null : projectId;
-      return outcome(() => documents.createFromText(actor, { title: 'new', content: 'text', projectId: target, isPublic: object !== 'own_private_doc' }));
+      return outcome(() =>
+        documents.createFromText(actor, {
+          title: 'new',
+          content: 'text',
+          projectId: target,
+          isPublic: object !== 'own_private_doc',
+        }),
+      );
     }
     if (kind === 'project') {
       if (action === 'read') return outcome(() => projects.get(actor, id));
@@ -387,31 +479,64 @@ describe('access rule table (medium: services and predicates on a real database)
       return outcome(() => projects.create(actor, { name: 'new' }));
     }
     if (action === 'read') return outcome(() => repos.resolveForActor(actor, id));
-    return listed((await repos.listForActor(actor)).map((repo) => ({ id: repo.fullName.toLowerCase() })), id);
+    return listed(
+      (await repos.listForActor(actor)).map((repo) => ({ id: repo.fullName.toLowerCase() })),
+      id,
+    );
   }
 
   /** The module's answer to one cell: its predicates evaluated on the same row. */
   async function viaModule(world: World, object: ObjectKind, action: Action): Promise<Expected> {
     const { actor, projectId } = world;
-    const holds = async (table: 'tasks' | 'documents' | 'projects' | 'github_repositories' | 'agent_runs' | 'indexing_jobs', alias: string, predicate: RawBuilder<SqlBool>, where: RawBuilder<SqlBool>) =>
-      (await db.selectFrom(`${table} as ${alias}` as 'tasks as t').select(sql<number>`1`.as('one')).where(where).where(predicate).executeTakeFirst()) !== undefined;
+    const holds = async (
+      table: 'tasks' | 'documents' | 'projects' | 'github_repositories' | 'agent_runs' | 'indexing_jobs',
+      alias: string,
+      predicate: RawBuilder<SqlBool>,
+      where: RawBuilder<SqlBool>,
+    ) =>
+      (await db
+        .selectFrom(`${table} as ${alias}` as 'tasks as t')
+        .select(sql<number>`1`.as('one'))
+        .where(where)
+        .where(predicate)
+        .executeTakeFirst()) !== undefined;
     const projectHolds = (id: string, role: ProjectRole) =>
       holds('projects', 'p', projectRoleAtLeast(actor, role, 'p.id'), sql<SqlBool>`p.id = ${id}`);
     const createIn = async (target: string | null, role: ProjectRole): Promise<Expected> =>
-      target === null ? (mayCreateWithoutProject(actor) ? 'allowed' : 'invalid_argument') : accessOutcome(await projectHolds(target, 'viewer'), await projectHolds(target, role));
+      target === null
+        ? mayCreateWithoutProject(actor)
+          ? 'allowed'
+          : 'invalid_argument'
+        : accessOutcome(await projectHolds(target, 'viewer'), await projectHolds(target, role));
 
     if (object === 'repo') {
-      return (await holds('github_repositories', 'r', visibleRepo(actor, 'r'), sql<SqlBool>`lower(r.full_name) = ${REPO}`)) ? 'allowed' : 'not_found';
+      return (await holds(
+        'github_repositories',
+        'r',
+        visibleRepo(actor, 'r'),
+        sql<SqlBool>`lower(r.full_name) = ${REPO}`,
+      ))
+        ? 'allowed'
+        : 'not_found';
     }
     const id = world.ids[object];
-    if (object.endsWith('_agent_run')) return (await holds('agent_runs', 'r', visibleAgentRun(actor, 'r'), sql<SqlBool>`r.id = ${id}`)) ? 'allowed' : 'not_found';
-    if (object.endsWith('_job')) return (await holds('indexing_jobs', 'j', visibleIndexingJob(actor, 'j'), sql<SqlBool>`j.id = ${id}`)) ? 'allowed' : 'not_found';
+    if (object.endsWith('_agent_run'))
+      return (await holds('agent_runs', 'r', visibleAgentRun(actor, 'r'), sql<SqlBool>`r.id = ${id}`))
+        ? 'allowed'
+        : 'not_found';
+    if (object.endsWith('_job'))
+      return (await holds('indexing_jobs', 'j', visibleIndexingJob(actor, 'j'), sql<SqlBool>`j.id = ${id}`))
+        ? 'allowed'
+        : 'not_found';
     if (object.endsWith('_task')) {
       if (action === 'create') return createIn(object === 'personal_task' ? null : projectId, 'viewer');
       const row = sql<SqlBool>`t.id = ${id}`;
       const visible = await holds('tasks', 't', visibleTask(actor, 't'), row);
       if (action === 'read' || action === 'list') return accessOutcome(visible, true);
-      return accessOutcome(visible, await holds('tasks', 't', action === 'update' ? editableTask(actor, 't') : deletableTask(actor, 't'), row));
+      return accessOutcome(
+        visible,
+        await holds('tasks', 't', action === 'update' ? editableTask(actor, 't') : deletableTask(actor, 't'), row),
+      );
     }
     if (object.endsWith('_doc')) {
       if (action === 'create') return createIn(object === 'public_free_doc' ? null : projectId, 'editor');
@@ -441,7 +566,8 @@ describe('access rule table (medium: services and predicates on a real database)
           const auditActor = { userId: world.actor.userId, via: AUDIT_VIA_OF[caller], credentialId: null };
           const byService = (await runAsAuditActor(auditActor, () => viaService(world, object, action))) ?? byModule;
           checked += 1;
-          if (byModule !== want || byService !== want) mismatches.push(`${caller} ${action} ${object}: table ${want}, module ${byModule}, service ${byService}`);
+          if (byModule !== want || byService !== want)
+            mismatches.push(`${caller} ${action} ${object}: table ${want}, module ${byModule}, service ${byService}`);
         }
       }
     }
@@ -453,9 +579,12 @@ describe('access rule table (medium: services and predicates on a real database)
   it('counts agree with the lists: project document counts and task stats count only what the caller may see', async () => {
     const fresh = await seedWorld('token_viewer');
     const project = await projects.get(fresh.actor, fresh.projectId);
-    const visibleInProject = (await documents.listVisible(fresh.actor, { projectId: fresh.projectId, limit: 200 })).items;
+    const visibleInProject = (await documents.listVisible(fresh.actor, { projectId: fresh.projectId, limit: 200 }))
+      .items;
     // Own private + the public one; the other member's private document stays out of the count.
-    expect(visibleInProject.map((doc) => doc.id).sort()).toEqual([fresh.ids.own_private_doc, fresh.ids.public_project_doc].sort());
+    expect(visibleInProject.map((doc) => doc.id).sort()).toEqual(
+      [fresh.ids.own_private_doc, fresh.ids.public_project_doc].sort(),
+    );
     expect(project.documentCount).toBe(visibleInProject.length);
     expect(project.memberCount).toBe(2);
     const stats = await tasks.stats(fresh.actor, undefined);

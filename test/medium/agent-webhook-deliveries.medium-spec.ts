@@ -46,32 +46,72 @@ describe('agent run webhooks, read side (medium: real database, no HTTP)', () =>
     const second = new Date(Date.UTC(2026, 3, 1, 11));
     const [failed] = await db
       .insertInto('agent_run_webhook_deliveries')
-      .values({ run_id: runId, type: 'run.started', status: 'failed', attempts: 5, last_status_code: 500, last_error: 'HTTP 500', occurred_at: first })
+      .values({
+        run_id: runId,
+        type: 'run.started',
+        status: 'failed',
+        attempts: 5,
+        last_status_code: 500,
+        last_error: 'HTTP 500',
+        occurred_at: first,
+      })
       .returning('id')
       .execute();
     const [delivered] = await db
       .insertInto('agent_run_webhook_deliveries')
-      .values({ run_id: runId, type: 'run.succeeded', status: 'delivered', attempts: 1, last_status_code: 204, occurred_at: second, delivered_at: second })
+      .values({
+        run_id: runId,
+        type: 'run.succeeded',
+        status: 'delivered',
+        attempts: 1,
+        last_status_code: 204,
+        occurred_at: second,
+        delivered_at: second,
+      })
       .returning('id')
       .execute();
     const view = await get(AgentRunsService).get(actorOf(owner), runId);
     expect(view.webhook?.url).toBe('https://hooks.example.com/atrium');
     const mine = (view.webhook?.deliveries ?? []).filter((d) => [failed.id, delivered.id].includes(d.deliveryId));
     expect(mine).toEqual([
-      { deliveryId: failed.id, type: 'run.started', status: 'failed', attempts: 5, lastStatusCode: 500, lastError: 'HTTP 500', occurredAt: first.toISOString(), deliveredAt: null },
-      { deliveryId: delivered.id, type: 'run.succeeded', status: 'delivered', attempts: 1, lastStatusCode: 204, lastError: null, occurredAt: second.toISOString(), deliveredAt: second.toISOString() },
+      {
+        deliveryId: failed.id,
+        type: 'run.started',
+        status: 'failed',
+        attempts: 5,
+        lastStatusCode: 500,
+        lastError: 'HTTP 500',
+        occurredAt: first.toISOString(),
+        deliveredAt: null,
+      },
+      {
+        deliveryId: delivered.id,
+        type: 'run.succeeded',
+        status: 'delivered',
+        attempts: 1,
+        lastStatusCode: 204,
+        lastError: null,
+        occurredAt: second.toISOString(),
+        deliveredAt: second.toISOString(),
+      },
     ]);
     expect(JSON.stringify(view)).not.toContain(secret);
     expect(JSON.stringify(view)).not.toContain('webhook_secret');
   });
 
   it('another user finds no run, so no webhook either', async () => {
-    await expect(medium().get(AgentRunsService).get(actorOf(stranger), runId)).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    await expect(medium().get(AgentRunsService).get(actorOf(stranger), runId)).rejects.toMatchObject({
+      code: ErrorCode.NotFound,
+    });
   });
 
   it('the stored secret is sealed: not the secret in the row, and bound to its run', async () => {
     const { db, get } = medium();
-    const row = await db.selectFrom('agent_runs').select('webhook_secret').where('id', '=', runId).executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom('agent_runs')
+      .select('webhook_secret')
+      .where('id', '=', runId)
+      .executeTakeFirstOrThrow();
     expect(row.webhook_secret).not.toContain(secret);
     expect(get(AgentWebhooksService).sealSecret(secret, randomUUID())).not.toBe(row.webhook_secret);
   });

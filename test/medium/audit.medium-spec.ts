@@ -13,14 +13,26 @@ import { actorOf, useMediumContext, type UserRow } from '../support/medium.js';
 describe('audit log (medium: real database, no HTTP)', () => {
   const medium = useMediumContext();
   const audit = () => medium().get(AuditService);
-  const count = async () => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM audit_log`.execute(medium().db)).rows[0].n);
+  const count = async () =>
+    Number((await sql<{ n: string }>`SELECT count(*) AS n FROM audit_log`.execute(medium().db)).rows[0].n);
 
   /** An entry as the recorder writes one, at a given time. */
-  async function entry(user: UserRow, fields: { at: Date; action?: string; credentialId?: string; via?: string }): Promise<string> {
+  async function entry(
+    user: UserRow,
+    fields: { at: Date; action?: string; credentialId?: string; via?: string },
+  ): Promise<string> {
     const id = uuidV7(fields.at);
     await medium()
       .db.insertInto('audit_log')
-      .values({ id, created_at: fields.at, action: fields.action ?? 'tool.call', user_id: user.id, credential_id: fields.credentialId ?? null, via: fields.via ?? 'api_key', outcome_status: 'ok' })
+      .values({
+        id,
+        created_at: fields.at,
+        action: fields.action ?? 'tool.call',
+        user_id: user.id,
+        credential_id: fields.credentialId ?? null,
+        via: fields.via ?? 'api_key',
+        outcome_status: 'ok',
+      })
       .execute();
     return id;
   }
@@ -41,16 +53,22 @@ describe('audit log (medium: real database, no HTTP)', () => {
   });
 
   it('filters by user, credential, action and time, newest first; a user sees only their own entries', async () => {
-    const ids = async (filter: Parameters<AuditService['page']>[0]) => (await audit().page(filter, { limit: 200 })).items.map((e) => e.id).filter((id) => Object.values(made).includes(id));
+    const ids = async (filter: Parameters<AuditService['page']>[0]) =>
+      (await audit().page(filter, { limit: 200 })).items
+        .map((e) => e.id)
+        .filter((id) => Object.values(made).includes(id));
     expect(await ids({ userId: alice.id })).toEqual([made.aliceKey2, made.aliceKey1, made.aliceOld]);
     expect(await ids({ credentialId: aliceKey })).toEqual([made.aliceKey2, made.aliceKey1]);
     expect(await ids({ userId: alice.id, action: 'project.create' })).toEqual([made.aliceOld]);
-    expect(await ids({ from: new Date(Date.UTC(2026, 1, 2)), to: new Date(Date.UTC(2026, 1, 3, 12)) })).toEqual([made.bob, made.aliceKey1]);
+    expect(await ids({ from: new Date(Date.UTC(2026, 1, 2)), to: new Date(Date.UTC(2026, 1, 3, 12)) })).toEqual([
+      made.bob,
+      made.aliceKey1,
+    ]);
     expect(await ids({ visibleTo: actorOf(bob) })).toEqual([made.bob]);
     expect(await ids({ visibleTo: actorOf(bob), userId: alice.id })).toEqual([]);
   });
 
-  it('pages through a user\'s entries with the cursor, and exports the same entries', async () => {
+  it("pages through a user's entries with the cursor, and exports the same entries", async () => {
     const seen: string[] = [];
     let cursor: string | undefined;
     do {
@@ -63,7 +81,12 @@ describe('audit log (medium: real database, no HTTP)', () => {
     for await (const e of audit().export({ userId: alice.id })) exported.push(e.id);
     expect(exported).toEqual(seen);
     const [view] = (await audit().page({ credentialId: aliceKey }, { limit: 1 })).items;
-    expect(view).toMatchObject({ id: made.aliceKey2, action: 'tool.call', actor: { userId: alice.id, via: 'api_key', credentialId: aliceKey }, outcome: { status: 'ok' } });
+    expect(view).toMatchObject({
+      id: made.aliceKey2,
+      action: 'tool.call',
+      actor: { userId: alice.id, via: 'api_key', credentialId: aliceKey },
+      outcome: { status: 'ok' },
+    });
   });
 
   it('the database refuses UPDATE, DELETE and TRUNCATE of entries', async () => {

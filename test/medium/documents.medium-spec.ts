@@ -39,10 +39,19 @@ describe('DocumentsService (medium: real database, no HTTP)', () => {
 
     beforeAll(async () => {
       const { make } = medium();
-      project = await make.project(owner, { members: [{ user: editor, role: 'editor' }, { user: viewer, role: 'viewer' }] });
+      project = await make.project(owner, {
+        members: [
+          { user: editor, role: 'editor' },
+          { user: viewer, role: 'viewer' },
+        ],
+      });
       privateDoc = await make.document(owner, { projectId: project.id, title: 'private.md' });
       publicDoc = await make.document(owner, { projectId: project.id, title: 'public.md', isPublic: true });
-      await medium().db.updateTable('documents').set({ created_at: new Date(Date.UTC(2026, 0, 1)) }).where('id', '=', privateDoc.id).execute();
+      await medium()
+        .db.updateTable('documents')
+        .set({ created_at: new Date(Date.UTC(2026, 0, 1)) })
+        .where('id', '=', privateDoc.id)
+        .execute();
     });
 
     it('shows the author both documents, newest first, and counts both on the project', async () => {
@@ -65,7 +74,9 @@ describe('DocumentsService (medium: real database, no HTTP)', () => {
     });
 
     it('shows a non-member nothing', async () => {
-      await expect(documents().list(actorOf(stranger), { projectId: project.id, limit: 50 })).rejects.toMatchObject(notFound);
+      await expect(documents().list(actorOf(stranger), { projectId: project.id, limit: 50 })).rejects.toMatchObject(
+        notFound,
+      );
       await expect(documents().get(actorOf(stranger), publicDoc.id)).rejects.toMatchObject(notFound);
       await expect(documents().get(actorOf(stranger), privateDoc.id)).rejects.toMatchObject(notFound);
     });
@@ -89,7 +100,13 @@ describe('DocumentsService (medium: real database, no HTTP)', () => {
 
     it('forbids a demoted author (now a viewer) from deleting their own document; promoted again, they may', async () => {
       const mine = await medium().make.document(editor, { projectId: project.id });
-      const setRole = (role: 'viewer' | 'editor') => medium().db.updateTable('project_members').set({ role }).where('project_id', '=', project.id).where('user_id', '=', editor.id).execute();
+      const setRole = (role: 'viewer' | 'editor') =>
+        medium()
+          .db.updateTable('project_members')
+          .set({ role })
+          .where('project_id', '=', project.id)
+          .where('user_id', '=', editor.id)
+          .execute();
       await setRole('viewer');
       await expect(documents().delete(actorOf(editor), mine.id)).rejects.toMatchObject(forbidden);
       await setRole('editor');
@@ -100,18 +117,32 @@ describe('DocumentsService (medium: real database, no HTTP)', () => {
   it('list: filters by status and pages newest first', async () => {
     const { make } = medium();
     const project = await make.project(owner);
-    const notes = [await make.document(owner, { projectId: project.id }), await make.document(owner, { projectId: project.id }), await make.document(owner, { projectId: project.id })];
+    const notes = [
+      await make.document(owner, { projectId: project.id }),
+      await make.document(owner, { projectId: project.id }),
+      await make.document(owner, { projectId: project.id }),
+    ];
     const failed = await make.document(owner, { projectId: project.id, status: 'failed' });
     // Each a second apart, in the order made (the factory leaves created_at to the database).
     for (const [i, doc] of [...notes, failed].entries()) {
-      await medium().db.updateTable('documents').set({ created_at: new Date(Date.UTC(2026, 0, 2, 0, 0, i)) }).where('id', '=', doc.id).execute();
+      await medium()
+        .db.updateTable('documents')
+        .set({ created_at: new Date(Date.UTC(2026, 0, 2, 0, 0, i)) })
+        .where('id', '=', doc.id)
+        .execute();
     }
     const page1 = await documents().list(actorOf(owner), { projectId: project.id, limit: 2 });
     expect(ids(page1.items)).toEqual([failed.id, notes[2].id]);
-    const page2 = await documents().list(actorOf(owner), { projectId: project.id, limit: 2, cursor: page1.nextCursor ?? undefined });
+    const page2 = await documents().list(actorOf(owner), {
+      projectId: project.id,
+      limit: 2,
+      cursor: page1.nextCursor ?? undefined,
+    });
     expect(ids(page2.items)).toEqual([notes[1].id, notes[0].id]);
     expect(page2.nextCursor).toBeNull();
-    expect(ids((await documents().list(actorOf(owner), { projectId: project.id, status: 'failed', limit: 50 })).items)).toEqual([failed.id]);
+    expect(
+      ids((await documents().list(actorOf(owner), { projectId: project.id, status: 'failed', limit: 50 })).items),
+    ).toEqual([failed.id]);
   });
 
   it('text documents (the document tools): create, list, get, update and delete under the same rules', async () => {
@@ -120,16 +151,29 @@ describe('DocumentsService (medium: real database, no HTTP)', () => {
 
     const loose = await service.createFromText(actorOf(owner), { title: 'Loose note', content: '# no project' });
     expect(loose).toMatchObject({ projectId: null, status: 'uploaded', mimeType: 'text/markdown', isPublic: false });
-    const shared = await service.createFromText(actorOf(owner), { title: 'Team note', content: 'hello team', projectId: project.id, isPublic: true });
-    const secret = await service.createFromText(actorOf(owner), { title: 'Secret note', content: 'hidden', projectId: project.id });
+    const shared = await service.createFromText(actorOf(owner), {
+      title: 'Team note',
+      content: 'hello team',
+      projectId: project.id,
+      isPublic: true,
+    });
+    const secret = await service.createFromText(actorOf(owner), {
+      title: 'Secret note',
+      content: 'hidden',
+      projectId: project.id,
+    });
 
     const mine = await service.listVisible(actorOf(owner), { query: 'note', limit: 50 });
     expect(ids(mine.items)).toEqual(expect.arrayContaining([loose.id, shared.id, secret.id]));
-    expect(ids((await service.listVisible(actorOf(editor), { projectId: project.id, limit: 50 })).items)).toEqual([shared.id]);
+    expect(ids((await service.listVisible(actorOf(editor), { projectId: project.id, limit: 50 })).items)).toEqual([
+      shared.id,
+    ]);
     const truncated = await service.listVisible(actorOf(owner), { projectId: project.id, limit: 1 });
     expect(truncated).toMatchObject({ truncated: true });
     expect(truncated.items).toHaveLength(1);
-    await expect(service.listVisible(actorOf(stranger), { projectId: project.id, limit: 5 })).rejects.toMatchObject(notFound);
+    await expect(service.listVisible(actorOf(stranger), { projectId: project.id, limit: 5 })).rejects.toMatchObject(
+      notFound,
+    );
     // A private document without a project is its author's alone; a public one is everyone's.
     await expect(service.get(actorOf(stranger), loose.id)).rejects.toMatchObject(notFound);
 
@@ -146,9 +190,13 @@ describe('DocumentsService (medium: real database, no HTTP)', () => {
     await service.get(actorOf(stranger), loose.id);
 
     const invalid = { code: ErrorCode.InvalidArgument };
-    await expect(service.createFromText(actorOf(owner), { title: 'x', content: 'x'.repeat(1024 * 1024 + 1) })).rejects.toMatchObject(invalid);
+    await expect(
+      service.createFromText(actorOf(owner), { title: 'x', content: 'x'.repeat(1024 * 1024 + 1) }),
+    ).rejects.toMatchObject(invalid);
     await expect(service.createFromText(actorOf(owner), { title: ' ', content: 'x' })).rejects.toMatchObject(invalid);
-    await expect(service.createFromText(actorOf(stranger), { title: 'x', content: 'x', projectId: project.id })).rejects.toMatchObject(notFound);
+    await expect(
+      service.createFromText(actorOf(stranger), { title: 'x', content: 'x', projectId: project.id }),
+    ).rejects.toMatchObject(notFound);
     await expect(service.delete(actorOf(editor), shared.id)).rejects.toMatchObject(forbidden);
     await expect(service.delete(actorOf(owner), shared.id)).resolves.toEqual({ id: shared.id, deleted: true });
   });

@@ -24,7 +24,19 @@ describe('GithubReposService (medium: real database, no HTTP)', () => {
     const id = randomUUID();
     await medium()
       .db.insertInto('github_repositories')
-      .values({ id, owner, name, full_name: fullName, github_id: String(Math.floor(Math.random() * 1e9)), default_branch: 'main', description: null, is_private: false, token_ciphertext: null, created_by: admin.id, created_at: at })
+      .values({
+        id,
+        owner,
+        name,
+        full_name: fullName,
+        github_id: String(Math.floor(Math.random() * 1e9)),
+        default_branch: 'main',
+        description: null,
+        is_private: false,
+        token_ciphertext: null,
+        created_by: admin.id,
+        created_at: at,
+      })
       .execute();
     return id;
   }
@@ -39,12 +51,18 @@ describe('GithubReposService (medium: real database, no HTTP)', () => {
   });
 
   it('an unpinned actor sees every registered repository; a pinned one only its pins', async () => {
-    expect((await repos().listForActor(actorOf(member))).map((r) => r.fullName).sort()).toEqual(['Other/Tools', 'acme/public-docs', 'acme/widgets']);
-    expect((await repos().listForActor(actorOf(member, { repos: ['acme/public-docs'] }))).map((r) => r.fullName)).toEqual(['acme/public-docs']);
+    expect((await repos().listForActor(actorOf(member))).map((r) => r.fullName).sort()).toEqual([
+      'Other/Tools',
+      'acme/public-docs',
+      'acme/widgets',
+    ]);
+    expect(
+      (await repos().listForActor(actorOf(member, { repos: ['acme/public-docs'] }))).map((r) => r.fullName),
+    ).toEqual(['acme/public-docs']);
     expect(await repos().listForActor(actorOf(member, { repos: [] }))).toEqual([]);
   });
 
-  it('resolves a tool\'s repo argument case-insensitively; unregistered or pinned out is not_found; a malformed one invalid', async () => {
+  it("resolves a tool's repo argument case-insensitively; unregistered or pinned out is not_found; a malformed one invalid", async () => {
     expect((await repos().resolveForActor(actorOf(member), 'ACME/Widgets')).record.id).toBe(made.widgets);
     expect((await repos().resolveForActor(actorOf(member), ' other/tools ')).token).toBeUndefined();
     await expect(repos().resolveForActor(actorOf(member), 'acme/secret')).rejects.toMatchObject(notFound);
@@ -52,11 +70,14 @@ describe('GithubReposService (medium: real database, no HTTP)', () => {
     await expect(repos().resolveForActor(pinned, 'ACME/widgets')).rejects.toMatchObject(notFound);
     expect((await repos().resolveForActor(pinned, 'acme/public-docs')).record.id).toBe(made.docs);
     for (const bad of ['', 'acme', 'acme/widgets/extra', '../etc/passwd']) {
-      await expect(repos().resolveForActor(actorOf(member), bad)).rejects.toMatchObject({ code: ErrorCode.InvalidArgument, details: { argument: 'repo' } });
+      await expect(repos().resolveForActor(actorOf(member), bad)).rejects.toMatchObject({
+        code: ErrorCode.InvalidArgument,
+        details: { argument: 'repo' },
+      });
     }
   });
 
-  it('the admin list pages newest first; removal takes a repository out of every actor\'s reach', async () => {
+  it("the admin list pages newest first; removal takes a repository out of every actor's reach", async () => {
     const page1 = await repos().list({ limit: 2 });
     expect(page1.items.map((r) => r.id)).toEqual([made.tools, made.docs]);
     const page2 = await repos().list({ limit: 2, cursor: page1.nextCursor ?? undefined });
@@ -65,10 +86,15 @@ describe('GithubReposService (medium: real database, no HTTP)', () => {
     expect(JSON.stringify(page1)).not.toMatch(/ciphertext/i);
 
     // The admin route runs as its caller, whom the removal's audit entry names.
-    const asAdmin = <T>(work: () => T): T => runAsAuditActor({ userId: admin.id, via: 'user_token', credentialId: null }, work);
+    const asAdmin = <T>(work: () => T): T =>
+      runAsAuditActor({ userId: admin.id, via: 'user_token', credentialId: null }, work);
     expect(await asAdmin(() => repos().remove(made.tools))).toEqual({ id: made.tools, deleted: true });
     await expect(asAdmin(() => repos().remove(made.tools))).rejects.toMatchObject(notFound);
-    const audit = await medium().db.selectFrom('audit_log').select(['action', 'user_id']).where('target_id', '=', made.tools).execute();
+    const audit = await medium()
+      .db.selectFrom('audit_log')
+      .select(['action', 'user_id'])
+      .where('target_id', '=', made.tools)
+      .execute();
     expect(audit).toEqual([{ action: 'github_repo.delete', user_id: admin.id }]);
     await expect(repos().resolveForActor(actorOf(member), 'Other/Tools')).rejects.toMatchObject(notFound);
     expect((await repos().listForActor(actorOf(member))).map((r) => r.fullName)).not.toContain('Other/Tools');

@@ -25,7 +25,10 @@ describe('IdempotencyService (medium: real database, no HTTP)', () => {
     const { work, runs } = counter();
     expect(await idempotency().run(request, work)).toEqual({ value: { run: 1 }, replayed: false });
     // The same arguments in another key order are the same request.
-    expect(await idempotency().run({ ...request, request: { n: 1, title: 'x' } }, work)).toEqual({ value: { run: 1 }, replayed: true });
+    expect(await idempotency().run({ ...request, request: { n: 1, title: 'x' } }, work)).toEqual({
+      value: { run: 1 },
+      replayed: true,
+    });
     expect(runs()).toBe(1);
   });
 
@@ -33,16 +36,27 @@ describe('IdempotencyService (medium: real database, no HTTP)', () => {
     const ownerId = randomUUID();
     const { work, runs } = counter();
     await idempotency().run({ ownerId, scope: 'medium:a', key: 'shared', request: { v: 1 } }, work);
-    await expect(idempotency().run({ ownerId, scope: 'medium:a', key: 'shared', request: { v: 2 } }, work)).rejects.toMatchObject(conflict);
-    expect(await idempotency().run({ ownerId: randomUUID(), scope: 'medium:a', key: 'shared', request: { v: 1 } }, work)).toMatchObject({ replayed: false });
-    expect(await idempotency().run({ ownerId, scope: 'medium:b', key: 'shared', request: { v: 1 } }, work)).toMatchObject({ replayed: false });
+    await expect(
+      idempotency().run({ ownerId, scope: 'medium:a', key: 'shared', request: { v: 2 } }, work),
+    ).rejects.toMatchObject(conflict);
+    expect(
+      await idempotency().run({ ownerId: randomUUID(), scope: 'medium:a', key: 'shared', request: { v: 1 } }, work),
+    ).toMatchObject({ replayed: false });
+    expect(
+      await idempotency().run({ ownerId, scope: 'medium:b', key: 'shared', request: { v: 1 } }, work),
+    ).toMatchObject({ replayed: false });
     expect(runs()).toBe(3);
   });
 
   it('a failed first attempt leaves no record: the retry runs', async () => {
     const request = { ownerId: randomUUID(), scope: 'medium:test', key: 'flaky', request: {} };
-    await expect(idempotency().run(request, () => Promise.reject(new Error('upstream down')))).rejects.toThrow('upstream down');
-    expect(await idempotency().run(request, async () => 'second try')).toEqual({ value: 'second try', replayed: false });
+    await expect(idempotency().run(request, () => Promise.reject(new Error('upstream down')))).rejects.toThrow(
+      'upstream down',
+    );
+    expect(await idempotency().run(request, async () => 'second try')).toEqual({
+      value: 'second try',
+      replayed: false,
+    });
   });
 
   it('two requests with one key at the same moment run the work once; the other gets its answer', async () => {
@@ -61,16 +75,31 @@ describe('IdempotencyService (medium: real database, no HTTP)', () => {
 
   it('checks run before a replay: a caller refused now gets the refusal, not the stored answer', async () => {
     const base = { ownerId: randomUUID(), scope: 'medium:test', key: 'guarded', request: { id: 1 } };
-    expect(await idempotency().runAuthorized({ ...base, authorize: async () => 'ok', work: async () => 'stored' })).toEqual({ value: 'stored', replayed: false });
-    const refused = idempotency().runAuthorized({ ...base, authorize: () => Promise.reject(AppException.notFound('Thing')), work: async () => 'never' });
+    expect(
+      await idempotency().runAuthorized({ ...base, authorize: async () => 'ok', work: async () => 'stored' }),
+    ).toEqual({ value: 'stored', replayed: false });
+    const refused = idempotency().runAuthorized({
+      ...base,
+      authorize: () => Promise.reject(AppException.notFound('Thing')),
+      work: async () => 'never',
+    });
     await expect(refused).rejects.toMatchObject({ code: ErrorCode.NotFound });
     // Without a key the work simply runs.
-    expect(await idempotency().runAuthorized({ ...base, key: undefined, authorize: async () => 'ok', work: async () => 'fresh' })).toEqual({ value: 'fresh', replayed: false });
+    expect(
+      await idempotency().runAuthorized({
+        ...base,
+        key: undefined,
+        authorize: async () => 'ok',
+        work: async () => 'fresh',
+      }),
+    ).toEqual({ value: 'fresh', replayed: false });
   });
 
   it('refuses a key that cannot be a header value', async () => {
     for (const key of ['', 'x'.repeat(256), 'caf\u00e9', 'line\nbreak']) {
-      await expect(idempotency().run({ ownerId: randomUUID(), scope: 'medium:test', key, request: {} }, async () => 'never')).rejects.toMatchObject({ code: ErrorCode.InvalidRequest });
+      await expect(
+        idempotency().run({ ownerId: randomUUID(), scope: 'medium:test', key, request: {} }, async () => 'never'),
+      ).rejects.toMatchObject({ code: ErrorCode.InvalidRequest });
     }
   });
 });

@@ -10,7 +10,10 @@ import { actorOf, useMediumContext } from '../support/medium.js';
  */
 describe('cursor pagination (medium: real database, no HTTP)', () => {
   const medium = useMediumContext();
-  const list = (...args: Parameters<ProjectsService['list']>) => medium().get(ProjectsService).list(...args);
+  const list = (...args: Parameters<ProjectsService['list']>) =>
+    medium()
+      .get(ProjectsService)
+      .list(...args);
   const ids = (items: { id: string }[]) => items.map((item) => item.id);
 
   async function projectsAt(user: { id: string }, instants: string[]): Promise<string[]> {
@@ -25,7 +28,10 @@ describe('cursor pagination (medium: real database, no HTTP)', () => {
 
   it('rows of one instant page by id, descending, one at a time, none skipped or repeated', async () => {
     const user = await medium().make.user();
-    const made = await projectsAt(user, Array.from({ length: 4 }, () => '2026-05-01T00:00:00.000Z'));
+    const made = await projectsAt(
+      user,
+      Array.from({ length: 4 }, () => '2026-05-01T00:00:00.000Z'),
+    );
     const seen: string[] = [];
     let cursor: string | undefined;
     do {
@@ -38,7 +44,11 @@ describe('cursor pagination (medium: real database, no HTTP)', () => {
 
   it('a row added after the first page was read does not shift the next page (the cursor is a position, not an offset)', async () => {
     const user = await medium().make.user();
-    const made = await projectsAt(user, ['2026-05-02T00:00:01.000Z', '2026-05-02T00:00:02.000Z', '2026-05-02T00:00:03.000Z']);
+    const made = await projectsAt(user, [
+      '2026-05-02T00:00:01.000Z',
+      '2026-05-02T00:00:02.000Z',
+      '2026-05-02T00:00:03.000Z',
+    ]);
     const first = await list(actorOf(user), { limit: 2 });
     expect(ids(first.items)).toEqual([made[2], made[1]]);
     await projectsAt(user, ['2026-05-02T00:00:04.000Z']);
@@ -67,9 +77,16 @@ describe('cursor pagination (medium: real database, no HTTP)', () => {
       b64({ createdAt: '2026-01-01T00:00:00.000Z' }),
       b64(['2026-01-01T00:00:00.000Z', '00000000-0000-4000-8000-000000000000']),
     ]) {
-      await expect(list(actorOf(user), { limit: 5, cursor })).rejects.toMatchObject({ code: ErrorCode.ValidationFailed });
+      await expect(list(actorOf(user), { limit: 5, cursor })).rejects.toMatchObject({
+        code: ErrorCode.ValidationFailed,
+      });
     }
     // A well-formed cursor past every row is simply an empty page.
-    expect(await list(actorOf(user), { limit: 5, cursor: encodeCursor({ createdAt: new Date(Date.UTC(2000, 0, 1)), id: '00000000-0000-4000-8000-000000000000' }) })).toEqual({ items: [], nextCursor: null });
+    expect(
+      await list(actorOf(user), {
+        limit: 5,
+        cursor: encodeCursor({ createdAt: new Date(Date.UTC(2000, 0, 1)), id: '00000000-0000-4000-8000-000000000000' }),
+      }),
+    ).toEqual({ items: [], nextCursor: null });
   });
 });

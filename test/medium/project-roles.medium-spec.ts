@@ -20,10 +20,15 @@ describe('project roles (medium: real database, no HTTP)', () => {
   beforeAll(async () => {
     const { make } = medium();
     [owner, editor, viewer, stranger] = [await make.user(), await make.user(), await make.user(), await make.user()];
-    project = await make.project(owner, { members: [{ user: editor, role: 'editor' }, { user: viewer, role: 'viewer' }] });
+    project = await make.project(owner, {
+      members: [
+        { user: editor, role: 'editor' },
+        { user: viewer, role: 'viewer' },
+      ],
+    });
   });
 
-  it('roleOf: each member\'s own role; null for a non-member, an unknown or malformed id, or a pin elsewhere', async () => {
+  it("roleOf: each member's own role; null for a non-member, an unknown or malformed id, or a pin elsewhere", async () => {
     expect(await projects().roleOf(actorOf(owner), project.id)).toBe('owner');
     expect(await projects().roleOf(actorOf(editor), project.id)).toBe('editor');
     expect(await projects().roleOf(actorOf(viewer), project.id)).toBe('viewer');
@@ -34,8 +39,9 @@ describe('project roles (medium: real database, no HTTP)', () => {
     expect(await projects().roleOf(actorOf(owner, { projectIds: [project.id] }), project.id)).toBe('owner');
   });
 
-  it('a project token\'s role caps the member\'s: never above the member\'s own role', async () => {
-    const pinned = (user: UserRow, cap: 'editor' | 'viewer') => actorOf(user, { projectIds: [project.id], projectRoleCap: cap });
+  it("a project token's role caps the member's: never above the member's own role", async () => {
+    const pinned = (user: UserRow, cap: 'editor' | 'viewer') =>
+      actorOf(user, { projectIds: [project.id], projectRoleCap: cap });
     expect(await projects().roleOf(pinned(owner, 'editor'), project.id)).toBe('editor');
     expect(await projects().roleOf(pinned(owner, 'viewer'), project.id)).toBe('viewer');
     expect(await projects().roleOf(pinned(editor, 'viewer'), project.id)).toBe('viewer');
@@ -43,20 +49,36 @@ describe('project roles (medium: real database, no HTTP)', () => {
   });
 
   it('requireRole: not_found outside, forbidden below the role asked for, the role when enough', async () => {
-    await expect(projects().requireRole(actorOf(stranger), project.id, 'viewer')).rejects.toMatchObject({ code: ErrorCode.NotFound });
-    await expect(projects().requireRole(actorOf(viewer), project.id, 'editor')).rejects.toMatchObject({ code: ErrorCode.Forbidden });
-    await expect(projects().requireRole(actorOf(editor), project.id, 'owner')).rejects.toMatchObject({ code: ErrorCode.Forbidden });
-    await expect(projects().requireRole(actorOf(owner, { projectIds: [project.id], projectRoleCap: 'viewer' }), project.id, 'editor')).rejects.toMatchObject({ code: ErrorCode.Forbidden });
+    await expect(projects().requireRole(actorOf(stranger), project.id, 'viewer')).rejects.toMatchObject({
+      code: ErrorCode.NotFound,
+    });
+    await expect(projects().requireRole(actorOf(viewer), project.id, 'editor')).rejects.toMatchObject({
+      code: ErrorCode.Forbidden,
+    });
+    await expect(projects().requireRole(actorOf(editor), project.id, 'owner')).rejects.toMatchObject({
+      code: ErrorCode.Forbidden,
+    });
+    await expect(
+      projects().requireRole(
+        actorOf(owner, { projectIds: [project.id], projectRoleCap: 'viewer' }),
+        project.id,
+        'editor',
+      ),
+    ).rejects.toMatchObject({ code: ErrorCode.Forbidden });
     expect(await projects().requireRole(actorOf(editor), project.id, 'editor')).toBe('editor');
     expect(await projects().requireRole(actorOf(owner), project.id, 'viewer')).toBe('owner');
   });
 
-  it('a member who leaves loses the role at once; another user\'s role is read without any cap', async () => {
+  it("a member who leaves loses the role at once; another user's role is read without any cap", async () => {
     const { make, db } = medium();
     const leaver = await make.user();
     await make.member(project, leaver, 'editor');
     expect(await projects().memberRoleOf(project.id, leaver.id)).toBe('editor');
-    await db.deleteFrom('project_members').where('project_id', '=', project.id).where('user_id', '=', leaver.id).execute();
+    await db
+      .deleteFrom('project_members')
+      .where('project_id', '=', project.id)
+      .where('user_id', '=', leaver.id)
+      .execute();
     expect(await projects().roleOf(actorOf(leaver), project.id)).toBeNull();
     expect(await projects().memberRoleOf(project.id, leaver.id)).toBeNull();
     expect(await projects().memberRoleOf(project.id, 'not-a-uuid')).toBeNull();

@@ -29,9 +29,20 @@ describe('ProjectsService (medium: real database, no HTTP)', () => {
   it('create: the actor owns the project, one member, no documents; the audit log has it', async () => {
     const created = await projects().create(actorOf(owner), { name: 'Apollo', description: 'Moon' });
     // The view's full shape is the route's (projects.e2e-spec.ts); here what the rule decides.
-    expect(created).toMatchObject({ name: 'Apollo', description: 'Moon', ownerId: owner.id, role: 'owner', memberCount: 1, documentCount: 0 });
+    expect(created).toMatchObject({
+      name: 'Apollo',
+      description: 'Moon',
+      ownerId: owner.id,
+      role: 'owner',
+      memberCount: 1,
+      documentCount: 0,
+    });
     expect(await projects().get(actorOf(owner), created.id)).toEqual(created);
-    const audit = await medium().db.selectFrom('audit_log').select(['action', 'target_id']).where('target_id', '=', created.id).execute();
+    const audit = await medium()
+      .db.selectFrom('audit_log')
+      .select(['action', 'target_id'])
+      .where('target_id', '=', created.id)
+      .execute();
     expect(audit).toEqual([{ action: 'project.create', target_id: created.id }]);
   });
 
@@ -42,7 +53,13 @@ describe('ProjectsService (medium: real database, no HTTP)', () => {
     await expect(projects().get(actorOf(owner), 'not-a-uuid')).rejects.toMatchObject(notFound);
     await projects().setMember(actorOf(owner), id, { userId: editor.id, role: 'editor' });
     const added = await projects().setMember(actorOf(owner), id, { userId: viewer.id, role: 'viewer' });
-    expect(added).toEqual({ projectId: id, userId: viewer.id, role: 'viewer', createdAt: expect.any(String), updatedAt: expect.any(String) });
+    expect(added).toEqual({
+      projectId: id,
+      userId: viewer.id,
+      role: 'viewer',
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+    });
     expect(await projects().get(actorOf(viewer), id)).toMatchObject({ role: 'viewer', memberCount: 3 });
     expect(ids((await projects().list(actorOf(stranger), { limit: 200 })).items)).not.toContain(id);
     // A pin elsewhere hides it from its own owner too.
@@ -53,28 +70,46 @@ describe('ProjectsService (medium: real database, no HTTP)', () => {
     const { id } = await projects().create(actorOf(owner), { name: 'Patch me' });
     await projects().setMember(actorOf(owner), id, { userId: editor.id, role: 'editor' });
     await projects().setMember(actorOf(owner), id, { userId: viewer.id, role: 'viewer' });
-    expect(await projects().update(actorOf(editor), id, { description: 'new' })).toMatchObject({ description: 'new', role: 'editor' });
-    expect(await projects().update(actorOf(owner), id, { name: 'Gemini' })).toMatchObject({ name: 'Gemini', description: 'new' });
+    expect(await projects().update(actorOf(editor), id, { description: 'new' })).toMatchObject({
+      description: 'new',
+      role: 'editor',
+    });
+    expect(await projects().update(actorOf(owner), id, { name: 'Gemini' })).toMatchObject({
+      name: 'Gemini',
+      description: 'new',
+    });
     await expect(projects().update(actorOf(viewer), id, { name: 'x' })).rejects.toMatchObject(forbidden);
     await expect(projects().update(actorOf(stranger), id, { name: 'x' })).rejects.toMatchObject(notFound);
     // An editor's token capped at viewer is a viewer here.
-    await expect(projects().update(actorOf(editor, { projectIds: [id], projectRoleCap: 'viewer' }), id, { name: 'x' })).rejects.toMatchObject(forbidden);
+    await expect(
+      projects().update(actorOf(editor, { projectIds: [id], projectRoleCap: 'viewer' }), id, { name: 'x' }),
+    ).rejects.toMatchObject(forbidden);
     expect((await projects().get(actorOf(owner), id)).name).toBe('Gemini');
   });
 
   it('members: only owners manage them; an unknown user is refused; the creator stays an owner', async () => {
     const { id } = await projects().create(actorOf(owner), { name: 'Members' });
     await projects().setMember(actorOf(owner), id, { userId: editor.id, role: 'editor' });
-    await expect(projects().setMember(actorOf(editor), id, { userId: viewer.id, role: 'viewer' })).rejects.toMatchObject(forbidden);
-    await expect(projects().setMember(actorOf(stranger), id, { userId: viewer.id, role: 'viewer' })).rejects.toMatchObject(notFound);
-    await expect(projects().setMember(actorOf(owner), id, { userId: randomUUID(), role: 'viewer' })).rejects.toMatchObject({
+    await expect(
+      projects().setMember(actorOf(editor), id, { userId: viewer.id, role: 'viewer' }),
+    ).rejects.toMatchObject(forbidden);
+    await expect(
+      projects().setMember(actorOf(stranger), id, { userId: viewer.id, role: 'viewer' }),
+    ).rejects.toMatchObject(notFound);
+    await expect(
+      projects().setMember(actorOf(owner), id, { userId: randomUUID(), role: 'viewer' }),
+    ).rejects.toMatchObject({
       code: ErrorCode.ValidationFailed,
       details: [expect.objectContaining({ field: 'userId' })],
     });
     // Changing a role is the same call.
     expect((await projects().setMember(actorOf(owner), id, { userId: editor.id, role: 'owner' })).role).toBe('owner');
-    expect((await projects().setMember(actorOf(editor), id, { userId: viewer.id, role: 'viewer' })).role).toBe('viewer');
-    await expect(projects().setMember(actorOf(editor), id, { userId: owner.id, role: 'viewer' })).rejects.toMatchObject({ code: ErrorCode.StateConflict });
+    expect((await projects().setMember(actorOf(editor), id, { userId: viewer.id, role: 'viewer' })).role).toBe(
+      'viewer',
+    );
+    await expect(projects().setMember(actorOf(editor), id, { userId: owner.id, role: 'viewer' })).rejects.toMatchObject(
+      { code: ErrorCode.StateConflict },
+    );
     expect(await projects().memberRoleOf(id, owner.id)).toBe('owner');
   });
 
@@ -91,16 +126,23 @@ describe('ProjectsService (medium: real database, no HTTP)', () => {
       ]);
       expect(outcomes.map((outcome) => outcome.status).sort()).toEqual(['fulfilled', 'rejected']);
       expect(outcomes.find((outcome) => outcome.status === 'rejected')).toMatchObject({ reason: forbidden });
-      expect([await projects().memberRoleOf(id, b.id), await projects().memberRoleOf(id, c.id)].sort()).toEqual(['owner', 'viewer']);
+      expect([await projects().memberRoleOf(id, b.id), await projects().memberRoleOf(id, c.id)].sort()).toEqual([
+        'owner',
+        'viewer',
+      ]);
     }
   });
 
-  it('list: the actor\'s projects newest first, in pages joined by an opaque cursor', async () => {
+  it("list: the actor's projects newest first, in pages joined by an opaque cursor", async () => {
     const user = await medium().make.user();
     const made: string[] = [];
     for (let i = 0; i < 5; i += 1) {
       const project = await medium().make.project(user, { name: `P${i}` });
-      await medium().db.updateTable('projects').set({ created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)) }).where('id', '=', project.id).execute();
+      await medium()
+        .db.updateTable('projects')
+        .set({ created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)) })
+        .where('id', '=', project.id)
+        .execute();
       made.push(project.id);
     }
     const page = (query: PageQuery) => projects().list(actorOf(user), query);
@@ -117,10 +159,18 @@ describe('ProjectsService (medium: real database, no HTTP)', () => {
 
   it('list: projects created microseconds apart (one millisecond in the cursor) page by id without skipping one', async () => {
     const user = await medium().make.user();
-    const made = [await medium().make.project(user), await medium().make.project(user), await medium().make.project(user)].map((project) => project.id);
+    const made = [
+      await medium().make.project(user),
+      await medium().make.project(user),
+      await medium().make.project(user),
+    ].map((project) => project.id);
     // Microseconds apart, as concurrent inserts on PostgreSQL get from now(): the cursor carries milliseconds.
     for (const [i, id] of made.entries()) {
-      await medium().db.updateTable('projects').set({ created_at: `2026-01-01T07:00:00.12345${i + 1}Z` }).where('id', '=', id).execute();
+      await medium()
+        .db.updateTable('projects')
+        .set({ created_at: `2026-01-01T07:00:00.12345${i + 1}Z` })
+        .where('id', '=', id)
+        .execute();
     }
     const all = ids((await projects().list(actorOf(user), { limit: 200 })).items);
     expect([...all].sort()).toEqual([...made].sort());

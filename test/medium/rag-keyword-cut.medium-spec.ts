@@ -57,11 +57,23 @@ describe('keyword search with a term cut off (medium)', () => {
   };
 
   it('cuts the common term off, and still returns exact BM25 scores and exact BM25’s top 10', async () => {
-    const [{ df }] = (await sql<{ df: number }>`SELECT count(*)::int AS df FROM rag_postings WHERE lexeme = 'alpha'`.execute(medium().db)).rows;
+    const [{ df }] = (
+      await sql<{ df: number }>`SELECT count(*)::int AS df FROM rag_postings WHERE lexeme = 'alpha'`.execute(
+        medium().db,
+      )
+    ).rows;
     expect(df).toBeGreaterThan(cutAt);
 
     const exact = await exactBm25(['alpha', 'beta']);
-    const listed = await medium().get(RagSearchRepository).keywordCandidates({ actor: actorOf(user), projectId: null, documentIds: null }, 'alpha beta', KEYWORD_CANDIDATES, { param: null, dims: 2, model: 'm' }, 15);
+    const listed = await medium()
+      .get(RagSearchRepository)
+      .keywordCandidates(
+        { actor: actorOf(user), projectId: null, documentIds: null },
+        'alpha beta',
+        KEYWORD_CANDIDATES,
+        { param: null, dims: 2, model: 'm' },
+        15,
+      );
     expect(listed).toHaveLength(KEYWORD_CANDIDATES);
     for (const hit of listed) expect(hit.score).toBeCloseTo(exact.get(hit.id)!, 9);
     // In descending order, and the best ten are exact BM25's best ten.

@@ -31,7 +31,11 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
   const users = { a: randomUUID(), b: randomUUID() };
   const projects = { p1: randomUUID(), p2: randomUUID(), p3: randomUUID() };
   /** project → members. A left p3 after writing in it; p2 was never A's. */
-  const members: Record<string, string[]> = { [projects.p1]: [users.a, users.b], [projects.p2]: [users.b], [projects.p3]: [users.b] };
+  const members: Record<string, string[]> = {
+    [projects.p1]: [users.a, users.b],
+    [projects.p2]: [users.b],
+    [projects.p3]: [users.b],
+  };
   const documents: { id: string; authorId: string; projectId: string | null; isPublic: boolean }[] = [];
   /** chunk id → document id */
   const documentOfChunk = new Map<string, string>();
@@ -71,11 +75,20 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
     database = await createTestDatabase();
     dataSource = await new DataSource(buildDataSourceOptions(database.url, 2)).initialize();
     await runMigrationsUnderLock(dataSource, database.url);
-    db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: (dataSource.driver as unknown as { master: Pool }).master }) });
+    db = new Kysely<DB>({
+      dialect: new PostgresDialect({ pool: (dataSource.driver as unknown as { master: Pool }).master }),
+    });
 
     await db
       .insertInto('users')
-      .values(Object.values(users).map((id) => ({ id, email: `${id}@example.com`, name: id.slice(0, 8), password_hash: 'x' })))
+      .values(
+        Object.values(users).map((id) => ({
+          id,
+          email: `${id}@example.com`,
+          name: id.slice(0, 8),
+          password_hash: 'x',
+        })),
+      )
       .execute();
     await db
       .insertInto('projects')
@@ -83,7 +96,11 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
       .execute();
     await db
       .insertInto('project_members')
-      .values(Object.entries(members).flatMap(([projectId, userIds]) => userIds.map((userId) => ({ project_id: projectId, user_id: userId, role: 'editor' }))))
+      .values(
+        Object.entries(members).flatMap(([projectId, userIds]) =>
+          userIds.map((userId) => ({ project_id: projectId, user_id: userId, role: 'editor' })),
+        ),
+      )
       .execute();
     // Every author × project (or none) × visibility, one chunk each (the trigger stamps its scope and counts it).
     search = new RagSearchRepository(db, new NamedStatements(db, null, new EmbeddedEngine(db)));
@@ -102,8 +119,14 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
   const callerKinds: [string, Actor][] = [
     ['a user (session or unpinned key)', { userId: users.a, projectIds: null, repos: null }],
     ['a key pinned to one of its projects', { userId: users.a, projectIds: [projects.p1], repos: null }],
-    ['a key pinned to projects it is not (or no longer) a member of', { userId: users.a, projectIds: [projects.p2, projects.p3], repos: null }],
-    ['a key pinned to its project and another', { userId: users.a, projectIds: [projects.p1, projects.p2], repos: null }],
+    [
+      'a key pinned to projects it is not (or no longer) a member of',
+      { userId: users.a, projectIds: [projects.p2, projects.p3], repos: null },
+    ],
+    [
+      'a key pinned to its project and another',
+      { userId: users.a, projectIds: [projects.p1, projects.p2], repos: null },
+    ],
     ['a project session token', { userId: users.a, projectIds: [projects.p1], repos: null, projectRoleCap: 'viewer' }],
     ['an agent run started by a pinned key', { userId: users.a, projectIds: [projects.p1, projects.p3], repos: null }],
     ['a key pinned to nothing', { userId: users.a, projectIds: [], repos: null }],
@@ -113,7 +136,9 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
 
   it.each(callerKinds)('%s: the statistics count exactly the documents it may see', async (_kind, actor) => {
     const visible = new Set(
-      (await db.selectFrom('documents as d').select('d.id').where(visibleDocument(actor, 'd')).execute()).map((row) => row.id),
+      (await db.selectFrom('documents as d').select('d.id').where(visibleDocument(actor, 'd')).execute()).map(
+        (row) => row.id,
+      ),
     );
     // Documents whose chunks the caller's statistics count: those in a scope the caller sums (the real table, COLLATE "C").
     const counted = new Set(
@@ -128,11 +153,16 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
     );
     // The exception, stated independently: public, authored by the caller, in a project it is not a member of.
     const authorOnly = (document: (typeof documents)[number]) =>
-      document.isPublic && document.authorId === actor.userId && document.projectId !== null && !members[document.projectId].includes(actor.userId);
+      document.isPublic &&
+      document.authorId === actor.userId &&
+      document.projectId !== null &&
+      !members[document.projectId].includes(actor.userId);
 
     for (const document of documents) {
-      if (counted.has(document.id)) expect({ document, visible: visible.has(document.id) }).toEqual({ document, visible: true });
-      if (visible.has(document.id)) expect({ document, counted: counted.has(document.id) }).toEqual({ document, counted: !authorOnly(document) });
+      if (counted.has(document.id))
+        expect({ document, visible: visible.has(document.id) }).toEqual({ document, visible: true });
+      if (visible.has(document.id))
+        expect({ document, counted: counted.has(document.id) }).toEqual({ document, counted: !authorOnly(document) });
     }
     // The fixture covers the rule: A unpinned sees documents counted and the exception (its public documents in p2 and p3).
     if (actor.projectIds === null && actor.userId === users.a) {
@@ -148,33 +178,53 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
   };
   /** The same for the vector ranking (every fixture chunk has the same vector). */
   const vectorFoundBy = async (scope: SearchScope): Promise<Set<string>> => {
-    const ranked = await search.vectorCandidates(db, scope, 'word', { param: toVectorParam([1, 0]), dims: 2, model: 'm' }, 100, 0);
+    const ranked = await search.vectorCandidates(
+      db,
+      scope,
+      'word',
+      { param: toVectorParam([1, 0]), dims: 2, model: 'm' },
+      100,
+      0,
+    );
     return new Set(ranked.map((chunk) => documentOfChunk.get(chunk.id)!));
   };
   const visibleTo = async (actor: Actor): Promise<Set<string>> =>
-    new Set((await db.selectFrom('documents as d').select('d.id').where(visibleDocument(actor, 'd')).execute()).map((row) => row.id));
+    new Set(
+      (await db.selectFrom('documents as d').select('d.id').where(visibleDocument(actor, 'd')).execute()).map(
+        (row) => row.id,
+      ),
+    );
 
-  it.each(callerKinds)('%s: keyword search and the vector ranking find exactly the documents it may see', async (_kind, actor) => {
-    const visible = await visibleTo(actor);
-    const expected = (keep: (document: (typeof documents)[number]) => boolean) =>
-      documents.filter((document) => visible.has(document.id) && keep(document)).map((document) => document.id).sort();
-    // Narrowed to some documents: every other fixture document, visible or not.
-    const some = documents.filter((_, index) => index % 2 === 0).map((document) => document.id);
-    const cases: [Omit<SearchScope, 'actor'>, string[]][] = [
-      [{ projectId: null, documentIds: null }, expected(() => true)],
-      ...Object.values(projects).map((projectId): [Omit<SearchScope, 'actor'>, string[]] => [
-        { projectId, documentIds: null },
-        expected((document) => document.projectId === projectId),
-      ]),
-      [{ projectId: null, documentIds: some }, expected((document) => some.includes(document.id))],
-      [{ projectId: projects.p3, documentIds: some }, expected((document) => some.includes(document.id) && document.projectId === projects.p3)],
-    ];
-    for (const [narrowing, wanted] of cases) {
-      const scope = { actor, ...narrowing };
-      expect({ narrowing, keyword: [...(await foundBy(scope))].sort() }).toEqual({ narrowing, keyword: wanted });
-      expect({ narrowing, vector: [...(await vectorFoundBy(scope))].sort() }).toEqual({ narrowing, vector: wanted });
-    }
-  });
+  it.each(callerKinds)(
+    '%s: keyword search and the vector ranking find exactly the documents it may see',
+    async (_kind, actor) => {
+      const visible = await visibleTo(actor);
+      const expected = (keep: (document: (typeof documents)[number]) => boolean) =>
+        documents
+          .filter((document) => visible.has(document.id) && keep(document))
+          .map((document) => document.id)
+          .sort();
+      // Narrowed to some documents: every other fixture document, visible or not.
+      const some = documents.filter((_, index) => index % 2 === 0).map((document) => document.id);
+      const cases: [Omit<SearchScope, 'actor'>, string[]][] = [
+        [{ projectId: null, documentIds: null }, expected(() => true)],
+        ...Object.values(projects).map((projectId): [Omit<SearchScope, 'actor'>, string[]] => [
+          { projectId, documentIds: null },
+          expected((document) => document.projectId === projectId),
+        ]),
+        [{ projectId: null, documentIds: some }, expected((document) => some.includes(document.id))],
+        [
+          { projectId: projects.p3, documentIds: some },
+          expected((document) => some.includes(document.id) && document.projectId === projects.p3),
+        ],
+      ];
+      for (const [narrowing, wanted] of cases) {
+        const scope = { actor, ...narrowing };
+        expect({ narrowing, keyword: [...(await foundBy(scope))].sort() }).toEqual({ narrowing, keyword: wanted });
+        expect({ narrowing, vector: [...(await vectorFoundBy(scope))].sort() }).toEqual({ narrowing, vector: wanted });
+      }
+    },
+  );
 
   it('every posting carries the statistic scope of its chunk, also after a document changes visibility', async () => {
     const mismatched = () =>
@@ -195,7 +245,11 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
       expect((await mismatched()).rows[0].n).toBe(0);
       expect((await foundBy({ actor: outsider, projectId: null, documentIds: null })).has(moved.id)).toBe(false);
     } finally {
-      await db.updateTable('documents').set({ is_public: false, project_id: projects.p2 }).where('id', '=', moved.id).execute();
+      await db
+        .updateTable('documents')
+        .set({ is_public: false, project_id: projects.p2 })
+        .where('id', '=', moved.id)
+        .execute();
     }
     expect((await mismatched()).rows[0].n).toBe(0);
   });
@@ -204,17 +258,30 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
     // 40 projects of a third user, each with its public document: above POSTING_SCOPES_SCANNED, the postings'
     // scopes are looked up in a hash. Documents added here are pushed to the fixture, so later expectations see them.
     const c = randomUUID();
-    await db.insertInto('users').values({ id: c, email: `${c}@example.com`, name: 'c', password_hash: 'x' }).execute();
+    await db
+      .insertInto('users')
+      .values({ id: c, email: `${c}@example.com`, name: 'c', password_hash: 'x' })
+      .execute();
     for (let index = 0; index < 40; index++) {
       const projectId = randomUUID();
-      await db.insertInto('projects').values({ id: projectId, name: `c${index}`, owner_id: c }).execute();
+      await db
+        .insertInto('projects')
+        .values({ id: projectId, name: `c${index}`, owner_id: c })
+        .execute();
       await db.insertInto('project_members').values({ project_id: projectId, user_id: c, role: 'owner' }).execute();
       members[projectId] = [c];
       await addDocument(c, projectId, true);
     }
-    for (const actor of [{ userId: c, projectIds: null, repos: null }, { userId: users.b, projectIds: null, repos: null }] satisfies Actor[]) {
+    for (const actor of [
+      { userId: c, projectIds: null, repos: null },
+      { userId: users.b, projectIds: null, repos: null },
+    ] satisfies Actor[]) {
       const visible = [...(await visibleTo(actor))].sort();
-      const scopes = await db.selectFrom('rag_scope_stats as s').select('s.scope').where(viewerStatScopes(actor, 's.scope')).execute();
+      const scopes = await db
+        .selectFrom('rag_scope_stats as s')
+        .select('s.scope')
+        .where(viewerStatScopes(actor, 's.scope'))
+        .execute();
       if (actor.userId === c) expect(scopes.length).toBeGreaterThan(32);
       expect([...(await foundBy({ actor, projectId: null, documentIds: null }))].sort()).toEqual(visible);
       expect([...(await vectorFoundBy({ actor, projectId: null, documentIds: null }))].sort()).toEqual(visible);
@@ -254,11 +321,23 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
     const before = await counts();
     for (let i = 0; i < 3; i += 1) await addDocument(users.a, projects.p1, i === 0);
     const added = documents.slice(-3);
-    expect(await counts()).toEqual({ chunks: before.chunks + 3, postings: before.postings + 3, orphans: 0, counted: before.counted + 3, df: before.df + 3 });
+    expect(await counts()).toEqual({
+      chunks: before.chunks + 3,
+      postings: before.postings + 3,
+      orphans: 0,
+      counted: before.counted + 3,
+      df: before.df + 3,
+    });
 
     // A document deleted (its chunks by cascade), then two documents' chunks in one statement.
     await db.deleteFrom('documents').where('id', '=', added[0].id).execute();
-    expect(await counts()).toEqual({ chunks: before.chunks + 2, postings: before.postings + 2, orphans: 0, counted: before.counted + 2, df: before.df + 2 });
+    expect(await counts()).toEqual({
+      chunks: before.chunks + 2,
+      postings: before.postings + 2,
+      orphans: 0,
+      counted: before.counted + 2,
+      df: before.df + 2,
+    });
     await db.deleteFrom('document_chunks').where('document_id', 'in', [added[1].id, added[2].id]).execute();
     expect(await counts()).toEqual({ ...before, orphans: 0 });
   });
@@ -267,8 +346,12 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
     const document = documents.find((d) => d.authorId === users.b && d.projectId === projects.p2 && !d.isPublic)!;
     const id = randomUUID();
     await sql`INSERT INTO document_chunks (id, document_id, chunk_index, text, start_offset, end_offset, content_sha256, embedding_model, embedding_dims, tsv, token_count)
-              VALUES (${id}, ${document.id}, 99, 'word', 0, 4, 'x', 'm', 2, to_tsvector('english', 'word'), 1)`.execute(db);
-    const { rows } = await sql<{ stat_scope: string }>`SELECT stat_scope FROM document_chunks WHERE id = ${id}`.execute(db);
+              VALUES (${id}, ${document.id}, 99, 'word', 0, 4, 'x', 'm', 2, to_tsvector('english', 'word'), 1)`.execute(
+      db,
+    );
+    const { rows } = await sql<{ stat_scope: string }>`SELECT stat_scope FROM document_chunks WHERE id = ${id}`.execute(
+      db,
+    );
     expect(rows[0].stat_scope).toBe(`u:${users.b}:${projects.p2}`);
     await sql`DELETE FROM document_chunks WHERE id = ${id}`.execute(db);
   });

@@ -13,7 +13,8 @@ import { actorOf, useMediumContext, type ProjectRow, type TaskRow, type UserRow 
 describe('TasksService changes and pins (medium: real database, no HTTP)', () => {
   const medium = useMediumContext();
   const tasks = () => medium().get(TasksService);
-  const listed = async (...args: Parameters<TasksService['list']>): Promise<TaskView[]> => JSON.parse((await tasks().list(...args)).json) as TaskView[];
+  const listed = async (...args: Parameters<TasksService['list']>): Promise<TaskView[]> =>
+    JSON.parse((await tasks().list(...args)).json) as TaskView[];
   const notFound = { code: ErrorCode.NotFound };
   const newTask = (fields: Partial<CreateTaskInput> = {}): CreateTaskInput => ({
     title: 'new task',
@@ -39,7 +40,12 @@ describe('TasksService changes and pins (medium: real database, no HTTP)', () =>
     [alice, bob, carol] = [await make.user(), await make.user(), await make.user()];
     shared = await make.project(alice, { members: [{ user: bob, role: 'editor' }] });
     alicePrivate = await make.task(alice, { title: 'alice private' });
-    aliceToBob = await make.task(alice, { title: 'alice gives bob', assigneeId: bob.id, projectId: shared.id, dueDate: '2020-01-01' });
+    aliceToBob = await make.task(alice, {
+      title: 'alice gives bob',
+      assigneeId: bob.id,
+      projectId: shared.id,
+      dueDate: '2020-01-01',
+    });
     bobPrivate = await make.task(bob, { title: 'bob private' });
   });
 
@@ -58,13 +64,24 @@ describe('TasksService changes and pins (medium: real database, no HTTP)', () =>
   });
 
   it('update: creator and assignee may; others get not_found and change nothing', async () => {
-    const task = await medium().make.task(alice, { title: 'to update', assigneeId: bob.id, projectId: shared.id, dueDate: '2026-05-01' });
+    const task = await medium().make.task(alice, {
+      title: 'to update',
+      assigneeId: bob.id,
+      projectId: shared.id,
+      dueDate: '2026-05-01',
+    });
     await expect(tasks().update(actorOf(carol), task.id, { title: 'hacked' })).rejects.toMatchObject(notFound);
     await expect(tasks().update(actorOf(bob), alicePrivate.id, { title: 'hacked' })).rejects.toMatchObject(notFound);
     expect((await tasks().get(actorOf(alice), alicePrivate.id)).title).toBe('alice private');
     expect((await tasks().get(actorOf(alice), task.id)).title).toBe('to update');
-    expect(await tasks().update(actorOf(bob), task.id, { status: 'in_progress' })).toMatchObject({ status: 'in_progress' });
-    expect(await tasks().update(actorOf(alice), task.id, { priority: 'urgent', dueDate: null })).toMatchObject({ status: 'in_progress', priority: 'urgent', due_date: null });
+    expect(await tasks().update(actorOf(bob), task.id, { status: 'in_progress' })).toMatchObject({
+      status: 'in_progress',
+    });
+    expect(await tasks().update(actorOf(alice), task.id, { priority: 'urgent', dueDate: null })).toMatchObject({
+      status: 'in_progress',
+      priority: 'urgent',
+      due_date: null,
+    });
   });
 
   it('create: the actor is the creator; a project the actor is not a member of is not_found', async () => {
@@ -84,7 +101,11 @@ describe('TasksService changes and pins (medium: real database, no HTTP)', () =>
     expect(await tasks().delete(actorOf(alice), task.id)).toEqual({ id: task.id, deleted: true });
     await expect(tasks().get(actorOf(bob), task.id)).rejects.toMatchObject(notFound);
     await expect(tasks().delete(actorOf(alice), task.id)).rejects.toMatchObject(notFound);
-    const left = await medium().db.selectFrom('tasks').select('id').where('id', 'in', [alicePrivate.id, bobPrivate.id]).execute();
+    const left = await medium()
+      .db.selectFrom('tasks')
+      .select('id')
+      .where('id', 'in', [alicePrivate.id, bobPrivate.id])
+      .execute();
     expect(left).toHaveLength(2);
   });
 
@@ -117,7 +138,10 @@ describe('TasksService changes and pins (medium: real database, no HTTP)', () =>
     expect(await tasks().search(pinned, 'project', undefined, 20)).toEqual([]);
     await expect(tasks().create(pinned, newTask({ projectId: p2.id }))).rejects.toMatchObject(notFound);
     // A personal task is outside every pin: the pinned actor must name one of its projects.
-    await expect(tasks().create(pinned, newTask())).rejects.toMatchObject({ code: ErrorCode.InvalidArgument, details: { argument: 'project_id' } });
+    await expect(tasks().create(pinned, newTask())).rejects.toMatchObject({
+      code: ErrorCode.InvalidArgument,
+      details: { argument: 'project_id' },
+    });
     expect((await tasks().get(actorOf(user), free.id)).title).toBe('no project');
     const unpinned = actorOf(user);
     expect(await listed(unpinned, { limit: 50 })).toHaveLength(3);

@@ -14,12 +14,16 @@ describe('TasksService (medium: real database, no HTTP)', () => {
   const tasks = () => medium().get(TasksService);
   const ids = (rows: { id: string }[]) => rows.map((row) => row.id);
   /** The tasks a list shows (the service answers their JSON text). */
-  const listed = async (...args: Parameters<TasksService['list']>): Promise<TaskView[]> => JSON.parse((await tasks().list(...args)).json) as TaskView[];
+  const listed = async (...args: Parameters<TasksService['list']>): Promise<TaskView[]> =>
+    JSON.parse((await tasks().list(...args)).json) as TaskView[];
   /** Newest first, as the service orders them (the factory makes each task younger than the previous one). */
-  const newestFirst = (rows: TaskRow[]) => [...rows].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime()).map((row) => row.id);
+  const newestFirst = (rows: TaskRow[]) =>
+    [...rows].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime()).map((row) => row.id);
   /** Today as the database sees it (UTC), so the test and the statement agree on the day even near midnight. */
   const utcDays = async () => {
-    const { rows } = await sql<{ today: string }>`SELECT ((now() AT TIME ZONE 'UTC')::date)::text AS today`.execute(medium().db);
+    const { rows } = await sql<{ today: string }>`SELECT ((now() AT TIME ZONE 'UTC')::date)::text AS today`.execute(
+      medium().db,
+    );
     const today = Date.parse(`${rows[0].today}T00:00:00Z`);
     return (offsetDays: number) => new Date(today + offsetDays * 86_400_000).toISOString().slice(0, 10);
   };
@@ -39,10 +43,34 @@ describe('TasksService (medium: real database, no HTTP)', () => {
       otherProjectId = (await make.project(owner)).id;
       all = [
         await make.task(owner, { title: 'personal todo', status: 'todo', priority: 'low', dueDate: '2026-03-01' }),
-        await make.task(owner, { title: 'project urgent', status: 'in_progress', priority: 'urgent', projectId, dueDate: '2026-03-02' }),
-        await make.task(owner, { title: 'assigned to colleague', status: 'todo', priority: 'high', projectId, assigneeId: colleague.id }),
-        await make.task(owner, { title: 'done elsewhere', status: 'done', priority: 'medium', projectId: otherProjectId, dueDate: '2026-02-28' }),
-        await make.task(colleague, { title: 'colleague assigns owner', status: 'in_review', priority: 'medium', projectId, assigneeId: owner.id }),
+        await make.task(owner, {
+          title: 'project urgent',
+          status: 'in_progress',
+          priority: 'urgent',
+          projectId,
+          dueDate: '2026-03-02',
+        }),
+        await make.task(owner, {
+          title: 'assigned to colleague',
+          status: 'todo',
+          priority: 'high',
+          projectId,
+          assigneeId: colleague.id,
+        }),
+        await make.task(owner, {
+          title: 'done elsewhere',
+          status: 'done',
+          priority: 'medium',
+          projectId: otherProjectId,
+          dueDate: '2026-02-28',
+        }),
+        await make.task(colleague, {
+          title: 'colleague assigns owner',
+          status: 'in_review',
+          priority: 'medium',
+          projectId,
+          assigneeId: owner.id,
+        }),
       ];
       // Someone else's task in the same project: neither created by nor assigned to the owner.
       await make.task(colleague, { title: 'colleague only', projectId });
@@ -82,13 +110,19 @@ describe('TasksService (medium: real database, no HTTP)', () => {
     it('a pinned actor sees only tasks inside its projects (no personal ones), and a filter outside the pins is not found', async () => {
       const pinned = actorOf(owner, { projectIds: [projectId] });
       expect(ids(await listed(pinned, { limit: 50 }))).toEqual(newestFirst([all[1], all[2], all[4]]));
-      await expect(listed(pinned, { limit: 50, projectId: otherProjectId })).rejects.toMatchObject({ code: ErrorCode.NotFound });
+      await expect(listed(pinned, { limit: 50, projectId: otherProjectId })).rejects.toMatchObject({
+        code: ErrorCode.NotFound,
+      });
       await expect(tasks().get(pinned, all[0].id)).rejects.toMatchObject({ code: ErrorCode.NotFound });
     });
 
     it('the colleague sees what they created or are assigned, not the rest of the project', async () => {
       const shown = await listed(actorOf(colleague), { limit: 50, projectId });
-      expect(shown.map((task) => task.title).sort()).toEqual(['assigned to colleague', 'colleague assigns owner', 'colleague only']);
+      expect(shown.map((task) => task.title).sort()).toEqual([
+        'assigned to colleague',
+        'colleague assigns owner',
+        'colleague only',
+      ]);
     });
   });
 
@@ -98,7 +132,11 @@ describe('TasksService (medium: real database, no HTTP)', () => {
       const user = await make.user();
       const stranger = await make.user();
       const release = await make.task(user, { title: 'Prepare the release notes', status: 'todo' });
-      const described = await make.task(user, { title: 'Chores', description: 'release checklist for the notebook', status: 'done' });
+      const described = await make.task(user, {
+        title: 'Chores',
+        description: 'release checklist for the notebook',
+        status: 'done',
+      });
       await make.task(user, { title: 'Unrelated' });
       await make.task(stranger, { title: 'Stranger release notes' });
 
@@ -133,13 +171,22 @@ describe('TasksService (medium: real database, no HTTP)', () => {
       });
       const inProject = await tasks().stats(actorOf(user), project.id);
       expect(inProject).toMatchObject({ total: 2, overdue: 0, due_next_7_days: 2 });
-      await expect(tasks().stats(actorOf(user, { projectIds: [] }), project.id)).rejects.toMatchObject({ code: ErrorCode.NotFound });
+      await expect(tasks().stats(actorOf(user, { projectIds: [] }), project.id)).rejects.toMatchObject({
+        code: ErrorCode.NotFound,
+      });
     });
   });
 
-  describe('assignment: only to members of the task\'s project, or to yourself for a task without one', () => {
+  describe("assignment: only to members of the task's project, or to yourself for a task without one", () => {
     const refusedOnAssignee = { code: ErrorCode.InvalidArgument, details: { argument: 'assignee_id' } };
-    const newTask = (fields: { projectId: string | null; assigneeId: string | null }) => ({ title: 'assign me', description: '', status: 'todo' as const, priority: 'medium' as const, dueDate: null, ...fields });
+    const newTask = (fields: { projectId: string | null; assigneeId: string | null }) => ({
+      title: 'assign me',
+      description: '',
+      status: 'todo' as const,
+      priority: 'medium' as const,
+      dueDate: null,
+      ...fields,
+    });
 
     it('create: a member of any role passes; a non-member, an unknown id and another user on a personal task are 400 on assignee_id', async () => {
       const { make } = medium();
@@ -147,30 +194,57 @@ describe('TasksService (medium: real database, no HTTP)', () => {
       const project = await make.project(owner, { members: [{ user: viewer, role: 'viewer' }] });
       const assigned = await tasks().create(actorOf(owner), newTask({ projectId: project.id, assigneeId: viewer.id }));
       expect(assigned.assignee_id).toBe(viewer.id);
-      expect((await tasks().create(actorOf(owner), newTask({ projectId: project.id, assigneeId: owner.id }))).assignee_id).toBe(owner.id);
-      expect((await tasks().create(actorOf(owner), newTask({ projectId: null, assigneeId: owner.id }))).assignee_id).toBe(owner.id);
-      await expect(tasks().create(actorOf(owner), newTask({ projectId: project.id, assigneeId: stranger.id }))).rejects.toMatchObject(refusedOnAssignee);
-      await expect(tasks().create(actorOf(owner), newTask({ projectId: project.id, assigneeId: '00000000-0000-4000-8000-000000000000' }))).rejects.toMatchObject(refusedOnAssignee);
-      await expect(tasks().create(actorOf(owner), newTask({ projectId: null, assigneeId: stranger.id }))).rejects.toMatchObject(refusedOnAssignee);
+      expect(
+        (await tasks().create(actorOf(owner), newTask({ projectId: project.id, assigneeId: owner.id }))).assignee_id,
+      ).toBe(owner.id);
+      expect(
+        (await tasks().create(actorOf(owner), newTask({ projectId: null, assigneeId: owner.id }))).assignee_id,
+      ).toBe(owner.id);
+      await expect(
+        tasks().create(actorOf(owner), newTask({ projectId: project.id, assigneeId: stranger.id })),
+      ).rejects.toMatchObject(refusedOnAssignee);
+      await expect(
+        tasks().create(
+          actorOf(owner),
+          newTask({ projectId: project.id, assigneeId: '00000000-0000-4000-8000-000000000000' }),
+        ),
+      ).rejects.toMatchObject(refusedOnAssignee);
+      await expect(
+        tasks().create(actorOf(owner), newTask({ projectId: null, assigneeId: stranger.id })),
+      ).rejects.toMatchObject(refusedOnAssignee);
       // Nothing was written for the refused ones: the stranger sees no task.
       expect(await listed(actorOf(stranger), { limit: 50 })).toEqual([]);
     });
 
-    it('update: the task\'s own project decides (creator and assignee alike); unassigning always passes', async () => {
+    it("update: the task's own project decides (creator and assignee alike); unassigning always passes", async () => {
       const { make } = medium();
       const [owner, editor, stranger] = [await make.user(), await make.user(), await make.user()];
       const project = await make.project(owner, { members: [{ user: editor, role: 'editor' }] });
       const inProject = await make.task(owner, { projectId: project.id, assigneeId: editor.id });
-      await expect(tasks().update(actorOf(editor), inProject.id, { assigneeId: stranger.id })).rejects.toMatchObject(refusedOnAssignee);
-      await expect(tasks().update(actorOf(owner), inProject.id, { assigneeId: stranger.id })).rejects.toMatchObject(refusedOnAssignee);
-      expect((await tasks().update(actorOf(editor), inProject.id, { assigneeId: owner.id })).assignee_id).toBe(owner.id);
+      await expect(tasks().update(actorOf(editor), inProject.id, { assigneeId: stranger.id })).rejects.toMatchObject(
+        refusedOnAssignee,
+      );
+      await expect(tasks().update(actorOf(owner), inProject.id, { assigneeId: stranger.id })).rejects.toMatchObject(
+        refusedOnAssignee,
+      );
+      expect((await tasks().update(actorOf(editor), inProject.id, { assigneeId: owner.id })).assignee_id).toBe(
+        owner.id,
+      );
       expect((await tasks().update(actorOf(owner), inProject.id, { assigneeId: null })).assignee_id).toBeNull();
       const personal = await make.task(owner, { projectId: null });
-      await expect(tasks().update(actorOf(owner), personal.id, { assigneeId: editor.id })).rejects.toMatchObject(refusedOnAssignee);
+      await expect(tasks().update(actorOf(owner), personal.id, { assigneeId: editor.id })).rejects.toMatchObject(
+        refusedOnAssignee,
+      );
       expect((await tasks().update(actorOf(owner), personal.id, { assigneeId: owner.id })).assignee_id).toBe(owner.id);
       // A member who left can no longer be given the task.
-      await medium().db.deleteFrom('project_members').where('project_id', '=', project.id).where('user_id', '=', editor.id).execute();
-      await expect(tasks().update(actorOf(owner), inProject.id, { assigneeId: editor.id })).rejects.toMatchObject(refusedOnAssignee);
+      await medium()
+        .db.deleteFrom('project_members')
+        .where('project_id', '=', project.id)
+        .where('user_id', '=', editor.id)
+        .execute();
+      await expect(tasks().update(actorOf(owner), inProject.id, { assigneeId: editor.id })).rejects.toMatchObject(
+        refusedOnAssignee,
+      );
     });
   });
 });

@@ -69,7 +69,15 @@ export async function startAppProcess(env: Record<string, string>, timeoutMs = 9
   const readyMsg = env.APP_ROLE === 'worker' ? 'worker started' : 'listening';
   const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js')], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', WORKER_HTTP_PORT: '0', HOST: '127.0.0.1', SHUTDOWN_DRAIN_DELAY_MS: CLEANUP_DRAIN_DELAY_MS, ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      PORT: '0',
+      WORKER_HTTP_PORT: '0',
+      HOST: '127.0.0.1',
+      SHUTDOWN_DRAIN_DELAY_MS: CLEANUP_DRAIN_DELAY_MS,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -108,7 +116,10 @@ export interface BuiltServer {
  * Builds (once) and starts `node dist/src/main.js` as a user runs it: `services` on a fresh database of
  * TEST_DATABASE_URL's server with TEST_REDIS_URL, `embedded` with neither (the zero-config default).
  */
-export async function startBuiltServer(backing: 'embedded' | 'services', env: Record<string, string> = {}): Promise<BuiltServer> {
+export async function startBuiltServer(
+  backing: 'embedded' | 'services',
+  env: Record<string, string> = {},
+): Promise<BuiltServer> {
   buildOnce();
   const dataDir = mkdtempSync(join(tmpdir(), 'atrium-built-'));
   const processEnv: Record<string, string> = { DATA_DIR: dataDir, LOG_LEVEL: 'info' };

@@ -16,10 +16,16 @@ export interface CancelRaceTally {
  * Starts a run and cancels it at once (after a varying short pause, so both orders happen), many times, and
  * checks the rule users rely on: a 202 cancel always ends `cancelled`; a 409 only for a run already finished.
  */
-export async function raceExecuteAndCancel(app: TestApp, user: TestUser, body: Record<string, unknown>, iterations: number): Promise<CancelRaceTally> {
+export async function raceExecuteAndCancel(
+  app: TestApp,
+  user: TestUser,
+  body: Record<string, unknown>,
+  iterations: number,
+): Promise<CancelRaceTally> {
   const tally: CancelRaceTally = { accepted: 0, conflicts: 0, broken: [], wrongConflicts: [] };
   for (let i = 0; i < iterations; i += 1) {
-    const jobId = (await app.http.post('/api/agent/execute').set(bearer(user.token)).send(body).expect(202)).body.data.jobId as string;
+    const jobId = (await app.http.post('/api/agent/execute').set(bearer(user.token)).send(body).expect(202)).body.data
+      .jobId as string;
     // 0..~60 ms: sometimes before the worker claims the run, sometimes mid-run, sometimes after it finished.
     await new Promise((resolve) => setTimeout(resolve, (i * 7) % 61));
     const cancel = await app.http.post(`/api/agent/cancel/${jobId}`).set(bearer(user.token));

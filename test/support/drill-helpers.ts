@@ -89,9 +89,9 @@ export interface RawRequest {
 export async function call(baseUrl: string, req: RawRequest): Promise<RawResponse> {
   const headers: Record<string, string> = { ...(req.headers ?? {}) };
   if (req.token !== undefined) headers.authorization = `Bearer ${req.token}`;
-  let body: RequestInit["body"];
+  let body: RequestInit['body'];
   if (req.rawBody !== undefined) {
-    body = req.rawBody as RequestInit["body"];
+    body = req.rawBody as RequestInit['body'];
     if (req.contentType !== undefined) headers['content-type'] = req.contentType;
   } else if (req.body !== undefined) {
     body = JSON.stringify(req.body);

@@ -25,8 +25,16 @@ export class FakeEmbeddings {
         this.texts.push(...body.input);
         const answer = () => {
           if (res.destroyed) return;
-          const data = body.input.map((text, index) => ({ object: 'embedding', index, embedding: this.vectorOf(text) }));
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: 1, total_tokens: 1 } }));
+          const data = body.input.map((text, index) => ({
+            object: 'embedding',
+            index,
+            embedding: this.vectorOf(text),
+          }));
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(
+              JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: 1, total_tokens: 1 } }),
+            );
         };
         if (this.delayMs > 0) setTimeout(answer, this.delayMs).unref();
         else answer();
@@ -43,7 +51,10 @@ export class FakeEmbeddings {
   }
 
   private vectorOf(text: string): number[] {
-    const v = Array.from({ length: this.dims }, (_, i) => ((text.charCodeAt(i % Math.max(1, text.length)) || 1) % 17) + 1);
+    const v = Array.from(
+      { length: this.dims },
+      (_, i) => ((text.charCodeAt(i % Math.max(1, text.length)) || 1) % 17) + 1,
+    );
     const norm = Math.hypot(...v);
     return v.map((x) => x / norm);
   }

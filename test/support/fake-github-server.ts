@@ -149,7 +149,10 @@ export class FakeGithubServer {
 
   /** A token that can see these repositories (`'all'` = every one); read-only unless `write`. */
   grant(token: string, repos: string[] | 'all', options: { write?: boolean } = {}): void {
-    this.tokens.set(token, { repos: repos === 'all' ? 'all' : new Set(repos.map((r) => r.toLowerCase())), write: options.write ?? true });
+    this.tokens.set(token, {
+      repos: repos === 'all' ? 'all' : new Set(repos.map((r) => r.toLowerCase())),
+      write: options.write ?? true,
+    });
   }
 
   /** The token stays valid but no longer sees the repository (GitHub then answers 404). */
@@ -172,8 +175,15 @@ export class FakeGithubServer {
   static primaryRateLimit(resetInSeconds: number): CannedAnswer {
     return {
       status: 403,
-      headers: { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + resetInSeconds), 'x-ratelimit-resource': 'core' },
-      body: { message: 'API rate limit exceeded for user ID 1.', documentation_url: `${GITHUB_DOCS}/overview/rate-limits-for-the-rest-api` },
+      headers: {
+        'x-ratelimit-remaining': '0',
+        'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + resetInSeconds),
+        'x-ratelimit-resource': 'core',
+      },
+      body: {
+        message: 'API rate limit exceeded for user ID 1.',
+        documentation_url: `${GITHUB_DOCS}/overview/rate-limits-for-the-rest-api`,
+      },
     };
   }
 
@@ -192,7 +202,9 @@ export class FakeGithubServer {
   /** Serve a recorded @octokit/fixtures scenario (e.g. "get-repository"): requests must match in order. */
   useFixture(scenario: string): FixtureEntry[] {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const entries = require(`@octokit/fixtures/scenarios/api.github.com/${scenario}/normalized-fixture.json`) as FixtureEntry[];
+    const entries = require(
+      `@octokit/fixtures/scenarios/api.github.com/${scenario}/normalized-fixture.json`,
+    ) as FixtureEntry[];
     this.fixture = { entries: structuredClone(entries), served: 0 };
     return this.fixture.entries;
   }
@@ -233,12 +245,19 @@ export class FakeGithubServer {
 
     if (this.fixture) return this.serveFixture(req, url, body, res);
 
-    const queued = this.queue.findIndex((q) => (!q.method || q.method === record.method) && (!q.pathPattern || q.pathPattern.test(url.pathname)));
+    const queued = this.queue.findIndex(
+      (q) => (!q.method || q.method === record.method) && (!q.pathPattern || q.pathPattern.test(url.pathname)),
+    );
     if (queued !== -1) {
       const [answer] = this.queue.splice(queued, 1);
       if (answer.delayMs) await sleep(answer.delayMs);
       if (res.destroyed) return;
-      const body = answer.echoAuthorization ? { message: `Bad credentials for ${req.headers.authorization ?? ''}`, errors: [{ message: String(req.headers.authorization) }] } : (answer.body ?? {});
+      const body = answer.echoAuthorization
+        ? {
+            message: `Bad credentials for ${req.headers.authorization ?? ''}`,
+            errors: [{ message: String(req.headers.authorization) }],
+          }
+        : (answer.body ?? {});
       return this.send(res, answer.status, body, answer.headers);
     }
     try {
@@ -256,7 +275,8 @@ export class FakeGithubServer {
 
     const token = /^(?:token|bearer)\s+(\S+)$/i.exec(request.authorization ?? '')?.[1];
     const grant = token === undefined ? undefined : this.tokens.get(token);
-    if (token !== undefined && !grant) return this.send(res, 401, { message: 'Bad credentials', documentation_url: GITHUB_DOCS });
+    if (token !== undefined && !grant)
+      return this.send(res, 401, { message: 'Bad credentials', documentation_url: GITHUB_DOCS });
     if (token === undefined && !this.allowAnonymous) {
       return this.send(res, 401, { message: 'Requires authentication', documentation_url: GITHUB_DOCS });
     }
@@ -266,7 +286,10 @@ export class FakeGithubServer {
 
     const write = request.method !== 'GET';
     if (write && !grant?.write) {
-      return this.send(res, 403, { message: 'Resource not accessible by personal access token', documentation_url: GITHUB_DOCS });
+      return this.send(res, 403, {
+        message: 'Resource not accessible by personal access token',
+        documentation_url: GITHUB_DOCS,
+      });
     }
     const api = this.baseUrl;
     const html = `https://github.com/${repo.owner}/${repo.name}`;
@@ -283,7 +306,9 @@ export class FakeGithubServer {
         description: repo.description,
         default_branch: repo.defaultBranch,
         url: `${api}/repos/${repo.owner}/${repo.name}`,
-        ...(grant ? { permissions: { admin: false, maintain: false, push: grant.write, triage: grant.write, pull: true } } : {}),
+        ...(grant
+          ? { permissions: { admin: false, maintain: false, push: grant.write, triage: grant.write, pull: true } }
+          : {}),
       });
     }
     if (request.method === 'GET' && rest === '/commits') {
@@ -294,7 +319,12 @@ export class FakeGithubServer {
       return this.sendPage(res, url, commits, (c) => ({
         sha: c.sha,
         node_id: 'C_x',
-        commit: { author: { name: c.author, email: `${c.author}@example.com`, date: c.date }, committer: { name: c.author, date: c.date }, message: c.message, tree: {} },
+        commit: {
+          author: { name: c.author, email: `${c.author}@example.com`, date: c.date },
+          committer: { name: c.author, date: c.date },
+          message: c.message,
+          tree: {},
+        },
         url: `${api}/repos/${repo.owner}/${repo.name}/commits/${c.sha}`,
         html_url: `${html}/commit/${c.sha}`,
         author: { login: c.author.toLowerCase().replace(/\s+/g, '-'), id: 7 },
@@ -331,15 +361,21 @@ export class FakeGithubServer {
         createdAt: new Date().toISOString(),
       };
       repo.issues.push(issue);
-      return this.send(res, 201, this.issueJson(repo, issue), { location: `${api}/repos/${repo.owner}/${repo.name}/issues/${number}` });
+      return this.send(res, 201, this.issueJson(repo, issue), {
+        location: `${api}/repos/${repo.owner}/${repo.name}/issues/${number}`,
+      });
     }
     const comment = /^\/issues\/(\d+)\/comments$/.exec(rest);
     if (request.method === 'POST' && comment) {
       const issueNumber = Number(comment[1]);
-      if (!repo.issues.some((i) => i.number === issueNumber)) return this.send(res, 404, { message: 'Not Found', documentation_url: GITHUB_DOCS });
+      if (!repo.issues.some((i) => i.number === issueNumber))
+        return this.send(res, 404, { message: 'Not Found', documentation_url: GITHUB_DOCS });
       const text = (request.body as { body?: unknown })?.body;
       if (typeof text !== 'string' || text === '') {
-        return this.send(res, 422, { message: 'Validation Failed', errors: [{ resource: 'IssueComment', code: 'missing_field', field: 'body' }] });
+        return this.send(res, 422, {
+          message: 'Validation Failed',
+          errors: [{ resource: 'IssueComment', code: 'missing_field', field: 'body' }],
+        });
       }
       const id = this.nextId++;
       repo.comments.push({ id, issueNumber, body: text });
@@ -420,7 +456,9 @@ export class FakeGithubServer {
       created_at: issue.createdAt,
       updated_at: issue.createdAt,
       closed_at: issue.state === 'closed' ? issue.createdAt : null,
-      ...(issue.isPull ? { pull_request: { url: `${this.baseUrl}/repos/${repo.owner}/${repo.name}/pulls/${issue.number}` } } : {}),
+      ...(issue.isPull
+        ? { pull_request: { url: `${this.baseUrl}/repos/${repo.owner}/${repo.name}/pulls/${issue.number}` } }
+        : {}),
     };
   }
 
@@ -454,7 +492,9 @@ export class FakeGithubServer {
     const expected = fixture.entries[fixture.served];
     const problem = expected ? fixtureMismatch(expected, req, url, body) : 'no more requests expected';
     if (problem) {
-      return this.send(res, 599, { message: `fake GitHub: request ${req.method} ${url.pathname}${url.search} does not fit the fixture: ${problem}` });
+      return this.send(res, 599, {
+        message: `fake GitHub: request ${req.method} ${url.pathname}${url.search} does not fit the fixture: ${problem}`,
+      });
     }
     fixture.served += 1;
     const headers: Record<string, string> = {};
@@ -463,7 +503,8 @@ export class FakeGithubServer {
       // Recorded links point at api.github.com; point them here so Octokit's paginate follows them to us.
       headers[name] = (Array.isArray(value) ? value.join(', ') : String(value)).split(FIXTURE_HOST).join(this.baseUrl);
     }
-    const payload = expected.response === '' ? '' : JSON.stringify(expected.response).split(FIXTURE_HOST).join(this.baseUrl);
+    const payload =
+      expected.response === '' ? '' : JSON.stringify(expected.response).split(FIXTURE_HOST).join(this.baseUrl);
     res.writeHead(expected.status, headers);
     res.end(payload);
   }
@@ -494,18 +535,28 @@ function fixtureMismatch(expected: FixtureEntry, req: IncomingMessage, url: URL,
   for (const [name, value] of recorded.searchParams) {
     if (url.searchParams.get(name) !== value) return `expected query ${name}=${value}`;
   }
-  if (expected.body !== undefined && expected.body !== '' && expected.body !== null && JSON.stringify(sortKeys(expected.body)) !== JSON.stringify(sortKeys(body))) {
+  if (
+    expected.body !== undefined &&
+    expected.body !== '' &&
+    expected.body !== null &&
+    JSON.stringify(sortKeys(expected.body)) !== JSON.stringify(sortKeys(body))
+  ) {
     return `expected body ${JSON.stringify(expected.body)}`;
   }
   const auth = expected.reqheaders?.authorization;
-  if (auth && req.headers.authorization?.replace(/^bearer /i, 'token ') !== auth) return `expected authorization ${auth}`;
+  if (auth && req.headers.authorization?.replace(/^bearer /i, 'token ') !== auth)
+    return `expected authorization ${auth}`;
   return undefined;
 }
 
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, sortKeys(v)]));
+    return Object.fromEntries(
+      Object.entries(value as Record<string, unknown>)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => [k, sortKeys(v)]),
+    );
   }
   return value;
 }

@@ -21,7 +21,12 @@ export interface RecordedRequest {
   headers: IncomingMessage['headers'];
   body: {
     model: string;
-    messages: { role: string; content: string | null; tool_call_id?: string; tool_calls?: { id: string; function: { name: string; arguments: string } }[] }[];
+    messages: {
+      role: string;
+      content: string | null;
+      tool_call_id?: string;
+      tool_calls?: { id: string; function: { name: string; arguments: string } }[];
+    }[];
     tools?: { type: string; function: { name: string; description: string; parameters: Record<string, unknown> } }[];
   };
   /** Set when the client went away before the answer was sent (an aborted request). */
@@ -73,10 +78,15 @@ export class FakeLlmServer {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { message: 'not found' } }));
       return;
     }
-    const recorded: RecordedRequest = { headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
+    const recorded: RecordedRequest = {
+      headers: req.headers,
+      body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+    };
     this.requests.push(recorded);
     this.open.add(res);
     res.on('close', () => {
@@ -88,13 +98,27 @@ export class FakeLlmServer {
     if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
     if (res.destroyed) return;
     if (reply.status && reply.status >= 400) {
-      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify({ error: { message: reply.echoAuthorization ? `invalid key: ${req.headers.authorization}` : `scripted ${reply.status}`, type: 'server_error' } }));
+      res
+        .writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers })
+        .end(
+          JSON.stringify({
+            error: {
+              message: reply.echoAuthorization
+                ? `invalid key: ${req.headers.authorization}`
+                : `scripted ${reply.status}`,
+              type: 'server_error',
+            },
+          }),
+        );
       return;
     }
     const toolCalls = (reply.toolCalls ?? []).map((call, i) => ({
       id: call.id ?? `call_${this.requests.length}_${i}`,
       type: 'function',
-      function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {}) },
+      function: {
+        name: call.name,
+        arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {}),
+      },
     }));
     const body = {
       id: `chatcmpl-${this.requests.length}`,
@@ -104,7 +128,11 @@ export class FakeLlmServer {
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: reply.content ?? null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+          message: {
+            role: 'assistant',
+            content: reply.content ?? null,
+            ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+          },
           finish_reason: toolCalls.length ? 'tool_calls' : 'stop',
         },
       ],

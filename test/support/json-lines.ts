@@ -10,7 +10,8 @@ export function jsonLines(output: string): Record<string, any>[] {
       } catch {
         throw new Error(`not a JSON line: ${line.slice(0, 300)}`);
       }
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error(`not a JSON object: ${line.slice(0, 300)}`);
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+        throw new Error(`not a JSON object: ${line.slice(0, 300)}`);
       return parsed as Record<string, any>;
     });
 }

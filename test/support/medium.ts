@@ -84,7 +84,10 @@ export function useMediumContext(options: MediumOptions = {}): () => MediumConte
     await context?.close();
   });
   return () => {
-    if (!context) throw new Error('the medium context is not started (call useMediumContext() inside describe, use it inside a test)');
+    if (!context)
+      throw new Error(
+        'the medium context is not started (call useMediumContext() inside describe, use it inside a test)',
+      );
     return context;
   };
 }
@@ -145,12 +148,18 @@ export class MediumFactories {
       name: overrides.name ?? `Medium user ${n}`,
       role: overrides.role ?? 'member',
     };
-    await this.db.insertInto('users').values({ ...row, password_hash: 'medium-test:no-login' }).execute();
+    await this.db
+      .insertInto('users')
+      .values({ ...row, password_hash: 'medium-test:no-login' })
+      .execute();
     return row;
   }
 
   /** A project owned by `owner` (an owner membership row, as the service makes) with the given members. */
-  async project(owner: { id: string }, options: { name?: string; members?: { user: { id: string }; role: ProjectMemberRole }[] } = {}): Promise<ProjectRow> {
+  async project(
+    owner: { id: string },
+    options: { name?: string; members?: { user: { id: string }; role: ProjectMemberRole }[] } = {},
+  ): Promise<ProjectRow> {
     const row = { id: randomUUID(), name: options.name ?? `Project ${next()}`, ownerId: owner.id };
     await this.db.insertInto('projects').values({ id: row.id, name: row.name, owner_id: owner.id }).execute();
     await this.member(row, owner, 'owner');
@@ -240,6 +249,14 @@ export class MediumFactories {
 }
 
 /** The actor of a user's own access token (unpinned), or pinned like an API key / project session token. */
-export function actorOf(user: { id: string }, pins: Partial<Pick<Actor, 'projectIds' | 'repos' | 'projectRoleCap'>> = {}): Actor {
-  return { userId: user.id, projectIds: pins.projectIds ?? null, repos: pins.repos ?? null, ...(pins.projectRoleCap ? { projectRoleCap: pins.projectRoleCap } : {}) };
+export function actorOf(
+  user: { id: string },
+  pins: Partial<Pick<Actor, 'projectIds' | 'repos' | 'projectRoleCap'>> = {},
+): Actor {
+  return {
+    userId: user.id,
+    projectIds: pins.projectIds ?? null,
+    repos: pins.repos ?? null,
+    ...(pins.projectRoleCap ? { projectRoleCap: pins.projectRoleCap } : {}),
+  };
 }

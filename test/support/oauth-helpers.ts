@@ -23,8 +23,14 @@ export function pkcePair(): { verifier: string; challenge: string } {
 export const REDIRECT_URI = 'http://127.0.0.1:49152/callback';
 
 /** RFC 7591 registration of a public client (token_endpoint_auth_method none). */
-export async function registerPublicClient(app: Pick<TestApp, 'http'>, redirectUris: string[] = [REDIRECT_URI]): Promise<string> {
-  const res = await app.http.post('/oauth/register').send({ client_name: 'Test client', redirect_uris: redirectUris, token_endpoint_auth_method: 'none' }).expect(201);
+export async function registerPublicClient(
+  app: Pick<TestApp, 'http'>,
+  redirectUris: string[] = [REDIRECT_URI],
+): Promise<string> {
+  const res = await app.http
+    .post('/oauth/register')
+    .send({ client_name: 'Test client', redirect_uris: redirectUris, token_endpoint_auth_method: 'none' })
+    .expect(201);
   return res.body.client_id as string;
 }
 
@@ -39,7 +45,12 @@ export function consentRequestOf(html: string): Record<string, any> {
  * What a user does in the browser: open the authorization URL (the consent page), then approve it as the
  * page's script would (POST /api/oauth/authorize with the user's token). Returns the redirect it answers.
  */
-export async function consent(app: TestApp, user: TestUser, authorizationUrl: string | URL, answer: Record<string, unknown> = {}): Promise<URL> {
+export async function consent(
+  app: TestApp,
+  user: TestUser,
+  authorizationUrl: string | URL,
+  answer: Record<string, unknown> = {},
+): Promise<URL> {
   const url = new URL(authorizationUrl);
   const page = await app.http.get(`${url.pathname}${url.search}`).expect(200);
   const request = consentRequestOf(page.text);
@@ -90,13 +101,36 @@ export function tokenRequest(app: TestApp, form: Record<string, string>) {
 }
 
 /** Code → tokens for a public client. */
-export async function exchange(app: TestApp, clientId: string, code: string, verifier: string, redirectUri = REDIRECT_URI) {
-  const res = await tokenRequest(app, { grant_type: 'authorization_code', code, code_verifier: verifier, client_id: clientId, redirect_uri: redirectUri }).expect(200);
-  return res.body as { access_token: string; refresh_token: string; expires_in: number; scope: string; token_type: string };
+export async function exchange(
+  app: TestApp,
+  clientId: string,
+  code: string,
+  verifier: string,
+  redirectUri = REDIRECT_URI,
+) {
+  const res = await tokenRequest(app, {
+    grant_type: 'authorization_code',
+    code,
+    code_verifier: verifier,
+    client_id: clientId,
+    redirect_uri: redirectUri,
+  }).expect(200);
+  return res.body as {
+    access_token: string;
+    refresh_token: string;
+    expires_in: number;
+    scope: string;
+    token_type: string;
+  };
 }
 
 /** A user's OAuth access + refresh tokens for the given scopes (and pins), by the whole flow. */
-export async function oauthTokens(app: TestApp, user: TestUser, scopes: string[], answer: Record<string, unknown> = {}) {
+export async function oauthTokens(
+  app: TestApp,
+  user: TestUser,
+  scopes: string[],
+  answer: Record<string, unknown> = {},
+) {
   const clientId = await registerPublicClient(app);
   const { verifier, challenge } = pkcePair();
   const code = await codeFor(app, user, clientId, challenge, { scope: scopes.join(' '), answer });

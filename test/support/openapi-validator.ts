@@ -3,7 +3,8 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 
 /* ajv-formats is CommonJS with a default export; under ESM interop it may arrive wrapped. */
-const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as typeof addFormatsModule;
+const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
+  addFormatsModule) as typeof addFormatsModule;
 
 type Json = Record<string, any>;
 
@@ -42,7 +43,14 @@ export class OpenApiResponseValidator {
   }
 
   /** A sentence describing the mismatch, or undefined when the answer matches (or is not described). */
-  check(method: string, url: string, status: number, contentType: string | undefined, body: Buffer, requestBody: unknown): string | undefined {
+  check(
+    method: string,
+    url: string,
+    status: number,
+    contentType: string | undefined,
+    body: Buffer,
+    requestBody: unknown,
+  ): string | undefined {
     const path = url.split('?')[0];
     const route = this.routes.find((candidate) => candidate.pattern.test(path));
     if (!route) return undefined;
@@ -50,11 +58,13 @@ export class OpenApiResponseValidator {
     if (!operation) return undefined;
     const label = `${method} ${route.template} → ${status}`;
     let response = operation.responses[String(status)];
-    if (!response) return `${label}: status ${status} is not documented for this operation (documented: ${Object.keys(operation.responses).join(', ')})`;
+    if (!response)
+      return `${label}: status ${status} is not documented for this operation (documented: ${Object.keys(operation.responses).join(', ')})`;
     if (response.$ref) response = this.resolve(response.$ref);
     const media = response.content?.['application/json'];
     if (!media) return undefined;
-    if (!contentType?.includes('json')) return `${label}: documented as application/json, answered ${contentType ?? 'no content type'}`;
+    if (!contentType?.includes('json'))
+      return `${label}: documented as application/json, answered ${contentType ?? 'no content type'}`;
     let value: unknown;
     try {
       value = JSON.parse(body.toString('utf8'));
@@ -65,16 +75,23 @@ export class OpenApiResponseValidator {
     const problem = this.validate(pointer, value);
     if (problem) return `${label}: ${problem}\n  body: ${JSON.stringify(value).slice(0, 600)}`;
     // POST /call: the result must also match the named tool's own result schema, not just any tool's.
-    const tool = typeof (requestBody as Json | undefined)?.name === 'string' ? operation['x-atrium-tools']?.[(requestBody as Json).name] : undefined;
+    const tool =
+      typeof (requestBody as Json | undefined)?.name === 'string'
+        ? operation['x-atrium-tools']?.[(requestBody as Json).name]
+        : undefined;
     if (tool && status === 200) {
       const resultProblem = this.validate(`#${tool.result.$ref.slice(1)}`, (value as Json).result);
-      if (resultProblem) return `${label} (${(requestBody as Json).name} result): ${resultProblem}\n  body: ${JSON.stringify(value).slice(0, 600)}`;
+      if (resultProblem)
+        return `${label} (${(requestBody as Json).name} result): ${resultProblem}\n  body: ${JSON.stringify(value).slice(0, 600)}`;
     }
     return undefined;
   }
 
   private resolve(ref: string): Json {
-    const parts = ref.slice(2).split('/').map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'));
+    const parts = ref
+      .slice(2)
+      .split('/')
+      .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'));
     let node: Json = this.document;
     for (const part of parts) node = node[part];
     return { ...node, $pointer: ref };
@@ -88,7 +105,12 @@ export class OpenApiResponseValidator {
     }
     if (!validate) return `no schema at ${pointer}`;
     if (validate(value)) return undefined;
-    return (validate.errors ?? []).map((error) => `${error.instancePath || '/'} ${error.message} (${error.schemaPath}${error.params ? ` ${JSON.stringify(error.params)}` : ''})`).join('; ');
+    return (validate.errors ?? [])
+      .map(
+        (error) =>
+          `${error.instancePath || '/'} ${error.message} (${error.schemaPath}${error.params ? ` ${JSON.stringify(error.params)}` : ''})`,
+      )
+      .join('; ');
   }
 }
 
@@ -117,37 +139,51 @@ export function takeOpenApiMismatches(): string[] {
  * response ends, before the client can see it, so a mismatch is recorded by the time the test looks.
  */
 export function watchResponses(server: Server, validator: OpenApiResponseValidator): void {
-  server.prependListener('request', (req: IncomingMessage & { body?: unknown; originalUrl?: string }, res: ServerResponse) => {
-    const url = req.url ?? '';
-    const method = req.method ?? 'GET';
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const keep = (chunk: unknown, encoding?: unknown) => {
-      if (chunk === undefined || chunk === null || typeof chunk === 'function' || size > MAX_CAPTURED_BYTES) return;
-      const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
-      size += buffer.length;
-      chunks.push(buffer);
-    };
-    const write = res.write.bind(res) as (...args: unknown[]) => boolean;
-    const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
-    (res as unknown as { write: unknown }).write = (...args: unknown[]) => {
-      keep(args[0], args[1]);
-      return write(...args);
-    };
-    (res as unknown as { end: unknown }).end = (...args: unknown[]) => {
-      keep(args[0], args[1]);
-      const contentType = res.getHeader('content-type');
-      if (size <= MAX_CAPTURED_BYTES && !String(contentType ?? '').startsWith('text/event-stream')) {
-        try {
-          const problem = validator.check(method, url, res.statusCode, contentType === undefined ? undefined : String(contentType), Buffer.concat(chunks), req.body);
-          if (problem) mismatches.push(problem);
-        } catch (error) {
-          mismatches.push(`${method} ${url} → ${res.statusCode}: the check itself failed: ${(error as Error).message}`);
+  server.prependListener(
+    'request',
+    (req: IncomingMessage & { body?: unknown; originalUrl?: string }, res: ServerResponse) => {
+      const url = req.url ?? '';
+      const method = req.method ?? 'GET';
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const keep = (chunk: unknown, encoding?: unknown) => {
+        if (chunk === undefined || chunk === null || typeof chunk === 'function' || size > MAX_CAPTURED_BYTES) return;
+        const buffer = Buffer.isBuffer(chunk)
+          ? chunk
+          : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+        size += buffer.length;
+        chunks.push(buffer);
+      };
+      const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+      const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+      (res as unknown as { write: unknown }).write = (...args: unknown[]) => {
+        keep(args[0], args[1]);
+        return write(...args);
+      };
+      (res as unknown as { end: unknown }).end = (...args: unknown[]) => {
+        keep(args[0], args[1]);
+        const contentType = res.getHeader('content-type');
+        if (size <= MAX_CAPTURED_BYTES && !String(contentType ?? '').startsWith('text/event-stream')) {
+          try {
+            const problem = validator.check(
+              method,
+              url,
+              res.statusCode,
+              contentType === undefined ? undefined : String(contentType),
+              Buffer.concat(chunks),
+              req.body,
+            );
+            if (problem) mismatches.push(problem);
+          } catch (error) {
+            mismatches.push(
+              `${method} ${url} → ${res.statusCode}: the check itself failed: ${(error as Error).message}`,
+            );
+          }
         }
-      }
-      return end(...args);
-    };
-  });
+        return end(...args);
+      };
+    },
+  );
 }
 
 /**
@@ -157,6 +193,8 @@ export function watchResponses(server: Server, validator: OpenApiResponseValidat
 export function failOnOpenApiMismatches(): void {
   const found = takeOpenApiMismatches();
   if (found.length > 0) {
-    throw new Error(`${found.length} answer(s) do not match the OpenAPI document (/api/docs/openapi.json):\n- ${found.join('\n- ')}`);
+    throw new Error(
+      `${found.length} answer(s) do not match the OpenAPI document (/api/docs/openapi.json):\n- ${found.join('\n- ')}`,
+    );
   }
 }

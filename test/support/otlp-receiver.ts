@@ -60,7 +60,12 @@ function attributesOf(list: KeyValue[] | undefined): Record<string, string | num
   const out: Record<string, string | number | boolean> = {};
   for (const { key, value } of list ?? []) {
     if (!value) continue;
-    out[key] = value.stringValue ?? value.boolValue ?? (value.intValue !== undefined ? Number(value.intValue) : undefined) ?? value.doubleValue ?? '';
+    out[key] =
+      value.stringValue ??
+      value.boolValue ??
+      (value.intValue !== undefined ? Number(value.intValue) : undefined) ??
+      value.doubleValue ??
+      '';
   }
   return out;
 }
@@ -85,7 +90,11 @@ export class OtlpReceiver {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
-        if (req.method !== 'POST' || req.url !== '/v1/traces' || !String(req.headers['content-type']).startsWith('application/x-protobuf')) {
+        if (
+          req.method !== 'POST' ||
+          req.url !== '/v1/traces' ||
+          !String(req.headers['content-type']).startsWith('application/x-protobuf')
+        ) {
           res.writeHead(404).end();
           return;
         }
@@ -104,7 +113,10 @@ export class OtlpReceiver {
 
   private ingest(body: Buffer): void {
     const decoded = ExportRequest.toObject(ExportRequest.decode(body), { longs: String, defaults: false }) as {
-      resourceSpans?: { resource?: { attributes?: KeyValue[] }; scopeSpans?: { scope?: { name?: string }; spans?: Record<string, any>[] }[] }[];
+      resourceSpans?: {
+        resource?: { attributes?: KeyValue[] };
+        scopeSpans?: { scope?: { name?: string }; spans?: Record<string, any>[] }[];
+      }[];
     };
     for (const resourceSpans of decoded.resourceSpans ?? []) {
       const service = String(attributesOf(resourceSpans.resource?.attributes)['service.name'] ?? '');

@@ -19,7 +19,8 @@ export function parsePrometheusText(text: string): Sample[] {
     const match = SAMPLE_LINE.exec(line);
     if (!match) throw new Error(`not a Prometheus sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const [, key, raw] of (match[2] ?? '').matchAll(LABEL)) labels[key] = raw.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    for (const [, key, raw] of (match[2] ?? '').matchAll(LABEL))
+      labels[key] = raw.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
     samples.push({ name: match[1], labels, value: Number(match[3]) });
   }
   return samples;
@@ -27,6 +28,8 @@ export function parsePrometheusText(text: string): Sample[] {
 
 export function sampleValue(samples: readonly Sample[], name: string, labels: Record<string, string> = {}): number {
   return samples
-    .filter((sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value))
+    .filter(
+      (sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value),
+    )
     .reduce((sum, sample) => sum + sample.value, 0);
 }

@@ -10,6 +10,7 @@ export function sharedDir(): string {
     (candidate): candidate is string => !!candidate,
   );
   const found = candidates.find((candidate) => existsSync(join(candidate, 'data', 'ir')));
-  if (!found) throw new Error(`The shared data folder was not found (looked in ${candidates.join(', ')}); set SHARED_DIR`);
+  if (!found)
+    throw new Error(`The shared data folder was not found (looked in ${candidates.join(', ')}); set SHARED_DIR`);
   return resolve(found);
 }

@@ -29,7 +29,13 @@ export async function readSse(
   const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'text/event-stream' };
   if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId;
   const response = await fetch(url, { headers, signal: controller.signal });
-  const read: SseRead = { status: response.status, contentType: response.headers.get('content-type'), events: [], comments: [], closedByServer: false };
+  const read: SseRead = {
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    events: [],
+    comments: [],
+    closedByServer: false,
+  };
   if (!response.ok || !response.body) {
     clearTimeout(timer);
     await response.text().catch(() => undefined);
@@ -46,7 +52,12 @@ export async function readSse(
         const line = buffer.slice(0, newline).replace(/\r$/, '');
         buffer = buffer.slice(newline + 1);
         if (line === '') {
-          if (current.data.length) read.events.push({ id: current.id, event: current.event ?? 'message', data: JSON.parse(current.data.join('\n')) });
+          if (current.data.length)
+            read.events.push({
+              id: current.id,
+              event: current.event ?? 'message',
+              data: JSON.parse(current.data.join('\n')),
+            });
           current = { data: [] };
         } else if (line.startsWith(':')) {
           read.comments.push(line.slice(1).trim());

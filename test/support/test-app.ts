@@ -1,7 +1,17 @@
 import 'reflect-metadata';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createHash, randomBytes } from 'node:crypto';
-import { globSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  globSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -45,7 +55,10 @@ export interface TestDatabaseOptions {
 export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
   const serverUrl = process.env.TEST_DATABASE_URL;
   if (!serverUrl) {
-    const embedded = await EmbeddedPostgres.start(undefined, options.schema === 'empty' ? {} : { loadDataDir: await embeddedTemplate() });
+    const embedded = await EmbeddedPostgres.start(
+      undefined,
+      options.schema === 'empty' ? {} : { loadDataDir: await embeddedTemplate() },
+    );
     return { url: embedded.url, kind: 'embedded', drop: () => embedded.stop() };
   }
   const name = `atrium_test_${randomBytes(6).toString('hex')}`;
@@ -89,8 +102,10 @@ const KEPT_TEMPLATES = 8;
  */
 function templateName(): string {
   const hash = createHash('sha256');
-  for (const file of readdirSync(MIGRATIONS_DIR).sort()) hash.update(file).update(readFileSync(join(MIGRATIONS_DIR, file)));
-  for (const file of globSync('src/**/*.sql', { cwd: SOURCES_ROOT }).sort()) hash.update(file).update(readFileSync(join(SOURCES_ROOT, file)));
+  for (const file of readdirSync(MIGRATIONS_DIR).sort())
+    hash.update(file).update(readFileSync(join(MIGRATIONS_DIR, file)));
+  for (const file of globSync('src/**/*.sql', { cwd: SOURCES_ROOT }).sort())
+    hash.update(file).update(readFileSync(join(SOURCES_ROOT, file)));
   return `${TEMPLATE_PREFIX}${hash.digest('hex').slice(0, 16)}`;
 }
 
@@ -125,12 +140,17 @@ async function ensureTemplate(serverUrl: string): Promise<string> {
   try {
     await admin.query('SELECT pg_advisory_lock($1::bigint)', [TEMPLATE_LOCK_KEY]);
     // Newest first (database oids grow with creation).
-    const existing = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE starts_with(datname, $1) ORDER BY oid DESC`, [TEMPLATE_PREFIX]);
+    const existing = await admin.query<{ datname: string }>(
+      `SELECT datname FROM pg_database WHERE starts_with(datname, $1) ORDER BY oid DESC`,
+      [TEMPLATE_PREFIX],
+    );
     if (!existing.rows.some((row) => row.datname === name)) {
       const building = `${name}_building`;
       await admin.query(`DROP DATABASE IF EXISTS ${building}`);
       await admin.query(`CREATE DATABASE ${building}`);
-      const dataSource = await new DataSource(buildDataSourceOptions(withDatabase(serverUrl, building), 1)).initialize();
+      const dataSource = await new DataSource(
+        buildDataSourceOptions(withDatabase(serverUrl, building), 1),
+      ).initialize();
       try {
         await runMigrationsUnderLock(dataSource, withDatabase(serverUrl, building));
       } finally {
@@ -139,7 +159,10 @@ async function ensureTemplate(serverUrl: string): Promise<string> {
       await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
     }
     // Keep the templates of the last few migration sets (branches tested side by side on one server), drop older ones.
-    const stale = existing.rows.map((row) => row.datname).filter((datname) => datname !== name && !datname.endsWith('_building')).slice(KEPT_TEMPLATES - 1);
+    const stale = existing.rows
+      .map((row) => row.datname)
+      .filter((datname) => datname !== name && !datname.endsWith('_building'))
+      .slice(KEPT_TEMPLATES - 1);
     for (const datname of stale) {
       // Fails while someone copies it: then it stays until a later run.
       await admin.query(`DROP DATABASE IF EXISTS ${datname}`).catch(() => undefined);
@@ -160,7 +183,9 @@ const EMBEDDED_TEMPLATE_DIR = join(tmpdir(), 'atrium-test-pglite');
  * processes building at once both write a complete one. The newest few are kept, as on PostgreSQL.
  */
 async function embeddedTemplate(): Promise<Blob> {
-  const pglite = JSON.parse(readFileSync(join(__dirname, '..', '..', 'node_modules', '@electric-sql', 'pglite', 'package.json'), 'utf8')) as { version: string };
+  const pglite = JSON.parse(
+    readFileSync(join(__dirname, '..', '..', 'node_modules', '@electric-sql', 'pglite', 'package.json'), 'utf8'),
+  ) as { version: string };
   const file = join(EMBEDDED_TEMPLATE_DIR, `${templateName()}-pglite-${pglite.version}.tar`);
   try {
     return new Blob([readFileSync(file)]);
@@ -186,7 +211,10 @@ async function embeddedTemplate(): Promise<Blob> {
   renameSync(partial, file);
   const stale = readdirSync(EMBEDDED_TEMPLATE_DIR)
     .filter((name) => name.endsWith('.tar'))
-    .map((name) => ({ path: join(EMBEDDED_TEMPLATE_DIR, name), mtime: statSync(join(EMBEDDED_TEMPLATE_DIR, name), { throwIfNoEntry: false })?.mtimeMs ?? 0 }))
+    .map((name) => ({
+      path: join(EMBEDDED_TEMPLATE_DIR, name),
+      mtime: statSync(join(EMBEDDED_TEMPLATE_DIR, name), { throwIfNoEntry: false })?.mtimeMs ?? 0,
+    }))
     .sort((a, b) => b.mtime - a.mtime)
     .slice(KEPT_TEMPLATES);
   for (const { path } of stale) rmSync(path, { force: true });
@@ -232,7 +260,10 @@ export interface TestAppOptions {
 }
 
 /** The environment of an in-process test app: its own DATA_DIR and Redis prefix, TEST_REDIS_URL, quiet logs; then `overrides`. */
-export function testAppEnv(dataDir: string, overrides: Record<string, string> = {}): Record<string, string | undefined> {
+export function testAppEnv(
+  dataDir: string,
+  overrides: Record<string, string> = {},
+): Record<string, string | undefined> {
   return {
     NODE_ENV: 'test',
     DATA_DIR: dataDir,
@@ -248,7 +279,12 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const database = options.database ?? (await createTestDatabase());
   const dataDir = mkdtempSync(join(tmpdir(), 'atrium-test-'));
   const config = loadConfig(testAppEnv(dataDir, options.env));
-  const app = await createHttpApp({ config, databaseUrl: database.url, logger: new JsonLogger(config.logLevel), extraModules: options.extraModules });
+  const app = await createHttpApp({
+    config,
+    databaseUrl: database.url,
+    logger: new JsonLogger(config.logLevel),
+    extraModules: options.extraModules,
+  });
   await app.listen(options.port ?? 0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   const baseUrl = `http://127.0.0.1:${address.port}`;

@@ -34,7 +34,12 @@ export class WaitTimeoutError extends Error {
  * Reads `read()` until `accept(value)` holds and returns that value. The read runs at least once, even when
  * `timeoutMs` has already passed by then (a slow first read is not a failure).
  */
-export async function pollUntil<T>(label: string, read: () => Promise<T>, accept: (value: T) => boolean, options: WaitOptions = {}): Promise<T> {
+export async function pollUntil<T>(
+  label: string,
+  read: () => Promise<T>,
+  accept: (value: T) => boolean,
+  options: WaitOptions = {},
+): Promise<T> {
   const { timeoutMs = 30_000, intervalMs = 100, ignoreErrors = false } = options;
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -53,12 +58,20 @@ export async function pollUntil<T>(label: string, read: () => Promise<T>, accept
 }
 
 /** Calls `probe()` until it returns something truthy, and returns that. */
-export async function waitFor<T>(label: string, probe: () => Promise<T | undefined | null | false>, options: WaitOptions = {}): Promise<T> {
+export async function waitFor<T>(
+  label: string,
+  probe: () => Promise<T | undefined | null | false>,
+  options: WaitOptions = {},
+): Promise<T> {
   return (await pollUntil(label, probe, (value) => Boolean(value), options)) as T;
 }
 
 /** How long `check()` took to turn true (e.g. recovery after an outage), in ms. */
-export async function timeUntil(label: string, check: () => Promise<boolean>, options: WaitOptions = {}): Promise<number> {
+export async function timeUntil(
+  label: string,
+  check: () => Promise<boolean>,
+  options: WaitOptions = {},
+): Promise<number> {
   const started = Date.now();
   await pollUntil(label, check, (ok) => ok, options);
   return Date.now() - started;

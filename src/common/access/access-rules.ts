@@ -199,7 +199,12 @@ export function mayCreateWithoutProject(actor: Actor): boolean {
  * actor itself (so no one can push a task, and the text in it, into a stranger's lists and MCP clients).
  * `assigneeRole` is the assignee's member role in the task's project, null when not a member (or no project).
  */
-export function mayAssignTask(actor: Actor, projectId: string | null, assigneeId: string, assigneeRole: ProjectRole | null): boolean {
+export function mayAssignTask(
+  actor: Actor,
+  projectId: string | null,
+  assigneeId: string,
+  assigneeRole: ProjectRole | null,
+): boolean {
   return projectId === null ? assigneeId === actor.userId : assigneeRole !== null;
 }
 
@@ -240,9 +245,18 @@ export function mayDecideAgentRun(role: ProjectRole | null): boolean {
  */
 export function narrowestActor(a: Actor, b: Actor): Actor {
   if (a.userId !== b.userId) throw new Error('narrowestActor: two different users');
-  const both = <T extends string>(x: readonly T[] | null, y: readonly T[] | null, same: (p: T, q: T) => boolean): readonly T[] | null =>
+  const both = <T extends string>(
+    x: readonly T[] | null,
+    y: readonly T[] | null,
+    same: (p: T, q: T) => boolean,
+  ): readonly T[] | null =>
     x === null ? y : y === null ? x : x.filter((item) => y.some((other) => same(item, other)));
-  const cap = a.projectRoleCap === undefined ? b.projectRoleCap : b.projectRoleCap === undefined ? a.projectRoleCap : cappedRole(a.projectRoleCap, b.projectRoleCap);
+  const cap =
+    a.projectRoleCap === undefined
+      ? b.projectRoleCap
+      : b.projectRoleCap === undefined
+        ? a.projectRoleCap
+        : cappedRole(a.projectRoleCap, b.projectRoleCap);
   return {
     userId: a.userId,
     projectIds: both(a.projectIds, b.projectIds, (p, q) => p === q),

@@ -11,9 +11,21 @@ describe('deciding about agent runs', () => {
   it('an approved call runs within both actors: pins intersect, the lower cap wins', () => {
     const run = { userId: 'u', projectIds: ['p1'], repos: null };
     const token = { userId: 'u', projectIds: ['p1'], repos: [], projectRoleCap: 'editor' as const };
-    expect(narrowestActor(run, token)).toEqual({ userId: 'u', projectIds: ['p1'], repos: [], projectRoleCap: 'editor' });
-    expect(narrowestActor({ ...run, repos: ['Acme/Widgets', 'acme/other'] }, { userId: 'u', projectIds: null, repos: ['acme/widgets'] })).toEqual({ userId: 'u', projectIds: ['p1'], repos: ['Acme/Widgets'] });
-    expect(narrowestActor({ ...run, projectRoleCap: 'editor' }, { ...run, projectRoleCap: 'viewer' }).projectRoleCap).toBe('viewer');
+    expect(narrowestActor(run, token)).toEqual({
+      userId: 'u',
+      projectIds: ['p1'],
+      repos: [],
+      projectRoleCap: 'editor',
+    });
+    expect(
+      narrowestActor(
+        { ...run, repos: ['Acme/Widgets', 'acme/other'] },
+        { userId: 'u', projectIds: null, repos: ['acme/widgets'] },
+      ),
+    ).toEqual({ userId: 'u', projectIds: ['p1'], repos: ['Acme/Widgets'] });
+    expect(
+      narrowestActor({ ...run, projectRoleCap: 'editor' }, { ...run, projectRoleCap: 'viewer' }).projectRoleCap,
+    ).toBe('viewer');
     expect(narrowestActor({ ...run, projectIds: ['p1'] }, { ...run, projectIds: ['p2'] }).projectIds).toEqual([]);
     expect(() => narrowestActor(run, { ...run, userId: 'v' })).toThrow();
   });

@@ -2,7 +2,13 @@ import { WriteBehindBuffer } from './write-behind-buffer.js';
 
 function buffer(write: (batch: number[]) => Promise<void>, maxBuffered = 1000) {
   const errors: number[] = [];
-  const b = new WriteBehindBuffer<number>({ write, onError: (_e, dropped) => errors.push(dropped), flushEveryMs: 60_000, batchSize: 3, maxBuffered });
+  const b = new WriteBehindBuffer<number>({
+    write,
+    onError: (_e, dropped) => errors.push(dropped),
+    flushEveryMs: 60_000,
+    batchSize: 3,
+    maxBuffered,
+  });
   return { b, errors };
 }
 

@@ -25,7 +25,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
 export function sendError(exception: unknown, req: Request, res: Response, logger: Logger): void {
   let appException = toAppException(exception);
   if (!appException) {
-    logger.error({ msg: 'Unhandled error', method: req.method, path: req.path }, exception instanceof Error ? exception : undefined);
+    logger.error(
+      { msg: 'Unhandled error', method: req.method, path: req.path },
+      exception instanceof Error ? exception : undefined,
+    );
     appException = new AppException(ErrorCode.Internal, 'Internal server error; quote the traceId when reporting it');
   } else if (isPlannedDrain(appException)) {
     // Readiness during a planned shutdown: expected, so the access line stays at info (accessLogMiddleware).
@@ -51,5 +54,10 @@ export function sendError(exception: unknown, req: Request, res: Response, logge
 /** The 503 of a readiness probe while the process drains (HealthController.ready): not a failure. */
 function isPlannedDrain(exception: AppException): boolean {
   const details = exception.details;
-  return exception.code === ErrorCode.DependencyUnavailable && !!details && !Array.isArray(details) && details.draining === true;
+  return (
+    exception.code === ErrorCode.DependencyUnavailable &&
+    !!details &&
+    !Array.isArray(details) &&
+    details.draining === true
+  );
 }

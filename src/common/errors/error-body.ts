@@ -29,7 +29,11 @@ export function renderError(exception: AppException, area: ApiArea, traceId: str
     body: {
       success: false,
       data: null,
-      error: { code: mapping.backendCode, message: exception.message, details: backendDetails(mapping.backendCode, exception) },
+      error: {
+        code: mapping.backendCode,
+        message: exception.message,
+        details: backendDetails(mapping.backendCode, exception),
+      },
       traceId,
     },
   };

@@ -62,7 +62,11 @@ export const ERROR_CODE_MAPPING: Record<ErrorCode, ErrorCodeMapping> = {
   [ErrorCode.StateConflict]: { status: 409, toolApiCode: 'state_conflict', backendCode: 'STATE_CONFLICT' },
   [ErrorCode.IdempotencyConflict]: { status: 409, toolApiCode: 'idempotency_conflict', backendCode: 'CONFLICT' },
   [ErrorCode.PayloadTooLarge]: { status: 413, toolApiCode: 'invalid_request', backendCode: 'PAYLOAD_TOO_LARGE' },
-  [ErrorCode.UnsupportedMediaType]: { status: 415, toolApiCode: 'invalid_request', backendCode: 'UNSUPPORTED_MEDIA_TYPE' },
+  [ErrorCode.UnsupportedMediaType]: {
+    status: 415,
+    toolApiCode: 'invalid_request',
+    backendCode: 'UNSUPPORTED_MEDIA_TYPE',
+  },
   [ErrorCode.MethodNotAllowed]: { status: 405, toolApiCode: 'invalid_request', backendCode: 'VALIDATION_FAILED' },
   [ErrorCode.RateLimited]: { status: 429, toolApiCode: 'rate_limited', backendCode: 'RATE_LIMITED' },
   [ErrorCode.UpstreamError]: { status: 502, toolApiCode: 'upstream_error', backendCode: 'DEPENDENCY_UNAVAILABLE' },

@@ -14,15 +14,23 @@ export const JSON_RPC_SERVER_ERROR = -32000;
  * Area A answer; `error.data` carries the Area A body so clients see the same code either way.
  * Tool failures never come here: they are `isError` tool results.
  */
-export function renderJsonRpcError(raw: unknown, exception: AppException, body: unknown, traceId: string): RenderedError {
+export function renderJsonRpcError(
+  raw: unknown,
+  exception: AppException,
+  body: unknown,
+  traceId: string,
+): RenderedError {
   const areaA = renderError(exception, 'tool-api', traceId);
-  const parseFailed = typeof raw === 'object' && raw !== null && (raw as { type?: unknown }).type === 'entity.parse.failed';
+  const parseFailed =
+    typeof raw === 'object' && raw !== null && (raw as { type?: unknown }).type === 'entity.parse.failed';
   let code = JSON_RPC_SERVER_ERROR;
   let message = exception.message;
   if (parseFailed) {
     code = JSON_RPC_PARSE_ERROR;
     message = 'Parse error: the body is not valid JSON';
-  } else if ([ErrorCode.InvalidRequest, ErrorCode.PayloadTooLarge, ErrorCode.UnsupportedMediaType].includes(exception.code)) {
+  } else if (
+    [ErrorCode.InvalidRequest, ErrorCode.PayloadTooLarge, ErrorCode.UnsupportedMediaType].includes(exception.code)
+  ) {
     code = JSON_RPC_INVALID_REQUEST;
   }
   return {

@@ -10,7 +10,13 @@ import { ERROR_CODE_MAPPING, ErrorCode } from './error-code.js';
 export function renderOAuthError(exception: AppException): RenderedError {
   const status = ERROR_CODE_MAPPING[exception.code].status;
   const headers = { ...exception.headers, 'Cache-Control': 'no-store' };
-  if (exception.code === ErrorCode.RateLimited) return { status: 429, headers, body: { error: 'too_many_requests', error_description: exception.message } };
-  if (status >= 500) return { status: 500, headers, body: { error: 'server_error', error_description: 'Internal server error' } };
-  return { status: [404, 405, 413, 415].includes(status) ? status : 400, headers, body: { error: 'invalid_request', error_description: exception.message } };
+  if (exception.code === ErrorCode.RateLimited)
+    return { status: 429, headers, body: { error: 'too_many_requests', error_description: exception.message } };
+  if (status >= 500)
+    return { status: 500, headers, body: { error: 'server_error', error_description: 'Internal server error' } };
+  return {
+    status: [404, 405, 413, 415].includes(status) ? status : 400,
+    headers,
+    body: { error: 'invalid_request', error_description: exception.message },
+  };
 }

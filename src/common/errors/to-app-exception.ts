@@ -49,14 +49,24 @@ export function toAppException(error: unknown): AppException | undefined {
   if (error instanceof AppException) return error;
   if (error instanceof HttpException) return fromHttpException(error);
   if (isConnectionFailure(error)) {
-    return new AppException(ErrorCode.DependencyUnavailable, 'The database is unavailable; retry shortly', { dependency: 'database' });
+    return new AppException(ErrorCode.DependencyUnavailable, 'The database is unavailable; retry shortly', {
+      dependency: 'database',
+    });
   }
   if (isRedisUnavailable(error)) {
-    return new AppException(ErrorCode.DependencyUnavailable, 'A required service (Redis) is unavailable; retry shortly', { dependency: 'redis' });
+    return new AppException(
+      ErrorCode.DependencyUnavailable,
+      'A required service (Redis) is unavailable; retry shortly',
+      { dependency: 'redis' },
+    );
   }
   if (isUpstreamFailure(error)) {
     const details = { upstream: error.upstream, ...(error.status !== undefined ? { status: error.status } : {}) };
-    return new AppException(ErrorCode.UpstreamError, `The ${error.upstream} service failed or did not answer in time; retry later`, details);
+    return new AppException(
+      ErrorCode.UpstreamError,
+      `The ${error.upstream} service failed or did not answer in time; retry later`,
+      details,
+    );
   }
   if (typeof error === 'object' && error !== null) return fromMiddlewareError(error as MiddlewareError);
   return undefined;
@@ -69,13 +79,21 @@ function fromHttpException(error: HttpException): AppException {
     return new AppException(ErrorCode.RateLimited, 'Too many requests; slow down and retry later');
   }
   const code = STATUS_TO_CODE[status] ?? (status >= 500 ? ErrorCode.Internal : ErrorCode.ValidationFailed);
-  if (status === 404 && typeof response === 'object' && /^Cannot (GET|POST|PUT|PATCH|DELETE)/.test(String((response as { message?: unknown }).message))) {
+  if (
+    status === 404 &&
+    typeof response === 'object' &&
+    /^Cannot (GET|POST|PUT|PATCH|DELETE)/.test(String((response as { message?: unknown }).message))
+  ) {
     return new AppException(ErrorCode.NotFound, 'No such route');
   }
   const message = typeof response === 'string' ? response : (response as { message?: unknown }).message;
   if (Array.isArray(message)) {
     // class-validator messages from the ValidationPipe.
-    return new AppException(code, 'Request validation failed', message.map((m) => ({ message: String(m) })));
+    return new AppException(
+      code,
+      'Request validation failed',
+      message.map((m) => ({ message: String(m) })),
+    );
   }
   return new AppException(code, typeof message === 'string' ? message : error.message);
 }
@@ -93,7 +111,8 @@ function fromMiddlewareError(error: MiddlewareError): AppException | undefined {
     case 'request.aborted':
       return new AppException(ErrorCode.InvalidRequest, 'Request was aborted by the client');
   }
-  if (error.code === 'LIMIT_FILE_SIZE') return new AppException(ErrorCode.PayloadTooLarge, 'Uploaded file is too large');
+  if (error.code === 'LIMIT_FILE_SIZE')
+    return new AppException(ErrorCode.PayloadTooLarge, 'Uploaded file is too large');
   if (typeof error.code === 'string' && error.code.startsWith('LIMIT_')) {
     return new AppException(ErrorCode.ValidationFailed, 'Malformed multipart upload');
   }

@@ -22,7 +22,8 @@ export function BackendController(prefix: string): ClassDecorator {
  */
 export function assertBackendRoutesEnveloped(app: INestApplication): void {
   const unwrapped: string[] = [];
-  const enveloped = (target: object): boolean => ((Reflect.getMetadata(INTERCEPTORS_METADATA, target) as unknown[] | undefined) ?? []).includes(EnvelopeInterceptor);
+  const enveloped = (target: object): boolean =>
+    ((Reflect.getMetadata(INTERCEPTORS_METADATA, target) as unknown[] | undefined) ?? []).includes(EnvelopeInterceptor);
   const paths = (target: object): string[] => {
     const value = Reflect.getMetadata(PATH_METADATA, target) as string | string[] | undefined;
     return (Array.isArray(value) ? value : [value ?? '']).map((path) => path.replace(/^\/+|\/+$/g, ''));
@@ -32,15 +33,22 @@ export function assertBackendRoutesEnveloped(app: INestApplication): void {
     if (!controller) continue;
     for (const name of Object.getOwnPropertyNames(controller.prototype)) {
       const handler = (controller.prototype as Record<string, unknown>)[name];
-      if (name === 'constructor' || typeof handler !== 'function' || Reflect.getMetadata(PATH_METADATA, handler) === undefined) continue;
+      if (
+        name === 'constructor' ||
+        typeof handler !== 'function' ||
+        Reflect.getMetadata(PATH_METADATA, handler) === undefined
+      )
+        continue;
       for (const prefix of paths(controller)) {
         for (const path of paths(handler)) {
           const full = `/${[prefix, path].filter(Boolean).join('/')}`;
           const backend = full.startsWith('/api/') && !`${full}/`.startsWith(TOOL_API_PREFIX);
-          if (backend && !enveloped(controller) && !enveloped(handler)) unwrapped.push(`${controller.name}.${name} (${full})`);
+          if (backend && !enveloped(controller) && !enveloped(handler))
+            unwrapped.push(`${controller.name}.${name} (${full})`);
         }
       }
     }
   }
-  if (unwrapped.length > 0) throw new Error(`Area B routes without the response envelope (use @BackendController): ${unwrapped.join(', ')}`);
+  if (unwrapped.length > 0)
+    throw new Error(`Area B routes without the response envelope (use @BackendController): ${unwrapped.join(', ')}`);
 }

@@ -11,12 +11,14 @@ import { RequestContext } from '../request-context/request-context.js';
 export class EnvelopeInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType() !== 'http') return next.handle();
-    return next.handle().pipe(
-      map((data: unknown) =>
-        data instanceof StreamableFile
-          ? data
-          : { success: true, data: data ?? null, error: null, traceId: RequestContext.requestId() ?? '' },
-      ),
-    );
+    return next
+      .handle()
+      .pipe(
+        map((data: unknown) =>
+          data instanceof StreamableFile
+            ? data
+            : { success: true, data: data ?? null, error: null, traceId: RequestContext.requestId() ?? '' },
+        ),
+      );
   }
 }

@@ -2,7 +2,12 @@ import { jsonBodyProblem } from './json-body-guard';
 
 describe('jsonBodyProblem', () => {
   it('accepts ordinary bodies, emoji and other paired surrogates', () => {
-    expect(jsonBodyProblem({ name: 'create_task', arguments: { title: 'Fix 😀 ✓', labels: ['a', 'b'], n: 1, ok: true, x: null } })).toBeNull();
+    expect(
+      jsonBodyProblem({
+        name: 'create_task',
+        arguments: { title: 'Fix 😀 ✓', labels: ['a', 'b'], n: 1, ok: true, x: null },
+      }),
+    ).toBeNull();
     expect(jsonBodyProblem(undefined)).toBeNull();
   });
 

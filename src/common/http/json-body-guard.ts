@@ -18,7 +18,8 @@ export function jsonBodyProblem(body: unknown, maxDepth = MAX_JSON_DEPTH): strin
   while (stack.length > 0) {
     const [value, depth] = stack.pop()!;
     if (typeof value === 'string') {
-      if (NOT_TEXT.test(value)) return 'Strings in the body must be Unicode text without NUL characters or unpaired surrogates';
+      if (NOT_TEXT.test(value))
+        return 'Strings in the body must be Unicode text without NUL characters or unpaired surrogates';
       continue;
     }
     if (typeof value !== 'object' || value === null) continue;
@@ -27,7 +28,8 @@ export function jsonBodyProblem(body: unknown, maxDepth = MAX_JSON_DEPTH): strin
       for (const item of value) stack.push([item, depth + 1]);
     } else {
       for (const [key, item] of Object.entries(value)) {
-        if (NOT_TEXT.test(key)) return 'Keys in the body must be Unicode text without NUL characters or unpaired surrogates';
+        if (NOT_TEXT.test(key))
+          return 'Keys in the body must be Unicode text without NUL characters or unpaired surrogates';
         stack.push([item, depth + 1]);
       }
     }

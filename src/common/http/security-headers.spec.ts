@@ -4,7 +4,10 @@ import { securityHeaders } from './security-headers.js';
 /** The headers the middleware sets for one request. */
 function headersFor(publicUrl: string): Record<string, string> {
   const set: Record<string, string> = {};
-  const res = { setHeader: (name: string, value: string) => void (set[name.toLowerCase()] = String(value)), removeHeader: () => undefined } as unknown as Response;
+  const res = {
+    setHeader: (name: string, value: string) => void (set[name.toLowerCase()] = String(value)),
+    removeHeader: () => undefined,
+  } as unknown as Response;
   securityHeaders(publicUrl)({ method: 'GET', headers: {} } as Request, res, () => undefined);
   return set;
 }

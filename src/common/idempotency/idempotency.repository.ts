@@ -29,7 +29,16 @@ export class IdempotencyRepository {
     const expiresAt = sql<Date>`now() + make_interval(mins => ${leaseMinutes})`;
     const claimed = await this.db
       .insertInto('idempotency_records')
-      .values({ owner_id: id.ownerId, scope: id.scope, key: id.key, request_hash: requestHash, state: 'pending', response: null, created_at: sql<Date>`now()`, expires_at: expiresAt })
+      .values({
+        owner_id: id.ownerId,
+        scope: id.scope,
+        key: id.key,
+        request_hash: requestHash,
+        state: 'pending',
+        response: null,
+        created_at: sql<Date>`now()`,
+        expires_at: expiresAt,
+      })
       .onConflict((conflict) =>
         conflict
           .columns(['owner_id', 'scope', 'key'])
@@ -57,7 +66,13 @@ export class IdempotencyRepository {
       .where('key', '=', id.key)
       .where('expires_at', '>', sql<Date>`now()`)
       .executeTakeFirst();
-    return row && { requestHash: row.request_hash, state: row.state === 'completed' ? 'completed' : 'pending', response: row.response as IdempotencyRecord['response'] };
+    return (
+      row && {
+        requestHash: row.request_hash,
+        state: row.state === 'completed' ? 'completed' : 'pending',
+        response: row.response as IdempotencyRecord['response'],
+      }
+    );
   }
 
   /** Drops this request's own pending claim (its work failed), so the client may retry at once. */

@@ -61,7 +61,9 @@ export class IdempotencyService {
   /** 400 for a header value that cannot be a key (empty, too long, control or non-ASCII chars). */
   static assertValidKey(key: string): void {
     if (!KEY_PATTERN.test(key)) {
-      throw new AppException(ErrorCode.InvalidRequest, 'Idempotency-Key must be 1..255 visible ASCII characters', { header: 'Idempotency-Key' });
+      throw new AppException(ErrorCode.InvalidRequest, 'Idempotency-Key must be 1..255 visible ASCII characters', {
+        header: 'Idempotency-Key',
+      });
     }
   }
 
@@ -69,7 +71,9 @@ export class IdempotencyService {
   async runAuthorized<P, T>(input: AuthorizedRequest<P, T>): Promise<IdempotentOutcome<T>> {
     const authorized = await input.authorize();
     if (input.key === undefined) return { value: await input.work(authorized), replayed: false };
-    return this.run({ ownerId: input.ownerId, scope: input.scope, key: input.key, request: input.request }, () => input.work(authorized));
+    return this.run({ ownerId: input.ownerId, scope: input.scope, key: input.key, request: input.request }, () =>
+      input.work(authorized),
+    );
   }
 
   async run<T>(input: IdempotencyRequest, work: () => Promise<T>): Promise<IdempotentOutcome<T>> {
@@ -81,16 +85,25 @@ export class IdempotencyService {
       const existing = await this.records.findLive(id);
       if (!existing) continue; // expired or released between the two statements: claim again
       if (existing.requestHash !== requestHash) {
-        throw new AppException(ErrorCode.IdempotencyConflict, 'This Idempotency-Key was already used with different arguments', {
-          header: 'Idempotency-Key',
-        });
+        throw new AppException(
+          ErrorCode.IdempotencyConflict,
+          'This Idempotency-Key was already used with different arguments',
+          {
+            header: 'Idempotency-Key',
+          },
+        );
       }
-      if (existing.state === 'completed' && existing.response) return { value: existing.response.value as T, replayed: true };
+      if (existing.state === 'completed' && existing.response)
+        return { value: existing.response.value as T, replayed: true };
       if (Date.now() > deadline) {
-        throw new AppException(ErrorCode.IdempotencyConflict, 'A request with this Idempotency-Key is still in progress; retry shortly', {
-          header: 'Idempotency-Key',
-          in_progress: true,
-        });
+        throw new AppException(
+          ErrorCode.IdempotencyConflict,
+          'A request with this Idempotency-Key is still in progress; retry shortly',
+          {
+            header: 'Idempotency-Key',
+            in_progress: true,
+          },
+        );
       }
       await sleep(50);
     }

@@ -14,7 +14,11 @@ export class SlotLeasesRepository {
   async acquire(key: string, member: string, limit: number, leaseMs: number): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`slot_leases:${key}`}, 0))`.execute(trx);
-      await trx.deleteFrom('slot_leases').where('key', '=', key).where('expires_at', '<', sql<Date>`now()`).execute();
+      await trx
+        .deleteFrom('slot_leases')
+        .where('key', '=', key)
+        .where('expires_at', '<', sql<Date>`now()`)
+        .execute();
       const { rows } = await sql<{ member: string }>`
         INSERT INTO slot_leases (key, member, expires_at)
         SELECT ${key}, ${member}, now() + make_interval(secs => ${leaseMs / 1000})

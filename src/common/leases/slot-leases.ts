@@ -16,7 +16,16 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1
 `;
 const ACQUIRE_COMMAND = 'atriumSlotLeaseAcquire';
-type WithAcquire = Redis & { [ACQUIRE_COMMAND](key: string, now: number, limit: number, expiresAt: number, member: string, ttlMs: number): Promise<number> };
+type WithAcquire = Redis & {
+  [ACQUIRE_COMMAND](
+    key: string,
+    now: number,
+    limit: number,
+    expiresAt: number,
+    member: string,
+    ttlMs: number,
+  ): Promise<number>;
+};
 
 /** One held slot: renewed while the work lives, released when it ends (both never throw). */
 export interface SlotLease {
@@ -54,7 +63,8 @@ export class SlotLeases {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly repository: SlotLeasesRepository,
   ) {
-    if (redis && !(ACQUIRE_COMMAND in redis)) redis.defineCommand(ACQUIRE_COMMAND, { numberOfKeys: 1, lua: ACQUIRE_SCRIPT });
+    if (redis && !(ACQUIRE_COMMAND in redis))
+      redis.defineCommand(ACQUIRE_COMMAND, { numberOfKeys: 1, lua: ACQUIRE_SCRIPT });
   }
 
   /** A slot of `key`, or null when `limit` holders have one already. */
@@ -64,7 +74,11 @@ export class SlotLeases {
     return this.acquireLocally(key, options.limit);
   }
 
-  private async acquireInRedis(redis: WithAcquire, key: string, { limit, leaseMs }: SlotLeaseOptions): Promise<SlotLease | null> {
+  private async acquireInRedis(
+    redis: WithAcquire,
+    key: string,
+    { limit, leaseMs }: SlotLeaseOptions,
+  ): Promise<SlotLease | null> {
     const redisKey = `${this.config.redis.prefix}:${key}`;
     const member = randomUUID();
     try {
@@ -74,8 +88,16 @@ export class SlotLeases {
       return this.notApplied(key, error);
     }
     return {
-      renew: () => redis.zadd(redisKey, 'XX', Date.now() + leaseMs, member).then(() => undefined, () => undefined),
-      release: () => redis.zrem(redisKey, member).then(() => undefined, () => undefined),
+      renew: () =>
+        redis.zadd(redisKey, 'XX', Date.now() + leaseMs, member).then(
+          () => undefined,
+          () => undefined,
+        ),
+      release: () =>
+        redis.zrem(redisKey, member).then(
+          () => undefined,
+          () => undefined,
+        ),
     };
   }
 
@@ -112,7 +134,11 @@ export class SlotLeases {
   }
 
   private notApplied(key: string, error: unknown): SlotLease {
-    this.logger.warn({ msg: 'slot limit not applied: its store is unavailable', key: key.split(':')[0], error: error instanceof Error ? error.message : String(error) });
+    this.logger.warn({
+      msg: 'slot limit not applied: its store is unavailable',
+      key: key.split(':')[0],
+      error: error instanceof Error ? error.message : String(error),
+    });
     return NO_LEASE;
   }
 }

@@ -60,7 +60,14 @@ export function accessLogMiddleware(logger: JsonLogger): RequestHandler {
       res.removeListener('close', done);
       if ((res.statusCode < 500 || plannedDrain(res)) && res.writableFinished) return;
       // As pino-http rates them: a 5xx or an answer the client did not wait for is an error line.
-      if (logger.pino.isLevelEnabled('error')) logger.pino.error({ requestId: String(res.getHeader('X-Request-Id') ?? ''), ...fields(req, res, Math.round(performance.now() - started)) }, 'request');
+      if (logger.pino.isLevelEnabled('error'))
+        logger.pino.error(
+          {
+            requestId: String(res.getHeader('X-Request-Id') ?? ''),
+            ...fields(req, res, Math.round(performance.now() - started)),
+          },
+          'request',
+        );
     };
     res.on('finish', done);
     res.on('close', done);

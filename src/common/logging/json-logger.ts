@@ -7,7 +7,13 @@ import { RequestContext } from '../request-context/request-context.js';
  * Nest's start-up chatter (module wiring, one line per mapped route) is for debugging, not for the
  * operator's info stream.
  */
-const DEBUG_CONTEXTS = new Set(['InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestFactory', 'NestApplication']);
+const DEBUG_CONTEXTS = new Set([
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'NestFactory',
+  'NestApplication',
+]);
 
 /** pino writing one JSON object per line to stdout, synchronously (nothing is lost on process.exit). */
 export function createPino(level: LogLevel): PinoLogger {

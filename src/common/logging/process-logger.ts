@@ -18,14 +18,26 @@ export function installProcessLogger(env: NodeJS.ProcessEnv = process.env): Json
   Logger.overrideLogger(logger);
   // Node prints warnings (deprecations, experimental features) as text on stderr by default.
   process.removeAllListeners('warning');
-  process.on('warning', (warning: Error & { code?: string }) => logger.warn({ msg: warning.message, warning: warning.name, code: warning.code }, 'Process'));
+  process.on('warning', (warning: Error & { code?: string }) =>
+    logger.warn({ msg: warning.message, warning: warning.name, code: warning.code }, 'Process'),
+  );
   // Also what an unhandled promise rejection becomes (Node's default --unhandled-rejections=throw).
   process.on('uncaughtException', (error: unknown) => exitWithError(logger, 'uncaught exception', error, 1));
   return logger;
 }
 
 /** Logs why the process stops (as one JSON line, with the error's name, message and stack) and exits with `code`. */
-export function exitWithError(logger: JsonLogger, msg: string, error: unknown, code: number, fields: Record<string, unknown> = {}): never {
-  logger.error({ msg: error instanceof Error ? `${msg}: ${error.message}` : `${msg}: ${String(error)}`, ...fields }, error instanceof Error ? error : undefined, 'Main');
+export function exitWithError(
+  logger: JsonLogger,
+  msg: string,
+  error: unknown,
+  code: number,
+  fields: Record<string, unknown> = {},
+): never {
+  logger.error(
+    { msg: error instanceof Error ? `${msg}: ${error.message}` : `${msg}: ${String(error)}`, ...fields },
+    error instanceof Error ? error : undefined,
+    'Main',
+  );
   process.exit(code);
 }

@@ -22,8 +22,15 @@ export function metricsHandler(config: Pick<MetricsConfig, 'token'>): RequestHan
   return (req: Request, res: Response) => {
     if (expected) {
       const given = BEARER.exec(req.headers.authorization ?? '')?.[1];
-      if (given === undefined) return sendError(new AppException(ErrorCode.AuthRequired, 'GET /metrics needs the METRICS_TOKEN as a bearer token'), req, res, logger);
-      if (!timingSafeEqual(digest(given), expected)) return sendError(new AppException(ErrorCode.AuthInvalid, 'The metrics token is not valid'), req, res, logger);
+      if (given === undefined)
+        return sendError(
+          new AppException(ErrorCode.AuthRequired, 'GET /metrics needs the METRICS_TOKEN as a bearer token'),
+          req,
+          res,
+          logger,
+        );
+      if (!timingSafeEqual(digest(given), expected))
+        return sendError(new AppException(ErrorCode.AuthInvalid, 'The metrics token is not valid'), req, res, logger);
     }
     metricsRegistry.metrics().then(
       (text) => {

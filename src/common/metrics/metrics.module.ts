@@ -15,6 +15,11 @@ export class MetricsModule {
   static forRoot(config: AppConfig): DynamicModule {
     if (!config.metrics.enabled) return { module: MetricsModule };
     startDefaultMetrics();
-    return { module: MetricsModule, imports: [DiscoveryModule], providers: [QueueMetrics, MetricsServer], exports: [MetricsServer] };
+    return {
+      module: MetricsModule,
+      imports: [DiscoveryModule],
+      providers: [QueueMetrics, MetricsServer],
+      exports: [MetricsServer],
+    };
   }
 }

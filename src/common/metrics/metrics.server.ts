@@ -30,7 +30,9 @@ export class MetricsServer implements OnApplicationBootstrap, OnApplicationShutd
     if (metrics.port === undefined) {
       // API.md: without METRICS_PORT the main port serves /metrics, behind METRICS_TOKEN when it is set.
       if (metrics.token === undefined && this.config.env === 'production') {
-        this.logger.warn({ msg: 'GET /metrics is served on the main port without a token; set METRICS_TOKEN or METRICS_PORT to keep it from clients' });
+        this.logger.warn({
+          msg: 'GET /metrics is served on the main port without a token; set METRICS_TOKEN or METRICS_PORT to keep it from clients',
+        });
       }
       return;
     }
@@ -38,7 +40,9 @@ export class MetricsServer implements OnApplicationBootstrap, OnApplicationShutd
     app.set('x-powered-by', false);
     app.use(requestContextMiddleware);
     app.get(METRICS_PATH, metricsHandler(metrics));
-    app.use((req: Request, res: Response) => sendError(new AppException(ErrorCode.NotFound, 'This listener serves only GET /metrics'), req, res, this.logger));
+    app.use((req: Request, res: Response) =>
+      sendError(new AppException(ErrorCode.NotFound, 'This listener serves only GET /metrics'), req, res, this.logger),
+    );
     const server = app.listen(metrics.port, host);
     this.server = server;
     await new Promise<void>((resolve, reject) => {

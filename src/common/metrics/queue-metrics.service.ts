@@ -65,7 +65,8 @@ async function readDepths(queues: readonly Queue[]): Promise<{ queue: string; wa
 
 function recordJob(queue: string, status: 'completed' | 'failed', job: Job | undefined): void {
   jobsTotal.inc({ queue, status });
-  if (job?.processedOn) jobDuration.observe({ queue, status }, Math.max(0, (job.finishedOn ?? Date.now()) - job.processedOn) / 1000);
+  if (job?.processedOn)
+    jobDuration.observe({ queue, status }, Math.max(0, (job.finishedOn ?? Date.now()) - job.processedOn) / 1000);
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {

@@ -37,11 +37,14 @@ export function judgeAddress(raw: string): AddressVerdict {
   if (address.kind() === 'ipv4') return judgeV4(address as ipaddr.IPv4);
   const v6 = address as ipaddr.IPv6;
   if (v6.parts.every((part) => part === 0)) return { allowed: false, range: 'unspecified' };
-  if (v6.parts.slice(0, 7).every((part) => part === 0) && v6.parts[7] === 1) return { allowed: false, range: 'loopback' };
+  if (v6.parts.slice(0, 7).every((part) => part === 0) && v6.parts[7] === 1)
+    return { allowed: false, range: 'loopback' };
   const inner = embeddedV4(v6);
   if (inner) {
     const verdict = judgeV4(inner);
-    return verdict.allowed ? verdict : { allowed: false, range: `${v6.range() === 'unicast' ? 'ipv4Compatible' : v6.range()}:${verdict.range}` };
+    return verdict.allowed
+      ? verdict
+      : { allowed: false, range: `${v6.range() === 'unicast' ? 'ipv4Compatible' : v6.range()}:${verdict.range}` };
   }
   const range = v6.range();
   if (range === 'teredo') {

@@ -6,9 +6,20 @@ const open = { allowPrivate: true, label: 'url' };
 
 describe('outbound URL guard', () => {
   it.each([
-    'https://[::7f00:1]/', 'https://198.18.0.1/', 'https://100.64.0.1/', 'https://[::ffff:127.0.0.1]/', 'https://127.1/',
-    'https://2130706433/', 'https://0x7f.0.0.1/', 'https://[64:ff9b::a00:1]/', 'https://[2002:c0a8:101::1]/', 'https://[fd12::1]/',
-    'https://169.254.169.254/latest', 'https://0.0.0.0/', 'https://255.255.255.255/', 'https://224.0.0.1/',
+    'https://[::7f00:1]/',
+    'https://198.18.0.1/',
+    'https://100.64.0.1/',
+    'https://[::ffff:127.0.0.1]/',
+    'https://127.1/',
+    'https://2130706433/',
+    'https://0x7f.0.0.1/',
+    'https://[64:ff9b::a00:1]/',
+    'https://[2002:c0a8:101::1]/',
+    'https://[fd12::1]/',
+    'https://169.254.169.254/latest',
+    'https://0.0.0.0/',
+    'https://255.255.255.255/',
+    'https://224.0.0.1/',
   ])('%s is refused without a connection', (url) => {
     expect(() => checkOutboundUrl(url, strict)).toThrow(OutboundUrlError);
   });
@@ -22,7 +33,9 @@ describe('outbound URL guard', () => {
   });
 
   it('a name resolving to loopback is refused when given and at connect time', async () => {
-    await expect(checkOutboundUrlResolving('https://localhost/x', strict)).rejects.toMatchObject({ reason: 'not_public' });
+    await expect(checkOutboundUrlResolving('https://localhost/x', strict)).rejects.toMatchObject({
+      reason: 'not_public',
+    });
     await expect(checkOutboundUrlResolving('https://localhost/x', open)).resolves.toBeInstanceOf(URL);
   });
 
@@ -45,10 +58,14 @@ describe('outbound URL guard', () => {
 
     const get = (allowPrivate: boolean) =>
       new Promise<number>((resolve, reject) => {
-        const req = request(`http://localhost:${port}/`, { lookup: guardedLookup({ allowPrivate, label: 'url' }) }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = request(
+          `http://localhost:${port}/`,
+          { lookup: guardedLookup({ allowPrivate, label: 'url' }) },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on('error', reject);
         req.end();
       });

@@ -35,8 +35,17 @@ export function guardedLookup(policy: OutboundPolicy): LookupFunction {
     dnsLookup(hostname, { ...options, all: true }, (error, found: LookupAddress[]) => {
       if (error) return callback(error, '', 0);
       const usable = policy.allowPrivate ? found : found.filter((a) => judgeAddress(a.address).allowed);
-      if (usable.length === 0) return callback(new OutboundUrlError(`${policy.label} host ${hostname} resolves to a private or special-purpose address`, 'not_public'), '', 0);
-      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, usable);
+      if (usable.length === 0)
+        return callback(
+          new OutboundUrlError(
+            `${policy.label} host ${hostname} resolves to a private or special-purpose address`,
+            'not_public',
+          ),
+          '',
+          0,
+        );
+      if ((options as { all?: boolean }).all)
+        return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, usable);
       callback(null, usable[0].address, usable[0].family);
     });
   };
@@ -53,12 +62,18 @@ export function checkOutboundUrl(raw: string | URL, policy: OutboundPolicy): URL
   } catch {
     throw new OutboundUrlError(`${policy.label} must be an absolute URL`, 'url');
   }
-  if (url.protocol !== 'https:' && !(policy.allowPrivate && url.protocol === 'http:')) throw new OutboundUrlError(`${policy.label} must use https`, 'scheme');
-  if (url.username || url.password) throw new OutboundUrlError(`${policy.label} must not carry credentials`, 'credentials');
+  if (url.protocol !== 'https:' && !(policy.allowPrivate && url.protocol === 'http:'))
+    throw new OutboundUrlError(`${policy.label} must use https`, 'scheme');
+  if (url.username || url.password)
+    throw new OutboundUrlError(`${policy.label} must not carry credentials`, 'credentials');
   const host = hostOf(url);
   if (!policy.allowPrivate && isIP(host)) {
     const verdict = judgeAddress(host);
-    if (!verdict.allowed) throw new OutboundUrlError(`${policy.label} points to a private or special-purpose address (${verdict.range})`, 'not_public');
+    if (!verdict.allowed)
+      throw new OutboundUrlError(
+        `${policy.label} points to a private or special-purpose address (${verdict.range})`,
+        'not_public',
+      );
   }
   return url;
 }
@@ -73,12 +88,18 @@ export async function checkOutboundUrlResolving(raw: string | URL, policy: Outbo
   if (policy.allowPrivate || isIP(host)) return url;
   let addresses: LookupAddress[];
   try {
-    addresses = await new Promise<LookupAddress[]>((resolve, reject) => dnsLookup(host, { all: true }, (error, found) => (error ? reject(error) : resolve(found))));
+    addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
+      dnsLookup(host, { all: true }, (error, found) => (error ? reject(error) : resolve(found))),
+    );
   } catch {
     throw new OutboundUrlError(`${policy.label} host does not resolve`, 'unresolvable');
   }
   const refused = addresses.map((a) => judgeAddress(a.address)).find((verdict) => !verdict.allowed);
-  if (addresses.length === 0 || refused) throw new OutboundUrlError(`${policy.label} must point to a public address${refused && !refused.allowed ? ` (${refused.range})` : ''}`, 'not_public');
+  if (addresses.length === 0 || refused)
+    throw new OutboundUrlError(
+      `${policy.label} must point to a public address${refused && !refused.allowed ? ` (${refused.range})` : ''}`,
+      'not_public',
+    );
   return url;
 }
 

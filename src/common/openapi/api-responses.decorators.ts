@@ -10,12 +10,20 @@ import { envelope, schemaOf, type JsonSchema, type NamedSchema } from './openapi
 export const ERRORS_EXTENSION = 'x-atrium-errors';
 
 /** Area B success: the `{success, data, error, traceId}` envelope around `data`. */
-export function ApiData(status: number, data: NamedSchema | JsonSchema, description: string): MethodDecorator & ClassDecorator {
+export function ApiData(
+  status: number,
+  data: NamedSchema | JsonSchema,
+  description: string,
+): MethodDecorator & ClassDecorator {
   return ApiResponse({ status, description, schema: envelope(data) as never });
 }
 
 /** Area A success: a bare body (no envelope). */
-export function ApiBareData(status: number, body: NamedSchema | JsonSchema, description: string): MethodDecorator & ClassDecorator {
+export function ApiBareData(
+  status: number,
+  body: NamedSchema | JsonSchema,
+  description: string,
+): MethodDecorator & ClassDecorator {
   return ApiResponse({ status, description, schema: schemaOf(body) as never });
 }
 

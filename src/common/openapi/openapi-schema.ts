@@ -43,23 +43,36 @@ function isNamed(schema: NamedSchema | JsonSchema): schema is NamedSchema {
   return typeof (schema as NamedSchema).$ref === 'string' && typeof (schema as NamedSchema).name === 'string';
 }
 
-export const nullable = (schema: NamedSchema | JsonSchema): JsonSchema => ({ anyOf: [schemaOf(schema), { type: 'null' }] });
+export const nullable = (schema: NamedSchema | JsonSchema): JsonSchema => ({
+  anyOf: [schemaOf(schema), { type: 'null' }],
+});
 
 /** An object whose listed properties are all present (the services build every field, null included). */
-export function object(properties: Record<string, NamedSchema | JsonSchema>, optional: readonly string[] = []): JsonSchema {
+export function object(
+  properties: Record<string, NamedSchema | JsonSchema>,
+  optional: readonly string[] = [],
+): JsonSchema {
   const props = Object.fromEntries(Object.entries(properties).map(([key, value]) => [key, schemaOf(value)]));
   return { type: 'object', properties: props, required: Object.keys(props).filter((key) => !optional.includes(key)) };
 }
 
 export const uuid: JsonSchema = { type: 'string', format: 'uuid' };
-export const timestamp: JsonSchema = { type: 'string', format: 'date-time', description: 'ISO-8601 UTC', examples: ['2026-11-21T10:00:00.000Z'] };
+export const timestamp: JsonSchema = {
+  type: 'string',
+  format: 'date-time',
+  description: 'ISO-8601 UTC',
+  examples: ['2026-11-21T10:00:00.000Z'],
+};
 export const stringArray: JsonSchema = { type: 'array', items: { type: 'string' } };
 
 /** Area B list page: `{items, nextCursor}`, `nextCursor` null at the end. */
 export function page(item: NamedSchema | JsonSchema): JsonSchema {
   return object({
     items: { type: 'array', items: schemaOf(item) },
-    nextCursor: { type: ['string', 'null'], description: 'Opaque; pass as `cursor` for the next page. null at the end.' },
+    nextCursor: {
+      type: ['string', 'null'],
+      description: 'Opaque; pass as `cursor` for the next page. null at the end.',
+    },
   });
 }
 
@@ -71,14 +84,25 @@ export const TOOL_API_ERROR_CODES = unique(Object.values(ERROR_CODE_MAPPING).map
 
 /** Area B codes a status can carry (the filter answers 404 for unknown routes, 500 for anything unforeseen). */
 export function backendCodesFor(status: number): string[] {
-  return unique(Object.values(ERROR_CODE_MAPPING).filter((m) => m.status === status).map((m) => m.backendCode));
+  return unique(
+    Object.values(ERROR_CODE_MAPPING)
+      .filter((m) => m.status === status)
+      .map((m) => m.backendCode),
+  );
 }
 
 export function toolApiCodesFor(status: number): string[] {
-  return unique(Object.values(ERROR_CODE_MAPPING).filter((m) => m.status === status).map((m) => m.toolApiCode));
+  return unique(
+    Object.values(ERROR_CODE_MAPPING)
+      .filter((m) => m.status === status)
+      .map((m) => m.toolApiCode),
+  );
 }
 
-export const TraceId = named('TraceId', { type: 'string', description: 'The request id: also the X-Request-Id header and the id in the logs' });
+export const TraceId = named('TraceId', {
+  type: 'string',
+  description: 'The request id: also the X-Request-Id header and the id in the logs',
+});
 
 /** `{code, message, details}`: the error object both areas share, with each area's codes. */
 function errorObject(codes: string[], details: JsonSchema): JsonSchema {
@@ -102,7 +126,8 @@ export const ToolApiErrorBody = named('ToolApiError', {
   ...object({
     error: errorObject(TOOL_API_ERROR_CODES, {
       type: 'object',
-      description: 'invalid_argument: {argument, allowed?}; missing_argument: {argument}; insufficient_scope: {required_scope}; upstream_error: {status}; rate_limited: {retry_after_seconds}',
+      description:
+        'invalid_argument: {argument, allowed?}; missing_argument: {argument}; insufficient_scope: {required_scope}; upstream_error: {status}; rate_limited: {retry_after_seconds}',
     }),
     traceId: TraceId,
   }),
@@ -118,5 +143,7 @@ export const SuccessEnvelope = named('Envelope', {
 
 /** The Area B success envelope around one route's `data`: the generic `Envelope` narrowed with allOf. */
 export function envelope(data: NamedSchema | JsonSchema): JsonSchema {
-  return { allOf: [ref(SuccessEnvelope), { type: 'object', required: ['data'], properties: { data: schemaOf(data) } }] };
+  return {
+    allOf: [ref(SuccessEnvelope), { type: 'object', required: ['data'], properties: { data: schemaOf(data) } }],
+  };
 }

@@ -23,7 +23,12 @@ export function decodeCursor(cursor: string | undefined): CursorPosition | undef
     const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorPosition>;
     // Exactly what encodeCursor writes: anything else (a hand-made cursor) must be a 400 here, never a
     // value PostgreSQL refuses to cast (a 500).
-    if (typeof parsed?.createdAt === 'string' && typeof parsed.id === 'string' && isUuid(parsed.id) && isCursorTimestamp(parsed.createdAt)) {
+    if (
+      typeof parsed?.createdAt === 'string' &&
+      typeof parsed.id === 'string' &&
+      isUuid(parsed.id) &&
+      isCursorTimestamp(parsed.createdAt)
+    ) {
       return { createdAt: parsed.createdAt, id: parsed.id };
     }
   } catch {
@@ -40,7 +45,11 @@ function isCursorTimestamp(value: string): boolean {
 }
 
 /** Callers fetch `limit + 1` rows; the extra row only tells whether there is a next page. */
-export function toPage<T extends { createdAt: Date; id: string }, R>(rows: T[], limit: number, render: (row: T) => R): Page<R> {
+export function toPage<T extends { createdAt: Date; id: string }, R>(
+  rows: T[],
+  limit: number,
+  render: (row: T) => R,
+): Page<R> {
   const hasMore = rows.length > limit;
   const pageRows = hasMore ? rows.slice(0, limit) : rows;
   return {
@@ -59,10 +68,16 @@ export interface PageQuery {
  * first, ties by id), `limit + 1` of them so {@link toPage} can tell whether another page follows.
  * `alias` is the table alias of the listed object in `qb`, from code. A bad cursor is a 400.
  */
-export function pageOrder<DB, TB extends keyof DB, O>(qb: KyselySelect<DB, TB, O>, alias: string, query: PageQuery): KyselySelect<DB, TB, O> {
+export function pageOrder<DB, TB extends keyof DB, O>(
+  qb: KyselySelect<DB, TB, O>,
+  alias: string,
+  query: PageQuery,
+): KyselySelect<DB, TB, O> {
   const cursor = decodeCursor(query.cursor);
   const createdAt = sql.ref(`${alias}.created_at`);
   const id = sql.ref(`${alias}.id`);
-  const after = cursor ? qb.where(sql<SqlBool>`(${createdAt}, ${id}) < (${cursor.createdAt}::timestamptz, ${cursor.id}::uuid)`) : qb;
+  const after = cursor
+    ? qb.where(sql<SqlBool>`(${createdAt}, ${id}) < (${cursor.createdAt}::timestamptz, ${cursor.id}::uuid)`)
+    : qb;
   return after.orderBy(sql`${createdAt} DESC, ${id} DESC`).limit(query.limit + 1);
 }

@@ -32,7 +32,14 @@ export class BackendThrottlerGuard extends ThrottlerGuard {
     return callerOf(req as Request)?.budgetKey ?? `ip:${req.ip}`;
   }
 
-  protected override async throwThrottlingException(_context: ExecutionContext, detail: ThrottlerLimitDetail): Promise<void> {
-    throw rateLimited('backend', 'Request limit exceeded; retry later', Math.max(1, detail.timeToBlockExpire || detail.timeToExpire));
+  protected override async throwThrottlingException(
+    _context: ExecutionContext,
+    detail: ThrottlerLimitDetail,
+  ): Promise<void> {
+    throw rateLimited(
+      'backend',
+      'Request limit exceeded; retry later',
+      Math.max(1, detail.timeToBlockExpire || detail.timeToExpire),
+    );
   }
 }

@@ -27,7 +27,13 @@ export class MemoryThrottlerStorage implements ThrottlerStorage, PairCounter {
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  async increment(key: string, ttl: number, limit: number, _blockDuration: number, throttlerName: string): Promise<ThrottlerStorageRecord> {
+  async increment(
+    key: string,
+    ttl: number,
+    limit: number,
+    _blockDuration: number,
+    throttlerName: string,
+  ): Promise<ThrottlerStorageRecord> {
     const now = this.now();
     if (now >= this.nextSweepAt) this.sweep(now);
     const id = `${throttlerName}:${key}`;
@@ -39,11 +45,20 @@ export class MemoryThrottlerStorage implements ThrottlerStorage, PairCounter {
     window.hits += 1;
     const secondsLeft = Math.max(1, Math.ceil((window.endsAt - now) / 1000));
     const blocked = window.hits > limit;
-    return { totalHits: window.hits, timeToExpire: secondsLeft, isBlocked: blocked, timeToBlockExpire: blocked ? secondsLeft : 0 };
+    return {
+      totalHits: window.hits,
+      timeToExpire: secondsLeft,
+      isBlocked: blocked,
+      timeToBlockExpire: blocked ? secondsLeft : 0,
+    };
   }
 
   /** Two windows in one step, as RedisThrottlerStorage.incrementPair: the second counts only a hit the first allowed. */
-  async incrementPair(first: { name: string; key: string; limit: number }, second: { name: string; key: string }, ttlMs: number): Promise<[PairHit, PairHit]> {
+  async incrementPair(
+    first: { name: string; key: string; limit: number },
+    second: { name: string; key: string },
+    ttlMs: number,
+  ): Promise<[PairHit, PairHit]> {
     const now = this.now();
     if (now >= this.nextSweepAt) this.sweep(now);
     const one = this.hit(`${first.name}:${first.key}`, ttlMs, now);

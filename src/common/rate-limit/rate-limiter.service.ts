@@ -46,13 +46,24 @@ export class RateLimiterService {
       await this.enforce(area, second.bucket, second.key, second.limit, windowMs, second.message);
       return;
     }
-    const [one, two] = await storage.incrementPair({ name: first.bucket, key: first.key, limit: first.limit }, { name: second.bucket, key: second.key }, windowMs);
+    const [one, two] = await storage.incrementPair(
+      { name: first.bucket, key: first.key, limit: first.limit },
+      { name: second.bucket, key: second.key },
+      windowMs,
+    );
     if (one.hits > first.limit) throw rateLimited(area, first.message, one.secondsLeft);
     if (two.hits > second.limit) throw rateLimited(area, second.message, two.secondsLeft);
   }
 
   /** Throws 429 (with Retry-After) when over the limit; the details in the casing of the area that answers. */
-  async enforce(area: ApiArea, bucket: string, key: string, limit: number, windowMs: number, message: string): Promise<RateLimitOutcome> {
+  async enforce(
+    area: ApiArea,
+    bucket: string,
+    key: string,
+    limit: number,
+    windowMs: number,
+    message: string,
+  ): Promise<RateLimitOutcome> {
     const outcome = await this.consume(bucket, key, limit, windowMs);
     if (!outcome.allowed) throw rateLimited(area, message, outcome.retryAfterSeconds);
     return outcome;

@@ -34,7 +34,12 @@ const INCREMENT_COMMAND = 'atriumRateLimitIncrement';
 
 type WithIncrement = Redis & {
   [INCREMENT_COMMAND](key: string, ttlMs: number): Promise<[number, number]>;
-  [INCREMENT_PAIR_COMMAND](first: string, second: string, ttlMs: number, firstLimit: number): Promise<[number, number, number, number]>;
+  [INCREMENT_PAIR_COMMAND](
+    first: string,
+    second: string,
+    ttlMs: number,
+    firstLimit: number,
+  ): Promise<[number, number, number, number]>;
 };
 
 /** One counter of a pair: hits in its window and the seconds left of that window (hits 0: not counted). */
@@ -45,7 +50,11 @@ export interface PairHit {
 
 /** A storage that counts two windows in one step (RateLimiterService.consumePair). */
 export interface PairCounter {
-  incrementPair(first: { name: string; key: string; limit: number }, second: { name: string; key: string }, ttlMs: number): Promise<[PairHit, PairHit]>;
+  incrementPair(
+    first: { name: string; key: string; limit: number },
+    second: { name: string; key: string },
+    ttlMs: number,
+  ): Promise<[PairHit, PairHit]>;
 }
 
 /** Throttler counters in Redis, so a limit holds across every instance. */
@@ -57,19 +66,41 @@ export class RedisThrottlerStorage implements ThrottlerStorage, PairCounter {
     private readonly prefix: string,
   ) {
     // EVAL sent the script's text (and made Redis hash it) on every call; EVALSHA sends its 40-char digest.
-    if (!(INCREMENT_COMMAND in redis)) redis.defineCommand(INCREMENT_COMMAND, { numberOfKeys: 1, lua: INCREMENT_SCRIPT });
-    if (!(INCREMENT_PAIR_COMMAND in redis)) redis.defineCommand(INCREMENT_PAIR_COMMAND, { numberOfKeys: 2, lua: INCREMENT_PAIR_SCRIPT });
+    if (!(INCREMENT_COMMAND in redis))
+      redis.defineCommand(INCREMENT_COMMAND, { numberOfKeys: 1, lua: INCREMENT_SCRIPT });
+    if (!(INCREMENT_PAIR_COMMAND in redis))
+      redis.defineCommand(INCREMENT_PAIR_COMMAND, { numberOfKeys: 2, lua: INCREMENT_PAIR_SCRIPT });
     this.redis = redis as WithIncrement;
   }
 
-  async increment(key: string, ttl: number, limit: number, _blockDuration: number, throttlerName: string): Promise<ThrottlerStorageRecord> {
+  async increment(
+    key: string,
+    ttl: number,
+    limit: number,
+    _blockDuration: number,
+    throttlerName: string,
+  ): Promise<ThrottlerStorageRecord> {
     const [hits, pttl] = await this.redis[INCREMENT_COMMAND](`${this.prefix}:rl:${throttlerName}:${key}`, ttl);
     const secondsLeft = Math.max(1, Math.ceil(pttl / 1000));
-    return { totalHits: hits, timeToExpire: secondsLeft, isBlocked: hits > limit, timeToBlockExpire: hits > limit ? secondsLeft : 0 };
+    return {
+      totalHits: hits,
+      timeToExpire: secondsLeft,
+      isBlocked: hits > limit,
+      timeToBlockExpire: hits > limit ? secondsLeft : 0,
+    };
   }
 
-  async incrementPair(first: { name: string; key: string; limit: number }, second: { name: string; key: string }, ttlMs: number): Promise<[PairHit, PairHit]> {
-    const [h1, t1, h2, t2] = await this.redis[INCREMENT_PAIR_COMMAND](`${this.prefix}:rl:${first.name}:${first.key}`, `${this.prefix}:rl:${second.name}:${second.key}`, ttlMs, first.limit);
+  async incrementPair(
+    first: { name: string; key: string; limit: number },
+    second: { name: string; key: string },
+    ttlMs: number,
+  ): Promise<[PairHit, PairHit]> {
+    const [h1, t1, h2, t2] = await this.redis[INCREMENT_PAIR_COMMAND](
+      `${this.prefix}:rl:${first.name}:${first.key}`,
+      `${this.prefix}:rl:${second.name}:${second.key}`,
+      ttlMs,
+      first.limit,
+    );
     return [
       { hits: h1, secondsLeft: Math.max(1, Math.ceil(t1 / 1000)) },
       { hits: h2, secondsLeft: Math.max(1, Math.ceil(t2 / 1000)) },

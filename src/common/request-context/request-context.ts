@@ -39,7 +39,10 @@ const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/;
  * Honours a safe incoming X-Request-Id, else the trace id of a W3C traceparent, else `fallback` (with tracing on, the
  * trace id of the request's span, so log lines and traces share one id), else a new UUID.
  */
-export function resolveRequestId(headers: Record<string, string | string[] | undefined>, fallback?: () => string | undefined): string {
+export function resolveRequestId(
+  headers: Record<string, string | string[] | undefined>,
+  fallback?: () => string | undefined,
+): string {
   const incoming = headers['x-request-id'];
   if (typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming)) return incoming;
   const traceparent = headers['traceparent'];

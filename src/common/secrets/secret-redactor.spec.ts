@@ -28,7 +28,9 @@ const SAMPLES: [string, string][] = [
 ];
 
 const count = async (kind: string, where: string) =>
-  ((await metricsRegistry.getSingleMetric('atrium_redactions_total')!.get()).values.find((v) => v.labels.kind === kind && v.labels.where === where)?.value ?? 0);
+  (await metricsRegistry.getSingleMetric('atrium_redactions_total')!.get()).values.find(
+    (v) => v.labels.kind === kind && v.labels.where === where,
+  )?.value ?? 0;
 
 describe('secret redactor', () => {
   it.each(SAMPLES)('%s shape is replaced in text, in JSON text and in values, and counted', async (kind, secret) => {
@@ -37,7 +39,9 @@ describe('secret redactor', () => {
     expect(redactText(text, 'tool_result')).toBe('see [redacted] here');
     const json = JSON.stringify([{ title: 'x', description: text, other: 'keep "quoted" \\ too' }]);
     const redactedJson = redactJsonText(json, 'tool_result');
-    expect(JSON.parse(redactedJson)).toEqual([{ title: 'x', description: 'see [redacted] here', other: 'keep "quoted" \\ too' }]);
+    expect(JSON.parse(redactedJson)).toEqual([
+      { title: 'x', description: 'see [redacted] here', other: 'keep "quoted" \\ too' },
+    ]);
     expect(redactValue({ a: [{ b: text }], n: 1 }, 'tool_result')).toEqual({ a: [{ b: 'see [redacted] here' }], n: 1 });
     expect((await count(kind, 'tool_result')) - before).toBe(3);
   });
@@ -51,7 +55,8 @@ describe('secret redactor', () => {
     const value = {
       id: '0b9e1c2a-1111-4222-8333-444455556666',
       title: 'tomato_sauce_recipe_for_the_whole_family and plato_the_philosopher_was_here_with_friends',
-      description: 'Use create_task, list_tasks, due_date, assignee_id; a sk_test_ key is fine; ghp_short; atr_tooShort; AKIA lower',
+      description:
+        'Use create_task, list_tasks, due_date, assignee_id; a sk_test_ key is fine; ghp_short; atr_tooShort; AKIA lower',
       tags: ['ask_live_demo', 'github_pat_x'],
     };
     expect(redactValue(value, 'tool_result')).toBe(value);
@@ -60,7 +65,16 @@ describe('secret redactor', () => {
   });
 
   it('mayContainSecret is false for a plain task list (the hot path does no replacing)', () => {
-    const row = { id: 'x', title: 'Quarterly report', description: 'Write it', due_date: '2026-12-01', assignee_id: null, creator_id: 'y', project_id: null, created_at: 'z' };
+    const row = {
+      id: 'x',
+      title: 'Quarterly report',
+      description: 'Write it',
+      due_date: '2026-12-01',
+      assignee_id: null,
+      creator_id: 'y',
+      project_id: null,
+      created_at: 'z',
+    };
     expect(mayContainSecret(JSON.stringify(Array.from({ length: 50 }, () => row)))).toBe(false);
   });
 });

@@ -34,9 +34,17 @@ const SHAPES: SecretShape[] = [
 
 /** The shapes whose prefix ends in `_`, by the character before it: found by scanning the underscores only. */
 const BEFORE_UNDERSCORE = new Map<number, string[]>(
-  Object.entries({ r: ['atr', 'ghr'], p: ['atp', 'ghp'], o: ['ato', 'gho'], f: ['atf'], s: ['atcs', 'ghs'], c: ['atac', 'whsec'], u: ['ghu'], b: ['github'], k: ['sk', 'rk'] }).map(
-    ([char, prefixes]) => [char.charCodeAt(0), prefixes],
-  ),
+  Object.entries({
+    r: ['atr', 'ghr'],
+    p: ['atp', 'ghp'],
+    o: ['ato', 'gho'],
+    f: ['atf'],
+    s: ['atcs', 'ghs'],
+    c: ['atac', 'whsec'],
+    u: ['ghu'],
+    b: ['github'],
+    k: ['sk', 'rk'],
+  }).map(([char, prefixes]) => [char.charCodeAt(0), prefixes]),
 );
 const OTHER_CANDIDATES = /(?:AKIA|ASIA)[A-Z0-9]|AIza|xox[a-z]-|PRIVATE KEY|eyJ[A-Za-z0-9_-]{8}/;
 
@@ -49,7 +57,12 @@ export function mayContainSecret(text: string): boolean {
     const prefixes = BEFORE_UNDERSCORE.get(text.charCodeAt(i - 1));
     if (!prefixes) continue;
     for (const prefix of prefixes) {
-      if (prefix.length === 2 ? text.startsWith(prefix, i - 2) && text.startsWith('live_', i + 1) : text.startsWith(prefix, i - prefix.length)) return true;
+      if (
+        prefix.length === 2
+          ? text.startsWith(prefix, i - 2) && text.startsWith('live_', i + 1)
+          : text.startsWith(prefix, i - prefix.length)
+      )
+        return true;
     }
   }
   return OTHER_CANDIDATES.test(text);
@@ -103,7 +116,8 @@ export function redactValue<T>(value: T, where: RedactionSite): T {
     for (const key in record) {
       const inner = record[key];
       // Numbers, booleans, null and short strings (ids' neighbours: statuses, dates) cannot hold a shape.
-      if (typeof inner === 'string' ? inner.length < SHORTEST_SHAPE : inner === null || typeof inner !== 'object') continue;
+      if (typeof inner === 'string' ? inner.length < SHORTEST_SHAPE : inner === null || typeof inner !== 'object')
+        continue;
       const redacted = redactValue(inner, where);
       if (redacted !== inner) (copy ??= { ...record })[key] = redacted;
     }

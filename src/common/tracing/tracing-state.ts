@@ -10,7 +10,11 @@ let tracer: Tracer | undefined;
 let stop: (() => Promise<void>) | undefined;
 let currentTraceId: (() => string | undefined) | undefined;
 
-export function markTracingStarted(started: { tracer: Tracer; shutdown: () => Promise<void>; currentTraceId: () => string | undefined }): void {
+export function markTracingStarted(started: {
+  tracer: Tracer;
+  shutdown: () => Promise<void>;
+  currentTraceId: () => string | undefined;
+}): void {
   tracer = started.tracer;
   stop = started.shutdown;
   currentTraceId = started.currentTraceId;

@@ -3,7 +3,8 @@ import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import type { AgentRunStatus, StoredStep } from './agent-run.types.js';
 
 /** One entry of a run's event log, written by the `agent_run_events_record` trigger (never by the app). */
-export type AgentRunEvent = { seq: number; type: 'step'; data: StoredStep } | { seq: number; type: 'status'; data: { status: AgentRunStatus } };
+export type AgentRunEvent =
+  { seq: number; type: 'step'; data: StoredStep } | { seq: number; type: 'status'; data: { status: AgentRunStatus } };
 
 /**
  * The `agent_run_events` table: read-only for the app; a database trigger appends to it and notifies the

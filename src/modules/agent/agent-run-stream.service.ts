@@ -48,12 +48,22 @@ export class AgentRunStreamService implements OnModuleDestroy {
    * Checks visibility first (404 as status does), then streams until the run ends, the client leaves, or the
    * credential `bearer` that opened it expires or is revoked (re-checked every AGENT_STREAM_CREDENTIAL_CHECK_MS).
    */
-  async stream(actor: Actor, jobId: string, lastEventId: string | undefined, response: Response, bearer: string): Promise<void> {
+  async stream(
+    actor: Actor,
+    jobId: string,
+    lastEventId: string | undefined,
+    response: Response,
+    bearer: string,
+  ): Promise<void> {
     await this.runs.get(actor, jobId);
     const slot = await this.slots.acquire(actor.userId);
     if (!slot) {
       const cap = this.config.agent.maxStreamsPerUser;
-      throw rateLimited('backend', `You have ${cap} run streams open (AGENT_MAX_STREAMS_PER_USER); close one first`, STREAM_RETRY_AFTER_SECONDS);
+      throw rateLimited(
+        'backend',
+        `You have ${cap} run streams open (AGENT_MAX_STREAMS_PER_USER); close one first`,
+        STREAM_RETRY_AFTER_SECONDS,
+      );
     }
     try {
       await this.serve(jobId, actor, lastEventId, response, bearer, slot);
@@ -62,7 +72,14 @@ export class AgentRunStreamService implements OnModuleDestroy {
     }
   }
 
-  private async serve(jobId: string, actor: Actor, lastEventId: string | undefined, response: Response, bearer: string, slot: StreamSlot): Promise<void> {
+  private async serve(
+    jobId: string,
+    actor: Actor,
+    lastEventId: string | undefined,
+    response: Response,
+    bearer: string,
+    slot: StreamSlot,
+  ): Promise<void> {
     const credential = await this.credentials.liveness(bearer);
     let after = /^\d{1,9}$/.test(lastEventId?.trim() ?? '') ? Number(lastEventId!.trim()) : 0;
 
@@ -88,15 +105,25 @@ export class AgentRunStreamService implements OnModuleDestroy {
       poke();
     };
     // The credential's end: a timer at its expiry, and a periodic lookup for a revocation (or a lost user).
-    let credentialEnded: 'credential_expired' | 'credential_revoked' | null = credential === null ? 'credential_revoked' : null;
+    let credentialEnded: 'credential_expired' | 'credential_revoked' | null =
+      credential === null ? 'credential_revoked' : null;
     const endForCredential = (reason: 'credential_expired' | 'credential_revoked') => {
       credentialEnded ??= reason;
       stop();
     };
-    const expiry = credential ? setTimeout(() => endForCredential('credential_expired'), Math.min(2 ** 31 - 1, Math.max(0, credential.expiresAt.getTime() - Date.now()))) : undefined;
+    const expiry = credential
+      ? setTimeout(
+          () => endForCredential('credential_expired'),
+          Math.min(2 ** 31 - 1, Math.max(0, credential.expiresAt.getTime() - Date.now())),
+        )
+      : undefined;
     const recheck = setInterval(() => {
       this.credentials.liveness(bearer).then(
-        (live) => live === null && endForCredential(credential && credential.expiresAt.getTime() <= Date.now() ? 'credential_expired' : 'credential_revoked'),
+        (live) =>
+          live === null &&
+          endForCredential(
+            credential && credential.expiresAt.getTime() <= Date.now() ? 'credential_expired' : 'credential_revoked',
+          ),
         () => undefined, // a failed lookup (database down) is not a revocation; the next check decides
       );
     }, this.config.agent.streamCredentialCheckMs);
@@ -126,7 +153,11 @@ export class AgentRunStreamService implements OnModuleDestroy {
       }
     } catch (error) {
       // The headers are sent: no error answer is possible any more; the client reconnects with Last-Event-ID.
-      this.logger.warn({ msg: 'run stream stopped on an error', runId: jobId, error: error instanceof Error ? error.message : String(error) });
+      this.logger.warn({
+        msg: 'run stream stopped on an error',
+        runId: jobId,
+        error: error instanceof Error ? error.message : String(error),
+      });
     } finally {
       if (credentialEnded && !response.writableEnded && !response.destroyed) {
         response.write(`event: closed\ndata: ${JSON.stringify({ reason: credentialEnded })}\n\n`);

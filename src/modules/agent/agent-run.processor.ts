@@ -14,7 +14,11 @@ interface AgentRunJobData {
  * Carries "run agent run X" from the queue to the runner. Registered only in APP_ROLE=all and worker.
  * Runs wait on the model most of the time, so a process runs a few at once.
  */
-@Processor(AGENT_RUNS_QUEUE, { concurrency: 4, drainDelay: WORKER_DRAIN_DELAY_SECONDS, runRetryDelay: WORKER_RUN_RETRY_DELAY_MS })
+@Processor(AGENT_RUNS_QUEUE, {
+  concurrency: 4,
+  drainDelay: WORKER_DRAIN_DELAY_SECONDS,
+  runRetryDelay: WORKER_RUN_RETRY_DELAY_MS,
+})
 export class AgentRunProcessor extends WorkerHost {
   constructor(private readonly runner: AgentRunner) {
     super();

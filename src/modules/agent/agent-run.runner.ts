@@ -12,8 +12,21 @@ import { WorkerDrain } from '../../queue/worker-drain.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { observeToolCall } from '../tools/tool-call-telemetry.js';
 import { ToolsService } from '../tools/tools.service.js';
-import { CANCEL_POLL_MS, HEARTBEAT_EVERY_MS, MAX_RUN_ATTEMPTS, RESULT_SUMMARY_MAX_CHARS, TOOL_RESULT_MAX_CHARS } from './agent.constants.js';
-import { assistantMessage, awaitingApprovalStep, messageStep, rebuildConversation, toolMessage, type Conversation } from './agent-run.conversation.js';
+import {
+  CANCEL_POLL_MS,
+  HEARTBEAT_EVERY_MS,
+  MAX_RUN_ATTEMPTS,
+  RESULT_SUMMARY_MAX_CHARS,
+  TOOL_RESULT_MAX_CHARS,
+} from './agent.constants.js';
+import {
+  assistantMessage,
+  awaitingApprovalStep,
+  messageStep,
+  rebuildConversation,
+  toolMessage,
+  type Conversation,
+} from './agent-run.conversation.js';
 import { narrowestActor } from '../../common/access/access-rules.js';
 import { isWriteTool } from '../tool-kit/tool-definition.js';
 import { foreignTextIn, foreignTextInFailure } from '../tool-kit/tool-provenance.js';
@@ -80,7 +93,10 @@ export class AgentRunner implements OnModuleDestroy {
   /** Shutdown: stop every run here without a final write and release it, so another worker resumes it at once. */
   async onModuleDestroy(): Promise<void> {
     this.stopAll();
-    await Promise.race([Promise.allSettled([...this.active.values()].map((run) => run.done)), new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+    await Promise.race([
+      Promise.allSettled([...this.active.values()].map((run) => run.done)),
+      new Promise((resolve) => setTimeout(resolve, 5_000).unref()),
+    ]);
   }
 
   /** A drain (SIGTERM) stops the runs at once, before the rest of the app closes. */
@@ -108,8 +124,14 @@ export class AgentRunner implements OnModuleDestroy {
     if (this.stopping) controller.abort(new Stop('shutdown'));
     const recorder = new StepRecorder(this.repository, this.claims, claimed.claim);
     // Every log line of the run names the request that queued it.
-    const done = RequestContext.run({ requestId: claimed.claim.requestId ?? claimedId }, () => this.execute(claimed.job, recorder, controller)).catch((error: unknown) => {
-      this.logger.error({ msg: 'agent run crashed', runId: claimedId, error: error instanceof Error ? error.message : String(error) });
+    const done = RequestContext.run({ requestId: claimed.claim.requestId ?? claimedId }, () =>
+      this.execute(claimed.job, recorder, controller),
+    ).catch((error: unknown) => {
+      this.logger.error({
+        msg: 'agent run crashed',
+        runId: claimedId,
+        error: error instanceof Error ? error.message : String(error),
+      });
     });
     this.active.set(claimedId, { controller, done });
     try {
@@ -125,7 +147,11 @@ export class AgentRunner implements OnModuleDestroy {
   private async execute(run: AgentRun, steps: StepRecorder, controller: AbortController): Promise<void> {
     if (run.cancelRequested) return steps.finish('cancelled', null, null);
     if (run.attempts > MAX_RUN_ATTEMPTS) {
-      return steps.finish('failed', null, `The run was interrupted ${run.attempts - 1} times (its worker stopped); not resumed again`);
+      return steps.finish(
+        'failed',
+        null,
+        `The run was interrupted ${run.attempts - 1} times (its worker stopped); not resumed again`,
+      );
     }
     // Time spent waiting for an approval is not the run's working time.
     const deadline = (run.startedAt ?? new Date()).getTime() + run.pausedMs + this.config.agent.runTimeoutMs;
@@ -166,7 +192,11 @@ export class AgentRunner implements OnModuleDestroy {
       .filter((tool) => run.tools === null || run.tools.includes(tool.definition.name))
       .map((tool): OfferedTool => {
         const view = this.tools.schemaView(tool);
-        return { name: view.name, description: view.description, parameters: view.inputSchema as Record<string, unknown> };
+        return {
+          name: view.name,
+          description: view.description,
+          parameters: view.inputSchema as Record<string, unknown>,
+        };
       });
     return { runId: run.id, actor, scopes, offered, offeredNames: new Set(offered.map((tool) => tool.name)) };
   }
@@ -180,7 +210,8 @@ export class AgentRunner implements OnModuleDestroy {
         attempt.stepLabel = `tool call ${call.name}`;
         const decided = conversation.approved.get(call.id);
         // Stop before the write: the row holds the question, no worker waits; approve/reject re-enqueues.
-        if (!decided && this.needsApproval(run, conversation, scope, call)) return steps.pause(awaitingApprovalStep(conversation.nextIndex, call));
+        if (!decided && this.needsApproval(run, conversation, scope, call))
+          return steps.pause(awaitingApprovalStep(conversation.nextIndex, call));
         const step = await this.runTool(steps, decided?.index ?? conversation.nextIndex, call, scope, decided);
         if (!decided) conversation.nextIndex += 1;
         if (step.untrusted) conversation.untrusted = true;
@@ -203,7 +234,12 @@ export class AgentRunner implements OnModuleDestroy {
     const startedAt = new Date().toISOString();
     const stepSignal = AbortSignal.timeout(this.config.agent.stepTimeoutMs);
     const completion = await abortable(
-      this.llm.complete({ messages: conversation.messages, tools: scope.offered, signal: AbortSignal.any([controller.signal, stepSignal]), projectId: run.projectId }),
+      this.llm.complete({
+        messages: conversation.messages,
+        tools: scope.offered,
+        signal: AbortSignal.any([controller.signal, stepSignal]),
+        projectId: run.projectId,
+      }),
       controller.signal,
       stepSignal,
     );
@@ -217,7 +253,12 @@ export class AgentRunner implements OnModuleDestroy {
   /** `writes`: before every write; `auto`: before every write once the run has read text its starter did not write. */
   private needsApproval(run: AgentRun, conversation: Conversation, scope: RunScope, call: ModelToolCall): boolean {
     const asks = run.approval === 'writes' || (run.approval === 'auto' && conversation.untrusted);
-    return asks && scope.offeredNames.has(call.name) && isWriteTool(this.tools.find(call.name)) && parseArguments(call.arguments).parseError === null;
+    return (
+      asks &&
+      scope.offeredNames.has(call.name) &&
+      isWriteTool(this.tools.find(call.name)) &&
+      parseArguments(call.arguments).parseError === null
+    );
   }
 
   /** How an attempt that stopped early ends: the final write for each outcome, a release on shutdown, nothing once lost. */
@@ -231,11 +272,19 @@ export class AgentRunner implements OnModuleDestroy {
       return; // lost: another worker owns the run, or it was finished elsewhere
     }
     if (error instanceof StepTimeout) {
-      return steps.finish('failed', null, `Step timed out: ${attempt.stepLabel} took longer than ${this.config.agent.stepTimeoutMs} ms (AGENT_STEP_TIMEOUT_MS)`);
+      return steps.finish(
+        'failed',
+        null,
+        `Step timed out: ${attempt.stepLabel} took longer than ${this.config.agent.stepTimeoutMs} ms (AGENT_STEP_TIMEOUT_MS)`,
+      );
     }
     if (error instanceof LlmError) return steps.finish('failed', null, error.message);
     if (error instanceof LostClaim) return;
-    this.logger.error({ msg: 'agent run failed', runId: attempt.run.id, error: error instanceof Error ? error.message : String(error) });
+    this.logger.error({
+      msg: 'agent run failed',
+      runId: attempt.run.id,
+      error: error instanceof Error ? error.message : String(error),
+    });
     return steps.finish('failed', null, `Internal error: ${error instanceof Error ? error.message : 'unknown'}`);
   }
 
@@ -244,9 +293,17 @@ export class AgentRunner implements OnModuleDestroy {
   }
 
   /** One tool call: recorded as started, executed through ToolsService (caller's scopes, pinned actor), then recorded with its outcome. */
-  private async runTool(steps: StepRecorder, index: number, call: ModelToolCall, scope: RunScope, approved?: StoredStep): Promise<StoredStep> {
+  private async runTool(
+    steps: StepRecorder,
+    index: number,
+    call: ModelToolCall,
+    scope: RunScope,
+    approved?: StoredStep,
+  ): Promise<StoredStep> {
     // An approved call runs with the owner's (possibly edited) arguments, validated again by ToolsService.call.
-    const { args, parseError } = approved ? { args: approved.arguments, parseError: null } : parseArguments(call.arguments);
+    const { args, parseError } = approved
+      ? { args: approved.arguments, parseError: null }
+      : parseArguments(call.arguments);
     const step: StoredStep = {
       index,
       type: 'tool_call',
@@ -264,15 +321,22 @@ export class AgentRunner implements OnModuleDestroy {
       step.status = status;
       step.finishedAt = new Date().toISOString();
       step.modelContent = modelContent;
-      step.resultSummary = summary.length > RESULT_SUMMARY_MAX_CHARS ? `${summary.slice(0, RESULT_SUMMARY_MAX_CHARS - 1)}…` : summary;
+      step.resultSummary =
+        summary.length > RESULT_SUMMARY_MAX_CHARS ? `${summary.slice(0, RESULT_SUMMARY_MAX_CHARS - 1)}…` : summary;
     };
-    const refuse = (code: string, message: string) => settle('error', JSON.stringify({ error: { code, message } }), `error: ${code}: ${message}`);
+    const refuse = (code: string, message: string) =>
+      settle('error', JSON.stringify({ error: { code, message } }), `error: ${code}: ${message}`);
     const tool = this.tools.find(call.name);
     // An approved call runs within the rights of both the run and whoever approved it.
-    const actor = approved?.approval?.approverActor ? narrowestActor(scope.actor, { ...approved.approval.approverActor }) : scope.actor;
+    const actor = approved?.approval?.approverActor
+      ? narrowestActor(scope.actor, { ...approved.approval.approverActor })
+      : scope.actor;
 
     if (!scope.offeredNames.has(call.name)) {
-      refuse('tool_not_allowed', `The tool "${call.name}" is not available to this run (not in its allowlist or outside the caller's permissions); it was not executed`);
+      refuse(
+        'tool_not_allowed',
+        `The tool "${call.name}" is not available to this run (not in its allowlist or outside the caller's permissions); it was not executed`,
+      );
       await record(step);
       return step;
     }
@@ -283,11 +347,19 @@ export class AgentRunner implements OnModuleDestroy {
     }
     await record(step); // recorded before it runs: a retry never executes it twice
     try {
-      const outcome = await observeToolCall({ door: 'agent', tool, statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined) }, () =>
-        withTimeout(
-          this.tools.call(call.name, args as Record<string, unknown>, actor, scope.scopes, auditActorOf(this.runCredential.callerFor(scope.runId, scope.actor, scope.scopes))),
-          this.config.agent.stepTimeoutMs,
-        ),
+      const outcome = await observeToolCall(
+        { door: 'agent', tool, statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined) },
+        () =>
+          withTimeout(
+            this.tools.call(
+              call.name,
+              args as Record<string, unknown>,
+              actor,
+              scope.scopes,
+              auditActorOf(this.runCredential.callerFor(scope.runId, scope.actor, scope.scopes)),
+            ),
+            this.config.agent.stepTimeoutMs,
+          ),
       );
       settle('ok', toModelContent(outcome.result, outcome.truncated), summarize(outcome.result, outcome.truncated));
       const foreign = foreignTextIn(tool, args, outcome.result, scope.actor.userId);
@@ -296,11 +368,18 @@ export class AgentRunner implements OnModuleDestroy {
       const foreign = foreignTextInFailure(tool, args);
       if (foreign) step.untrusted = foreign;
       if (error instanceof StepTimeout) {
-        refuse('timeout', `The tool did not finish within ${this.config.agent.stepTimeoutMs} ms; its outcome is unknown`);
+        refuse(
+          'timeout',
+          `The tool did not finish within ${this.config.agent.stepTimeoutMs} ms; its outcome is unknown`,
+        );
       } else if (error instanceof AppException) {
         refuse(ERROR_CODE_MAPPING[error.code].toolApiCode, error.message);
       } else {
-        this.logger.error({ msg: 'tool failed in agent run', tool: call.name, error: error instanceof Error ? error.message : String(error) });
+        this.logger.error({
+          msg: 'tool failed in agent run',
+          tool: call.name,
+          error: error instanceof Error ? error.message : String(error),
+        });
         refuse('internal', 'The tool failed unexpectedly');
       }
     }
@@ -321,10 +400,14 @@ function abortable<T>(work: Promise<T>, run: AbortSignal, step: AbortSignal): Pr
     }
     run.addEventListener('abort', onRun, { once: true });
     step.addEventListener('abort', onStep, { once: true });
-    work.then(resolve, (error: unknown) => (run.aborted ? reject(run.reason) : step.aborted ? reject(new StepTimeout()) : reject(error))).finally(() => {
-      run.removeEventListener('abort', onRun);
-      step.removeEventListener('abort', onStep);
-    });
+    work
+      .then(resolve, (error: unknown) =>
+        run.aborted ? reject(run.reason) : step.aborted ? reject(new StepTimeout()) : reject(error),
+      )
+      .finally(() => {
+        run.removeEventListener('abort', onRun);
+        step.removeEventListener('abort', onStep);
+      });
   });
 }
 
@@ -332,16 +415,22 @@ function abortable<T>(work: Promise<T>, run: AbortSignal, step: AbortSignal): Pr
 function parseArguments(text: string): { args: unknown; parseError: string | null } {
   try {
     const args: unknown = JSON.parse(text || '{}');
-    return { args, parseError: args === null || typeof args !== 'object' || Array.isArray(args) ? 'arguments must be a JSON object' : null };
+    return {
+      args,
+      parseError:
+        args === null || typeof args !== 'object' || Array.isArray(args) ? 'arguments must be a JSON object' : null,
+    };
   } catch {
     return { args: undefined, parseError: 'arguments are not valid JSON' };
   }
 }
 
-
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout;
-  return Promise.race([work, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new StepTimeout()), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    work,
+    new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new StepTimeout()), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /** The result as the model sees it: JSON within TOOL_RESULT_MAX_CHARS (list items dropped first, then long text cut). */
@@ -356,7 +445,12 @@ export function toModelContent(result: unknown, truncated: boolean): string {
     return json.length > TOOL_RESULT_MAX_CHARS ? json.slice(0, TOOL_RESULT_MAX_CHARS) : json;
   }
   let json = JSON.stringify(result ?? null);
-  if (json.length > TOOL_RESULT_MAX_CHARS && result && typeof result === 'object' && typeof (result as { content?: unknown }).content === 'string') {
+  if (
+    json.length > TOOL_RESULT_MAX_CHARS &&
+    result &&
+    typeof result === 'object' &&
+    typeof (result as { content?: unknown }).content === 'string'
+  ) {
     const record = result as { content: string };
     const room = Math.max(0, record.content.length - (json.length - TOOL_RESULT_MAX_CHARS) - 50);
     json = JSON.stringify({ ...record, content: `${record.content.slice(0, room)}…`, content_truncated: true });
@@ -368,13 +462,24 @@ function summarize(result: unknown, truncated: boolean): string {
   if (Array.isArray(result)) {
     const names = result
       .slice(0, 3)
-      .map((item) => (item && typeof item === 'object' ? String((item as Record<string, unknown>).title ?? (item as Record<string, unknown>).name ?? (item as Record<string, unknown>).id ?? '') : String(item)))
+      .map((item) =>
+        item && typeof item === 'object'
+          ? String(
+              (item as Record<string, unknown>).title ??
+                (item as Record<string, unknown>).name ??
+                (item as Record<string, unknown>).id ??
+                '',
+            )
+          : String(item),
+      )
       .filter(Boolean);
     return `${result.length}${truncated ? '+' : ''} result${result.length === 1 ? '' : 's'}${names.length ? `: ${names.join('; ')}` : ''}`;
   }
   if (result && typeof result === 'object') {
     const record = result as Record<string, unknown>;
-    const parts = ['id', 'title', 'name', 'status', 'deleted'].filter((key) => record[key] !== undefined).map((key) => `${key}=${String(record[key])}`);
+    const parts = ['id', 'title', 'name', 'status', 'deleted']
+      .filter((key) => record[key] !== undefined)
+      .map((key) => `${key}=${String(record[key])}`);
     return parts.length ? parts.join(', ') : `object with ${Object.keys(record).length} fields`;
   }
   return String(result);

@@ -38,16 +38,31 @@ export class StepRecorder {
       step.status = 'unknown';
       step.finishedAt = new Date().toISOString();
       step.resultSummary = 'outcome unknown: the worker stopped during this call; it was not retried';
-      step.modelContent = JSON.stringify({ error: { code: 'outcome_unknown', message: 'This call was interrupted and its outcome is unknown; it was not retried. Check before repeating it.' } });
+      step.modelContent = JSON.stringify({
+        error: {
+          code: 'outcome_unknown',
+          message:
+            'This call was interrupted and its outcome is unknown; it was not retried. Check before repeating it.',
+        },
+      });
       await this.replace(step);
     }
   }
 
   /** The final write; a pending cancel turns it into `cancelled` (AgentRunsRepository.finish). */
-  async finish(status: 'succeeded' | 'failed' | 'cancelled', output: string | null, error: string | null): Promise<void> {
+  async finish(
+    status: 'succeeded' | 'failed' | 'cancelled',
+    output: string | null,
+    error: string | null,
+  ): Promise<void> {
     // What the model wrote (or an error quoted) leaves through status, streams and webhooks: no credential shapes.
     const safeError = error === null ? null : redactText(error, 'run_output');
-    const written = await this.runs.finish(this.claim, status, output === null ? null : redactText(output, 'run_output'), safeError);
+    const written = await this.runs.finish(
+      this.claim,
+      status,
+      output === null ? null : redactText(output, 'run_output'),
+      safeError,
+    );
     if (written) this.claims.ended(this.claim, written, written === 'failed' && safeError ? { error: safeError } : {});
   }
 

@@ -1,5 +1,12 @@
 export type AgentRunStatus = 'queued' | 'running' | 'awaiting_approval' | 'succeeded' | 'failed' | 'cancelled';
-export const AGENT_RUN_STATUSES: readonly AgentRunStatus[] = ['queued', 'running', 'awaiting_approval', 'succeeded', 'failed', 'cancelled'];
+export const AGENT_RUN_STATUSES: readonly AgentRunStatus[] = [
+  'queued',
+  'running',
+  'awaiting_approval',
+  'succeeded',
+  'failed',
+  'cancelled',
+];
 
 /**
  * When a run stops before a write tool call (readOnlyHint false) until someone with the authority of the write decides:
@@ -152,7 +159,13 @@ function iso(value: Date | null): string | null {
 }
 
 export function toStepView(step: StoredStep): AgentStepView {
-  const view: AgentStepView = { index: step.index, type: step.type, status: step.status, startedAt: step.startedAt, finishedAt: step.finishedAt };
+  const view: AgentStepView = {
+    index: step.index,
+    type: step.type,
+    status: step.status,
+    startedAt: step.startedAt,
+    finishedAt: step.finishedAt,
+  };
   if (step.type === 'tool_call') {
     view.tool = step.tool;
     view.arguments = step.arguments;

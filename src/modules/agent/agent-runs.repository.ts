@@ -8,10 +8,31 @@ import { claimedBy, staleHeartbeat, type Claim, type ClaimableTable } from '../.
 import type { AgentRun, AgentRunActor, AgentRunApproval, AgentRunStatus, StoredStep } from './agent-run.types.js';
 
 /** Agent runs as claimable jobs: fenced by a per-claim token, with a cancel flag the claim holder watches. */
-export const AGENT_RUNS_TABLE: ClaimableTable<'agent_runs'> = { table: 'agent_runs', kind: 'agent_run', fencedBy: 'claim_token', cancelFlag: 'cancel_requested', owner: 'user_id', project: 'project_id' };
+export const AGENT_RUNS_TABLE: ClaimableTable<'agent_runs'> = {
+  table: 'agent_runs',
+  kind: 'agent_run',
+  fencedBy: 'claim_token',
+  cancelFlag: 'cancel_requested',
+  owner: 'user_id',
+  project: 'project_id',
+};
 
 /** A run to insert (status `queued`): what the caller asked for, plus the trace id and the already sealed webhook secret. */
-export type NewAgentRun = Pick<AgentRun, 'id' | 'userId' | 'projectId' | 'input' | 'provider' | 'model' | 'tools' | 'scopes' | 'actor' | 'maxSteps' | 'approval' | 'webhookUrl'> & {
+export type NewAgentRun = Pick<
+  AgentRun,
+  | 'id'
+  | 'userId'
+  | 'projectId'
+  | 'input'
+  | 'provider'
+  | 'model'
+  | 'tools'
+  | 'scopes'
+  | 'actor'
+  | 'maxSteps'
+  | 'approval'
+  | 'webhookUrl'
+> & {
   traceId: string | null;
   /** Sealed by AgentWebhooksService.sealSecret. */
   webhookSecret: string | null;
@@ -59,7 +80,12 @@ export class AgentRunsRepository {
 
   /** The run if the actor may see it (visibleAgentRun), else undefined: one answer for missing and hidden. */
   async findVisible(actor: Actor, id: string): Promise<AgentRun | undefined> {
-    const row = await this.db.selectFrom('agent_runs as r').selectAll().where('r.id', '=', id).where(visibleAgentRun(actor, 'r')).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('agent_runs as r')
+      .selectAll()
+      .where('r.id', '=', id)
+      .where(visibleAgentRun(actor, 'r'))
+      .executeTakeFirst();
     return row && toAgentRun(row);
   }
 
@@ -70,7 +96,11 @@ export class AgentRunsRepository {
 
   /** The status and the seq of the run's last event (what a stream has to reach before `done`). */
   async streamPosition(id: string): Promise<{ status: AgentRunStatus; eventSeq: number } | undefined> {
-    const row = await this.db.selectFrom('agent_runs').select(['status', 'event_seq']).where('id', '=', id).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('agent_runs')
+      .select(['status', 'event_seq'])
+      .where('id', '=', id)
+      .executeTakeFirst();
     return row && { status: row.status as AgentRunStatus, eventSeq: row.event_seq };
   }
 
@@ -80,8 +110,13 @@ export class AgentRunsRepository {
     if (filter.projectId) query = query.where('project_id', '=', filter.projectId);
     if (filter.status) query = query.where('status', '=', filter.status);
     const before = filter.before;
-    if (before) query = query.where(sql<boolean>`(created_at, id) < (${before.createdAt}::timestamptz, ${before.id}::uuid)`);
-    const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit + 1).execute();
+    if (before)
+      query = query.where(sql<boolean>`(created_at, id) < (${before.createdAt}::timestamptz, ${before.id}::uuid)`);
+    const rows = await query
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(filter.limit + 1)
+      .execute();
     return rows.map(toAgentRun);
   }
 
@@ -164,7 +199,10 @@ export class AgentRunsRepository {
 
   /** Replaces the step at its index; false when the claim is lost. */
   replaceStep(claim: Claim, step: StoredStep): Promise<boolean> {
-    return this.fencedStepWrite(claim, sql<Json>`jsonb_set(steps, ARRAY[${String(step.index)}::text], ${JSON.stringify(step)}::jsonb)`);
+    return this.fencedStepWrite(
+      claim,
+      sql<Json>`jsonb_set(steps, ARRAY[${String(step.index)}::text], ${JSON.stringify(step)}::jsonb)`,
+    );
   }
 
   /**
@@ -172,7 +210,12 @@ export class AgentRunsRepository {
    * reached. The row lock orders it against requestCancel (which only flags unfinished runs), so a cancel
    * either lands first (this write turns it into `cancelled`) or finds the run finished (409).
    */
-  async finish(claim: Claim, status: 'succeeded' | 'failed' | 'cancelled', output: string | null, error: string | null): Promise<'succeeded' | 'failed' | 'cancelled' | null> {
+  async finish(
+    claim: Claim,
+    status: 'succeeded' | 'failed' | 'cancelled',
+    output: string | null,
+    error: string | null,
+  ): Promise<'succeeded' | 'failed' | 'cancelled' | null> {
     const row = await this.db
       .updateTable('agent_runs')
       .set({

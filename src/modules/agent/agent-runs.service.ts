@@ -18,7 +18,19 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ToolsService } from '../tools/tools.service.js';
 import { AGENT_RUNS_QUEUE } from './agent.constants.js';
-import { DEFAULT_AGENT_RUN_APPROVAL, FINAL_STATUSES, toSummary, type AgentRunApproval, type StepDecider, type StoredStep, toView, type AgentRun, type AgentRunStatus, type AgentRunSummary, type AgentRunView } from './agent-run.types.js';
+import {
+  DEFAULT_AGENT_RUN_APPROVAL,
+  FINAL_STATUSES,
+  toSummary,
+  type AgentRunApproval,
+  type StepDecider,
+  type StoredStep,
+  toView,
+  type AgentRun,
+  type AgentRunStatus,
+  type AgentRunSummary,
+  type AgentRunView,
+} from './agent-run.types.js';
 import { AGENT_RUNS_TABLE, AgentRunsRepository } from './agent-runs.repository.js';
 import { LLM_CLIENT, type LlmClient } from './llm/llm-client.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
@@ -83,7 +95,12 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    this.stopSweep = await this.claims.startSweep('agent run', () => this.recover(), this.config.agent.recoveryIntervalMs, this.logger);
+    this.stopSweep = await this.claims.startSweep(
+      'agent run',
+      () => this.recover(),
+      this.config.agent.recoveryIntervalMs,
+      this.logger,
+    );
   }
 
   onModuleDestroy(): void {
@@ -103,9 +120,10 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       allowlist = [...new Set(input.tools)];
       const unknown = allowlist.filter((name) => !this.tools.find(name));
       if (unknown.length > 0) {
-        throw AppException.validation(`Unknown tool name${unknown.length > 1 ? 's' : ''} in tools: ${unknown.join(', ')}`, [
-          { field: 'tools', message: `unknown tools: ${unknown.join(', ')}` },
-        ]);
+        throw AppException.validation(
+          `Unknown tool name${unknown.length > 1 ? 's' : ''} in tools: ${unknown.join(', ')}`,
+          [{ field: 'tools', message: `unknown tools: ${unknown.join(', ')}` }],
+        );
       }
     }
     if (input.webhookUrl !== undefined) await assertWebhookUrl(input.webhookUrl, this.config.agent.webhookAllowPrivate);
@@ -119,13 +137,22 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
   private async assertCapacity(userId: string): Promise<void> {
     const cap = this.config.agent.maxActivePerUser;
     if ((await this.claims.activeOf(AGENT_RUNS_TABLE, userId)) < cap) return;
-    throw rateLimited('backend', `You have ${cap} runs queued or running (AGENT_MAX_ACTIVE_PER_USER); retry when one has finished`, CAP_RETRY_AFTER_SECONDS);
+    throw rateLimited(
+      'backend',
+      `You have ${cap} runs queued or running (AGENT_MAX_ACTIVE_PER_USER); retry when one has finished`,
+      CAP_RETRY_AFTER_SECONDS,
+    );
   }
 
   /** Creates and enqueues the run; `webhookSecret` (with a webhookUrl) is the only time the secret is shown. */
   async start(actor: Actor, plan: AgentRunPlan): Promise<{ jobId: string; status: 'queued'; webhookSecret?: string }> {
     const { input, allowlist, scopes } = plan;
-    const runActor = { userId: actor.userId, projectIds: [input.projectId], repos: actor.repos, ...(actor.projectRoleCap ? { projectRoleCap: actor.projectRoleCap } : {}) };
+    const runActor = {
+      userId: actor.userId,
+      projectIds: [input.projectId],
+      repos: actor.repos,
+      ...(actor.projectRoleCap ? { projectRoleCap: actor.projectRoleCap } : {}),
+    };
     const id = randomUUID();
     const webhookSecret = input.webhookUrl !== undefined ? this.webhooks.newSecret() : undefined;
     await this.repository.insert({
@@ -149,16 +176,25 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       await this.enqueue(id);
     } catch (error) {
       // The row stays queued; the recovery sweep enqueues it once the queue is back.
-      this.logger.warn({ msg: 'could not enqueue agent run; the recovery sweep will', runId: id, error: String(error) });
+      this.logger.warn({
+        msg: 'could not enqueue agent run; the recovery sweep will',
+        runId: id,
+        error: String(error),
+      });
     }
     return { jobId: id, status: 'queued', ...(webhookSecret ? { webhookSecret } : {}) };
   }
 
   /** The run as status shows it; with a webhook, its URL and delivery log (never the secret). */
-  async get(actor: Actor, jobId: string): Promise<AgentRunView & { webhook?: { url: string; deliveries: WebhookDeliveryView[] } }> {
+  async get(
+    actor: Actor,
+    jobId: string,
+  ): Promise<AgentRunView & { webhook?: { url: string; deliveries: WebhookDeliveryView[] } }> {
     const run = await this.findOwn(actor, jobId);
     const view = toView(run);
-    return run.webhookUrl ? { ...view, webhook: { url: run.webhookUrl, deliveries: await this.webhooks.deliveries(run.id) } } : view;
+    return run.webhookUrl
+      ? { ...view, webhook: { url: run.webhookUrl, deliveries: await this.webhooks.deliveries(run.id) } }
+      : view;
   }
 
   /**
@@ -171,11 +207,19 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     const flagged = await this.db.transaction().execute(async (trx) => {
       const status = await this.repository.requestCancel(jobId, trx);
       if (status !== undefined) {
-        await this.audit.recordChange(trx, { action: 'agent.cancel', actor: decider, target: { type: 'agent_run', id: jobId }, details: { status: run.status } });
+        await this.audit.recordChange(trx, {
+          action: 'agent.cancel',
+          actor: decider,
+          target: { type: 'agent_run', id: jobId },
+          details: { status: run.status },
+        });
       }
       return status;
     });
-    if (flagged === undefined) throw new AppException(ErrorCode.StateConflict, `The run has already finished (${run.status})`, { status: run.status });
+    if (flagged === undefined)
+      throw new AppException(ErrorCode.StateConflict, `The run has already finished (${run.status})`, {
+        status: run.status,
+      });
     if (flagged === 'cancelled') {
       this.claims.endedUnclaimed(AGENT_RUNS_TABLE, jobId, 'cancelled', { was: run.status });
       await this.queue.remove(jobId).catch(() => undefined);
@@ -201,11 +245,20 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
    * validated as any call of that tool under the run's scopes; the run's pinned actor applies when it runs.
    * The run goes back to `queued` and any instance's worker resumes it.
    */
-  async approve(actor: Actor, decider: StepDecider, jobId: string, input: ApprovalInput): Promise<{ jobId: string; status: AgentRunStatus }> {
+  async approve(
+    actor: Actor,
+    decider: StepDecider,
+    jobId: string,
+    input: ApprovalInput,
+  ): Promise<{ jobId: string; status: AgentRunStatus }> {
     const { run, role } = await this.findDecidable(actor, jobId);
     const waiting = run.steps[input.stepIndex];
     if (run.status !== 'awaiting_approval' || !waiting || waiting.status !== 'awaiting_approval') {
-      throw new AppException(ErrorCode.StateConflict, `Step ${input.stepIndex} is not waiting for approval (run ${run.status})`, { status: run.status });
+      throw new AppException(
+        ErrorCode.StateConflict,
+        `Step ${input.stepIndex} is not waiting for approval (run ${run.status})`,
+        { status: run.status },
+      );
     }
     const decidedAt = new Date().toISOString();
     let step: StoredStep;
@@ -213,7 +266,12 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       const edited = input.arguments !== undefined;
       // 400/403 as any call would be, under the scopes both the run and the approver's role hold.
       const approverScopes = this.tools.scopesForRole(role);
-      if (edited) this.tools.prepare(waiting.tool ?? '', input.arguments, run.scopes.filter((scope) => approverScopes.includes(scope)));
+      if (edited)
+        this.tools.prepare(
+          waiting.tool ?? '',
+          input.arguments,
+          run.scopes.filter((scope) => approverScopes.includes(scope)),
+        );
       step = {
         ...waiting,
         status: 'approved',
@@ -223,7 +281,12 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
           decidedBy: decider,
           decidedAt,
           ...(edited ? { originalArguments: waiting.arguments } : {}),
-          approverActor: { userId: actor.userId, projectIds: actor.projectIds, repos: actor.repos, ...(actor.projectRoleCap ? { projectRoleCap: actor.projectRoleCap } : {}) },
+          approverActor: {
+            userId: actor.userId,
+            projectIds: actor.projectIds,
+            repos: actor.repos,
+            ...(actor.projectRoleCap ? { projectRoleCap: actor.projectRoleCap } : {}),
+          },
         },
       };
     } else {
@@ -232,7 +295,13 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
         status: 'rejected',
         finishedAt: decidedAt,
         resultSummary: 'rejected; not executed',
-        modelContent: JSON.stringify({ error: { code: 'rejected', message: 'The user refused this call; it was not executed. Do not retry it; continue without it or explain.' } }),
+        modelContent: JSON.stringify({
+          error: {
+            code: 'rejected',
+            message:
+              'The user refused this call; it was not executed. Do not retry it; continue without it or explain.',
+          },
+        }),
         approval: { decision: 'reject', decidedBy: decider, decidedAt },
       };
     }
@@ -243,26 +312,46 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
         action: input.decision === 'approve' ? 'agent.approve' : 'agent.reject',
         actor: decider,
         target: { type: 'agent_run', id: jobId },
-        details: { stepIndex: input.stepIndex, tool: waiting.tool ?? null, ...(input.decision === 'approve' ? { edited: input.arguments !== undefined } : {}) },
+        details: {
+          stepIndex: input.stepIndex,
+          tool: waiting.tool ?? null,
+          ...(input.decision === 'approve' ? { edited: input.arguments !== undefined } : {}),
+        },
       });
       return true;
     });
-    if (!decided) throw new AppException(ErrorCode.StateConflict, `Step ${input.stepIndex} is no longer waiting for approval`, {});
+    if (!decided)
+      throw new AppException(ErrorCode.StateConflict, `Step ${input.stepIndex} is no longer waiting for approval`, {});
     try {
       await this.enqueue(jobId, `-a${Date.now()}`);
     } catch (error) {
-      this.logger.warn({ msg: 'could not enqueue approved agent run; the recovery sweep will', runId: jobId, error: String(error) });
+      this.logger.warn({
+        msg: 'could not enqueue approved agent run; the recovery sweep will',
+        runId: jobId,
+        error: String(error),
+      });
     }
     return { jobId, status: 'queued' };
   }
 
-  async history(actor: Actor, query: { projectId?: string; status?: AgentRunStatus; limit: number; cursor?: string }): Promise<Page<AgentRunSummary>> {
+  async history(
+    actor: Actor,
+    query: { projectId?: string; status?: AgentRunStatus; limit: number; cursor?: string },
+  ): Promise<Page<AgentRunSummary>> {
     const cursor = decodeCursor(query.cursor);
-    const runs = await this.repository.history(actor, { projectId: query.projectId, status: query.status, before: cursor ?? undefined, limit: query.limit });
+    const runs = await this.repository.history(actor, {
+      projectId: query.projectId,
+      status: query.status,
+      before: cursor ?? undefined,
+      limit: query.limit,
+    });
     const hasMore = runs.length > query.limit;
     const page = hasMore ? runs.slice(0, query.limit) : runs;
     const last = page[page.length - 1];
-    return { items: page.map(toSummary), nextCursor: hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null };
+    return {
+      items: page.map(toSummary),
+      nextCursor: hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null,
+    };
   }
 
   /**
@@ -275,7 +364,8 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       approvalTimeoutMs,
       `No decision on the write call within ${approvalTimeoutMs} ms (AGENT_APPROVAL_TIMEOUT_MS); the call was not executed`,
     );
-    for (const runId of expired) this.claims.endedUnclaimed(AGENT_RUNS_TABLE, runId, 'failed', { error: 'approval timed out' });
+    for (const runId of expired)
+      this.claims.endedUnclaimed(AGENT_RUNS_TABLE, runId, 'failed', { error: 'approval timed out' });
     return this.claims.recover({
       table: AGENT_RUNS_TABLE,
       what: 'agent run',
@@ -288,7 +378,11 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
 
   private async enqueue(id: string, suffix = ''): Promise<void> {
     // One attempt: a run's own row decides resumption; a queue retry could only race the recovery sweep.
-    await this.queue.add('run', { runId: id, traceId: RequestContext.requestId() }, { jobId: `${id}${suffix}`, attempts: 1, removeOnComplete: 1000, removeOnFail: 1000 });
+    await this.queue.add(
+      'run',
+      { runId: id, traceId: RequestContext.requestId() },
+      { jobId: `${id}${suffix}`, attempts: 1, removeOnComplete: 1000, removeOnFail: 1000 },
+    );
   }
 
   /**
@@ -299,7 +393,9 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     const run = await this.findOwn(actor, jobId);
     const role = await this.projects.roleOf(actor, run.projectId);
     if (role === null || !mayDecideAgentRun(role)) {
-      throw AppException.forbidden(`Approving, rejecting or cancelling a run's work needs the ${AGENT_RUN_DECIDER_ROLE} role in its project (a project token's role caps yours)`);
+      throw AppException.forbidden(
+        `Approving, rejecting or cancelling a run's work needs the ${AGENT_RUN_DECIDER_ROLE} role in its project (a project token's role caps yours)`,
+      );
     }
     return { run, role };
   }

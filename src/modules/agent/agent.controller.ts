@@ -31,9 +31,17 @@ export class AgentController {
 
   @Post('execute')
   @HttpCode(202)
-  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'A repeat with the same key and body within 24 h returns the first run' })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description: 'A repeat with the same key and body within 24 h returns the first run',
+  })
   @ApiOperation({ summary: 'Start an agent run in a project (any member; viewers get read-only tools)' })
-  @ApiData(202, AgentRunStartedSchema, 'Queued (with webhookSecret when a webhookUrl was given; Cache-Control: no-store then)')
+  @ApiData(
+    202,
+    AgentRunStartedSchema,
+    'Queued (with webhookSecret when a webhookUrl was given; Cache-Control: no-store then)',
+  )
   @ApiErrors(403, 404, 409)
   async execute(
     @CurrentPrincipal() principal: Principal,
@@ -42,14 +50,27 @@ export class AgentController {
     @Res({ passthrough: true }) response: Response,
   ) {
     const actor = actorFromPrincipal(principal, body.projectId);
-    const input = { projectId: body.projectId, input: body.input, tools: body.tools, maxSteps: body.maxSteps, approval: body.approval, webhookUrl: body.webhookUrl };
+    const input = {
+      projectId: body.projectId,
+      input: body.input,
+      tools: body.tools,
+      maxSteps: body.maxSteps,
+      approval: body.approval,
+      webhookUrl: body.webhookUrl,
+    };
     // The webhook secret is shown once: kept out of the idempotency record, so a replay answers without it.
     let webhookSecret: string | undefined;
     const outcome = await this.idempotency.runAuthorized({
       ownerId: actor.userId,
       scope: idempotencyKeySpace(principal, 'agent:execute'),
       key: idempotencyKey,
-      request: { ...input, tools: body.tools ?? null, maxSteps: body.maxSteps ?? 8, approval: body.approval ?? DEFAULT_AGENT_RUN_APPROVAL, webhookUrl: body.webhookUrl ?? null },
+      request: {
+        ...input,
+        tools: body.tools ?? null,
+        maxSteps: body.maxSteps ?? 8,
+        approval: body.approval ?? DEFAULT_AGENT_RUN_APPROVAL,
+        webhookUrl: body.webhookUrl ?? null,
+      },
       authorize: () => this.runs.plan(actor, input),
       work: async (plan) => {
         const { webhookSecret: secret, ...started } = await this.runs.start(actor, plan);
@@ -72,8 +93,15 @@ export class AgentController {
 
   @Get('stream/:jobId')
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this event id' })
-  @ApiOperation({ summary: 'Server-Sent Events of one of your runs: step, status, then done; a finished run replays and closes' })
-  @ApiResponse({ status: 200, description: 'text/event-stream: `event: step` (a step as in status), `event: status` ({status}), `event: done` (the final status view); each with an id. When the credential that opened it expires or is revoked: `event: closed` ({reason: "credential_expired" | "credential_revoked"}) and the stream ends', content: { 'text/event-stream': { schema: { type: 'string' } } } })
+  @ApiOperation({
+    summary: 'Server-Sent Events of one of your runs: step, status, then done; a finished run replays and closes',
+  })
+  @ApiResponse({
+    status: 200,
+    description:
+      'text/event-stream: `event: step` (a step as in status), `event: status` ({status}), `event: done` (the final status view); each with an id. When the credential that opened it expires or is revoked: `event: closed` ({reason: "credential_expired" | "credential_revoked"}) and the stream ends',
+    content: { 'text/event-stream': { schema: { type: 'string' } } },
+  })
   @ApiErrors(404)
   async stream(
     @CurrentPrincipal() principal: Principal,
@@ -88,7 +116,10 @@ export class AgentController {
 
   @Post('cancel/:jobId')
   @HttpCode(202)
-  @ApiOperation({ summary: 'Cancel a queued, running or waiting run (needs the editor role in its project, a project token\'s role capping it); a finished one is a 409' })
+  @ApiOperation({
+    summary:
+      "Cancel a queued, running or waiting run (needs the editor role in its project, a project token's role capping it); a finished one is a 409",
+  })
   @ApiData(202, AgentRunStateSchema, 'Cancelled, or cancelling (the run ends cancelled)')
   @ApiErrors(403, 404, 409)
   cancel(@CurrentPrincipal() principal: Principal, @CurrentCaller() caller: Caller, @Param('jobId') jobId: string) {
@@ -97,10 +128,22 @@ export class AgentController {
 
   @Post('approve/:jobId')
   @HttpCode(202)
-  @ApiOperation({ summary: 'Approve (optionally with edited arguments) or reject the write call a run waits on (needs the editor role in its project, a project token\'s role capping it); the run resumes' })
-  @ApiData(202, AgentRunStateSchema, 'The decision is recorded (on the step as decidedBy, and in the audit log); the run goes on')
+  @ApiOperation({
+    summary:
+      "Approve (optionally with edited arguments) or reject the write call a run waits on (needs the editor role in its project, a project token's role capping it); the run resumes",
+  })
+  @ApiData(
+    202,
+    AgentRunStateSchema,
+    'The decision is recorded (on the step as decidedBy, and in the audit log); the run goes on',
+  )
   @ApiErrors(400, 403, 404, 409)
-  approve(@CurrentPrincipal() principal: Principal, @CurrentCaller() caller: Caller, @Param('jobId') jobId: string, @Body() body: ApproveStepDto) {
+  approve(
+    @CurrentPrincipal() principal: Principal,
+    @CurrentCaller() caller: Caller,
+    @Param('jobId') jobId: string,
+    @Body() body: ApproveStepDto,
+  ) {
     return this.runs.approve(actorFromPrincipal(principal), deciderOf(caller), jobId, body);
   }
 

@@ -37,7 +37,8 @@ export class AgentModule {
       {
         provide: LLM_CLIENT,
         inject: [APP_CONFIG],
-        useFactory: (appConfig: AppConfig) => (appConfig.llm.provider === 'openai' ? new OpenAiChatClient(appConfig.llm) : new OfflineRetrievalAgent()),
+        useFactory: (appConfig: AppConfig) =>
+          appConfig.llm.provider === 'openai' ? new OpenAiChatClient(appConfig.llm) : new OfflineRetrievalAgent(),
       },
       AgentRunsRepository,
       AgentRunEventsRepository,
@@ -54,7 +55,15 @@ export class AgentModule {
     if (config.role !== 'api') providers.push(AgentRunProcessor, AgentWebhookProcessor);
     return {
       module: AgentModule,
-      imports: [BullModule.registerQueue({ name: AGENT_RUNS_QUEUE }), BullModule.registerQueue({ name: AGENT_WEBHOOKS_QUEUE }), ProjectsModule, ToolsModule, IdempotencyModule, LeasesModule, AuthModule],
+      imports: [
+        BullModule.registerQueue({ name: AGENT_RUNS_QUEUE }),
+        BullModule.registerQueue({ name: AGENT_WEBHOOKS_QUEUE }),
+        ProjectsModule,
+        ToolsModule,
+        IdempotencyModule,
+        LeasesModule,
+        AuthModule,
+      ],
       controllers: [AgentController],
       providers,
     };

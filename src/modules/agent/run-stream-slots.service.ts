@@ -27,7 +27,11 @@ export class RunStreamSlots {
 
   /** A slot for one more stream of the user, or null when the user has AGENT_MAX_STREAMS_PER_USER open already. */
   async acquire(userId: string): Promise<StreamSlot | null> {
-    const lease = await this.leases.acquire(`streams:${userId}`, { limit: this.config.agent.maxStreamsPerUser, leaseMs: this.leaseMs, withoutRedis: 'process' });
+    const lease = await this.leases.acquire(`streams:${userId}`, {
+      limit: this.config.agent.maxStreamsPerUser,
+      leaseMs: this.leaseMs,
+      withoutRedis: 'process',
+    });
     if (!lease) return null;
     return { renew: () => void lease.renew(), release: () => void lease.release() };
   }

@@ -59,7 +59,10 @@ export class ApiKeyAuthGuard implements CanActivate {
     } catch (error) {
       if (error instanceof AppException && ERROR_CODE_MAPPING[error.code].status === 401) {
         const sent = bearerToken(request) !== undefined;
-        throw new AppException(error.code, error.message, error.details, { ...error.headers, 'WWW-Authenticate': bearerChallenge(this.config, sent) });
+        throw new AppException(error.code, error.message, error.details, {
+          ...error.headers,
+          'WWW-Authenticate': bearerChallenge(this.config, sent),
+        });
       }
       throw error;
     }

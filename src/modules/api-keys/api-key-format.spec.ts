@@ -1,4 +1,11 @@
-import { apiKeyChecksum, generateApiKey, hashApiKey, isWellFormedApiKey, sameHash, toBase62 } from './api-key-format.js';
+import {
+  apiKeyChecksum,
+  generateApiKey,
+  hashApiKey,
+  isWellFormedApiKey,
+  sameHash,
+  toBase62,
+} from './api-key-format.js';
 
 describe('API key format', () => {
   it('generates atr_ + 32 base62 + 6-char checksum with an 8-char display prefix', () => {

@@ -18,7 +18,8 @@ export class ApiKeyUsageRecorder extends WriteBehindRecorder<ToolCredentialUsage
     super({
       // One transaction: a retry after a failure must not write one kind's rows twice.
       write: (batch) => db.transaction().execute((trx) => credentials.insertUsage(batch, trx)),
-      onError: (error) => logger.warn({ msg: 'Could not write API key usage; will retry', error: (error as Error).message }),
+      onError: (error) =>
+        logger.warn({ msg: 'Could not write API key usage; will retry', error: (error as Error).message }),
       flushEveryMs: 200,
       batchSize: 500,
       maxBuffered: Number.MAX_SAFE_INTEGER,

@@ -1,6 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import type { Caller } from '../../common/auth/caller.js';
-import { CredentialKind, type Authenticated, type CallUsage, type CredentialPlugin } from '../credentials/credential-kind.js';
+import {
+  CredentialKind,
+  type Authenticated,
+  type CallUsage,
+  type CredentialPlugin,
+} from '../credentials/credential-kind.js';
 import { API_KEY_PREFIX } from './api-key-format.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
 import { ApiKeysService } from './api-keys.service.js';
@@ -51,6 +56,13 @@ export class ApiKeyCredential implements CredentialPlugin {
   }
 
   recordUsage(caller: Caller, usage: CallUsage): void {
-    this.usage.record({ credential: NAMING.kind, keyId: caller.credentialId!, at: new Date(), ...usage, clientName: caller.client?.name ?? null, clientVersion: caller.client?.version ?? null });
+    this.usage.record({
+      credential: NAMING.kind,
+      keyId: caller.credentialId!,
+      at: new Date(),
+      ...usage,
+      clientName: caller.client?.name ?? null,
+      clientVersion: caller.client?.version ?? null,
+    });
   }
 }

@@ -11,7 +11,13 @@ import { CreateApiKeyDto } from './dto/create-api-key.dto.js';
 import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { page } from '../../common/openapi/openapi-schema.js';
-import { ApiKeyDetailSchema, ApiKeySchema, CreatedApiKeySchema, RevokedApiKeySchema, ScopeCatalogSchema } from './api-keys.schemas.js';
+import {
+  ApiKeyDetailSchema,
+  ApiKeySchema,
+  CreatedApiKeySchema,
+  RevokedApiKeySchema,
+  ScopeCatalogSchema,
+} from './api-keys.schemas.js';
 import { BackendController } from '../../common/http/backend-controller.js';
 
 /** The account page's key management; user access token only (the global guard enforces it). */
@@ -25,7 +31,10 @@ export class ApiKeysController {
 
   @CarriesSecret()
   @Post()
-  @ApiOperation({ summary: 'Create a personal API key; the plaintext key is in this response only. 409 CONFLICT at MAX_CREDENTIALS_PER_USER active keys and OAuth grants' })
+  @ApiOperation({
+    summary:
+      'Create a personal API key; the plaintext key is in this response only. 409 CONFLICT at MAX_CREDENTIALS_PER_USER active keys and OAuth grants',
+  })
   @ApiData(201, CreatedApiKeySchema, 'The key with its plaintext (Cache-Control: no-store)')
   @ApiErrors(404, 409)
   create(@CurrentPrincipal() principal: Principal, @Body() body: CreateApiKeyDto) {
@@ -40,7 +49,9 @@ export class ApiKeysController {
   }
 
   @Get('scopes')
-  @ApiOperation({ summary: 'The scopes a key can carry, in catalog order: {items: [{name, group, access, allows, exampleTool}]}' })
+  @ApiOperation({
+    summary: 'The scopes a key can carry, in catalog order: {items: [{name, group, access, allows, exampleTool}]}',
+  })
   @ApiData(200, ScopeCatalogSchema, 'The scope catalog (what the account and consent pages show)')
   scopes(@CurrentPrincipal() principal: Principal) {
     userOnly(principal);
@@ -67,7 +78,10 @@ export class ApiKeysController {
 /** Keys belong to the account: a project session token may never manage them. */
 function userOnly(principal: Principal): string {
   if (principal.kind !== 'user') {
-    throw new AppException(ErrorCode.AuthInvalid, 'API keys are managed with a user access token from POST /api/auth/login');
+    throw new AppException(
+      ErrorCode.AuthInvalid,
+      'API keys are managed with a user access token from POST /api/auth/login',
+    );
   }
   return principal.userId;
 }

@@ -14,7 +14,24 @@ import { VerifiedKeyCache } from './verified-key-cache.js';
 @Module({
   imports: [ToolCredentialsModule],
   controllers: [ApiKeysController],
-  providers: [ApiKeysRepository, ApiKeysService, ApiKeyCallCounterService, ApiKeyUsageRecorder, ApiKeyCredential, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard, VerifiedKeyCache],
-  exports: [ApiKeysService, ApiKeyCallCounterService, ApiKeyUsageRecorder, ApiKeyAuthGuard, KeyCallLimiterService, KeyRateLimitGuard],
+  providers: [
+    ApiKeysRepository,
+    ApiKeysService,
+    ApiKeyCallCounterService,
+    ApiKeyUsageRecorder,
+    ApiKeyCredential,
+    ApiKeyAuthGuard,
+    KeyCallLimiterService,
+    KeyRateLimitGuard,
+    VerifiedKeyCache,
+  ],
+  exports: [
+    ApiKeysService,
+    ApiKeyCallCounterService,
+    ApiKeyUsageRecorder,
+    ApiKeyAuthGuard,
+    KeyCallLimiterService,
+    KeyRateLimitGuard,
+  ],
 })
 export class ApiKeysModule {}

@@ -34,7 +34,11 @@ export class ApiKeysRepository {
   private readonly byHash;
 
   constructor(@InjectDb() private readonly db: Db) {
-    this.byHash = this.db.selectFrom('api_keys').select([...AUTHORISATION_COLUMNS, 'key_hash']).where('key_hash', '=', Buffer.alloc(0)).compile();
+    this.byHash = this.db
+      .selectFrom('api_keys')
+      .select([...AUTHORISATION_COLUMNS, 'key_hash'])
+      .where('key_hash', '=', Buffer.alloc(0))
+      .compile();
   }
 
   async insert(key: NewApiKey, executor: DbExecutor = this.db): Promise<void> {
@@ -70,7 +74,9 @@ export class ApiKeysRepository {
    * The hot path of every Area A call with a key: one indexed lookup by HMAC, returning the stored hash
    * for the caller's constant-time comparison. Constant SQL text, compiled once (no query building per call).
    */
-  async findByHash(keyHash: Buffer): Promise<{ authorisation: ToolCredentialAuthorisation; keyHash: Buffer } | undefined> {
+  async findByHash(
+    keyHash: Buffer,
+  ): Promise<{ authorisation: ToolCredentialAuthorisation; keyHash: Buffer } | undefined> {
     const query: typeof this.byHash = { ...this.byHash, parameters: [keyHash] };
     const [row] = (await this.db.executeQuery(query)).rows;
     return row && { authorisation: toAuthorisation(row), keyHash: row.key_hash };

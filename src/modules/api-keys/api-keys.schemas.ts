@@ -3,21 +3,31 @@ import { named, nullable, object, stringArray, timestamp, uuid } from '../../com
 // `Scope` (the enum of the ScopeCatalog's names) is added by the document builder: the catalog is filled at start-up.
 const scopes = { type: 'array', items: { $ref: '#/components/schemas/Scope' } };
 const pins = {
-  projectIds: { ...nullable({ type: 'array', items: uuid }), description: 'Projects the key is pinned to (null: not pinned)' },
+  projectIds: {
+    ...nullable({ type: 'array', items: uuid }),
+    description: 'Projects the key is pinned to (null: not pinned)',
+  },
   repos: { ...nullable(stringArray), description: 'Registered repositories the key is pinned to (null: not pinned)' },
 };
 
-export const CreatedApiKeySchema = named('CreatedApiKey', object({
-  id: uuid,
-  name: { type: 'string' },
-  scopes,
-  prefix: { type: 'string', description: 'The first 8 characters after atr_, for display' },
-  createdAt: timestamp,
-  expiresAt: nullable(timestamp),
-  ...pins,
-  confirmWrites: { type: 'boolean' },
-  key: { type: 'string', pattern: '^atr_[0-9A-Za-z]{38}$', description: 'The plaintext key, returned this once only' },
-}));
+export const CreatedApiKeySchema = named(
+  'CreatedApiKey',
+  object({
+    id: uuid,
+    name: { type: 'string' },
+    scopes,
+    prefix: { type: 'string', description: 'The first 8 characters after atr_, for display' },
+    createdAt: timestamp,
+    expiresAt: nullable(timestamp),
+    ...pins,
+    confirmWrites: { type: 'boolean' },
+    key: {
+      type: 'string',
+      pattern: '^atr_[0-9A-Za-z]{38}$',
+      description: 'The plaintext key, returned this once only',
+    },
+  }),
+);
 
 const keyFields = {
   id: uuid,
@@ -36,30 +46,45 @@ const keyFields = {
 
 export const ApiKeySchema = named('ApiKey', object(keyFields));
 
-export const ApiKeyDetailSchema = named('ApiKeyDetail', object({
-  ...keyFields,
-  recentUsage: {
-    type: 'array',
-    description: 'The last 50 calls, newest first',
-    items: object({
-      at: timestamp,
-      tool: { type: ['string', 'null'] },
-      status: { type: 'integer' },
-      durationMs: { type: 'number' },
-      clientName: { type: ['string', 'null'], description: 'The MCP client that made the call, as it named itself (null on the JSON door)' },
-      clientVersion: { type: ['string', 'null'] },
-    }),
-  },
-}));
+export const ApiKeyDetailSchema = named(
+  'ApiKeyDetail',
+  object({
+    ...keyFields,
+    recentUsage: {
+      type: 'array',
+      description: 'The last 50 calls, newest first',
+      items: object({
+        at: timestamp,
+        tool: { type: ['string', 'null'] },
+        status: { type: 'integer' },
+        durationMs: { type: 'number' },
+        clientName: {
+          type: ['string', 'null'],
+          description: 'The MCP client that made the call, as it named itself (null on the JSON door)',
+        },
+        clientVersion: { type: ['string', 'null'] },
+      }),
+    },
+  }),
+);
 
-export const RevokedApiKeySchema = object({ id: uuid, status: { type: 'string', enum: ['active', 'expired', 'revoked'] } });
+export const RevokedApiKeySchema = object({
+  id: uuid,
+  status: { type: 'string', enum: ['active', 'expired', 'revoked'] },
+});
 
-export const ScopeViewSchema = named('ScopeView', object({
-  name: { $ref: '#/components/schemas/Scope' },
-  group: { type: 'string', description: 'Heading the account page groups the scope under' },
-  access: { type: 'string', enum: ['read', 'write'] },
-  allows: { type: 'string', description: 'What a credential with this scope may do' },
-  exampleTool: { type: ['string', 'null'], description: 'A read-only tool of this scope that needs no argument, or null' },
-}));
+export const ScopeViewSchema = named(
+  'ScopeView',
+  object({
+    name: { $ref: '#/components/schemas/Scope' },
+    group: { type: 'string', description: 'Heading the account page groups the scope under' },
+    access: { type: 'string', enum: ['read', 'write'] },
+    allows: { type: 'string', description: 'What a credential with this scope may do' },
+    exampleTool: {
+      type: ['string', 'null'],
+      description: 'A read-only tool of this scope that needs no argument, or null',
+    },
+  }),
+);
 
 export const ScopeCatalogSchema = named('ScopeCatalog', object({ items: { type: 'array', items: ScopeViewSchema } }));

@@ -54,7 +54,10 @@ export class ApiKeysService {
     @InjectDb() private readonly db: Db,
   ) {}
 
-  async create(userId: string, input: CreateApiKeyDto): Promise<Omit<ApiKeyView, 'daysUntilExpiry' | 'lastUsedAt' | 'callCount' | 'status'> & { key: string }> {
+  async create(
+    userId: string,
+    input: CreateApiKeyDto,
+  ): Promise<Omit<ApiKeyView, 'daysUntilExpiry' | 'lastUsedAt' | 'callCount' | 'status'> & { key: string }> {
     this.scopes.assertKnown(input.scopes);
     const { key, prefix } = generateApiKey();
     const now = new Date();
@@ -74,13 +77,24 @@ export class ApiKeysService {
     await this.db.transaction().execute(async (trx) => {
       const cap = this.config.limits.credentialsPerUser;
       if ((await this.credentials.countActiveLocked(userId, trx)) >= cap) {
-        throw new AppException(ErrorCode.Conflict, `You already have ${cap} active API keys and OAuth grants (MAX_CREDENTIALS_PER_USER); revoke one first`, { limit: cap });
+        throw new AppException(
+          ErrorCode.Conflict,
+          `You already have ${cap} active API keys and OAuth grants (MAX_CREDENTIALS_PER_USER); revoke one first`,
+          { limit: cap },
+        );
       }
       await this.keys.insert(created, trx);
       await this.audit.recordChange(trx, {
         action: 'api_key.create',
         target: { type: 'api_key', id: created.id },
-        details: { name: created.name, scopes: created.scopes, projectIds: created.projectIds, repos: created.repos, confirmWrites: created.confirmWrites, expiresAt: created.expiresAt?.toISOString() ?? null },
+        details: {
+          name: created.name,
+          scopes: created.scopes,
+          projectIds: created.projectIds,
+          repos: created.repos,
+          confirmWrites: created.confirmWrites,
+          expiresAt: created.expiresAt?.toISOString() ?? null,
+        },
         onBehalfOf: userId,
       });
     });
@@ -102,7 +116,9 @@ export class ApiKeysService {
   async list(userId: string, query: { limit: number; cursor?: string }): Promise<Page<ApiKeyView>> {
     await this.usage.flush();
     const now = new Date();
-    return this.credentials.pageOwned('api-key', userId, query, ['name', 'prefix'], (credential, own) => this.view({ ...credential, ...own }, now));
+    return this.credentials.pageOwned('api-key', userId, query, ['name', 'prefix'], (credential, own) =>
+      this.view({ ...credential, ...own }, now),
+    );
   }
 
   async get(userId: string, id: string): Promise<ApiKeyView & { recentUsage: ApiKeyUsageView[] }> {
@@ -111,7 +127,14 @@ export class ApiKeysService {
     const usage = await this.credentials.recentUsage('api-key', row.id, RECENT_USAGE);
     return {
       ...this.view(row, new Date()),
-      recentUsage: usage.map((u) => ({ at: u.at.toISOString(), tool: u.tool, status: u.status, durationMs: u.durationMs, clientName: u.clientName, clientVersion: u.clientVersion })),
+      recentUsage: usage.map((u) => ({
+        at: u.at.toISOString(),
+        tool: u.tool,
+        status: u.status,
+        durationMs: u.durationMs,
+        clientName: u.clientName,
+        clientVersion: u.clientVersion,
+      })),
     };
   }
 
@@ -120,7 +143,12 @@ export class ApiKeysService {
     const revoked = isUuid(id)
       ? await this.db.transaction().execute(async (trx) => {
           const revokedId = await this.credentials.revokeOwned('api-key', userId, id, trx);
-          if (revokedId) await this.audit.recordChange(trx, { action: 'api_key.revoke', target: { type: 'api_key', id: revokedId }, onBehalfOf: userId });
+          if (revokedId)
+            await this.audit.recordChange(trx, {
+              action: 'api_key.revoke',
+              target: { type: 'api_key', id: revokedId },
+              onBehalfOf: userId,
+            });
           return revokedId;
         })
       : undefined;
@@ -148,7 +176,13 @@ export class ApiKeysService {
     const key = await this.lookup(hash);
     const current = usable(await this.callCounter.count('api-key', key.id));
     // Revoked or expired between the lookup and the count: a second lookup names which.
-    if (!current) throw (await this.lookup(hash).then(() => undefined, (error: unknown) => error)) ?? new AppException(ErrorCode.InvalidApiKey, 'The API key is not valid');
+    if (!current)
+      throw (
+        (await this.lookup(hash).then(
+          () => undefined,
+          (error: unknown) => error,
+        )) ?? new AppException(ErrorCode.InvalidApiKey, 'The API key is not valid')
+      );
     this.verified.remember(hash, key.id);
     return current;
   }
@@ -156,15 +190,26 @@ export class ApiKeysService {
   /** The usable key with this HMAC, or the refusal: invalid, revoked (401) or expired (401). */
   private async lookup(hash: Buffer): Promise<ToolCredentialAuthorisation> {
     const found = await this.keys.findByHash(hash);
-    if (!found || !sameHash(found.keyHash, hash)) throw new AppException(ErrorCode.InvalidApiKey, 'The API key is not valid');
+    if (!found || !sameHash(found.keyHash, hash))
+      throw new AppException(ErrorCode.InvalidApiKey, 'The API key is not valid');
     const key = found.authorisation;
     // Every Area A answer to a key with an expiry carries it, refusals included.
     const expiryHeader = key.expiresAt ? { 'X-Api-Key-Expires-At': key.expiresAt.toISOString() } : undefined;
     if (key.revokedAt) {
-      throw new AppException(ErrorCode.RevokedApiKey, 'The API key has been revoked; create a new one on the account page', {}, expiryHeader);
+      throw new AppException(
+        ErrorCode.RevokedApiKey,
+        'The API key has been revoked; create a new one on the account page',
+        {},
+        expiryHeader,
+      );
     }
     if (key.expiresAt && key.expiresAt.getTime() <= Date.now()) {
-      throw new AppException(ErrorCode.ExpiredApiKey, `The API key expired at ${key.expiresAt.toISOString()}; create a new one on the account page`, {}, expiryHeader);
+      throw new AppException(
+        ErrorCode.ExpiredApiKey,
+        `The API key expired at ${key.expiresAt.toISOString()}; create a new one on the account page`,
+        {},
+        expiryHeader,
+      );
     }
     return key;
   }
@@ -176,12 +221,18 @@ export class ApiKeysService {
   }
 
   private view(row: ApiKey, now: Date): ApiKeyView {
-    const status: ApiKeyStatus = row.revokedAt ? 'revoked' : row.expiresAt && row.expiresAt <= now ? 'expired' : 'active';
+    const status: ApiKeyStatus = row.revokedAt
+      ? 'revoked'
+      : row.expiresAt && row.expiresAt <= now
+        ? 'expired'
+        : 'active';
     return {
       ...toToolCredentialView(row),
       name: row.name,
       prefix: row.prefix,
-      daysUntilExpiry: row.expiresAt ? Math.max(0, Math.ceil((row.expiresAt.getTime() - now.getTime()) / DAY_MS)) : null,
+      daysUntilExpiry: row.expiresAt
+        ? Math.max(0, Math.ceil((row.expiresAt.getTime() - now.getTime()) / DAY_MS))
+        : null,
       status,
     };
   }
@@ -189,5 +240,7 @@ export class ApiKeysService {
 
 /** The counted authorisation if it is still usable by this process's clock too (the count used the database's). */
 function usable(counted: ToolCredentialAuthorisation | undefined): ToolCredentialAuthorisation | undefined {
-  return counted && !counted.revokedAt && !(counted.expiresAt && counted.expiresAt.getTime() <= Date.now()) ? counted : undefined;
+  return counted && !counted.revokedAt && !(counted.expiresAt && counted.expiresAt.getTime() <= Date.now())
+    ? counted
+    : undefined;
 }

@@ -4,7 +4,8 @@ import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 
 const KEY_SPENT = 'This API key has exceeded its call limit; retry after the time in Retry-After';
-const USER_SPENT = 'Your account has exceeded its call limit across all your keys and grants; retry after the time in Retry-After';
+const USER_SPENT =
+  'Your account has exceeded its call limit across all your keys and grants; retry after the time in Retry-After';
 
 /**
  * The per-credential call limit (RATE_LIMIT_KEY_PER_MIN), shared across instances through Redis when configured.

@@ -19,7 +19,8 @@ export function attachKeyCaller(request: Request, caller: AnyCaller): KeyCaller 
 
 /** A tool credential's caller as the doors take it. */
 export function keyCallerOf(caller: AnyCaller): KeyCaller {
-  if (caller.credentialId === null) throw new Error(`A ${caller.kind} caller has no credential id: not a tool-door caller`);
+  if (caller.credentialId === null)
+    throw new Error(`A ${caller.kind} caller has no credential id: not a tool-door caller`);
   return Object.freeze({ ...caller, keyId: caller.credentialId });
 }
 

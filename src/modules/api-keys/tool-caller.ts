@@ -15,7 +15,11 @@ export interface ToolCallerNaming {
 }
 
 /** The caller of a usable tool credential; `expiresAt` is what X-Api-Key-Expires-At reports (keys only). */
-export function toolCaller(naming: ToolCallerNaming, authorisation: ToolCredentialAuthorisation, expiresAt: Date | null): Caller {
+export function toolCaller(
+  naming: ToolCallerNaming,
+  authorisation: ToolCredentialAuthorisation,
+  expiresAt: Date | null,
+): Caller {
   return Object.freeze({
     kind: naming.kind,
     via: naming.via,

@@ -48,7 +48,10 @@ export interface ToolCredentialUsage {
   clientVersion: string | null;
 }
 
-export type ToolCredentialUsageView = Pick<ToolCredentialUsage, 'at' | 'tool' | 'status' | 'durationMs' | 'clientName' | 'clientVersion'>;
+export type ToolCredentialUsageView = Pick<
+  ToolCredentialUsage,
+  'at' | 'tool' | 'status' | 'durationMs' | 'clientName' | 'clientVersion'
+>;
 
 /**
  * Where each kind lives. The credential tables share every column of {@link ToolCredential} with the same
@@ -63,10 +66,24 @@ const TABLES = {
 type CredentialTable<K extends ToolCredentialKind> = (typeof TABLES)[K]['credentials'];
 
 /** The columns behind {@link ToolCredentialAuthorisation}, selectable from either credential table. */
-export const AUTHORISATION_COLUMNS = ['id', 'user_id', 'scopes', 'project_ids', 'repos', 'confirm_writes', 'expires_at', 'revoked_at'] as const satisfies readonly (keyof ApiKeys)[];
+export const AUTHORISATION_COLUMNS = [
+  'id',
+  'user_id',
+  'scopes',
+  'project_ids',
+  'repos',
+  'confirm_writes',
+  'expires_at',
+  'revoked_at',
+] as const satisfies readonly (keyof ApiKeys)[];
 
 /** The columns behind {@link ToolCredential}, selectable from either credential table. */
-export const TOOL_CREDENTIAL_COLUMNS = [...AUTHORISATION_COLUMNS, 'created_at', 'last_used_at', 'call_count'] as const satisfies readonly (keyof ApiKeys)[];
+export const TOOL_CREDENTIAL_COLUMNS = [
+  ...AUTHORISATION_COLUMNS,
+  'created_at',
+  'last_used_at',
+  'call_count',
+] as const satisfies readonly (keyof ApiKeys)[];
 
 type AuthorisationRow = Pick<Selectable<ApiKeys>, (typeof AUTHORISATION_COLUMNS)[number]>;
 type ToolCredentialRow = Pick<Selectable<ApiKeys>, (typeof TOOL_CREDENTIAL_COLUMNS)[number]>;
@@ -85,7 +102,12 @@ export function toAuthorisation(row: AuthorisationRow): ToolCredentialAuthorisat
 }
 
 export function toToolCredential(row: ToolCredentialRow): ToolCredential {
-  return { ...toAuthorisation(row), createdAt: row.created_at, lastUsedAt: row.last_used_at, callCount: Number(row.call_count) };
+  return {
+    ...toAuthorisation(row),
+    createdAt: row.created_at,
+    lastUsedAt: row.last_used_at,
+    callCount: Number(row.call_count),
+  };
 }
 
 /**
@@ -131,7 +153,9 @@ export class ToolCredentialsRepository {
    */
   async addCalls(kind: ToolCredentialKind, ids: string[], calls: number[]): Promise<ToolCredentialAuthorisation[]> {
     // On a lane of its own (CallCountDb): every call waits for this statement, which must not queue behind reads.
-    const { rows } = await (await this.callCountDb.lane()).executeQuery<AuthorisationRow>({ ...this.addCallsQuery[kind], parameters: [ids, calls] });
+    const { rows } = await (
+      await this.callCountDb.lane()
+    ).executeQuery<AuthorisationRow>({ ...this.addCallsQuery[kind], parameters: [ids, calls] });
     return rows.map(toAuthorisation);
   }
 
@@ -165,7 +189,14 @@ export class ToolCredentialsRepository {
       .orderBy('id', 'desc')
       .limit(limit)
       .execute();
-    return rows.map((u) => ({ at: u.at, tool: u.tool, status: u.status, durationMs: u.duration_ms, clientName: u.client_name, clientVersion: u.client_version }));
+    return rows.map((u) => ({
+      at: u.at,
+      tool: u.tool,
+      status: u.status,
+      durationMs: u.duration_ms,
+      clientName: u.client_name,
+      clientVersion: u.client_version,
+    }));
   }
 
   /**
@@ -173,7 +204,12 @@ export class ToolCredentialsRepository {
    * Its id, or undefined when the user has no such credential. Revocation is a column every lookup reads:
    * it holds on every instance at once.
    */
-  async revokeOwned(kind: ToolCredentialKind, userId: string, id: string, executor: DbExecutor = this.db): Promise<string | undefined> {
+  async revokeOwned(
+    kind: ToolCredentialKind,
+    userId: string,
+    id: string,
+    executor: DbExecutor = this.db,
+  ): Promise<string | undefined> {
     const row = await executor
       .updateTable(TABLES[kind].credentials as 'api_keys')
       .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
@@ -213,9 +249,17 @@ export class ToolCredentialsRepository {
       .select([...TOOL_CREDENTIAL_COLUMNS, ...(extra as readonly string[] as readonly 'name'[])])
       .where('user_id', '=', userId);
     if (query.activeOnly) select = select.where('revoked_at', 'is', null);
-    if (cursor) select = select.where(sql<boolean>`(created_at, id) < (${cursor.createdAt}::timestamptz, ${cursor.id}::uuid)`);
-    const rows = await select.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit + 1).execute();
-    const page = rows.map((row) => ({ ...toToolCredential(row), own: row as unknown as Pick<Selectable<DB[CredentialTable<K>]>, E> }));
+    if (cursor)
+      select = select.where(sql<boolean>`(created_at, id) < (${cursor.createdAt}::timestamptz, ${cursor.id}::uuid)`);
+    const rows = await select
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(query.limit + 1)
+      .execute();
+    const page = rows.map((row) => ({
+      ...toToolCredential(row),
+      own: row as unknown as Pick<Selectable<DB[CredentialTable<K>]>, E>,
+    }));
     return toPage(page, query.limit, ({ own, ...credential }) => render(credential, own));
   }
 
@@ -227,7 +271,9 @@ export class ToolCredentialsRepository {
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`credentials:${userId}`}, 0))`.execute(executor);
     const { rows } = await sql<{ n: string | number }>`
       SELECT (SELECT count(*) FROM api_keys WHERE user_id = ${userId} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()))
-           + (SELECT count(*) FROM oauth_grants WHERE user_id = ${userId} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())) AS n`.execute(executor);
+           + (SELECT count(*) FROM oauth_grants WHERE user_id = ${userId} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())) AS n`.execute(
+      executor,
+    );
     return Number(rows[0]?.n ?? 0);
   }
 }

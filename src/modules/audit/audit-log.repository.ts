@@ -56,7 +56,9 @@ export class AuditLogRepository {
    * statement does not read it.
    */
   withEntry(entry: AuditEntry, creator: QueryCreator<DB>): QueryCreator<DB> {
-    return creator.with('audit_entry', (db) => db.insertInto('audit_log').values(toRow(entry))) as unknown as QueryCreator<DB>;
+    return creator.with('audit_entry', (db) =>
+      db.insertInto('audit_log').values(toRow(entry)),
+    ) as unknown as QueryCreator<DB>;
   }
 
   /** Newest first, `limit + 1` rows after the cursor. */
@@ -128,7 +130,10 @@ function toEntry(row: Selectable<AuditLog>): StoredAuditEntry {
       ...(row.run_id !== null ? { runId: row.run_id } : {}),
     },
     target: row.target_type !== null && row.target_id !== null ? { type: row.target_type, id: row.target_id } : null,
-    outcome: { status: row.outcome_status as 'ok' | 'error', ...(row.outcome_code !== null ? { code: row.outcome_code } : {}) },
+    outcome: {
+      status: row.outcome_status as 'ok' | 'error',
+      ...(row.outcome_code !== null ? { code: row.outcome_code } : {}),
+    },
     details: row.details as Record<string, unknown>,
   };
 }

@@ -32,11 +32,21 @@ export class AuditRetentionService implements OnModuleInit, OnApplicationShutdow
   /** Deletes the entries older than the retention; returns how many. */
   async prune(now = new Date()): Promise<number> {
     try {
-      const pruned = await this.repository.pruneOlderThan(new Date(now.getTime() - this.config.audit.retentionDays * DAY_MS));
-      if (pruned > 0) this.logger.log({ msg: 'audit entries past their retention pruned', pruned, retentionDays: this.config.audit.retentionDays });
+      const pruned = await this.repository.pruneOlderThan(
+        new Date(now.getTime() - this.config.audit.retentionDays * DAY_MS),
+      );
+      if (pruned > 0)
+        this.logger.log({
+          msg: 'audit entries past their retention pruned',
+          pruned,
+          retentionDays: this.config.audit.retentionDays,
+        });
       return pruned;
     } catch (error) {
-      this.logger.warn({ msg: 'audit retention prune failed', error: error instanceof Error ? error.message : String(error) });
+      this.logger.warn({
+        msg: 'audit retention prune failed',
+        error: error instanceof Error ? error.message : String(error),
+      });
       return 0;
     }
   }

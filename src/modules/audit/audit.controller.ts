@@ -44,8 +44,15 @@ export class AdminAuditController {
   }
 
   @Get('export')
-  @ApiOperation({ summary: 'Every matching entry as NDJSON, newest first, streamed one entry per line (the list filters; limit and cursor are ignored)' })
-  @ApiResponse({ status: 200, description: 'application/x-ndjson: one AuditEntry per line', content: { 'application/x-ndjson': { schema: { type: 'string' } } } })
+  @ApiOperation({
+    summary:
+      'Every matching entry as NDJSON, newest first, streamed one entry per line (the list filters; limit and cursor are ignored)',
+  })
+  @ApiResponse({
+    status: 200,
+    description: 'application/x-ndjson: one AuditEntry per line',
+    content: { 'application/x-ndjson': { schema: { type: 'string' } } },
+  })
   @ApiErrors(403)
   async export(@Query() query: AdminAuditQueryDto, @Res() response: Response): Promise<void> {
     const filter = adminFilterOf(query);
@@ -102,7 +109,9 @@ function instant(value: string | undefined, field: string): Date | undefined {
   const date = new Date(value);
   const year = date.getUTCFullYear();
   if (Number.isNaN(date.getTime()) || year < 1 || year > 9999) {
-    throw AppException.validation(`${field} must be an ISO-8601 date-time between years 1 and 9999`, [{ field, message: 'invalid date-time' }]);
+    throw AppException.validation(`${field} must be an ISO-8601 date-time between years 1 and 9999`, [
+      { field, message: 'invalid date-time' },
+    ]);
   }
   return date;
 }

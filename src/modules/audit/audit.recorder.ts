@@ -16,7 +16,8 @@ export class AuditRecorder extends WriteBehindRecorder<AuditEntry> {
   constructor(repository: AuditLogRepository) {
     super({
       write: (batch) => repository.insert(batch),
-      onError: (error, dropped) => logger.warn({ msg: 'Could not write audit entries; will retry', error: (error as Error).message, dropped }),
+      onError: (error, dropped) =>
+        logger.warn({ msg: 'Could not write audit entries; will retry', error: (error as Error).message, dropped }),
       flushEveryMs: 200,
       batchSize: 500,
       maxBuffered: 100_000,

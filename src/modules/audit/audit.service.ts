@@ -9,7 +9,16 @@ import { RequestContext } from '../../common/request-context/request-context.js'
 import { CredentialEvents } from '../credentials/credential-events.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { explicitAuditActor, pendingToolCallStorage } from './audit-context.js';
-import { auditActorOf, newAuditEntry, toAuditView, type AuditAction, type AuditActor, type AuditEntry, type AuditEntryView, type AuditTarget } from './audit-entry.js';
+import {
+  auditActorOf,
+  newAuditEntry,
+  toAuditView,
+  type AuditAction,
+  type AuditActor,
+  type AuditEntry,
+  type AuditEntryView,
+  type AuditTarget,
+} from './audit-entry.js';
 import { AuditLogRepository, type AuditFilter } from './audit-log.repository.js';
 import { AuditRecorder } from './audit.recorder.js';
 
@@ -81,11 +90,18 @@ export class AuditService {
       return;
     }
     const actor =
-      change.actor ?? this.actorOfRequest() ?? (change.onBehalfOf !== undefined ? { userId: change.onBehalfOf, via: 'user_token' as const, credentialId: null } : undefined);
+      change.actor ??
+      this.actorOfRequest() ??
+      (change.onBehalfOf !== undefined
+        ? { userId: change.onBehalfOf, via: 'user_token' as const, credentialId: null }
+        : undefined);
     // Fail closed: a change nobody can be named for is a bug, and must not happen unrecorded.
     if (!actor) throw new Error(`No actor known for the audit entry of ${change.action}`);
     const { action, target, details = {} } = change;
-    await this.repository.insert([newAuditEntry({ action, actor, target, outcome: { status: 'ok' }, details })], executor);
+    await this.repository.insert(
+      [newAuditEntry({ action, actor, target, outcome: { status: 'ok' }, details })],
+      executor,
+    );
   }
 
   /**

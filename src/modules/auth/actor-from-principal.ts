@@ -20,5 +20,10 @@ export function actorFromPrincipal(principal: Principal, projectId?: string | nu
       'This project session token belongs to another project; use a token of that project or a user access token from POST /api/auth/login',
     );
   }
-  return { userId: principal.userId, projectIds: [principal.projectId], repos: [], projectRoleCap: principal.tokenRole };
+  return {
+    userId: principal.userId,
+    projectIds: [principal.projectId],
+    repos: [],
+    projectRoleCap: principal.tokenRole,
+  };
 }

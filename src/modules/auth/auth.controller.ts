@@ -18,7 +18,10 @@ export class AuthController {
 
   @Public()
   @Get('signup')
-  @ApiOperation({ summary: 'Whether anyone may create an account here (AUTH_SIGNUP); the account page shows its sign-up form only then' })
+  @ApiOperation({
+    summary:
+      'Whether anyone may create an account here (AUTH_SIGNUP); the account page shows its sign-up form only then',
+  })
   @ApiData(200, SignupStateSchema, 'Whether sign-up is open')
   signup() {
     return { open: this.auth.signupOpen() };
@@ -45,7 +48,7 @@ export class AuthController {
   }
 
   @Get('me')
-    @ApiOperation({ summary: 'The signed-in user' })
+  @ApiOperation({ summary: 'The signed-in user' })
   @ApiData(200, UserSchema, 'The user')
   me(@CurrentPrincipal() principal: Principal) {
     return this.auth.me(principal.userId);

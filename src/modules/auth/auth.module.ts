@@ -24,7 +24,16 @@ import { UsersService } from './users.service.js';
   ],
   controllers: [AuthController],
   // The two backend credential kinds plug into the CredentialRegistry (src/modules/credentials/).
-  providers: [UsersRepository, UsersService, ProjectSessionTokensRepository, AuthService, AdminBootstrapService, ProjectSessionTokensService, UserTokenCredential, ProjectTokenCredential],
+  providers: [
+    UsersRepository,
+    UsersService,
+    ProjectSessionTokensRepository,
+    AuthService,
+    AdminBootstrapService,
+    ProjectSessionTokensService,
+    UserTokenCredential,
+    ProjectTokenCredential,
+  ],
   exports: [UsersService, ProjectSessionTokensService],
 })
 export class AuthModule {}

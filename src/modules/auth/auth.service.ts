@@ -41,7 +41,10 @@ export class AuthService {
     return toUserView(await this.users.create(input));
   }
 
-  async login(input: LoginDto, ip: string): Promise<{ accessToken: string; tokenType: 'Bearer'; expiresIn: number; user: UserView }> {
+  async login(
+    input: LoginDto,
+    ip: string,
+  ): Promise<{ accessToken: string; tokenType: 'Bearer'; expiresIn: number; user: UserView }> {
     await this.rateLimiter.enforce(
       'backend',
       'login',
@@ -61,7 +64,12 @@ export class AuthService {
     }
     const claims: AccessTokenClaims = { sub: user.id, role: user.role, typ: 'access' };
     const accessToken = await this.jwt.signAsync(claims);
-    return { accessToken, tokenType: 'Bearer', expiresIn: this.config.auth.accessTokenTtlSeconds, user: toUserView(user) };
+    return {
+      accessToken,
+      tokenType: 'Bearer',
+      expiresIn: this.config.auth.accessTokenTtlSeconds,
+      user: toUserView(user),
+    };
   }
 
   async me(userId: string): Promise<UserView> {

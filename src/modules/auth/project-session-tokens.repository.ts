@@ -27,7 +27,10 @@ export interface ProjectSessionTokenRecord extends ProjectSessionToken {
 export class ProjectSessionTokensRepository {
   constructor(@InjectDb() private readonly db: Db) {}
 
-  async insert(token: ProjectSessionToken & { tokenHash: string; prefix: string }, executor: DbExecutor = this.db): Promise<void> {
+  async insert(
+    token: ProjectSessionToken & { tokenHash: string; prefix: string },
+    executor: DbExecutor = this.db,
+  ): Promise<void> {
     await executor
       .insertInto('project_session_tokens')
       .values({
@@ -68,14 +71,28 @@ export class ProjectSessionTokensRepository {
 
   /** Records a use; callers limit how often (a write per call would serialise a busy token's calls on its row). */
   async touch(id: string): Promise<void> {
-    await this.db.updateTable('project_session_tokens').set({ last_used_at: sql`now()` }).where('id', '=', id).execute();
+    await this.db
+      .updateTable('project_session_tokens')
+      .set({ last_used_at: sql`now()` })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** The project's live tokens (unexpired, unrevoked), newest first, `limit + 1` rows. */
   async pageLive(projectId: string, page: PageQuery): Promise<ProjectSessionTokenRecord[]> {
     const query = this.db
       .selectFrom('project_session_tokens as t')
-      .select(['t.id', 't.project_id', 't.created_by', 't.name', 't.role', 't.prefix', 't.created_at', 't.expires_at', 't.last_used_at'])
+      .select([
+        't.id',
+        't.project_id',
+        't.created_by',
+        't.name',
+        't.role',
+        't.prefix',
+        't.created_at',
+        't.expires_at',
+        't.last_used_at',
+      ])
       .where('t.project_id', '=', projectId)
       .where('t.expires_at', '>', sql<Date>`now()`)
       .where('t.revoked_at', 'is', null);
@@ -94,7 +111,11 @@ export class ProjectSessionTokensRepository {
   }
 
   /** Revokes a live token of this project; false when there is none (unknown, another project's, expired or revoked). */
-  async revoke(projectId: string, tokenId: string, executor: DbExecutor = this.db): Promise<{ id: string; name: string; role: string } | undefined> {
+  async revoke(
+    projectId: string,
+    tokenId: string,
+    executor: DbExecutor = this.db,
+  ): Promise<{ id: string; name: string; role: string } | undefined> {
     return executor
       .updateTable('project_session_tokens')
       .set({ revoked_at: sql`now()` })

@@ -51,7 +51,19 @@ export class ProjectSessionTokensService {
     const expiresAt = new Date(Date.now() + input.expiresInMinutes * 60_000);
     const id = randomUUID();
     const prefix = token.slice(PROJECT_TOKEN_PREFIX.length, PROJECT_TOKEN_PREFIX.length + DISPLAY_PREFIX_LENGTH);
-    await this.tokens.insert({ id, projectId: input.projectId, createdBy: input.createdBy, name: input.name, role: input.role, tokenHash: this.hash(token), prefix, expiresAt }, executor);
+    await this.tokens.insert(
+      {
+        id,
+        projectId: input.projectId,
+        createdBy: input.createdBy,
+        name: input.name,
+        role: input.role,
+        tokenHash: this.hash(token),
+        prefix,
+        expiresAt,
+      },
+      executor,
+    );
     return { id, token, expiresAt: expiresAt.toISOString() };
   }
 
@@ -83,7 +95,11 @@ export class ProjectSessionTokensService {
   }
 
   /** Revokes a live token of the project; undefined when there is none. Effective on the next call, on every instance. */
-  revoke(projectId: string, tokenId: string, executor?: DbExecutor): Promise<{ id: string; name: string; role: string } | undefined> {
+  revoke(
+    projectId: string,
+    tokenId: string,
+    executor?: DbExecutor,
+  ): Promise<{ id: string; name: string; role: string } | undefined> {
     return this.tokens.revoke(projectId, tokenId, executor);
   }
 

@@ -22,7 +22,14 @@ const USER_COLUMNS = ['id', 'email', 'name', 'role', 'created_at', 'updated_at']
 
 function toUser(row: Pick<Selectable<Users>, (typeof USER_COLUMNS)[number]>): User {
   // The column holds only the roles the service writes.
-  return { id: row.id, email: row.email, name: row.name, role: row.role as UserRole, createdAt: row.created_at, updatedAt: row.updated_at };
+  return {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    role: row.role as UserRole,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
 }
 
 // Serialises "is this the first user?" so two concurrent sign-ups cannot both become admin.
@@ -43,7 +50,10 @@ export class UsersRepository {
     return row !== undefined;
   }
 
-  async insert(user: { id: string; email: string; name: string; passwordHash: string; role: UserRole }, executor: DbExecutor = this.db): Promise<User> {
+  async insert(
+    user: { id: string; email: string; name: string; passwordHash: string; role: UserRole },
+    executor: DbExecutor = this.db,
+  ): Promise<User> {
     const row = await executor
       .insertInto('users')
       .values({ id: user.id, email: user.email, name: user.name, password_hash: user.passwordHash, role: user.role })

@@ -37,7 +37,8 @@ export class UsersService {
         return this.users.insert({ id: randomUUID(), email: input.email, name: input.name, passwordHash, role }, trx);
       });
     } catch (error) {
-      if (isUniqueViolation(error)) throw new AppException(ErrorCode.Conflict, 'An account with this email already exists');
+      if (isUniqueViolation(error))
+        throw new AppException(ErrorCode.Conflict, 'An account with this email already exists');
       throw error;
     }
   }
@@ -61,7 +62,8 @@ export class UsersService {
     }
     const updates: { role?: UserRole; passwordHash?: string } = {};
     if (existing.role !== 'admin') updates.role = 'admin';
-    if (!(await PasswordHasher.verify(password, existing.passwordHash))) updates.passwordHash = await PasswordHasher.hash(password);
+    if (!(await PasswordHasher.verify(password, existing.passwordHash)))
+      updates.passwordHash = await PasswordHasher.hash(password);
     if (Object.keys(updates).length > 0) await this.users.update(existing.id, updates);
     const { passwordHash: _hash, ...user } = existing;
     return { ...user, role: 'admin' };

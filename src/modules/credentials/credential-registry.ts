@@ -46,10 +46,16 @@ export class CredentialRegistry implements OnModuleInit {
         if (clash) problems.push(`credential kinds "${clash[1].name}" and "${kind.name}" share the prefix "${prefix}"`);
         byPrefix.push([prefix, kind]);
       }
-      if (kind.doors.tools && (!kind.howToGet || !kind.expected)) problems.push(`credential kind "${kind.name}" opens the tool doors but does not say how to get one (howToGet, expected)`);
+      if (kind.doors.tools && (!kind.howToGet || !kind.expected))
+        problems.push(
+          `credential kind "${kind.name}" opens the tool doors but does not say how to get one (howToGet, expected)`,
+        );
     }
     const unprefixed = kinds.filter((kind) => kind.takesUnprefixed);
-    if (unprefixed.length > 1) problems.push(`only one credential kind may take unprefixed bearers: ${unprefixed.map((kind) => kind.name).join(', ')}`);
+    if (unprefixed.length > 1)
+      problems.push(
+        `only one credential kind may take unprefixed bearers: ${unprefixed.map((kind) => kind.name).join(', ')}`,
+      );
     if (problems.length > 0) throw new Error(`Credential kinds: ${problems.join('; ')}`);
     this.kinds = Object.freeze([...kinds]);
     this.byName = byName;
@@ -90,13 +96,21 @@ export class CredentialRegistry implements OnModuleInit {
    * credential's call is counted by its kind before this resolves (the count is also the revocation check).
    */
   async authenticateTool(token: string | undefined): Promise<Authenticated> {
-    if (!token) throw new AppException(ErrorCode.MissingApiKey, `This route needs ${this.toolKinds().map((kind) => kind.howToGet).join(' or ')}`);
+    if (!token)
+      throw new AppException(
+        ErrorCode.MissingApiKey,
+        `This route needs ${this.toolKinds()
+          .map((kind) => kind.howToGet)
+          .join(' or ')}`,
+      );
     const kind = this.kindOf(token);
     if (!kind || !kind.doors.tools || !this.isBearer(kind, token)) {
       const got = kind ? kind.describe(token) : 'an unrecognised credential';
       throw new AppException(
         ErrorCode.InvalidApiKey,
-        `This route expects ${this.toolKinds().map((candidate) => candidate.expected).join(' or ')}, got ${got}; user and project tokens work only on the backend routes under /api`,
+        `This route expects ${this.toolKinds()
+          .map((candidate) => candidate.expected)
+          .join(' or ')}, got ${got}; user and project tokens work only on the backend routes under /api`,
       );
     }
     const found = await kind.authenticate(token);
@@ -110,7 +124,8 @@ export class CredentialRegistry implements OnModuleInit {
    */
   async authenticateBackend(token: string, optedIn: boolean): Promise<Authenticated> {
     const kind = this.kindOf(token);
-    if (!kind) throw new AppException(ErrorCode.AuthInvalid, 'The access token is invalid or has expired; log in again');
+    if (!kind)
+      throw new AppException(ErrorCode.AuthInvalid, 'The access token is invalid or has expired; log in again');
     const opens = kind.doors.backend;
     if (!opens || (opens === 'opted-in-routes' && !optedIn) || !this.isBearer(kind, token)) {
       throw new AppException(ErrorCode.AuthInvalid, kind.wrongDoor('backend'));

@@ -57,7 +57,12 @@ export class DocumentEventsService {
       try {
         await listener(event);
       } catch (error) {
-        this.logger.error({ msg: 'document event listener failed', event: event.type, documentId: event.documentId, error: String(error) });
+        this.logger.error({
+          msg: 'document event listener failed',
+          event: event.type,
+          documentId: event.documentId,
+          error: String(error),
+        });
       }
     }
   }

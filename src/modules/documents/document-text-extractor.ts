@@ -48,7 +48,9 @@ export async function extractText(kind: DocumentKind, bytes: Buffer, limits: Ext
 
 function assertTextSize(bytes: number, limits: ExtractionLimits): void {
   if (bytes > limits.maxTextBytes) {
-    throw new TextExtractionError(`the document expands to more than ${formatBytes(limits.maxTextBytes)} of text (EXTRACT_MAX_TEXT_BYTES)`);
+    throw new TextExtractionError(
+      `the document expands to more than ${formatBytes(limits.maxTextBytes)} of text (EXTRACT_MAX_TEXT_BYTES)`,
+    );
   }
 }
 
@@ -70,7 +72,9 @@ async function pdfToText(bytes: Buffer, limits: ExtractionLimits): Promise<strin
   }
   try {
     if (pdf.numPages > limits.maxPages) {
-      throw new TextExtractionError(`the PDF has ${pdf.numPages} pages, more than the limit of ${limits.maxPages} (EXTRACT_MAX_PAGES)`);
+      throw new TextExtractionError(
+        `the PDF has ${pdf.numPages} pages, more than the limit of ${limits.maxPages} (EXTRACT_MAX_PAGES)`,
+      );
     }
     const pages: string[] = [];
     let size = 0;
@@ -94,7 +98,8 @@ async function pdfToText(bytes: Buffer, limits: ExtractionLimits): Promise<strin
       pages.push(pageText);
     }
     const text = pages.join('\n');
-    if (text.trim() === '') throw new TextExtractionError('the PDF contains no extractable text (scanned pages are not supported)');
+    if (text.trim() === '')
+      throw new TextExtractionError('the PDF contains no extractable text (scanned pages are not supported)');
     return text;
   } finally {
     await pdf.loadingTask.destroy().catch(() => undefined);
@@ -127,7 +132,9 @@ export function checkArchive(bytes: Uint8Array, limits: ExtractionLimits): void 
       filter(file) {
         entries += 1;
         if (entries > limits.maxArchiveEntries) {
-          throw new TextExtractionError(`the archive has more than ${limits.maxArchiveEntries} entries (EXTRACT_MAX_ARCHIVE_ENTRIES)`);
+          throw new TextExtractionError(
+            `the archive has more than ${limits.maxArchiveEntries} entries (EXTRACT_MAX_ARCHIVE_ENTRIES)`,
+          );
         }
         assertEntryRatio(file.name, file.originalSize, file.size, limits);
         claimedTotal += file.originalSize;
@@ -158,7 +165,9 @@ export function checkArchive(bytes: Uint8Array, limits: ExtractionLimits): void 
       try {
         assertInflatedTotal(inflatedTotal, limits);
         if (declared !== undefined && inflated > declared) {
-          throw new TextExtractionError(`the archive entry ${file.name} inflates to more than its declared size (a zip bomb)`);
+          throw new TextExtractionError(
+            `the archive entry ${file.name} inflates to more than its declared size (a zip bomb)`,
+          );
         }
         if (compressed !== undefined) assertEntryRatio(file.name, inflated, compressed, limits);
       } catch (limitError) {
@@ -191,7 +200,9 @@ function assertEntryRatio(name: string, inflated: number, compressed: number, li
 
 function assertInflatedTotal(total: number, limits: ExtractionLimits): void {
   if (total > limits.maxInflatedBytes) {
-    throw new TextExtractionError(`the archive expands to more than ${formatBytes(limits.maxInflatedBytes)} (EXTRACT_MAX_INFLATED_BYTES)`);
+    throw new TextExtractionError(
+      `the archive expands to more than ${formatBytes(limits.maxInflatedBytes)} (EXTRACT_MAX_INFLATED_BYTES)`,
+    );
   }
 }
 
@@ -201,14 +212,82 @@ function assertInflatedTotal(total: number, limits: ExtractionLimits): void {
 const SKIPPED_HTML = new Set(['script', 'style', 'noscript', 'template', 'head', 'svg', 'iframe', 'object']);
 // Elements that end a line of text.
 const BLOCK_HTML = new Set([
-  'address', 'article', 'aside', 'blockquote', 'br', 'dd', 'div', 'dl', 'dt', 'fieldset', 'figcaption', 'figure', 'footer',
-  'form', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'header', 'hr', 'li', 'main', 'nav', 'ol', 'p', 'pre', 'section', 'table',
-  'tr', 'td', 'th', 'ul', 'title',
+  'address',
+  'article',
+  'aside',
+  'blockquote',
+  'br',
+  'dd',
+  'div',
+  'dl',
+  'dt',
+  'fieldset',
+  'figcaption',
+  'figure',
+  'footer',
+  'form',
+  'h1',
+  'h2',
+  'h3',
+  'h4',
+  'h5',
+  'h6',
+  'header',
+  'hr',
+  'li',
+  'main',
+  'nav',
+  'ol',
+  'p',
+  'pre',
+  'section',
+  'table',
+  'tr',
+  'td',
+  'th',
+  'ul',
+  'title',
 ]);
 // Elements without content: they never nest.
-const VOID_HTML = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'param', 'source', 'track', 'wbr']);
+const VOID_HTML = new Set([
+  'area',
+  'base',
+  'br',
+  'col',
+  'embed',
+  'hr',
+  'img',
+  'input',
+  'link',
+  'meta',
+  'param',
+  'source',
+  'track',
+  'wbr',
+]);
 // Elements whose end tag HTML lets authors omit: a list of 10,000 <li> without </li> is not 10,000 deep.
-const OPTIONAL_END_HTML = new Set(['p', 'li', 'dt', 'dd', 'tr', 'td', 'th', 'thead', 'tbody', 'tfoot', 'option', 'optgroup', 'rb', 'rt', 'rp', 'colgroup', 'caption', 'html', 'body', 'head']);
+const OPTIONAL_END_HTML = new Set([
+  'p',
+  'li',
+  'dt',
+  'dd',
+  'tr',
+  'td',
+  'th',
+  'thead',
+  'tbody',
+  'tfoot',
+  'option',
+  'optgroup',
+  'rb',
+  'rt',
+  'rp',
+  'colgroup',
+  'caption',
+  'html',
+  'body',
+  'head',
+]);
 
 /**
  * Visible text of an HTML document, one block element per line, entities decoded, scripts and styles
@@ -217,7 +296,11 @@ const OPTIONAL_END_HTML = new Set(['p', 'li', 'dt', 'dd', 'tr', 'td', 'th', 'the
  * depth (400,000 nested <div> froze the process). Here each token costs O(1); no element tree is kept,
  * only counters. Nesting deeper than `maxNestingDepth` open elements is refused.
  */
-export function htmlToText(html: string, maxNestingDepth = Number.POSITIVE_INFINITY, counter?: OperationCounter): string {
+export function htmlToText(
+  html: string,
+  maxNestingDepth = Number.POSITIVE_INFINITY,
+  counter?: OperationCounter,
+): string {
   const parts: string[] = [];
   let skipDepth = 0;
   let depth = 0;
@@ -233,7 +316,9 @@ export function htmlToText(html: string, maxNestingDepth = Number.POSITIVE_INFIN
         if (!VOID_HTML.has(name) && !OPTIONAL_END_HTML.has(name)) {
           depth += 1;
           if (depth > maxNestingDepth) {
-            throw new TextExtractionError(`the markup nests more than ${maxNestingDepth} elements deep (EXTRACT_MAX_NESTING_DEPTH)`);
+            throw new TextExtractionError(
+              `the markup nests more than ${maxNestingDepth} elements deep (EXTRACT_MAX_NESTING_DEPTH)`,
+            );
           }
         }
         if (SKIPPED_HTML.has(name)) skipDepth += 1;

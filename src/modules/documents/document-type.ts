@@ -1,5 +1,11 @@
 import { extname } from 'node:path';
-import { ACCEPTED_TYPES, formatOfExtension, formatOfKind, formatOfMime, type DocumentKind } from './formats/document-formats.js';
+import {
+  ACCEPTED_TYPES,
+  formatOfExtension,
+  formatOfKind,
+  formatOfMime,
+  type DocumentKind,
+} from './formats/document-formats.js';
 
 export { ACCEPTED_TYPES, type DocumentKind };
 export { decodeUtf8 } from './formats/document-format.js';
@@ -25,9 +31,14 @@ export type TypeCheck = { ok: true; kind: DocumentKind; mimeType: string } | { o
 export function detectDocumentType(fileName: string, declaredMime: string | undefined, bytes: Buffer): TypeCheck {
   const extension = extname(fileName).toLowerCase();
   const format =
-    extension !== '' ? formatOfExtension(extension) : formatOfMime((declaredMime ?? '').split(';')[0].trim().toLowerCase());
+    extension !== ''
+      ? formatOfExtension(extension)
+      : formatOfMime((declaredMime ?? '').split(';')[0].trim().toLowerCase());
   if (!format) {
-    const reason = extension !== '' ? `files of type ${extension} are not accepted` : 'the file has no extension and its type is not accepted';
+    const reason =
+      extension !== ''
+        ? `files of type ${extension} are not accepted`
+        : 'the file has no extension and its type is not accepted';
     return { ok: false, reason: `${reason}; accepted: ${ACCEPTED_TYPES}` };
   }
   const contentProblem = format.checkContent(bytes);

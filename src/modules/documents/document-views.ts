@@ -33,7 +33,10 @@ export function toDocumentView(document: Document): DocumentView {
     status: document.status,
     error: document.error,
     chunkCount: document.chunkCount,
-    progress: document.status === 'processing' && document.chunksTotal !== null ? { chunksIndexed: document.chunkCount, chunksTotal: document.chunksTotal } : null,
+    progress:
+      document.status === 'processing' && document.chunksTotal !== null
+        ? { chunksIndexed: document.chunkCount, chunksTotal: document.chunksTotal }
+        : null,
     createdAt: document.createdAt.toISOString(),
     updatedAt: document.updatedAt.toISOString(),
     indexedAt: document.indexedAt ? document.indexedAt.toISOString() : null,

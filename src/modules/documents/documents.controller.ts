@@ -49,7 +49,11 @@ export class DocumentsController {
       },
     },
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'A repeat with the same key and the same upload within 24 h returns the first answer' })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description: 'A repeat with the same key and the same upload within 24 h returns the first answer',
+  })
   @ApiOperation({ summary: 'Upload a file into a project (editor or owner); it is indexed in the background' })
   @ApiData(201, DocumentSchema, 'The document, status uploaded')
   @ApiErrors(403, 404, 409, 413, 415)
@@ -60,7 +64,10 @@ export class DocumentsController {
     @Headers('idempotency-key') idempotencyKey: string | undefined,
   ) {
     const actor = actorFromPrincipal(principal, body.projectId);
-    if (!file) throw AppException.validation('A file is required in the multipart field "file"', [{ field: 'file', message: 'required' }]);
+    if (!file)
+      throw AppException.validation('A file is required in the multipart field "file"', [
+        { field: 'file', message: 'required' },
+      ]);
     const outcome = await this.idempotency.runAuthorized({
       ownerId: actor.userId,
       scope: idempotencyKeySpace(principal, 'documents:upload'),

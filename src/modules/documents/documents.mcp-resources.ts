@@ -1,10 +1,22 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { McpError, type CompleteRequestParams, type CompleteResult, type ReadResourceResult, type Resource, type ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
+import {
+  McpError,
+  type CompleteRequestParams,
+  type CompleteResult,
+  type ReadResourceResult,
+  type Resource,
+  type ResourceTemplate,
+} from '@modelcontextprotocol/sdk/types.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import type { KeyCaller } from '../api-keys/key-caller.js';
 import { ProjectsService } from '../projects/projects.service.js';
-import { MCP_RESOURCE_NOT_FOUND, McpExtensions, type McpExtension, type McpExtensionRequest } from '../tools/server-extensions.js';
+import {
+  MCP_RESOURCE_NOT_FOUND,
+  McpExtensions,
+  type McpExtension,
+  type McpExtensionRequest,
+} from '../tools/server-extensions.js';
 import { toToolDocumentView } from './document-views.js';
 import { DocumentsService } from './documents.service.js';
 
@@ -53,8 +65,20 @@ export class DocumentsMcpResources implements McpExtension, OnModuleInit {
   listResourceTemplates(request: McpExtensionRequest): ResourceTemplate[] {
     if (!readsDocuments(request.caller)) return [];
     return [
-      { uriTemplate: DOCUMENT_TEMPLATE, name: 'document', title: 'A document', description: 'The extracted text of a document you may see', mimeType: 'text/plain' },
-      { uriTemplate: PROJECT_DOCUMENTS_TEMPLATE, name: 'project-documents', title: "A project's documents", description: 'The documents of a project you belong to (summaries, newest first)', mimeType: 'application/json' },
+      {
+        uriTemplate: DOCUMENT_TEMPLATE,
+        name: 'document',
+        title: 'A document',
+        description: 'The extracted text of a document you may see',
+        mimeType: 'text/plain',
+      },
+      {
+        uriTemplate: PROJECT_DOCUMENTS_TEMPLATE,
+        name: 'project-documents',
+        title: "A project's documents",
+        description: 'The documents of a project you belong to (summaries, newest first)',
+        mimeType: 'application/json',
+      },
     ];
   }
 
@@ -63,13 +87,31 @@ export class DocumentsMcpResources implements McpExtension, OnModuleInit {
     const actor = request.caller.actor;
     const documentId = DOCUMENT_URI.exec(uri)?.[1];
     if (documentId) {
-      const { document, content } = await notFoundAsMcp(uri, this.documents.getWithContent(actor, documentId.toLowerCase()));
-      return { contents: [{ uri, mimeType: 'text/plain', text: content ?? '', _meta: { 'atrium/document': toToolDocumentView(document) } }] };
+      const { document, content } = await notFoundAsMcp(
+        uri,
+        this.documents.getWithContent(actor, documentId.toLowerCase()),
+      );
+      return {
+        contents: [
+          {
+            uri,
+            mimeType: 'text/plain',
+            text: content ?? '',
+            _meta: { 'atrium/document': toToolDocumentView(document) },
+          },
+        ],
+      };
     }
     const projectId = PROJECT_DOCUMENTS_URI.exec(uri)?.[1];
     if (projectId) {
-      const { items, truncated } = await notFoundAsMcp(uri, this.documents.listVisible(actor, { projectId: projectId.toLowerCase(), limit: LIST_LIMIT }));
-      const body = { items: items.map((document) => toToolDocumentView(document)), ...(truncated ? { truncated: true } : {}) };
+      const { items, truncated } = await notFoundAsMcp(
+        uri,
+        this.documents.listVisible(actor, { projectId: projectId.toLowerCase(), limit: LIST_LIMIT }),
+      );
+      const body = {
+        items: items.map((document) => toToolDocumentView(document)),
+        ...(truncated ? { truncated: true } : {}),
+      };
       return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(body) }] };
     }
     return undefined;
@@ -95,7 +137,13 @@ function readsDocuments(caller: KeyCaller): boolean {
 }
 
 function completion(values: string[]): CompleteResult {
-  return { completion: { values: values.slice(0, COMPLETION_LIMIT), total: values.length, hasMore: values.length > COMPLETION_LIMIT } };
+  return {
+    completion: {
+      values: values.slice(0, COMPLETION_LIMIT),
+      total: values.length,
+      hasMore: values.length > COMPLETION_LIMIT,
+    },
+  };
 }
 
 /** A document or project the caller may not see is the MCP "resource not found", exactly as a missing one. */
@@ -103,7 +151,8 @@ async function notFoundAsMcp<T>(uri: string, work: Promise<T>): Promise<T> {
   try {
     return await work;
   } catch (error) {
-    if (error instanceof AppException && error.code === ErrorCode.NotFound) throw new McpError(MCP_RESOURCE_NOT_FOUND, 'Resource not found', { uri });
+    if (error instanceof AppException && error.code === ErrorCode.NotFound)
+      throw new McpError(MCP_RESOURCE_NOT_FOUND, 'Resource not found', { uri });
     throw error;
   }
 }

@@ -20,7 +20,8 @@ import { DocumentsMcpResources } from './documents.mcp-resources.js';
  * the text, in its sandbox: see document-text-extractor.ts).
  */
 @Module({
-  imports: [ToolsModule, 
+  imports: [
+    ToolsModule,
     ProjectsModule,
     IdempotencyModule,
     MulterModule.registerAsync({
@@ -33,7 +34,15 @@ import { DocumentsMcpResources } from './documents.mcp-resources.js';
     }),
   ],
   controllers: [DocumentsController],
-  providers: [DocumentsMcpResources, DocumentsRepository, DocumentsService, DocumentEventsService, DocumentIndexStateService, UploadLimitInterceptor, DocumentsToolProvider],
+  providers: [
+    DocumentsMcpResources,
+    DocumentsRepository,
+    DocumentsService,
+    DocumentEventsService,
+    DocumentIndexStateService,
+    UploadLimitInterceptor,
+    DocumentsToolProvider,
+  ],
   exports: [DocumentsService, DocumentEventsService, DocumentIndexStateService],
 })
 export class DocumentsModule {}

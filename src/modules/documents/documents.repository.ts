@@ -50,7 +50,10 @@ function toDocument(row: SummaryRow): Document {
 }
 
 /** A document to insert: it starts `uploaded`, not indexed. */
-export type NewDocument = Pick<Document, 'id' | 'projectId' | 'authorId' | 'title' | 'mimeType' | 'sizeBytes' | 'sha256' | 'isPublic' | 'origin'> & {
+export type NewDocument = Pick<
+  Document,
+  'id' | 'projectId' | 'authorId' | 'title' | 'mimeType' | 'sizeBytes' | 'sha256' | 'isPublic' | 'origin'
+> & {
   content: Buffer;
   /** Known at once for a text document; an upload's text is extracted by the indexer. */
   textContent: string | null;
@@ -118,15 +121,27 @@ export class DocumentsRepository {
   /** An earlier upload of the same bytes by the same author into the same project. */
   /** Whether the actor may change or delete the document (editableDocument: its author, at least an editor in its project). */
   async isEditable(actor: Actor, documentId: string, executor: DbExecutor = this.db): Promise<boolean> {
-    const row = await executor.selectFrom('documents as d').select('d.id').where('d.id', '=', documentId).where(editableDocument(actor, 'd')).executeTakeFirst();
+    const row = await executor
+      .selectFrom('documents as d')
+      .select('d.id')
+      .where('d.id', '=', documentId)
+      .where(editableDocument(actor, 'd'))
+      .executeTakeFirst();
     return row !== undefined;
   }
 
   async exists(documentId: string, executor: DbExecutor = this.db): Promise<boolean> {
-    return (await executor.selectFrom('documents').select('id').where('id', '=', documentId).executeTakeFirst()) !== undefined;
+    return (
+      (await executor.selectFrom('documents').select('id').where('id', '=', documentId).executeTakeFirst()) !==
+      undefined
+    );
   }
 
-  async findUpload(authorId: string, projectId: string, sha256: string): Promise<{ id: string; status: DocumentStatus } | null> {
+  async findUpload(
+    authorId: string,
+    projectId: string,
+    sha256: string,
+  ): Promise<{ id: string; status: DocumentStatus } | null> {
     const row = await this.db
       .selectFrom('documents')
       .select(['id', 'status'])
@@ -149,7 +164,9 @@ export class DocumentsRepository {
       .where('d.id', '=', documentId)
       .executeTakeFirst();
     if (!row) return null;
-    return withText ? { ...toDocument(row), textContent: (row as { text_content: string | null }).text_content } : toDocument(row);
+    return withText
+      ? { ...toDocument(row), textContent: (row as { text_content: string | null }).text_content }
+      : toDocument(row);
   }
 
   /**
@@ -164,7 +181,11 @@ export class DocumentsRepository {
       .select(SUMMARY_COLUMNS)
       .where('d.project_id', '=', query.projectId)
       .$if(query.status !== undefined, (qb) => qb.where('d.status', '=', query.status!))
-      .$if(query.after !== undefined, (qb) => qb.where(sql<boolean>`(d.created_at, d.id) < (${query.after!.createdAt}::timestamptz, ${query.after!.id}::uuid)`))
+      .$if(query.after !== undefined, (qb) =>
+        qb.where(
+          sql<boolean>`(d.created_at, d.id) < (${query.after!.createdAt}::timestamptz, ${query.after!.id}::uuid)`,
+        ),
+      )
       .orderBy('d.created_at', 'desc')
       .orderBy('d.id', 'desc')
       .limit(query.limit + 1)
@@ -173,7 +194,10 @@ export class DocumentsRepository {
   }
 
   /** Documents the actor may see, newest first, optionally of one project and by title (a LIKE pattern, `\` escapes). */
-  async listVisible(actor: Actor, query: { projectId?: string | null; titleLike?: string; limit: number }): Promise<Document[]> {
+  async listVisible(
+    actor: Actor,
+    query: { projectId?: string | null; titleLike?: string; limit: number },
+  ): Promise<Document[]> {
     const rows = await this.visibleTo(actor)
       .select(SUMMARY_COLUMNS)
       .$if(!!query.projectId, (qb) => qb.where('d.project_id', '=', query.projectId!))
@@ -186,7 +210,11 @@ export class DocumentsRepository {
   }
 
   /** Ids of one project's documents the actor may see, oldest first: among `ids`, or not indexed at their current content, or all. */
-  async visibleIdsInProject(actor: Actor, projectId: string, filter: { ids?: string[]; needingIndex?: boolean }): Promise<string[]> {
+  async visibleIdsInProject(
+    actor: Actor,
+    projectId: string,
+    filter: { ids?: string[]; needingIndex?: boolean },
+  ): Promise<string[]> {
     const rows = await this.visibleTo(actor)
       .select('d.id')
       .where('d.project_id', '=', projectId)
@@ -218,7 +246,12 @@ export class DocumentsRepository {
     if (changes.status !== undefined) set.status = changes.status;
     if (changes.error !== undefined) set.error = changes.error;
     if (changes.chunksTotal !== undefined) set.chunks_total = changes.chunksTotal;
-    const row = await executor.updateTable('documents').set(set).where('id', '=', documentId).returning(SUMMARY_COLUMNS).executeTakeFirst();
+    const row = await executor
+      .updateTable('documents')
+      .set(set)
+      .where('id', '=', documentId)
+      .returning(SUMMARY_COLUMNS)
+      .executeTakeFirst();
     return row ? toDocument(row) : null;
   }
 
@@ -231,13 +264,23 @@ export class DocumentsRepository {
   // ---- the indexer's side (system calls, no actor; fenced by the content hash it read) ----
 
   async loadForIndexing(documentId: string): Promise<DocumentWithText | null> {
-    const row = await this.db.selectFrom('documents').select(SUMMARY_COLUMNS).select('text_content').where('id', '=', documentId).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('documents')
+      .select(SUMMARY_COLUMNS)
+      .select('text_content')
+      .where('id', '=', documentId)
+      .executeTakeFirst();
     return row ? { ...toDocument(row), textContent: row.text_content } : null;
   }
 
   /** Keeps the extracted text of exactly this content; false when the content changed meanwhile. */
   async storeText(documentId: string, sha256: string, text: string): Promise<boolean> {
-    const result = await this.db.updateTable('documents').set({ text_content: text }).where('id', '=', documentId).where('sha256', '=', sha256).executeTakeFirst();
+    const result = await this.db
+      .updateTable('documents')
+      .set({ text_content: text })
+      .where('id', '=', documentId)
+      .where('sha256', '=', sha256)
+      .executeTakeFirst();
     return result.numUpdatedRows > 0n;
   }
 
@@ -265,7 +308,13 @@ export class DocumentsRepository {
   async markIndexed(documentId: string, sha256: string, chunkCount: number): Promise<boolean> {
     const result = await this.db
       .updateTable('documents')
-      .set({ status: 'indexed', error: null, chunk_count: chunkCount, chunks_total: null, indexed_at: sql<Date>`now()` })
+      .set({
+        status: 'indexed',
+        error: null,
+        chunk_count: chunkCount,
+        chunks_total: null,
+        indexed_at: sql<Date>`now()`,
+      })
       .where('id', '=', documentId)
       .where('sha256', '=', sha256)
       .executeTakeFirst();
@@ -298,7 +347,12 @@ export class DocumentsRepository {
    * returns its content hash; null when it is gone.
    */
   async lockContent(documentId: string, executor: DbExecutor): Promise<string | null> {
-    const row = await executor.selectFrom('documents').select('sha256').where('id', '=', documentId).forUpdate().executeTakeFirst();
+    const row = await executor
+      .selectFrom('documents')
+      .select('sha256')
+      .where('id', '=', documentId)
+      .forUpdate()
+      .executeTakeFirst();
     return row ? row.sha256 : null;
   }
 }

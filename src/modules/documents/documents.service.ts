@@ -14,7 +14,12 @@ import { DocumentEventsService, type DocumentEventType } from './document-events
 import { detectDocumentType, mimeOfKind } from './document-type.js';
 import { toDocumentView, type DocumentView } from './document-views.js';
 import type { Document, DocumentStatus } from './document.model.js';
-import { DocumentsRepository, type DocumentChanges, type DocumentWithText, type NewDocument } from './documents.repository.js';
+import {
+  DocumentsRepository,
+  type DocumentChanges,
+  type DocumentWithText,
+  type NewDocument,
+} from './documents.repository.js';
 import { isUuid } from '../../common/validation/uuid.js';
 
 /** Text written through a tool or an update: at most 1 MB of UTF-8. */
@@ -71,7 +76,8 @@ export class DocumentsService {
   async upload(actor: Actor, input: UploadInput): Promise<DocumentView> {
     await this.authorizeUpload(actor, input.projectId);
     const bytes = input.file.bytes;
-    if (bytes.length === 0) throw AppException.validation('The uploaded file is empty', [{ field: 'file', message: 'empty file' }]);
+    if (bytes.length === 0)
+      throw AppException.validation('The uploaded file is empty', [{ field: 'file', message: 'empty file' }]);
     const type = detectDocumentType(input.file.originalName, input.file.mimeType, bytes);
     if (!type.ok) throw new AppException(ErrorCode.UnsupportedMediaType, `Unsupported file: ${type.reason}`);
 
@@ -108,16 +114,25 @@ export class DocumentsService {
   }
 
   /** Area B list: one project's documents the actor may see, newest first. */
-  async list(actor: Actor, query: { projectId: string; status?: DocumentStatus; limit: number; cursor?: string }): Promise<Page<DocumentView>> {
+  async list(
+    actor: Actor,
+    query: { projectId: string; status?: DocumentStatus; limit: number; cursor?: string },
+  ): Promise<Page<DocumentView>> {
     await this.projects.requireRole(actor, query.projectId, 'viewer');
     const after = decodeCursor(query.cursor);
-    const rows = await this.documents.pageVisibleInProject(actor, { projectId: query.projectId, status: query.status || undefined, limit: query.limit, after });
+    const rows = await this.documents.pageVisibleInProject(actor, {
+      projectId: query.projectId,
+      status: query.status || undefined,
+      limit: query.limit,
+      after,
+    });
     return toPage(rows, query.limit, toDocumentView);
   }
 
   /** Tool list: every document the actor may see, optionally of one project and by title. */
   async listVisible(actor: Actor, input: ListVisibleInput): Promise<{ items: Document[]; truncated: boolean }> {
-    if (input.projectId && (await this.projects.roleOf(actor, input.projectId)) === null) throw AppException.notFound('Project');
+    if (input.projectId && (await this.projects.roleOf(actor, input.projectId)) === null)
+      throw AppException.notFound('Project');
     const rows = await this.documents.listVisible(actor, {
       projectId: input.projectId,
       titleLike: input.query ? `%${escapeLike(input.query)}%` : undefined,
@@ -130,7 +145,11 @@ export class DocumentsService {
    * Ids of one project's documents the actor may see, oldest first: those among `ids`, or those not indexed at
    * their current content (`needingIndex`), or all. What an ingest or reindex may touch.
    */
-  async visibleIdsInProject(actor: Actor, projectId: string, filter: { ids?: string[]; needingIndex?: boolean }): Promise<string[]> {
+  async visibleIdsInProject(
+    actor: Actor,
+    projectId: string,
+    filter: { ids?: string[]; needingIndex?: boolean },
+  ): Promise<string[]> {
     return this.documents.visibleIdsInProject(actor, projectId, filter);
   }
 
@@ -157,9 +176,13 @@ export class DocumentsService {
     const projectId = input.projectId || null;
     if (projectId) await this.projects.requireRole(actor, projectId, 'editor');
     else if (!mayCreateWithoutProject(actor)) {
-      throw new AppException(ErrorCode.InvalidArgument, 'This credential is limited to certain projects; name one of them as project_id', {
-        argument: 'project_id',
-      });
+      throw new AppException(
+        ErrorCode.InvalidArgument,
+        'This credential is limited to certain projects; name one of them as project_id',
+        {
+          argument: 'project_id',
+        },
+      );
     }
     await this.events.admit(actor.userId, 'tool-api');
     const bytes = textBytes(input.content);
@@ -233,7 +256,12 @@ export class DocumentsService {
     // the one that removed the row answers 200; the other gets not_found, as it would a moment later.
     const deleted = await this.db.transaction().execute(async (trx) => {
       if (!(await this.documents.delete(documentId, trx))) return false;
-      await this.audit.recordChange(trx, { action: 'document.delete', target: { type: 'document', id: documentId }, details: { projectId: document.projectId }, onBehalfOf: actor.userId });
+      await this.audit.recordChange(trx, {
+        action: 'document.delete',
+        target: { type: 'document', id: documentId },
+        details: { projectId: document.projectId },
+        onBehalfOf: actor.userId,
+      });
       return true;
     });
     if (!deleted) throw AppException.notFound('Document');
@@ -248,7 +276,12 @@ export class DocumentsService {
       await this.audit.recordChange(trx, {
         action: 'document.upload',
         target: { type: 'document', id: saved.id },
-        details: { projectId: saved.projectId, title: saved.title, mimeType: saved.mimeType, sizeBytes: saved.sizeBytes },
+        details: {
+          projectId: saved.projectId,
+          title: saved.title,
+          mimeType: saved.mimeType,
+          sizeBytes: saved.sizeBytes,
+        },
         onBehalfOf: actor.userId,
       });
       return saved;
@@ -274,7 +307,9 @@ export class DocumentsService {
     // Deleted since it was read (a concurrent delete won): not found, as it would be a moment later.
     if (!(await this.documents.exists(document.id))) throw AppException.notFound('Document');
     throw AppException.forbidden(
-      document.authorId !== actor.userId ? 'Only the author may change or delete this document' : 'Changing a document needs the editor role in its project',
+      document.authorId !== actor.userId
+        ? 'Only the author may change or delete this document'
+        : 'Changing a document needs the editor role in its project',
     );
   }
 
@@ -282,7 +317,10 @@ export class DocumentsService {
     const existing = await this.documents.findUpload(authorId, projectId, sha256);
     if (existing) {
       // The status tells a client retrying after an outage whether the earlier upload is still on its way.
-      throw new AppException(ErrorCode.Conflict, 'You already uploaded this file to this project', { existingId: existing.id, existingStatus: existing.status });
+      throw new AppException(ErrorCode.Conflict, 'You already uploaded this file to this project', {
+        existingId: existing.id,
+        existingStatus: existing.status,
+      });
     }
   }
 
@@ -298,7 +336,6 @@ export class DocumentsService {
   }
 }
 
-
 function sha256Hex(bytes: Buffer): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
@@ -306,7 +343,9 @@ function sha256Hex(bytes: Buffer): string {
 function textBytes(content: string): Buffer {
   const bytes = Buffer.from(content, 'utf8');
   if (bytes.length > MAX_TEXT_CONTENT_BYTES) {
-    throw new AppException(ErrorCode.InvalidArgument, `content is larger than ${MAX_TEXT_CONTENT_BYTES} bytes`, { argument: 'content' });
+    throw new AppException(ErrorCode.InvalidArgument, `content is larger than ${MAX_TEXT_CONTENT_BYTES} bytes`, {
+      argument: 'content',
+    });
   }
   return bytes;
 }

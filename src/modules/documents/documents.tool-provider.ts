@@ -27,7 +27,14 @@ const DOCUMENT_SUMMARY_SCHEMA = {
 };
 const DOCUMENT_SCHEMA = {
   type: 'object',
-  properties: { ...DOCUMENT_SUMMARY_PROPERTIES, content: { type: ['string', 'null'], description: 'Extracted text; null while the upload is still being extracted (status uploaded or processing) or when extraction failed' } },
+  properties: {
+    ...DOCUMENT_SUMMARY_PROPERTIES,
+    content: {
+      type: ['string', 'null'],
+      description:
+        'Extracted text; null while the upload is still being extracted (status uploaded or processing) or when extraction failed',
+    },
+  },
   required: Object.keys(DOCUMENT_SUMMARY_PROPERTIES),
   additionalProperties: false,
 };
@@ -44,7 +51,11 @@ const DOCUMENT_TEXT = { kind: 'written', object: 'document', id: 'id', writers: 
 
 const LIST_DOCUMENTS = {
   project_id: param.str({ description: 'Only documents of this project id', default: '', format: 'uuid' }),
-  query: param.str({ description: 'Only documents whose title contains this text (case-insensitive); empty = no filter', default: '', maxLength: 300 }),
+  query: param.str({
+    description: 'Only documents whose title contains this text (case-insensitive); empty = no filter',
+    default: '',
+    maxLength: 300,
+  }),
   limit: param.int({ description: 'Maximum number of documents', default: 50, minimum: 1, maximum: 200 }),
 };
 const GET_DOCUMENT = {
@@ -53,14 +64,30 @@ const GET_DOCUMENT = {
 };
 const CREATE_DOCUMENT = {
   title: param.str({ description: 'Title (1..300 chars)', required: true, minLength: 1, maxLength: 300 }),
-  content: param.str({ description: 'Text or markdown (at most 1 MB)', required: true, maxLength: MAX_TEXT_CONTENT_BYTES, audit: 'omit' }),
-  project_id: param.str({ description: 'Id of a project you may edit; empty = no project', default: '', format: 'uuid' }),
-  is_public: param.bool({ description: 'Visible to others (members of its project; everyone when it has no project)', default: false }),
+  content: param.str({
+    description: 'Text or markdown (at most 1 MB)',
+    required: true,
+    maxLength: MAX_TEXT_CONTENT_BYTES,
+    audit: 'omit',
+  }),
+  project_id: param.str({
+    description: 'Id of a project you may edit; empty = no project',
+    default: '',
+    format: 'uuid',
+  }),
+  is_public: param.bool({
+    description: 'Visible to others (members of its project; everyone when it has no project)',
+    default: false,
+  }),
 };
 const UPDATE_DOCUMENT = {
   document_id: documentId,
   title: param.str({ description: 'New title (1..300 chars)', minLength: 1, maxLength: 300 }),
-  content: param.str({ description: 'New text or markdown (at most 1 MB)', maxLength: MAX_TEXT_CONTENT_BYTES, audit: 'omit' }),
+  content: param.str({
+    description: 'New text or markdown (at most 1 MB)',
+    maxLength: MAX_TEXT_CONTENT_BYTES,
+    audit: 'omit',
+  }),
   is_public: param.bool({ description: 'Visible to others' }),
 };
 const ONE_DOCUMENT = { document_id: documentId };
@@ -84,7 +111,8 @@ export class DocumentsToolProvider {
   @Tool({
     name: 'list_documents',
     title: 'List documents',
-    description: 'Documents you wrote or that are public (in your projects), newest first; optionally of one project and by title.',
+    description:
+      'Documents you wrote or that are public (in your projects), newest first; optionally of one project and by title.',
     scope: 'docs:read',
     annotations: READ,
     output: { type: 'array', items: DOCUMENT_SUMMARY_SCHEMA },
@@ -124,7 +152,8 @@ export class DocumentsToolProvider {
   @Tool({
     name: 'create_document',
     title: 'Create a document',
-    description: 'Creates a text/markdown document with you as its author; it is indexed for search in the background. A project_id needs you to be an editor or owner there.',
+    description:
+      'Creates a text/markdown document with you as its author; it is indexed for search in the background. A project_id needs you to be an editor or owner there.',
     scope: 'docs:write',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     output: DOCUMENT_SCHEMA,
@@ -152,7 +181,11 @@ export class DocumentsToolProvider {
     parameters: UPDATE_DOCUMENT,
   })
   async updateDocument(args: ToolArgs<typeof UPDATE_DOCUMENT>, actor: Actor) {
-    await this.documents.update(actor, args.document_id, { title: args.title, content: args.content, isPublic: args.is_public });
+    await this.documents.update(actor, args.document_id, {
+      title: args.title,
+      content: args.content,
+      isPublic: args.is_public,
+    });
     const { document, content } = await this.documents.getWithContent(actor, args.document_id);
     return toToolDocumentView(document, content);
   }

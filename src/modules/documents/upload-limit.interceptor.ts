@@ -1,4 +1,11 @@
-import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor, PayloadTooLargeException } from '@nestjs/common';
+import {
+  CallHandler,
+  ExecutionContext,
+  Inject,
+  Injectable,
+  NestInterceptor,
+  PayloadTooLargeException,
+} from '@nestjs/common';
 import type { Request } from 'express';
 import { catchError, type Observable, throwError } from 'rxjs';
 import { AppException } from '../../common/errors/app.exception.js';
@@ -27,12 +34,18 @@ export class UploadLimitInterceptor implements NestInterceptor {
       request.res?.setHeader('Connection', 'close');
       throw this.tooLarge(limit);
     }
-    return next.handle().pipe(
-      catchError((error: unknown) => throwError(() => (error instanceof PayloadTooLargeException ? this.tooLarge(limit) : error))),
-    );
+    return next
+      .handle()
+      .pipe(
+        catchError((error: unknown) =>
+          throwError(() => (error instanceof PayloadTooLargeException ? this.tooLarge(limit) : error)),
+        ),
+      );
   }
 
   private tooLarge(limit: number): AppException {
-    return new AppException(ErrorCode.PayloadTooLarge, `The file is larger than the upload limit of ${limit} bytes`, { limitBytes: limit });
+    return new AppException(ErrorCode.PayloadTooLarge, `The file is larger than the upload limit of ${limit} bytes`, {
+      limitBytes: limit,
+    });
   }
 }

@@ -44,11 +44,19 @@ export class GithubClientFactory {
     const tokenId = auth ? createHash('sha256').update(auth).digest('hex').slice(0, 16) : 'anonymous';
     const { timeoutMs, maxRetries, apiUrl } = this.config.github;
     const logger = this.logger;
-    const onLimit = (kind: string) => (retryAfter: number, options: { method: string; url: string }, _octokit: unknown, retryCount: number) => {
-      const wait = retryCount < 1 && retryAfter <= MAX_RATE_LIMIT_WAIT_SECONDS;
-      logger.warn({ msg: `GitHub ${kind} rate limit`, method: options.method, url: options.url, retryAfter, retrying: wait });
-      return wait;
-    };
+    const onLimit =
+      (kind: string) =>
+      (retryAfter: number, options: { method: string; url: string }, _octokit: unknown, retryCount: number) => {
+        const wait = retryCount < 1 && retryAfter <= MAX_RATE_LIMIT_WAIT_SECONDS;
+        logger.warn({
+          msg: `GitHub ${kind} rate limit`,
+          method: options.method,
+          url: options.url,
+          retryAfter,
+          retrying: wait,
+        });
+        return wait;
+      };
     const client = new GithubOctokit({
       auth,
       baseUrl: apiUrl,

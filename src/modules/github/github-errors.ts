@@ -34,7 +34,9 @@ export function describeFailure(error: unknown): UpstreamFailure {
   const failure = (typeof error === 'object' && error !== null ? error : {}) as OctokitFailure;
   const response = failure.response;
   const headers = response?.headers ?? {};
-  const data = (typeof response?.data === 'object' && response.data !== null ? response.data : {}) as { message?: unknown };
+  const data = (typeof response?.data === 'object' && response.data !== null ? response.data : {}) as {
+    message?: unknown;
+  };
   const githubMessage = typeof data.message === 'string' ? data.message : undefined;
   const timedOut = isTimeout(failure);
   const status = response && typeof failure.status === 'number' ? failure.status : null;
@@ -42,7 +44,8 @@ export function describeFailure(error: unknown): UpstreamFailure {
     status,
     githubMessage,
     timedOut,
-    retryAfterSeconds: status === null ? undefined : rateLimitWait(status, headers, githubMessage ?? failure.message ?? ''),
+    retryAfterSeconds:
+      status === null ? undefined : rateLimitWait(status, headers, githubMessage ?? failure.message ?? ''),
     reason: status === null ? (timedOut ? 'timeout' : (failure.message ?? 'network failure')) : undefined,
   };
 }
@@ -57,7 +60,11 @@ export function describeFailure(error: unknown): UpstreamFailure {
 export function toGithubAppException(error: unknown, context: GithubCallContext, timeoutMs: number): AppException {
   if (error instanceof AppException) return error;
   const failure = describeFailure(error);
-  const details: Record<string, unknown> = { upstream: 'github', upstream_status: failure.status, repository: context.repository };
+  const details: Record<string, unknown> = {
+    upstream: 'github',
+    upstream_status: failure.status,
+    repository: context.repository,
+  };
 
   if (failure.retryAfterSeconds !== undefined) {
     return new AppException(
@@ -98,7 +105,11 @@ function action(context: GithubCallContext): string {
 
 function isTimeout(failure: OctokitFailure): boolean {
   const cause = failure.cause as { name?: unknown } | undefined;
-  return failure.name === 'TimeoutError' || cause?.name === 'TimeoutError' || /aborted due to timeout/i.test(failure.message ?? '');
+  return (
+    failure.name === 'TimeoutError' ||
+    cause?.name === 'TimeoutError' ||
+    /aborted due to timeout/i.test(failure.message ?? '')
+  );
 }
 
 /**
@@ -108,7 +119,8 @@ function isTimeout(failure: OctokitFailure): boolean {
 function rateLimitWait(status: number, headers: Record<string, unknown>, message: string): number | undefined {
   if (status !== 403 && status !== 429) return undefined;
   const retryAfter = Number(headers['retry-after']);
-  if (Number.isFinite(retryAfter) && retryAfter >= 0 && headers['retry-after'] !== undefined) return Math.max(1, Math.ceil(retryAfter));
+  if (Number.isFinite(retryAfter) && retryAfter >= 0 && headers['retry-after'] !== undefined)
+    return Math.max(1, Math.ceil(retryAfter));
   if (String(headers['x-ratelimit-remaining']) === '0') {
     const reset = Number(headers['x-ratelimit-reset']);
     return Number.isFinite(reset) ? Math.max(1, Math.ceil(reset - Date.now() / 1000)) : 60;

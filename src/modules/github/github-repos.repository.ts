@@ -76,12 +76,16 @@ export class GithubReposRepository {
 
   /** By `owner/name` in any case. */
   async findByFullName(fullName: string): Promise<RegisteredRepo | undefined> {
-    const row = await this.select().where((eb) => eb(eb.fn('lower', ['r.full_name']), '=', eb.fn('lower', [eb.val(fullName)]))).executeTakeFirst();
+    const row = await this.select()
+      .where((eb) => eb(eb.fn('lower', ['r.full_name']), '=', eb.fn('lower', [eb.val(fullName)])))
+      .executeTakeFirst();
     return row && toRecord(row);
   }
 
   /** By `owner/name` in any case, with the stored token ciphertext (null = the server's token). */
-  async findByFullNameWithToken(fullName: string): Promise<{ repo: RegisteredRepo; tokenCiphertext: string | null } | undefined> {
+  async findByFullNameWithToken(
+    fullName: string,
+  ): Promise<{ repo: RegisteredRepo; tokenCiphertext: string | null } | undefined> {
     const row = await this.select()
       .select('r.token_ciphertext')
       .where((eb) => eb(eb.fn('lower', ['r.full_name']), '=', eb.fn('lower', [eb.val(fullName)])))

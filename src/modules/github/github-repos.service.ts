@@ -54,17 +54,29 @@ export class GithubReposService {
     const requested = `${input.owner}/${input.name}`;
     if (await this.findByFullName(requested)) throw this.duplicate(requested);
     if (input.token === undefined && !this.config.github.token) {
-      this.logger.warn({ msg: 'registering a repository without a token and without GITHUB_TOKEN; calls will be anonymous', repository: requested });
+      this.logger.warn({
+        msg: 'registering a repository without a token and without GITHUB_TOKEN; calls will be anonymous',
+        repository: requested,
+      });
     }
 
-    let github: { id: number; full_name: string; default_branch: string; description: string | null; private: boolean; permissions?: { pull?: boolean } };
+    let github: {
+      id: number;
+      full_name: string;
+      default_branch: string;
+      description: string | null;
+      private: boolean;
+      permissions?: { pull?: boolean };
+    };
     try {
       github = (await this.clients.create(input.token).rest.repos.get({ owner: input.owner, repo: input.name })).data;
     } catch (error) {
       throw this.registrationFailure(error, requested);
     }
     if (github.permissions && github.permissions.pull === false) {
-      throw AppException.validation(`The token cannot read ${github.full_name} on GitHub`, [{ field: 'token', message: 'token lacks read access' }]);
+      throw AppException.validation(`The token cannot read ${github.full_name} on GitHub`, [
+        { field: 'token', message: 'token lacks read access' },
+      ]);
     }
     if (github.full_name.toLowerCase() !== requested.toLowerCase() && (await this.findByFullName(github.full_name))) {
       // GitHub redirected a renamed repository to one that is already registered.
@@ -105,7 +117,12 @@ export class GithubReposService {
     }
     const saved = await this.repos.findById(id);
     if (!saved) throw AppException.notFound('Registered repository'); // unregistered by another admin in between
-    this.logger.log({ msg: 'github repository registered', repository: saved.fullName, id, tokenSource: tokenCiphertext ? 'repository' : 'server' });
+    this.logger.log({
+      msg: 'github repository registered',
+      repository: saved.fullName,
+      id,
+      tokenSource: tokenCiphertext ? 'repository' : 'server',
+    });
     return toRegisteredRepoView(saved);
   }
 
@@ -136,11 +153,16 @@ export class GithubReposService {
   async resolveForActor(actor: Actor, repo: string): Promise<ResolvedRepo> {
     const fullName = typeof repo === 'string' ? repo.trim() : '';
     if (!isRepoFullName(fullName)) {
-      throw new AppException(ErrorCode.InvalidArgument, 'repo must be "owner/name" of a registered repository', { argument: 'repo' });
+      throw new AppException(ErrorCode.InvalidArgument, 'repo must be "owner/name" of a registered repository', {
+        argument: 'repo',
+      });
     }
     const found = await this.repos.findByFullNameWithToken(fullName);
     if (!found || !isRepoAllowed(actor, found.repo.fullName)) {
-      throw new AppException(ErrorCode.NotFound, `Repository ${fullName} is not registered; call list_repositories for the available ones`);
+      throw new AppException(
+        ErrorCode.NotFound,
+        `Repository ${fullName} is not registered; call list_repositories for the available ones`,
+      );
     }
     return { record: found.repo, token: this.decryptToken(found.repo, found.tokenCiphertext) };
   }
@@ -184,8 +206,15 @@ export class GithubReposService {
     let reason: string;
     switch (failure.status) {
       case null:
-        reason = failure.timedOut ? `GitHub did not answer within ${this.config.github.timeoutMs} ms` : `GitHub at ${this.config.github.apiUrl} is unreachable`;
-        if (!failure.timedOut) this.logger.warn({ msg: 'GitHub unreachable while registering a repository', repository, reason: failure.reason });
+        reason = failure.timedOut
+          ? `GitHub did not answer within ${this.config.github.timeoutMs} ms`
+          : `GitHub at ${this.config.github.apiUrl} is unreachable`;
+        if (!failure.timedOut)
+          this.logger.warn({
+            msg: 'GitHub unreachable while registering a repository',
+            repository,
+            reason: failure.reason,
+          });
         break;
       case 401:
         reason = 'GitHub rejected the token (HTTP 401)';
@@ -200,7 +229,11 @@ export class GithubReposService {
         reason = `GitHub answered HTTP ${failure.status} for ${repository}`;
     }
     return AppException.validation(`Cannot register ${repository}: ${reason}`, [
-      { field: failure.status === 401 || failure.status === 403 ? 'token' : 'repository', message: reason, upstreamStatus: failure.status },
+      {
+        field: failure.status === 401 || failure.status === 403 ? 'token' : 'repository',
+        message: reason,
+        upstreamStatus: failure.status,
+      },
     ]);
   }
 }

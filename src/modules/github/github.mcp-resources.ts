@@ -1,7 +1,18 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { McpError, type CompleteRequestParams, type CompleteResult, type ReadResourceResult, type ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
+import {
+  McpError,
+  type CompleteRequestParams,
+  type CompleteResult,
+  type ReadResourceResult,
+  type ResourceTemplate,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { KeyCaller } from '../api-keys/key-caller.js';
-import { MCP_RESOURCE_NOT_FOUND, McpExtensions, type McpExtension, type McpExtensionRequest } from '../tools/server-extensions.js';
+import {
+  MCP_RESOURCE_NOT_FOUND,
+  McpExtensions,
+  type McpExtension,
+  type McpExtensionRequest,
+} from '../tools/server-extensions.js';
 import { GithubService } from './github.service.js';
 
 const REPOSITORY_TEMPLATE = 'atrium://repositories/{owner}/{name}';
@@ -31,22 +42,35 @@ export class GithubMcpResources implements McpExtension, OnModuleInit {
 
   listResourceTemplates(request: McpExtensionRequest): ResourceTemplate[] {
     if (!readsGithub(request.caller)) return [];
-    return [{ uriTemplate: REPOSITORY_TEMPLATE, name: 'repository', title: 'A registered repository', description: 'Its full name, default branch and description', mimeType: 'application/json' }];
+    return [
+      {
+        uriTemplate: REPOSITORY_TEMPLATE,
+        name: 'repository',
+        title: 'A registered repository',
+        description: 'Its full name, default branch and description',
+        mimeType: 'application/json',
+      },
+    ];
   }
 
   async readResource(uri: string, request: McpExtensionRequest): Promise<ReadResourceResult | undefined> {
     const match = REPOSITORY_URI.exec(uri);
     if (!match || !readsGithub(request.caller)) return undefined;
     const fullName = `${decodeURIComponent(match[1])}/${decodeURIComponent(match[2])}`.toLowerCase();
-    const repository = (await this.github.listRepositories(request.caller.actor)).find((repo) => repo.full_name.toLowerCase() === fullName);
+    const repository = (await this.github.listRepositories(request.caller.actor)).find(
+      (repo) => repo.full_name.toLowerCase() === fullName,
+    );
     if (!repository) throw new McpError(MCP_RESOURCE_NOT_FOUND, 'Resource not found', { uri });
     return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(repository) }] };
   }
 
   async complete(params: CompleteRequestParams, request: McpExtensionRequest): Promise<CompleteResult | undefined> {
-    if (params.ref.type !== 'ref/resource' || params.ref.uri !== REPOSITORY_TEMPLATE || !readsGithub(request.caller)) return undefined;
+    if (params.ref.type !== 'ref/resource' || params.ref.uri !== REPOSITORY_TEMPLATE || !readsGithub(request.caller))
+      return undefined;
     const typed = params.argument.value.toLowerCase();
-    const names = (await this.github.listRepositories(request.caller.actor)).map((repo) => repo.full_name.split('/') as [string, string]);
+    const names = (await this.github.listRepositories(request.caller.actor)).map(
+      (repo) => repo.full_name.split('/') as [string, string],
+    );
     let values: string[];
     if (params.argument.name === 'owner') values = [...new Set(names.map(([owner]) => owner))];
     else if (params.argument.name === 'name') {
@@ -54,7 +78,13 @@ export class GithubMcpResources implements McpExtension, OnModuleInit {
       values = names.filter(([o]) => owner === undefined || o.toLowerCase() === owner).map(([, name]) => name);
     } else return undefined;
     const matching = values.filter((value) => value.toLowerCase().startsWith(typed));
-    return { completion: { values: matching.slice(0, COMPLETION_LIMIT), total: matching.length, hasMore: matching.length > COMPLETION_LIMIT } };
+    return {
+      completion: {
+        values: matching.slice(0, COMPLETION_LIMIT),
+        total: matching.length,
+        hasMore: matching.length > COMPLETION_LIMIT,
+      },
+    };
   }
 }
 

@@ -12,7 +12,15 @@ import { GithubMcpResources } from './github.mcp-resources.js';
 @Module({
   imports: [ToolsModule],
   controllers: [GithubReposController],
-  providers: [GithubMcpResources, TokenCipher, GithubClientFactory, GithubReposRepository, GithubReposService, GithubService, GithubToolProvider],
+  providers: [
+    GithubMcpResources,
+    TokenCipher,
+    GithubClientFactory,
+    GithubReposRepository,
+    GithubReposService,
+    GithubService,
+    GithubToolProvider,
+  ],
   exports: [GithubService],
 })
 export class GithubModule {}

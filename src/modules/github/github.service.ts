@@ -92,7 +92,11 @@ export class GithubService {
   /** Registered repositories, from our own records: no GitHub call. */
   async listRepositories(actor: Actor): Promise<RepositorySummary[]> {
     const rows = await this.registry.listForActor(actor);
-    return rows.map((row) => ({ full_name: row.fullName, default_branch: row.defaultBranch, description: row.description }));
+    return rows.map((row) => ({
+      full_name: row.fullName,
+      default_branch: row.defaultBranch,
+      description: row.description,
+    }));
   }
 
   async listCommits(actor: Actor, input: ListCommitsInput): Promise<ListResult<CommitSummary>> {
@@ -153,7 +157,10 @@ export class GithubService {
         ...(status ? { status } : {}),
         per_page: limit,
       });
-      const result = await collect(pages as unknown as AsyncIterable<Page<Parameters<typeof toWorkflowRunSummary>[0]>>, limit);
+      const result = await collect(
+        pages as unknown as AsyncIterable<Page<Parameters<typeof toWorkflowRunSummary>[0]>>,
+        limit,
+      );
       return { items: result.items.map(toWorkflowRunSummary), truncated: result.truncated };
     });
   }
@@ -177,7 +184,13 @@ export class GithubService {
   async createIssueComment(actor: Actor, input: CreateIssueCommentInput): Promise<CreatedComment> {
     const { issueNumber, body } = input;
     return this.call(actor, input.repo, `comment on issue #${issueNumber}`, async (client, { owner, repo }) => {
-      const { data } = await client.rest.issues.createComment({ owner, repo, issue_number: issueNumber, body, request: { retries: 0 } });
+      const { data } = await client.rest.issues.createComment({
+        owner,
+        repo,
+        issue_number: issueNumber,
+        body,
+        request: { retries: 0 },
+      });
       return { id: data.id, url: data.html_url };
     });
   }
@@ -197,14 +210,19 @@ export class GithubService {
     } catch (error) {
       const failure = describeFailure(error);
       // Why a call got no answer (e.g. connect ECONNREFUSED) is for operators: the caller gets a fixed message.
-      if (failure.status === null && !failure.timedOut) this.logger.warn({ msg: 'GitHub unreachable', repository: context.repository, reason: failure.reason });
+      if (failure.status === null && !failure.timedOut)
+        this.logger.warn({ msg: 'GitHub unreachable', repository: context.repository, reason: failure.reason });
       throw toGithubAppException(error, context, this.config.github.timeoutMs);
     }
   }
 }
 
 /** Reads pages until `limit` items passed `keep`; `truncated` when GitHub had more. */
-async function collect<T>(pages: AsyncIterable<Page<T>>, limit: number, keep: (item: T) => boolean = () => true): Promise<ListResult<T>> {
+async function collect<T>(
+  pages: AsyncIterable<Page<T>>,
+  limit: number,
+  keep: (item: T) => boolean = () => true,
+): Promise<ListResult<T>> {
   const items: T[] = [];
   let pageCount = 0;
   for await (const page of pages) {

@@ -12,27 +12,48 @@ const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHint: fal
 /** Whatever GitHub answers (issue and PR bodies, commit messages, descriptions) is text from outside Atrium. */
 const FROM_GITHUB = { kind: 'upstream', object: 'github', targetArgument: 'repo' } as const;
 
-const repo = param.str({ description: 'A registered repository, "owner/name" (see list_repositories)', required: true, format: 'repo' });
-const limit = param.int({ description: 'Maximum number of results', default: 30, minimum: 1, maximum: GITHUB_LIST_MAX });
+const repo = param.str({
+  description: 'A registered repository, "owner/name" (see list_repositories)',
+  required: true,
+  format: 'repo',
+});
+const limit = param.int({
+  description: 'Maximum number of results',
+  default: 30,
+  minimum: 1,
+  maximum: GITHUB_LIST_MAX,
+});
 const state = param.str({ description: 'open, closed or all', default: 'open', enum: ISSUE_STATES });
 
 const LIST_COMMITS = {
   repo,
-  branch: param.str({ description: 'Branch (or tag / SHA) to list; empty = the default branch', default: '', maxLength: 255 }),
+  branch: param.str({
+    description: 'Branch (or tag / SHA) to list; empty = the default branch',
+    default: '',
+    maxLength: 255,
+  }),
   since: param.date({ description: 'Only commits on or after this date (YYYY-MM-DD, UTC)', default: '' }),
   limit,
 };
 const LIST_ISSUES = {
   repo,
   state,
-  labels: param.str({ description: 'Comma-separated label names; an issue must carry all of them. Empty = any', default: '', maxLength: 1000 }),
+  labels: param.str({
+    description: 'Comma-separated label names; an issue must carry all of them. Empty = any',
+    default: '',
+    maxLength: 1000,
+  }),
   limit,
 };
 const LIST_PULL_REQUESTS = { repo, state, limit };
 const LIST_WORKFLOW_RUNS = {
   repo,
   branch: param.str({ description: 'Only runs for this branch; empty = all branches', default: '', maxLength: 255 }),
-  status: param.str({ description: 'Only runs with this status or conclusion; empty = any', default: '', enum: WORKFLOW_RUN_STATUSES }),
+  status: param.str({
+    description: 'Only runs with this status or conclusion; empty = any',
+    default: '',
+    enum: WORKFLOW_RUN_STATUSES,
+  }),
   limit,
 };
 const CREATE_ISSUE = {
@@ -44,7 +65,13 @@ const CREATE_ISSUE = {
 const CREATE_ISSUE_COMMENT = {
   repo,
   issue_number: param.int({ description: 'The issue or pull request number', required: true, minimum: 1 }),
-  body: param.str({ description: 'Comment text (Markdown)', required: true, minLength: 1, maxLength: 65_536, audit: 'omit' }),
+  body: param.str({
+    description: 'Comment text (Markdown)',
+    required: true,
+    minLength: 1,
+    maxLength: 65_536,
+    audit: 'omit',
+  }),
 };
 
 const str = { type: 'string' };
@@ -53,7 +80,11 @@ const dateTime = { type: 'string', format: 'date-time' };
 const nullableDateTime = { type: ['string', 'null'], format: 'date-time' };
 const uri = { type: 'string', format: 'uri' };
 const int = { type: 'integer' };
-const objectOf = (properties: Record<string, unknown>) => ({ type: 'object', properties, required: Object.keys(properties) });
+const objectOf = (properties: Record<string, unknown>) => ({
+  type: 'object',
+  properties,
+  required: Object.keys(properties),
+});
 const arrayOf = (items: Record<string, unknown>) => ({ type: 'array', items });
 
 const REPOSITORY_SCHEMA = objectOf({ full_name: str, default_branch: str, description: nullableStr });
@@ -115,7 +146,8 @@ export class GithubToolProvider {
   @Tool({
     name: 'list_repositories',
     title: 'List GitHub repositories',
-    description: 'The GitHub repositories an admin registered for this workspace (the only ones the GitHub tools can reach).',
+    description:
+      'The GitHub repositories an admin registered for this workspace (the only ones the GitHub tools can reach).',
     scope: 'github:read',
     annotations: READ,
     output: arrayOf(REPOSITORY_SCHEMA),
@@ -138,7 +170,12 @@ export class GithubToolProvider {
   })
   async listCommits(args: ToolArgs<typeof LIST_COMMITS>, actor: Actor) {
     return toToolList(
-      await this.github.listCommits(actor, { repo: args.repo, branch: filterOrUndefined(args.branch), since: filterOrUndefined(args.since), limit: args.limit }),
+      await this.github.listCommits(actor, {
+        repo: args.repo,
+        branch: filterOrUndefined(args.branch),
+        since: filterOrUndefined(args.since),
+        limit: args.limit,
+      }),
     );
   }
 
@@ -153,7 +190,14 @@ export class GithubToolProvider {
     parameters: LIST_ISSUES,
   })
   async listIssues(args: ToolArgs<typeof LIST_ISSUES>, actor: Actor) {
-    return toToolList(await this.github.listIssues(actor, { repo: args.repo, state: args.state, labels: filterOrUndefined(args.labels), limit: args.limit }));
+    return toToolList(
+      await this.github.listIssues(actor, {
+        repo: args.repo,
+        state: args.state,
+        labels: filterOrUndefined(args.labels),
+        limit: args.limit,
+      }),
+    );
   }
 
   @Tool({
@@ -167,7 +211,9 @@ export class GithubToolProvider {
     parameters: LIST_PULL_REQUESTS,
   })
   async listPullRequests(args: ToolArgs<typeof LIST_PULL_REQUESTS>, actor: Actor) {
-    return toToolList(await this.github.listPullRequests(actor, { repo: args.repo, state: args.state, limit: args.limit }));
+    return toToolList(
+      await this.github.listPullRequests(actor, { repo: args.repo, state: args.state, limit: args.limit }),
+    );
   }
 
   @Tool({
@@ -182,14 +228,20 @@ export class GithubToolProvider {
   })
   async listWorkflowRuns(args: ToolArgs<typeof LIST_WORKFLOW_RUNS>, actor: Actor) {
     return toToolList(
-      await this.github.listWorkflowRuns(actor, { repo: args.repo, branch: filterOrUndefined(args.branch), status: filterOrUndefined(args.status), limit: args.limit }),
+      await this.github.listWorkflowRuns(actor, {
+        repo: args.repo,
+        branch: filterOrUndefined(args.branch),
+        status: filterOrUndefined(args.status),
+        limit: args.limit,
+      }),
     );
   }
 
   @Tool({
     name: 'create_issue',
     title: 'Create an issue',
-    description: 'Opens an issue in a registered repository. Labels that do not exist in the repository are created by GitHub only if the token may.',
+    description:
+      'Opens an issue in a registered repository. Labels that do not exist in the repository are created by GitHub only if the token may.',
     scope: 'github:write',
     annotations: WRITE,
     output: objectOf({ number: int, url: uri, title: str }),

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { TokenCipher } from './token-cipher.js';
 
 const key = () => randomBytes(32).toString('base64');
-const cipherWith = (encryptionKey: string) => new TokenCipher({ secrets: { encryptionKey, jwtSecret: 'x', tokenPepper: 'y' } });
+const cipherWith = (encryptionKey: string) =>
+  new TokenCipher({ secrets: { encryptionKey, jwtSecret: 'x', tokenPepper: 'y' } });
 
 describe('TokenCipher', () => {
   const cipher = cipherWith(key());
@@ -27,7 +28,9 @@ describe('TokenCipher', () => {
     const parts = envelope.split('.');
     const flipped = Buffer.from(parts[3], 'base64url');
     flipped[0] ^= 1;
-    expect(() => cipher.decrypt([parts[0], parts[1], parts[2], flipped.toString('base64url')].join('.'), 'row-1')).toThrow();
+    expect(() =>
+      cipher.decrypt([parts[0], parts[1], parts[2], flipped.toString('base64url')].join('.'), 'row-1'),
+    ).toThrow();
     expect(() => cipher.decrypt('v0.a.b.c', 'row-1')).toThrow();
   });
 

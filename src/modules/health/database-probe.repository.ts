@@ -14,7 +14,9 @@ export class DatabaseProbeRepository {
 
   /** The installed pgvector version, or null when the extension is missing. */
   async vectorExtensionVersion(): Promise<string | null> {
-    const { rows } = await sql<{ extversion: string }>`SELECT extversion FROM pg_extension WHERE extname = 'vector'`.execute(this.db);
+    const { rows } = await sql<{
+      extversion: string;
+    }>`SELECT extversion FROM pg_extension WHERE extname = 'vector'`.execute(this.db);
     return rows[0]?.extversion ?? null;
   }
 }

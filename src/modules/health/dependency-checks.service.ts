@@ -48,7 +48,9 @@ export class DependencyChecksService {
         return undefined;
       };
     }
-    const entries = await Promise.all(Object.entries(probes).map(async ([name, probe]) => [name, await this.measure(name, probe)] as const));
+    const entries = await Promise.all(
+      Object.entries(probes).map(async ([name, probe]) => [name, await this.measure(name, probe)] as const),
+    );
     return Object.fromEntries(entries);
   }
 

@@ -48,7 +48,11 @@ export class HealthController {
     const checks = await this.checks.runAll();
     const down = Object.entries(checks).filter(([, check]) => check.status === 'down');
     if (down.length > 0) {
-      throw new AppException(ErrorCode.DependencyUnavailable, `Not ready: ${down.map(([name]) => name).join(', ')} down`, { checks });
+      throw new AppException(
+        ErrorCode.DependencyUnavailable,
+        `Not ready: ${down.map(([name]) => name).join(', ')} down`,
+        { checks },
+      );
     }
     return { status: 'ready', checks };
   }

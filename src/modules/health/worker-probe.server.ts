@@ -35,10 +35,20 @@ export class WorkerProbeServer {
         next,
       );
     };
-    probe.get('/api/health', answer(() => health.health()));
-    probe.get('/api/ready', answer(() => health.ready()));
+    probe.get(
+      '/api/health',
+      answer(() => health.health()),
+    );
+    probe.get(
+      '/api/ready',
+      answer(() => health.ready()),
+    );
     if (metrics.enabled) probe.get(METRICS_PATH, metricsHandler(metrics));
-    probe.use((req: Request, res: Response, next: NextFunction) => next(new AppException(ErrorCode.NotFound, `A worker answers only GET /api/health, /api/ready and ${METRICS_PATH}`)));
+    probe.use((req: Request, res: Response, next: NextFunction) =>
+      next(
+        new AppException(ErrorCode.NotFound, `A worker answers only GET /api/health, /api/ready and ${METRICS_PATH}`),
+      ),
+    );
     probe.use((error: unknown, req: Request, res: Response, _next: NextFunction) => sendError(error, req, res, logger));
     const server = probe.listen(port, host);
     this.server = server;

@@ -1,9 +1,28 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { inputRequired, MissingRequiredClientCapabilityError, type InputRequiredResult } from '@modelcontextprotocol/server';
-import { ErrorCode as JsonRpcErrorCode, McpError, type CallToolResult, type GetPromptResult, type Prompt, type ReadResourceResult, type Resource, type ResourceTemplate, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  inputRequired,
+  MissingRequiredClientCapabilityError,
+  type InputRequiredResult,
+} from '@modelcontextprotocol/server';
+import {
+  ErrorCode as JsonRpcErrorCode,
+  McpError,
+  type CallToolResult,
+  type GetPromptResult,
+  type Prompt,
+  type ReadResourceResult,
+  type Resource,
+  type ResourceTemplate,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import type { KeyCaller } from '../api-keys/key-caller.js';
-import { McpExtensions, type McpExtension, type McpExtensionRequest, type McpToolAnswer } from '../tools/server-extensions.js';
+import {
+  McpExtensions,
+  type McpExtension,
+  type McpExtensionRequest,
+  type McpToolAnswer,
+} from '../tools/server-extensions.js';
 import { TINY_PNG_BASE64, TINY_WAV_BASE64 } from './fixture-media.js';
 
 /** Fixture tools take no arguments; the suite lists them and calls them by name. */
@@ -14,7 +33,10 @@ const pause = (ms: number): Promise<void> => new Promise((done) => setTimeout(do
 
 /** An elicitation form asking for one string field. */
 const askFor = (message: string, field: string, type: 'string' | 'boolean' = 'string') =>
-  inputRequired.elicit({ message, requestedSchema: { type: 'object', properties: { [field]: { type } as never }, required: [field] } });
+  inputRequired.elicit({
+    message,
+    requestedSchema: { type: 'object', properties: { [field]: { type } as never }, required: [field] },
+  });
 
 /** The accepted content of an elicitation answer, field by field (the client's input, untrusted). */
 function answered(responses: Record<string, unknown> | undefined, key: string, field: string): unknown {
@@ -24,7 +46,9 @@ function answered(responses: Record<string, unknown> | undefined, key: string, f
 
 /** An answered value as the text a fixture echoes back. */
 function asText(value: unknown): string {
-  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+    ? String(value)
+    : JSON.stringify(value);
 }
 
 interface FixtureTool {
@@ -47,7 +71,10 @@ interface FixtureTool {
 @Injectable()
 export class ConformanceFixtures implements McpExtension, OnModuleInit {
   private readonly fixtureTools: Record<string, FixtureTool> = {
-    test_simple_text: { description: 'Answers one text block', run: async () => text('This is a simple text response for testing.') },
+    test_simple_text: {
+      description: 'Answers one text block',
+      run: async () => text('This is a simple text response for testing.'),
+    },
     test_image_content: {
       description: 'Answers an image block',
       run: async () => ({ content: [{ type: 'image', data: TINY_PNG_BASE64, mimeType: 'image/png' }] }),
@@ -58,7 +85,18 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
     },
     test_embedded_resource: {
       description: 'Answers an embedded resource',
-      run: async () => ({ content: [{ type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' } }] }),
+      run: async () => ({
+        content: [
+          {
+            type: 'resource',
+            resource: {
+              uri: 'test://embedded-resource',
+              mimeType: 'text/plain',
+              text: 'This is an embedded resource content.',
+            },
+          },
+        ],
+      }),
     },
     test_multiple_content_types: {
       description: 'Answers text, an image and an embedded resource',
@@ -66,7 +104,14 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
         content: [
           { type: 'text', text: 'Multiple content types test:' },
           { type: 'image', data: TINY_PNG_BASE64, mimeType: 'image/png' },
-          { type: 'resource', resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: JSON.stringify({ test: 'data', value: 123 }) } },
+          {
+            type: 'resource',
+            resource: {
+              uri: 'test://mixed-content-resource',
+              mimeType: 'application/json',
+              text: JSON.stringify({ test: 'data', value: 123 }),
+            },
+          },
         ],
       }),
     },
@@ -75,7 +120,10 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
       streams: true,
       run: async (request) => {
         for (const data of ['Tool execution started', 'Tool processing data', 'Tool execution completed']) {
-          await request.notify({ method: 'notifications/message', params: { level: 'info', logger: 'conformance', data } });
+          await request.notify({
+            method: 'notifications/message',
+            params: { level: 'info', logger: 'conformance', data },
+          });
           await pause(20);
         }
         return text('Tool with logging executed successfully');
@@ -88,24 +136,43 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
         const progressToken = request.meta?.progressToken;
         if (progressToken !== undefined) {
           for (const progress of [0, 50, 100]) {
-            await request.notify({ method: 'notifications/progress', params: { progressToken, progress, total: 100, message: `Completed ${progress} of 100` } });
+            await request.notify({
+              method: 'notifications/progress',
+              params: { progressToken, progress, total: 100, message: `Completed ${progress} of 100` },
+            });
             await pause(20);
           }
         }
-        return text(typeof progressToken === 'string' || typeof progressToken === 'number' ? String(progressToken) : 'no progress token');
+        return text(
+          typeof progressToken === 'string' || typeof progressToken === 'number'
+            ? String(progressToken)
+            : 'no progress token',
+        );
       },
     },
     test_error_handling: {
       description: 'Fails on purpose (an isError result)',
-      run: async () => ({ content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }], isError: true }),
+      run: async () => ({
+        content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }],
+        isError: true,
+      }),
     },
     test_sampling: {
       description: 'Asks the client to sample (2025-era session)',
       streams: true,
-      inputSchema: { type: 'object', properties: { prompt: { type: 'string', description: 'What to ask the model' } }, required: ['prompt'] },
+      inputSchema: {
+        type: 'object',
+        properties: { prompt: { type: 'string', description: 'What to ask the model' } },
+        required: ['prompt'],
+      },
       run: async (request, args) => {
         const result = await this.askClient(request, 'sampling/createMessage', {
-          messages: [{ role: 'user', content: { type: 'text', text: typeof args.prompt === 'string' ? args.prompt : 'Say hello' } }],
+          messages: [
+            {
+              role: 'user',
+              content: { type: 'text', text: typeof args.prompt === 'string' ? args.prompt : 'Say hello' },
+            },
+          ],
           maxTokens: 100,
         });
         const content = result.content as { text?: unknown } | undefined;
@@ -115,11 +182,19 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
     test_elicitation: {
       description: 'Asks the user for a response (2025-era session)',
       streams: true,
-      inputSchema: { type: 'object', properties: { message: { type: 'string', description: 'What to show the user' } }, required: ['message'] },
+      inputSchema: {
+        type: 'object',
+        properties: { message: { type: 'string', description: 'What to show the user' } },
+        required: ['message'],
+      },
       run: async (request, args) => {
         const result = await this.askClient(request, 'elicitation/create', {
           message: typeof args.message === 'string' ? args.message : 'Please respond',
-          requestedSchema: { type: 'object', properties: { response: { type: 'string', description: 'Your response' } }, required: ['response'] },
+          requestedSchema: {
+            type: 'object',
+            properties: { response: { type: 'string', description: 'Your response' } },
+            required: ['response'],
+          },
         });
         return text(`User response: action=${String(result.action)}, content=${JSON.stringify(result.content ?? {})}`);
       },
@@ -136,35 +211,66 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
               name: { type: 'string', description: 'User name', default: 'John Doe' },
               age: { type: 'integer', description: 'User age', default: 30 },
               score: { type: 'number', description: 'User score', default: 95.5 },
-              status: { type: 'string', description: 'User status', enum: ['active', 'inactive', 'pending'], default: 'active' },
+              status: {
+                type: 'string',
+                description: 'User status',
+                enum: ['active', 'inactive', 'pending'],
+                default: 'active',
+              },
               verified: { type: 'boolean', description: 'Verification status', default: true },
             },
             required: [],
           },
         });
-        return text(`Elicitation completed: action=${String(result.action)}, content=${JSON.stringify(result.content ?? {})}`);
+        return text(
+          `Elicitation completed: action=${String(result.action)}, content=${JSON.stringify(result.content ?? {})}`,
+        );
       },
     },
     test_elicitation_sep1330_enums: {
       description: 'Asks with the five enum forms (SEP-1330)',
       streams: true,
       run: async (request) => {
-        const choices = (prefix: string, titles: string[]) => titles.map((title, i) => ({ const: `${prefix}${i + 1}`, title }));
+        const choices = (prefix: string, titles: string[]) =>
+          titles.map((title, i) => ({ const: `${prefix}${i + 1}`, title }));
         const result = await this.askClient(request, 'elicitation/create', {
           message: 'Please pick from each list',
           requestedSchema: {
             type: 'object',
             properties: {
               untitledSingle: { type: 'string', description: 'Pick one', enum: ['option1', 'option2', 'option3'] },
-              titledSingle: { type: 'string', description: 'Pick one (titled)', oneOf: choices('value', ['First Option', 'Second Option', 'Third Option']) },
-              legacyEnum: { type: 'string', description: 'Pick one (legacy titles)', enum: ['opt1', 'opt2', 'opt3'], enumNames: ['Option One', 'Option Two', 'Option Three'] },
-              untitledMulti: { type: 'array', description: 'Pick several', minItems: 1, maxItems: 3, items: { type: 'string', enum: ['option1', 'option2', 'option3'] } },
-              titledMulti: { type: 'array', description: 'Pick several (titled)', minItems: 1, maxItems: 3, items: { anyOf: choices('value', ['First Choice', 'Second Choice', 'Third Choice']) } },
+              titledSingle: {
+                type: 'string',
+                description: 'Pick one (titled)',
+                oneOf: choices('value', ['First Option', 'Second Option', 'Third Option']),
+              },
+              legacyEnum: {
+                type: 'string',
+                description: 'Pick one (legacy titles)',
+                enum: ['opt1', 'opt2', 'opt3'],
+                enumNames: ['Option One', 'Option Two', 'Option Three'],
+              },
+              untitledMulti: {
+                type: 'array',
+                description: 'Pick several',
+                minItems: 1,
+                maxItems: 3,
+                items: { type: 'string', enum: ['option1', 'option2', 'option3'] },
+              },
+              titledMulti: {
+                type: 'array',
+                description: 'Pick several (titled)',
+                minItems: 1,
+                maxItems: 3,
+                items: { anyOf: choices('value', ['First Choice', 'Second Choice', 'Third Choice']) },
+              },
             },
             required: [],
           },
         });
-        return text(`Elicitation completed: action=${String(result.action)}, content=${JSON.stringify(result.content ?? {})}`);
+        return text(
+          `Elicitation completed: action=${String(result.action)}, content=${JSON.stringify(result.content ?? {})}`,
+        );
       },
     },
     json_schema_2020_12_tool: {
@@ -175,7 +281,8 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
       description: 'Needs the client to declare sampling',
       modernOnly: true,
       run: async (request) => {
-        if (!request.clientCapabilities?.sampling) throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { sampling: {} } });
+        if (!request.clientCapabilities?.sampling)
+          throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { sampling: {} } });
         return text('Success');
       },
     },
@@ -183,7 +290,10 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
       description: 'Streams a progress notification before its result',
       modernOnly: true,
       run: async (request) => {
-        await request.notify({ method: 'notifications/progress', params: { progressToken: 'conformance-stream', progress: 50, total: 100 } });
+        await request.notify({
+          method: 'notifications/progress',
+          params: { progressToken: 'conformance-stream', progress: 50, total: 100 },
+        });
         return text('Streaming complete');
       },
     },
@@ -191,7 +301,11 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
       description: 'Logs only when the request asked for a log level',
       modernOnly: true,
       run: async (request) => {
-        if (request.logLevel) await request.notify({ method: 'notifications/message', params: { level: 'info', data: 'Diagnostic trace logging activated' } });
+        if (request.logLevel)
+          await request.notify({
+            method: 'notifications/message',
+            params: { level: 'info', data: 'Diagnostic trace logging activated' },
+          });
         return text('Logging evaluated');
       },
     },
@@ -209,10 +323,16 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
       modernOnly: true,
       run: async (request) => {
         const sample = request.inputResponses?.sample_request as { content?: { text?: unknown } } | undefined;
-        if (sample) return text(`Sampling result: ${typeof sample.content?.text === 'string' ? sample.content.text : 'no response'}`);
+        if (sample)
+          return text(
+            `Sampling result: ${typeof sample.content?.text === 'string' ? sample.content.text : 'no response'}`,
+          );
         return inputRequired({
           inputRequests: {
-            sample_request: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }], maxTokens: 100 }),
+            sample_request: inputRequired.createMessage({
+              messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }],
+              maxTokens: 100,
+            }),
           },
         });
       },
@@ -231,8 +351,12 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
       modernOnly: true,
       run: async (request) => {
         const state = request.requestState as { kind?: string } | undefined;
-        if (state?.kind === 'request-state' && answered(request.inputResponses, 'confirm', 'ok') === true) return text('state-ok: requestState validated');
-        return inputRequired({ inputRequests: { confirm: askFor('Please confirm', 'ok', 'boolean') }, requestState: await this.mint(request, { kind: 'request-state' }) });
+        if (state?.kind === 'request-state' && answered(request.inputResponses, 'confirm', 'ok') === true)
+          return text('state-ok: requestState validated');
+        return inputRequired({
+          inputRequests: { confirm: askFor('Please confirm', 'ok', 'boolean') },
+          requestState: await this.mint(request, { kind: 'request-state' }),
+        });
       },
     },
     test_input_required_result_multiple_inputs: {
@@ -251,7 +375,10 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
         return inputRequired({
           inputRequests: {
             user_name: askFor('What is your name?', 'name'),
-            greeting: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }], maxTokens: 50 }),
+            greeting: inputRequired.createMessage({
+              messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }],
+              maxTokens: 50,
+            }),
             client_roots: inputRequired.listRoots(),
           },
           requestState: await this.mint(request, { kind: 'multiple-inputs' }),
@@ -265,12 +392,20 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
         const state = request.requestState as { round?: number; name?: string } | undefined;
         if (state?.round === 1 && request.inputResponses?.step1) {
           const name = String(answered(request.inputResponses, 'step1', 'name'));
-          return inputRequired({ inputRequests: { step2: askFor('Step 2: What is your favorite color?', 'color') }, requestState: await this.mint(request, { round: 2, name }) });
+          return inputRequired({
+            inputRequests: { step2: askFor('Step 2: What is your favorite color?', 'color') },
+            requestState: await this.mint(request, { round: 2, name }),
+          });
         }
         if (state?.round === 2 && request.inputResponses?.step2) {
-          return text(`Multi-round complete for ${state.name ?? 'friend'} who likes ${String(answered(request.inputResponses, 'step2', 'color'))}`);
+          return text(
+            `Multi-round complete for ${state.name ?? 'friend'} who likes ${String(answered(request.inputResponses, 'step2', 'color'))}`,
+          );
         }
-        return inputRequired({ inputRequests: { step1: askFor('Step 1: What is your name?', 'name') }, requestState: await this.mint(request, { round: 1 }) });
+        return inputRequired({
+          inputRequests: { step1: askFor('Step 1: What is your name?', 'name') },
+          requestState: await this.mint(request, { round: 1 }),
+        });
       },
     },
     test_input_required_result_tampered_state: {
@@ -279,8 +414,12 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
       run: async (request) => {
         // A tampered state never gets here: the server's requestState verification answers it with an error.
         const state = request.requestState as { kind?: string } | undefined;
-        if (state?.kind === 'tamper-test' && request.inputResponses?.confirm) return text('integrity-ok: state verified');
-        return inputRequired({ inputRequests: { confirm: askFor('Please confirm', 'ok', 'boolean') }, requestState: await this.mint(request, { kind: 'tamper-test' }) });
+        if (state?.kind === 'tamper-test' && request.inputResponses?.confirm)
+          return text('integrity-ok: state verified');
+        return inputRequired({
+          inputRequests: { confirm: askFor('Please confirm', 'ok', 'boolean') },
+          requestState: await this.mint(request, { kind: 'tamper-test' }),
+        });
       },
     },
     test_input_required_result_capabilities: {
@@ -293,7 +432,10 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
         const inputRequests: Record<string, ReturnType<typeof inputRequired.listRoots>> = {};
         if (request.clientCapabilities?.elicitation) inputRequests.elicit_input = askFor('Elicitation input', 'value');
         if (request.clientCapabilities?.sampling) {
-          inputRequests.sample_input = inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'Sample request' } }], maxTokens: 50 });
+          inputRequests.sample_input = inputRequired.createMessage({
+            messages: [{ role: 'user', content: { type: 'text', text: 'Sample request' } }],
+            maxTokens: 50,
+          });
         }
         if (Object.keys(inputRequests).length === 0) return text('No supported capabilities declared');
         return inputRequired({ inputRequests, requestState: await this.mint(request, { kind: 'capabilities-test' }) });
@@ -335,7 +477,10 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
     return Object.entries(this.fixtureTools).map(([name, tool]) => ({
       name,
       description: tool.description,
-      inputSchema: name === 'json_schema_2020_12_tool' ? (JSON_SCHEMA_2020_12 as unknown as Tool['inputSchema']) : (tool.inputSchema ?? NO_ARGUMENTS),
+      inputSchema:
+        name === 'json_schema_2020_12_tool'
+          ? (JSON_SCHEMA_2020_12 as unknown as Tool['inputSchema'])
+          : (tool.inputSchema ?? NO_ARGUMENTS),
     }));
   }
 
@@ -347,33 +492,76 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
     return this.fixtureTools[name]?.streams === true;
   }
 
-  callTool(name: string, args: Record<string, unknown> | undefined, request: McpExtensionRequest): Promise<McpToolAnswer> | undefined {
+  callTool(
+    name: string,
+    args: Record<string, unknown> | undefined,
+    request: McpExtensionRequest,
+  ): Promise<McpToolAnswer> | undefined {
     const tool = this.ownsTool(name) ? this.fixtureTools[name] : undefined;
     if (!tool) return undefined;
-    if (tool.modernOnly && request.era !== 'modern') return Promise.reject(new McpError(JsonRpcErrorCode.InvalidParams, `${name} is served on revision 2026-07-28 only`));
+    if (tool.modernOnly && request.era !== 'modern')
+      return Promise.reject(
+        new McpError(JsonRpcErrorCode.InvalidParams, `${name} is served on revision 2026-07-28 only`),
+      );
     return tool.run(request, args ?? {});
   }
 
   async listResources(): Promise<Resource[]> {
     return [
-      { uri: 'test://static-text', name: 'static-text', title: 'Static Text Resource', description: 'A static text resource', mimeType: 'text/plain' },
-      { uri: 'test://static-binary', name: 'static-binary', title: 'Static Binary Resource', description: 'A static image', mimeType: 'image/png' },
-      { uri: 'test://watched-resource', name: 'watched-resource', title: 'Watched Resource', description: 'A resource one may subscribe to', mimeType: 'text/plain' },
+      {
+        uri: 'test://static-text',
+        name: 'static-text',
+        title: 'Static Text Resource',
+        description: 'A static text resource',
+        mimeType: 'text/plain',
+      },
+      {
+        uri: 'test://static-binary',
+        name: 'static-binary',
+        title: 'Static Binary Resource',
+        description: 'A static image',
+        mimeType: 'image/png',
+      },
+      {
+        uri: 'test://watched-resource',
+        name: 'watched-resource',
+        title: 'Watched Resource',
+        description: 'A resource one may subscribe to',
+        mimeType: 'text/plain',
+      },
     ];
   }
 
   listResourceTemplates(): ResourceTemplate[] {
-    return [{ uriTemplate: 'test://template/{id}/data', name: 'template', title: 'Resource Template', description: 'A template with one parameter', mimeType: 'application/json' }];
+    return [
+      {
+        uriTemplate: 'test://template/{id}/data',
+        name: 'template',
+        title: 'Resource Template',
+        description: 'A template with one parameter',
+        mimeType: 'application/json',
+      },
+    ];
   }
 
   async readResource(uri: string): Promise<ReadResourceResult | undefined> {
-    if (uri === 'test://static-text') return { contents: [{ uri, mimeType: 'text/plain', text: 'This is the content of the static text resource.' }] };
+    if (uri === 'test://static-text')
+      return { contents: [{ uri, mimeType: 'text/plain', text: 'This is the content of the static text resource.' }] };
     if (uri === 'test://static-binary') return { contents: [{ uri, mimeType: 'image/png', blob: TINY_PNG_BASE64 }] };
-    if (uri === 'test://watched-resource') return { contents: [{ uri, mimeType: 'text/plain', text: 'Watched resource content' }] };
+    if (uri === 'test://watched-resource')
+      return { contents: [{ uri, mimeType: 'text/plain', text: 'Watched resource content' }] };
     const template = /^test:\/\/template\/([^/]+)\/data$/.exec(uri);
     if (template) {
       const id = decodeURIComponent(template[1]);
-      return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }) }] };
+      return {
+        contents: [
+          {
+            uri,
+            mimeType: 'application/json',
+            text: JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }),
+          },
+        ],
+      };
     }
     return undefined;
   }
@@ -390,22 +578,53 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
     return request.era === 'modern' ? [...this.promptList, MRTR_PROMPT] : this.promptList;
   }
 
-  getPrompt(name: string, args: Record<string, string> | undefined, request: McpExtensionRequest): Promise<GetPromptResult | InputRequiredResult> | undefined {
+  getPrompt(
+    name: string,
+    args: Record<string, string> | undefined,
+    request: McpExtensionRequest,
+  ): Promise<GetPromptResult | InputRequiredResult> | undefined {
     switch (name) {
       case MRTR_PROMPT.name: {
         if (request.era !== 'modern') return undefined;
         const context = answered(request.inputResponses, 'user_context', 'context');
-        if (context !== undefined) return Promise.resolve({ messages: [{ role: 'user', content: { type: 'text', text: `Prompt with context: ${asText(context)}` } }] });
-        return Promise.resolve(inputRequired({ inputRequests: { user_context: askFor('What context should the prompt use?', 'context') } }));
+        if (context !== undefined)
+          return Promise.resolve({
+            messages: [{ role: 'user', content: { type: 'text', text: `Prompt with context: ${asText(context)}` } }],
+          });
+        return Promise.resolve(
+          inputRequired({ inputRequests: { user_context: askFor('What context should the prompt use?', 'context') } }),
+        );
       }
       case 'test_simple_prompt':
-        return Promise.resolve({ messages: [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }] });
+        return Promise.resolve({
+          messages: [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }],
+        });
       case 'test_prompt_with_arguments':
-        return Promise.resolve({ messages: [{ role: 'user', content: { type: 'text', text: `Prompt with arguments: arg1='${args?.arg1 ?? ''}', arg2='${args?.arg2 ?? ''}'` } }] });
+        return Promise.resolve({
+          messages: [
+            {
+              role: 'user',
+              content: {
+                type: 'text',
+                text: `Prompt with arguments: arg1='${args?.arg1 ?? ''}', arg2='${args?.arg2 ?? ''}'`,
+              },
+            },
+          ],
+        });
       case 'test_prompt_with_embedded_resource':
         return Promise.resolve({
           messages: [
-            { role: 'user', content: { type: 'resource', resource: { uri: args?.resourceUri ?? 'test://embedded', mimeType: 'text/plain', text: 'Embedded resource content for testing.' } } },
+            {
+              role: 'user',
+              content: {
+                type: 'resource',
+                resource: {
+                  uri: args?.resourceUri ?? 'test://embedded',
+                  mimeType: 'text/plain',
+                  text: 'Embedded resource content for testing.',
+                },
+              },
+            },
             { role: 'user', content: { type: 'text', text: 'Please process the embedded resource above.' } },
           ],
         });
@@ -421,9 +640,13 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
     }
   }
 
-  async complete(params: { ref: { type: string; name?: string; uri?: string } }): Promise<{ completion: { values: string[]; total: number; hasMore: boolean } } | undefined> {
-    if (params.ref.type === 'ref/prompt' && this.promptList.some((prompt) => prompt.name === params.ref.name)) return { completion: { values: [], total: 0, hasMore: false } };
-    if (params.ref.type === 'ref/resource' && params.ref.uri === 'test://template/{id}/data') return { completion: { values: [], total: 0, hasMore: false } };
+  async complete(params: {
+    ref: { type: string; name?: string; uri?: string };
+  }): Promise<{ completion: { values: string[]; total: number; hasMore: boolean } } | undefined> {
+    if (params.ref.type === 'ref/prompt' && this.promptList.some((prompt) => prompt.name === params.ref.name))
+      return { completion: { values: [], total: 0, hasMore: false } };
+    if (params.ref.type === 'ref/resource' && params.ref.uri === 'test://template/{id}/data')
+      return { completion: { values: [], total: 0, hasMore: false } };
     return undefined;
   }
 
@@ -431,28 +654,45 @@ export class ConformanceFixtures implements McpExtension, OnModuleInit {
     return typeof capabilities.sampling === 'object' && capabilities.sampling !== null;
   }
 
-  private askClient(request: McpExtensionRequest, method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+  private askClient(
+    request: McpExtensionRequest,
+    method: string,
+    params: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> {
     if (!request.askClient) {
-      return Promise.reject(new McpError(JsonRpcErrorCode.InvalidRequest, `${method} needs a session: initialize declaring the capability first`));
+      return Promise.reject(
+        new McpError(
+          JsonRpcErrorCode.InvalidRequest,
+          `${method} needs a session: initialize declaring the capability first`,
+        ),
+      );
     }
     return request.askClient(method, params);
   }
 
   private mint(request: McpExtensionRequest, payload: Record<string, unknown>): Promise<string> {
-    if (!request.mintState) return Promise.reject(new McpError(JsonRpcErrorCode.InternalError, 'requestState is a 2026-07-28 feature'));
+    if (!request.mintState)
+      return Promise.reject(new McpError(JsonRpcErrorCode.InternalError, 'requestState is a 2026-07-28 feature'));
     return request.mintState({ ...payload, nonce: randomUUID() });
   }
 }
 
 /** A prompt that needs the user's input first (multi-round-trip on a request other than tools/call). */
-const MRTR_PROMPT: Prompt = { name: 'test_input_required_result_prompt', description: 'Asks the user for context before it answers' };
+const MRTR_PROMPT: Prompt = {
+  name: 'test_input_required_result_prompt',
+  description: 'Asks the user for context before it answers',
+};
 
 /** SEP-1613 / SEP-2106: a tool input schema whose 2020-12 keywords must reach the client as written. */
 const JSON_SCHEMA_2020_12 = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   type: 'object',
   $defs: {
-    address: { $anchor: 'postalAddress', type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } },
+    address: {
+      $anchor: 'postalAddress',
+      type: 'object',
+      properties: { street: { type: 'string' }, city: { type: 'string' } },
+    },
   },
   properties: {
     name: { type: 'string' },

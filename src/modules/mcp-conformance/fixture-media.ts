@@ -17,7 +17,12 @@ function tinyPng(): Buffer {
   header.writeUInt32BE(1, 4); // height
   header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB, deflate, no filter method, no interlace
   const scanline = Buffer.from([0, 0x33, 0x66, 0x99]); // filter byte, then one RGB pixel
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk('IHDR', header), pngChunk('IDAT', deflateSync(scanline)), pngChunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    pngChunk('IHDR', header),
+    pngChunk('IDAT', deflateSync(scanline)),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 /** A valid WAV file: 8 kHz mono 16-bit PCM, one silent sample. */

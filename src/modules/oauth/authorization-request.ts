@@ -1,4 +1,10 @@
-import { InvalidRequestError, InvalidScopeError, InvalidTargetError, OAuthError, UnsupportedResponseTypeError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import {
+  InvalidRequestError,
+  InvalidScopeError,
+  InvalidTargetError,
+  OAuthError,
+  UnsupportedResponseTypeError,
+} from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthClient } from './oauth-clients.service.js';
 import { PKCE_VALUE } from './oauth-secret-format.js';
 import { redirectUriMatches } from './redirect-uri.js';
@@ -37,7 +43,10 @@ export function checkRedirectUri(client: OAuthClient, requested: unknown): strin
     if (client.redirectUris.length === 1) return client.redirectUris[0];
     throw new UntrustedRedirectError('redirect_uri is required: this client registered several');
   }
-  if (typeof requested !== 'string' || !client.redirectUris.some((registered) => redirectUriMatches(requested, registered))) {
+  if (
+    typeof requested !== 'string' ||
+    !client.redirectUris.some((registered) => redirectUriMatches(requested, registered))
+  ) {
     throw new UntrustedRedirectError('redirect_uri is not one this client registered');
   }
   return requested;
@@ -60,9 +69,12 @@ export function checkAuthorizationParams(
     throw Object.assign(error, { state });
   };
   if (params.response_type !== 'code') fail(new UnsupportedResponseTypeError('response_type must be code'));
-  if (typeof params.code_challenge !== 'string' || params.code_challenge === '') fail(new InvalidRequestError('code_challenge is required (PKCE with S256)'));
-  if (params.code_challenge_method !== 'S256') fail(new InvalidRequestError('code_challenge_method must be S256 (plain and no PKCE are not supported)'));
-  if (!PKCE_VALUE.test(params.code_challenge as string)) fail(new InvalidRequestError('code_challenge is not a valid S256 challenge'));
+  if (typeof params.code_challenge !== 'string' || params.code_challenge === '')
+    fail(new InvalidRequestError('code_challenge is required (PKCE with S256)'));
+  if (params.code_challenge_method !== 'S256')
+    fail(new InvalidRequestError('code_challenge_method must be S256 (plain and no PKCE are not supported)'));
+  if (!PKCE_VALUE.test(params.code_challenge as string))
+    fail(new InvalidRequestError('code_challenge is not a valid S256 challenge'));
   if (state !== undefined && state.length > 1000) fail(new InvalidRequestError('state is too long'));
   if (params.resource !== undefined && !isMcpResource(params.resource, mcpResource)) {
     fail(new InvalidTargetError(`resource must be the MCP endpoint ${mcpResource}`));
@@ -72,7 +84,8 @@ export function checkAuthorizationParams(
     if (typeof params.scope !== 'string') fail(new InvalidScopeError('scope must be a space-separated string'));
     const requested = [...new Set((params.scope as string).split(' ').filter(Boolean))];
     const unknown = requested.filter((scope) => !knownScopes.includes(scope));
-    if (unknown.length > 0 || requested.length === 0) fail(new InvalidScopeError(`unknown scope ${unknown.join(' ')}; allowed: ${knownScopes.join(' ')}`));
+    if (unknown.length > 0 || requested.length === 0)
+      fail(new InvalidScopeError(`unknown scope ${unknown.join(' ')}; allowed: ${knownScopes.join(' ')}`));
     scopes = knownScopes.filter((scope) => requested.includes(scope));
   }
   return { client, redirectUri, codeChallenge: params.code_challenge as string, scopes, state, resource: mcpResource };

@@ -1,7 +1,10 @@
 import type { OAuthMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { AppConfig } from '../../config/app-config.js';
 
-export type AuthorizationServerMetadata = OAuthMetadata & { client_id_metadata_document_supported: boolean; authorization_response_iss_parameter_supported: boolean };
+export type AuthorizationServerMetadata = OAuthMetadata & {
+  client_id_metadata_document_supported: boolean;
+  authorization_response_iss_parameter_supported: boolean;
+};
 
 /**
  * RFC 8414 metadata of Atrium's authorization server. Served at /.well-known/oauth-authorization-server

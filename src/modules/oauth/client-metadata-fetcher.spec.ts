@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AppConfig } from '../../config/app-config.js';
 import { ClientMetadataFetcher } from './client-metadata-fetcher.js';
 
-const fetcherWith = (allowPrivate: boolean) => new ClientMetadataFetcher({ oauth: { allowPrivateClientMetadata: allowPrivate } } as AppConfig);
+const fetcherWith = (allowPrivate: boolean) =>
+  new ClientMetadataFetcher({ oauth: { allowPrivateClientMetadata: allowPrivate } } as AppConfig);
 
 describe('client ID metadata documents: the SSRF guard', () => {
   let server: Server;
@@ -12,7 +13,15 @@ describe('client ID metadata documents: the SSRF guard', () => {
   beforeAll(async () => {
     server = createServer((req, res) => {
       hits += 1;
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ client_id: `http://localhost:${port}${req.url}`, redirect_uris: ['http://127.0.0.1:1/cb'], client_name: 'Local' }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(
+          JSON.stringify({
+            client_id: `http://localhost:${port}${req.url}`,
+            redirect_uris: ['http://127.0.0.1:1/cb'],
+            client_name: 'Local',
+          }),
+        );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as { port: number }).port;
@@ -24,11 +33,19 @@ describe('client ID metadata documents: the SSRF guard', () => {
 
   it('refuses private and loopback targets, by literal address and by a name that resolves to one, without connecting', async () => {
     const fetcher = fetcherWith(false);
-    await expect(fetcher.resolve(`https://127.0.0.1:${port}/client.json`)).rejects.toThrow(/private or special-purpose address \(loopback\)/);
+    await expect(fetcher.resolve(`https://127.0.0.1:${port}/client.json`)).rejects.toThrow(
+      /private or special-purpose address \(loopback\)/,
+    );
     await expect(fetcher.resolve(`https://[::1]:${port}/client.json`)).rejects.toThrow(/private or special-purpose/);
-    await expect(fetcher.resolve(`https://[::7f00:1]:${port}/client.json`)).rejects.toThrow(/private or special-purpose/);
-    await expect(fetcher.resolve(`https://198.18.0.1:${port}/client.json`)).rejects.toThrow(/private or special-purpose/);
-    await expect(fetcher.resolve(`https://localhost:${port}/client.json`)).rejects.toThrow(/resolves to a private or special-purpose address/);
+    await expect(fetcher.resolve(`https://[::7f00:1]:${port}/client.json`)).rejects.toThrow(
+      /private or special-purpose/,
+    );
+    await expect(fetcher.resolve(`https://198.18.0.1:${port}/client.json`)).rejects.toThrow(
+      /private or special-purpose/,
+    );
+    await expect(fetcher.resolve(`https://localhost:${port}/client.json`)).rejects.toThrow(
+      /resolves to a private or special-purpose address/,
+    );
     await expect(fetcher.resolve(`http://localhost:${port}/client.json`)).rejects.toThrow(/must use https/);
     await expect(fetcher.resolve('https://example.com/')).rejects.toThrow(/must have a path/);
     expect(hits).toBe(0);
@@ -37,7 +54,11 @@ describe('client ID metadata documents: the SSRF guard', () => {
   it('with OAUTH_ALLOW_PRIVATE_CLIENT_METADATA=true the same local document is fetched once and then cached', async () => {
     const fetcher = fetcherWith(true);
     const url = `http://localhost:${port}/client.json`;
-    await expect(fetcher.resolve(url)).resolves.toEqual({ clientId: url, clientName: 'Local', redirectUris: ['http://127.0.0.1:1/cb'] });
+    await expect(fetcher.resolve(url)).resolves.toEqual({
+      clientId: url,
+      clientName: 'Local',
+      redirectUris: ['http://127.0.0.1:1/cb'],
+    });
     await fetcher.resolve(url);
     expect(hits).toBe(1);
   });

@@ -19,10 +19,13 @@ export function formBodyMiddleware(request: Request, response: Response, next: N
 
 /** The parsed form; invalid_request when the body was not a readable form. Repeated parameters are refused. */
 export function formBody(request: Request): Record<string, unknown> {
-  if ((request as Request & { [FORM_ERROR]?: unknown })[FORM_ERROR]) throw new InvalidRequestError('the body could not be read as a form');
-  if (!request.is('application/x-www-form-urlencoded')) throw new InvalidRequestError('the body must be application/x-www-form-urlencoded');
+  if ((request as Request & { [FORM_ERROR]?: unknown })[FORM_ERROR])
+    throw new InvalidRequestError('the body could not be read as a form');
+  if (!request.is('application/x-www-form-urlencoded'))
+    throw new InvalidRequestError('the body must be application/x-www-form-urlencoded');
   const body = request.body as Record<string, unknown> | undefined;
-  if (!body || typeof body !== 'object') throw new InvalidRequestError('the body must be application/x-www-form-urlencoded');
+  if (!body || typeof body !== 'object')
+    throw new InvalidRequestError('the body must be application/x-www-form-urlencoded');
   for (const [name, value] of Object.entries(body)) {
     if (typeof value !== 'string') throw new InvalidRequestError(`${name} is given more than once`);
   }

@@ -8,7 +8,12 @@ import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import type { Principal } from '../auth/principal.js';
 import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
-import { checkAuthorizationParams, checkRedirectUri, redirectWith, UntrustedRedirectError } from './authorization-request.js';
+import {
+  checkAuthorizationParams,
+  checkRedirectUri,
+  redirectWith,
+  UntrustedRedirectError,
+} from './authorization-request.js';
 import { AuthorizeConsentDto } from './dto/authorize-consent.dto.js';
 import { OAuthClientsService, UnknownClientError } from './oauth-clients.service.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';
@@ -32,9 +37,15 @@ export class OAuthAccountController {
 
   @Post('authorize')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Approve or deny an authorization request; answers where to send the browser ({redirectTo})' })
+  @ApiOperation({
+    summary: 'Approve or deny an authorization request; answers where to send the browser ({redirectTo})',
+  })
   @ApiData(200, AuthorizeAnswerSchema, 'Where to send the browser (Cache-Control: no-store)')
-  async authorize(@CurrentPrincipal() principal: Principal, @Body() body: AuthorizeConsentDto, @Res({ passthrough: true }) response: Response): Promise<{ redirectTo: string }> {
+  async authorize(
+    @CurrentPrincipal() principal: Principal,
+    @Body() body: AuthorizeConsentDto,
+    @Res({ passthrough: true }) response: Response,
+  ): Promise<{ redirectTo: string }> {
     const userId = userOnly(principal);
     if (body.scopes) this.scopes.assertKnown(body.scopes);
     // The answer carries a one-time code.
@@ -46,21 +57,44 @@ export class OAuthAccountController {
       request = checkAuthorizationParams(
         client,
         redirectUri,
-        { response_type: 'code', code_challenge: body.codeChallenge, code_challenge_method: body.codeChallengeMethod, scope: body.scope, state: body.state, resource: body.resource },
+        {
+          response_type: 'code',
+          code_challenge: body.codeChallenge,
+          code_challenge_method: body.codeChallengeMethod,
+          scope: body.scope,
+          state: body.state,
+          resource: body.resource,
+        },
         this.grants.mcpResource(),
         this.scopes.names(),
       );
     } catch (error) {
-      if (error instanceof UnknownClientError || error instanceof UntrustedRedirectError || error instanceof OAuthError) {
-        throw AppException.validation(`The authorization request is not valid: ${error.message}`, [{ field: fieldOf(error), message: error.message }]);
+      if (
+        error instanceof UnknownClientError ||
+        error instanceof UntrustedRedirectError ||
+        error instanceof OAuthError
+      ) {
+        throw AppException.validation(`The authorization request is not valid: ${error.message}`, [
+          { field: fieldOf(error), message: error.message },
+        ]);
       }
       throw error;
     }
-    if (!body.approve) return { redirectTo: redirectWith(request.redirectUri, { error: 'access_denied', error_description: 'The user denied access', state: request.state, iss: this.config.publicUrl }) };
+    if (!body.approve)
+      return {
+        redirectTo: redirectWith(request.redirectUri, {
+          error: 'access_denied',
+          error_description: 'The user denied access',
+          state: request.state,
+          iss: this.config.publicUrl,
+        }),
+      };
     const scopes = body.scopes ? [...new Set(body.scopes)] : request.scopes;
     const notRequested = scopes.filter((scope) => !request.scopes.includes(scope));
     if (notRequested.length > 0) {
-      throw AppException.validation(`scopes may only narrow what the app asked for (${request.scopes.join(' ')})`, [{ field: 'scopes', message: `not requested: ${notRequested.join(', ')}` }]);
+      throw AppException.validation(`scopes may only narrow what the app asked for (${request.scopes.join(' ')})`, [
+        { field: 'scopes', message: `not requested: ${notRequested.join(', ')}` },
+      ]);
     }
     const code = await this.grants.issueCode(userId, request, {
       scopes,
@@ -69,7 +103,9 @@ export class OAuthAccountController {
       expiresIn: body.expiresIn ?? '90d',
       confirmWrites: body.confirmWrites ?? false,
     });
-    return { redirectTo: redirectWith(request.redirectUri, { code, state: request.state, iss: this.config.publicUrl }) };
+    return {
+      redirectTo: redirectWith(request.redirectUri, { code, state: request.state, iss: this.config.publicUrl }),
+    };
   }
 
   @Get('grants')
@@ -80,7 +116,7 @@ export class OAuthAccountController {
   }
 
   @Delete('grants/:id')
-  @ApiOperation({ summary: "Disconnect an app: every token of the grant stops working at once, on every instance" })
+  @ApiOperation({ summary: 'Disconnect an app: every token of the grant stops working at once, on every instance' })
   @ApiData(200, RevokedGrantSchema, 'Revoked')
   @ApiErrors(404)
   revoke(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
@@ -98,7 +134,10 @@ function fieldOf(error: Error): string {
 /** Apps are connected to the account: a project session token may never authorise or list them. */
 function userOnly(principal: Principal): string {
   if (principal.kind !== 'user') {
-    throw new AppException(ErrorCode.AuthInvalid, 'Connected apps are managed with a user access token from POST /api/auth/login');
+    throw new AppException(
+      ErrorCode.AuthInvalid,
+      'Connected apps are managed with a user access token from POST /api/auth/login',
+    );
   }
   return principal.userId;
 }

@@ -1,5 +1,10 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
-import { CustomOAuthError, OAuthError, ServerError, TooManyRequestsError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import {
+  CustomOAuthError,
+  OAuthError,
+  ServerError,
+  TooManyRequestsError,
+} from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { Request, Response } from 'express';
 import { toAppException } from '../../common/errors/to-app-exception.js';
 import { ERROR_CODE_MAPPING } from '../../common/errors/error-code.js';
@@ -28,11 +33,18 @@ export class OAuthErrorFilter implements ExceptionFilter {
     response.json(error.toResponseObject());
   }
 
-  private toOAuthError(exception: unknown, request: Request): { status: number; error: OAuthError; headers: Record<string, string> } {
+  private toOAuthError(
+    exception: unknown,
+    request: Request,
+  ): { status: number; error: OAuthError; headers: Record<string, string> } {
     if (exception instanceof OAuthError) {
       if (exception.errorCode === 'invalid_client') {
         const triedBasic = /^Basic\s/i.test(request.headers.authorization ?? '');
-        return { status: 401, error: exception, headers: triedBasic ? { 'WWW-Authenticate': 'Basic realm="atrium"' } : {} };
+        return {
+          status: 401,
+          error: exception,
+          headers: triedBasic ? { 'WWW-Authenticate': 'Basic realm="atrium"' } : {},
+        };
       }
       if (exception instanceof ServerError) return { status: 500, error: exception, headers: {} };
       if (exception instanceof TooManyRequestsError) return { status: 429, error: exception, headers: {} };
@@ -42,9 +54,16 @@ export class OAuthErrorFilter implements ExceptionFilter {
     if (app && ERROR_CODE_MAPPING[app.code].status < 500) {
       const rendered = renderOAuthError(app);
       const body = rendered.body as { error: string; error_description: string };
-      return { status: rendered.status, error: new CustomOAuthError(body.error, body.error_description), headers: app.headers };
+      return {
+        status: rendered.status,
+        error: new CustomOAuthError(body.error, body.error_description),
+        headers: app.headers,
+      };
     }
-    this.logger.error({ msg: 'OAuth endpoint failed', path: request.path }, exception instanceof Error ? exception : undefined);
+    this.logger.error(
+      { msg: 'OAuth endpoint failed', path: request.path },
+      exception instanceof Error ? exception : undefined,
+    );
     return { status: 500, error: new ServerError('Internal server error'), headers: {} };
   }
 }

@@ -6,7 +6,12 @@ import { ApiKeyCallCounterService } from '../api-keys/api-key-call-counter.servi
 import { ApiKeyUsageRecorder } from '../api-keys/api-key-usage.recorder.js';
 import { KeyCallLimiterService } from '../api-keys/key-call-limiter.service.js';
 import { toolCaller, type ToolCallerNaming } from '../api-keys/tool-caller.js';
-import { CredentialKind, type Authenticated, type CallUsage, type CredentialPlugin } from '../credentials/credential-kind.js';
+import {
+  CredentialKind,
+  type Authenticated,
+  type CallUsage,
+  type CredentialPlugin,
+} from '../credentials/credential-kind.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';
 import { OAUTH_SECRET_PREFIX } from './oauth-secret-format.js';
 
@@ -24,7 +29,11 @@ export class OAuthGrantCredential implements CredentialPlugin {
   readonly via = NAMING.via;
   readonly prefixes = [
     { prefix: OAUTH_SECRET_PREFIX.accessToken, label: 'an OAuth access token', bearer: true },
-    { prefix: OAUTH_SECRET_PREFIX.refreshToken, label: 'an OAuth refresh token (exchange it at /oauth/token)', bearer: false },
+    {
+      prefix: OAUTH_SECRET_PREFIX.refreshToken,
+      label: 'an OAuth refresh token (exchange it at /oauth/token)',
+      bearer: false,
+    },
   ];
   readonly doors = { tools: true } as const;
   readonly position = 2;
@@ -69,6 +78,13 @@ export class OAuthGrantCredential implements CredentialPlugin {
   }
 
   recordUsage(caller: Caller, usage: CallUsage): void {
-    this.usage.record({ credential: NAMING.kind, keyId: caller.credentialId!, at: new Date(), ...usage, clientName: caller.client?.name ?? null, clientVersion: caller.client?.version ?? null });
+    this.usage.record({
+      credential: NAMING.kind,
+      keyId: caller.credentialId!,
+      at: new Date(),
+      ...usage,
+      clientName: caller.client?.name ?? null,
+      clientVersion: caller.client?.version ?? null,
+    });
   }
 }

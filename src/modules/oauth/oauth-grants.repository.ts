@@ -1,7 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
-import { toAuthorisation, type ToolCredentialAccess, type ToolCredentialAuthorisation } from '../api-keys/tool-credentials.repository.js';
+import {
+  toAuthorisation,
+  type ToolCredentialAccess,
+  type ToolCredentialAuthorisation,
+} from '../api-keys/tool-credentials.repository.js';
 
 /** A single-use authorization code as stored: the consent it carries until it is exchanged. */
 export interface OAuthCode extends ToolCredentialAccess {
@@ -22,7 +26,10 @@ export interface OAuthGrantAuthorisation extends ToolCredentialAuthorisation {
 }
 
 /** A grant made from a code: the code's consent, client and resource. */
-export type NewOAuthGrant = Omit<OAuthCode, 'codeChallenge' | 'grantExpiresAt' | 'expiresAt'> & { id: string; expiresAt: Date | null };
+export type NewOAuthGrant = Omit<OAuthCode, 'codeChallenge' | 'grantExpiresAt' | 'expiresAt'> & {
+  id: string;
+  expiresAt: Date | null;
+};
 
 export type OAuthTokenKind = 'access' | 'refresh';
 
@@ -80,7 +87,9 @@ export class OAuthGrantsRepository {
 
   /** Drops up to 100 codes expired for over a day (bounded and indexed, so it can run on the way). */
   async deleteStaleCodes(): Promise<void> {
-    await sql`DELETE FROM oauth_codes WHERE ctid IN (SELECT ctid FROM oauth_codes WHERE expires_at < now() - interval '1 day' LIMIT 100)`.execute(this.db);
+    await sql`DELETE FROM oauth_codes WHERE ctid IN (SELECT ctid FROM oauth_codes WHERE expires_at < now() - interval '1 day' LIMIT 100)`.execute(
+      this.db,
+    );
   }
 
   /** Marks the code used and returns it; undefined when it is unknown or was already used. */
@@ -125,7 +134,11 @@ export class OAuthGrantsRepository {
 
   /** A known code's grant (null before its exchange completed); undefined for an unknown code. */
   async findCodeGrant(codeHash: Buffer): Promise<{ grantId: string | null } | undefined> {
-    const row = await this.db.selectFrom('oauth_codes').select('grant_id').where('code_hash', '=', codeHash).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('oauth_codes')
+      .select('grant_id')
+      .where('code_hash', '=', codeHash)
+      .executeTakeFirst();
     return row && { grantId: row.grant_id };
   }
 
@@ -154,7 +167,17 @@ export class OAuthGrantsRepository {
   async findActive(grantId: string, executor: DbExecutor = this.db): Promise<OAuthGrantAuthorisation | undefined> {
     const row = await executor
       .selectFrom('oauth_grants')
-      .select(['id', 'user_id', 'client_id', 'scopes', 'project_ids', 'repos', 'confirm_writes', 'expires_at', 'revoked_at'])
+      .select([
+        'id',
+        'user_id',
+        'client_id',
+        'scopes',
+        'project_ids',
+        'repos',
+        'confirm_writes',
+        'expires_at',
+        'revoked_at',
+      ])
       .where('id', '=', grantId)
       .where('revoked_at', 'is', null)
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]))
@@ -175,7 +198,10 @@ export class OAuthGrantsRepository {
   }
 
   /** The grant and client of a token of this kind; undefined when there is none. */
-  async findTokenGrant(tokenHash: Buffer, kind: OAuthTokenKind): Promise<{ grantId: string; clientId: string; clientName: string; userId: string } | undefined> {
+  async findTokenGrant(
+    tokenHash: Buffer,
+    kind: OAuthTokenKind,
+  ): Promise<{ grantId: string; clientId: string; clientName: string; userId: string } | undefined> {
     const row = await this.db
       .selectFrom('oauth_tokens as t')
       .innerJoin('oauth_grants as g', 'g.id', 't.grant_id')
@@ -194,7 +220,10 @@ export class OAuthGrantsRepository {
    * Spends a refresh token (one conditional UPDATE) and gives its grant with `spent: true`. A token spent
    * before gives `spent: false` (presented again, it has leaked); an unknown one gives undefined.
    */
-  async spendRefreshToken(tokenHash: Buffer, executor: DbExecutor = this.db): Promise<{ grantId: string; spent: boolean } | undefined> {
+  async spendRefreshToken(
+    tokenHash: Buffer,
+    executor: DbExecutor = this.db,
+  ): Promise<{ grantId: string; spent: boolean } | undefined> {
     const spent = await executor
       .updateTable('oauth_tokens')
       .set({ used_at: sql<Date>`now()` })

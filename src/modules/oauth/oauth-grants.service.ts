@@ -1,5 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InvalidGrantError, InvalidRequestError, InvalidScopeError, InvalidTargetError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import {
+  InvalidGrantError,
+  InvalidRequestError,
+  InvalidScopeError,
+  InvalidTargetError,
+} from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { randomUUID } from 'node:crypto';
 import { AppException } from '../../common/errors/app.exception.js';
@@ -12,12 +17,22 @@ import { sameHash } from '../api-keys/api-key-format.js';
 import { expiryDate, type ApiKeyExpiry } from '../api-keys/api-key-scopes.js';
 import { isMcpResource, type AuthorizationRequest } from './authorization-request.js';
 import { toToolCredentialView, type ToolCredentialView } from '../api-keys/tool-credential-view.js';
-import { ToolCredentialsRepository, type ToolCredentialAccess, type ToolCredentialAuthorisation } from '../api-keys/tool-credentials.repository.js';
+import {
+  ToolCredentialsRepository,
+  type ToolCredentialAccess,
+  type ToolCredentialAuthorisation,
+} from '../api-keys/tool-credentials.repository.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { AuditService } from '../audit/audit.service.js';
 import { OAuthGrantsRepository } from './oauth-grants.repository.js';
 import type { OAuthClient } from './oauth-clients.service.js';
-import { generateOAuthSecret, hashOAuthSecret, isWellFormedOAuthSecret, PKCE_VALUE, pkceS256Matches } from './oauth-secret-format.js';
+import {
+  generateOAuthSecret,
+  hashOAuthSecret,
+  isWellFormedOAuthSecret,
+  PKCE_VALUE,
+  pkceS256Matches,
+} from './oauth-secret-format.js';
 
 /** Codes live 60 s (RFC 6749 recommends at most 10 minutes; a client exchanges at once). */
 const CODE_TTL_MS = 60_000;
@@ -82,22 +97,34 @@ export class OAuthGrantsService {
   async exchangeCode(client: OAuthClient, body: Record<string, unknown>): Promise<OAuthTokens> {
     const { code, code_verifier: verifier, redirect_uri: redirectUri, resource } = body;
     if (typeof code !== 'string' || code === '') throw new InvalidRequestError('code is required');
-    if (typeof verifier !== 'string' || verifier === '') throw new InvalidRequestError('code_verifier is required (PKCE)');
+    if (typeof verifier !== 'string' || verifier === '')
+      throw new InvalidRequestError('code_verifier is required (PKCE)');
     if (!isWellFormedOAuthSecret(code, 'code')) throw new InvalidGrantError('the authorization code is not valid');
     const hash = this.hash(code);
     const row = await this.grants.consumeCode(hash);
     if (!row) {
       const used = await this.grants.findCodeGrant(hash);
       if (used?.grantId) await this.credentials.revoke('oauth-grant', used.grantId);
-      throw new InvalidGrantError(used ? 'the authorization code was already used; the authorization it produced is revoked' : 'the authorization code is not valid');
+      throw new InvalidGrantError(
+        used
+          ? 'the authorization code was already used; the authorization it produced is revoked'
+          : 'the authorization code is not valid',
+      );
     }
     if (row.expiresAt.getTime() <= Date.now()) throw new InvalidGrantError('the authorization code has expired');
-    if (row.clientId !== client.clientId) throw new InvalidGrantError('the authorization code was issued to another client');
-    if (redirectUri !== undefined ? redirectUri !== row.redirectUri : !(client.redirectUris.length === 1 && client.redirectUris[0] === row.redirectUri)) {
+    if (row.clientId !== client.clientId)
+      throw new InvalidGrantError('the authorization code was issued to another client');
+    if (
+      redirectUri !== undefined
+        ? redirectUri !== row.redirectUri
+        : !(client.redirectUris.length === 1 && client.redirectUris[0] === row.redirectUri)
+    ) {
       throw new InvalidGrantError('redirect_uri does not match the authorization request');
     }
-    if (!PKCE_VALUE.test(verifier) || !pkceS256Matches(verifier, row.codeChallenge)) throw new InvalidGrantError('code_verifier does not match the code_challenge');
-    if (resource !== undefined && !isMcpResource(resource, row.resource)) throw new InvalidTargetError('resource does not match the authorization request');
+    if (!PKCE_VALUE.test(verifier) || !pkceS256Matches(verifier, row.codeChallenge))
+      throw new InvalidGrantError('code_verifier does not match the code_challenge');
+    if (resource !== undefined && !isMcpResource(resource, row.resource))
+      throw new InvalidTargetError('resource does not match the authorization request');
     return this.db.transaction().execute(async (trx) => {
       const grantId = randomUUID();
       const { codeChallenge: _challenge, grantExpiresAt, expiresAt: _codeExpiresAt, ...granted } = row;
@@ -107,7 +134,13 @@ export class OAuthGrantsService {
         action: 'oauth.grant',
         target: { type: 'oauth_grant', id: grantId },
         actor: { userId: row.userId, via: 'oauth', credentialId: grantId, clientName: row.clientName },
-        details: { clientId: row.clientId, scopes: row.scopes, projectIds: row.projectIds, repos: row.repos, confirmWrites: row.confirmWrites },
+        details: {
+          clientId: row.clientId,
+          scopes: row.scopes,
+          projectIds: row.projectIds,
+          repos: row.repos,
+          confirmWrites: row.confirmWrites,
+        },
       });
       return this.issueTokens(trx, grantId, row.scopes, row.grantExpiresAt);
     });
@@ -122,31 +155,50 @@ export class OAuthGrantsService {
     if (typeof token !== 'string' || token === '') throw new InvalidRequestError('refresh_token is required');
     if (!isWellFormedOAuthSecret(token, 'refreshToken')) throw new InvalidGrantError('the refresh token is not valid');
     const hash = this.hash(token);
-    return this.db.transaction().execute(async (trx) => {
-      const spent = await this.grants.spendRefreshToken(hash, trx);
-      if (!spent) throw new InvalidGrantError('the refresh token is not valid');
-      if (!spent.spent) {
-        await this.credentials.revoke('oauth-grant', spent.grantId, trx);
-        return { reused: true } as const;
-      }
-      const grant = await this.grants.findActive(spent.grantId, trx);
-      if (!grant || grant.clientId !== client.clientId) throw new InvalidGrantError('the refresh token is not valid (revoked, expired or issued to another client)');
-      if (resource !== undefined && !isMcpResource(resource, this.mcpResource())) throw new InvalidTargetError('resource must be the MCP endpoint');
-      if (typeof scope === 'string' && scope !== '' && !scope.split(' ').filter(Boolean).every((s) => grant.scopes.includes(s))) {
-        throw new InvalidScopeError('a refresh may not ask for scopes the user did not grant');
-      }
-      return this.issueTokens(trx, grant.id, grant.scopes, grant.expiresAt);
-    }).then((result) => {
-      // Thrown outside the transaction so the revocation above commits.
-      if ('reused' in result) throw new InvalidGrantError('the refresh token was already used; every token of this authorization is revoked');
-      return result;
-    });
+    return this.db
+      .transaction()
+      .execute(async (trx) => {
+        const spent = await this.grants.spendRefreshToken(hash, trx);
+        if (!spent) throw new InvalidGrantError('the refresh token is not valid');
+        if (!spent.spent) {
+          await this.credentials.revoke('oauth-grant', spent.grantId, trx);
+          return { reused: true } as const;
+        }
+        const grant = await this.grants.findActive(spent.grantId, trx);
+        if (!grant || grant.clientId !== client.clientId)
+          throw new InvalidGrantError('the refresh token is not valid (revoked, expired or issued to another client)');
+        if (resource !== undefined && !isMcpResource(resource, this.mcpResource()))
+          throw new InvalidTargetError('resource must be the MCP endpoint');
+        if (
+          typeof scope === 'string' &&
+          scope !== '' &&
+          !scope
+            .split(' ')
+            .filter(Boolean)
+            .every((s) => grant.scopes.includes(s))
+        ) {
+          throw new InvalidScopeError('a refresh may not ask for scopes the user did not grant');
+        }
+        return this.issueTokens(trx, grant.id, grant.scopes, grant.expiresAt);
+      })
+      .then((result) => {
+        // Thrown outside the transaction so the revocation above commits.
+        if ('reused' in result)
+          throw new InvalidGrantError(
+            'the refresh token was already used; every token of this authorization is revoked',
+          );
+        return result;
+      });
   }
 
   /** RFC 7009: an access token stops working; a refresh token ends the whole grant. Unknown tokens are fine. */
   async revokeToken(client: OAuthClient, token: unknown): Promise<void> {
     if (typeof token !== 'string' || token === '') throw new InvalidRequestError('token is required');
-    const kind = isWellFormedOAuthSecret(token, 'accessToken') ? 'access' : isWellFormedOAuthSecret(token, 'refreshToken') ? 'refresh' : undefined;
+    const kind = isWellFormedOAuthSecret(token, 'accessToken')
+      ? 'access'
+      : isWellFormedOAuthSecret(token, 'refreshToken')
+        ? 'refresh'
+        : undefined;
     if (!kind) return;
     const hash = this.hash(token);
     const found = await this.grants.findTokenGrant(hash, kind);
@@ -170,26 +222,42 @@ export class OAuthGrantsService {
    * columns read on every call (no cache can outlive a revoke on any instance).
    */
   async authenticateAccessToken(token: string): Promise<ToolCredentialAuthorisation> {
-    if (!isWellFormedOAuthSecret(token, 'accessToken')) throw new AppException(ErrorCode.InvalidApiKey, 'The OAuth access token is not valid');
+    if (!isWellFormedOAuthSecret(token, 'accessToken'))
+      throw new AppException(ErrorCode.InvalidApiKey, 'The OAuth access token is not valid');
     const hash = this.hash(token);
     const found = await this.grants.findByAccessToken(hash);
-    if (!found || !sameHash(found.tokenHash, hash)) throw new AppException(ErrorCode.InvalidApiKey, 'The OAuth access token is not valid');
+    if (!found || !sameHash(found.tokenHash, hash))
+      throw new AppException(ErrorCode.InvalidApiKey, 'The OAuth access token is not valid');
     const { grant, tokenExpiresAt } = found;
-    if (grant.revokedAt) throw new AppException(ErrorCode.RevokedApiKey, 'This app’s access has been revoked; connect it again to authorise it');
+    if (grant.revokedAt)
+      throw new AppException(
+        ErrorCode.RevokedApiKey,
+        'This app’s access has been revoked; connect it again to authorise it',
+      );
     const now = Date.now();
     if (grant.expiresAt && grant.expiresAt.getTime() <= now) {
-      throw new AppException(ErrorCode.ExpiredApiKey, 'This app’s authorisation has expired; connect it again to authorise it');
+      throw new AppException(
+        ErrorCode.ExpiredApiKey,
+        'This app’s authorisation has expired; connect it again to authorise it',
+      );
     }
     if (tokenExpiresAt && tokenExpiresAt.getTime() <= now) {
-      throw new AppException(ErrorCode.ExpiredApiKey, 'The OAuth access token has expired; the app should use its refresh token');
+      throw new AppException(
+        ErrorCode.ExpiredApiKey,
+        'The OAuth access token has expired; the app should use its refresh token',
+      );
     }
     return grant;
   }
 
   /** The caller's connected apps (grants not revoked), newest first, a page at a time. */
   list(userId: string, query: { limit: number; cursor?: string }): Promise<Page<GrantView>> {
-    return this.credentials.pageOwned('oauth-grant', userId, { ...query, activeOnly: true }, ['client_id', 'client_name'], (grant, own) =>
-      ({ ...toToolCredentialView(grant), clientId: own.client_id, clientName: own.client_name }),
+    return this.credentials.pageOwned(
+      'oauth-grant',
+      userId,
+      { ...query, activeOnly: true },
+      ['client_id', 'client_name'],
+      (grant, own) => ({ ...toToolCredentialView(grant), clientId: own.client_id, clientName: own.client_name }),
     );
   }
 
@@ -199,23 +267,43 @@ export class OAuthGrantsService {
       isUuid(id) &&
       (await this.db.transaction().execute(async (trx) => {
         if (!(await this.credentials.revokeOwned('oauth-grant', userId, id, trx))) return false;
-        await this.audit.recordChange(trx, { action: 'oauth.revoke', target: { type: 'oauth_grant', id }, onBehalfOf: userId });
+        await this.audit.recordChange(trx, {
+          action: 'oauth.revoke',
+          target: { type: 'oauth_grant', id },
+          onBehalfOf: userId,
+        });
         return true;
       }));
     if (!revoked) throw AppException.notFound('Connected app');
     return { id, revoked: true };
   }
 
-  private async issueTokens(executor: DbExecutor, grantId: string, scopes: string[], grantExpiresAt: Date | null): Promise<OAuthTokens> {
+  private async issueTokens(
+    executor: DbExecutor,
+    grantId: string,
+    scopes: string[],
+    grantExpiresAt: Date | null,
+  ): Promise<OAuthTokens> {
     const ttl = this.config.oauth.accessTokenTtlSeconds;
     // An access token never outlives its grant.
     const boundByGrant = grantExpiresAt !== null && grantExpiresAt.getTime() < Date.now() + ttl * 1000;
     const accessExpiresAt = boundByGrant ? grantExpiresAt : new Date(Date.now() + ttl * 1000);
     const accessToken = generateOAuthSecret('accessToken');
     const refreshToken = generateOAuthSecret('refreshToken');
-    await this.grants.insertTokenPair(grantId, { hash: this.hash(accessToken), expiresAt: accessExpiresAt }, { hash: this.hash(refreshToken), expiresAt: grantExpiresAt }, executor);
+    await this.grants.insertTokenPair(
+      grantId,
+      { hash: this.hash(accessToken), expiresAt: accessExpiresAt },
+      { hash: this.hash(refreshToken), expiresAt: grantExpiresAt },
+      executor,
+    );
     const expiresIn = boundByGrant ? Math.max(1, Math.floor((accessExpiresAt.getTime() - Date.now()) / 1000)) : ttl;
-    return { access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken, scope: scopes.join(' ') };
+    return {
+      access_token: accessToken,
+      token_type: 'Bearer',
+      expires_in: expiresIn,
+      refresh_token: refreshToken,
+      scope: scopes.join(' '),
+    };
   }
 
   mcpResource(): string {

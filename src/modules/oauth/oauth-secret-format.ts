@@ -38,7 +38,12 @@ export function generateClientId(): string {
 /** Right prefix, right length, matching checksum; pure, no I/O. */
 export function isWellFormedOAuthSecret(candidate: unknown, kind: OAuthSecretKind): candidate is string {
   const prefix = OAUTH_SECRET_PREFIX[kind];
-  if (typeof candidate !== 'string' || candidate.length !== prefix.length + RANDOM_LENGTH + 6 || !candidate.startsWith(prefix)) return false;
+  if (
+    typeof candidate !== 'string' ||
+    candidate.length !== prefix.length + RANDOM_LENGTH + 6 ||
+    !candidate.startsWith(prefix)
+  )
+    return false;
   const random = candidate.slice(prefix.length, prefix.length + RANDOM_LENGTH);
   if (!/^[0-9A-Za-z]+$/.test(random)) return false;
   const given = Buffer.from(candidate.slice(prefix.length + RANDOM_LENGTH));

@@ -1,5 +1,13 @@
 import { Controller, Get, Inject, Options, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiExcludeEndpoint, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBody,
+  ApiConsumes,
+  ApiExcludeEndpoint,
+  ApiOperation,
+  ApiQuery,
+  ApiResponse,
+  ApiTags,
+} from '@nestjs/swagger';
 import {
   AuthorizationServerMetadataSchema,
   ClientRegistrationRequestSchema,
@@ -10,7 +18,11 @@ import {
   TokenRequestSchema,
   TokenResponseSchema,
 } from './oauth.schemas.js';
-import { InvalidRequestError, OAuthError, UnsupportedGrantTypeError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import {
+  InvalidRequestError,
+  OAuthError,
+  UnsupportedGrantTypeError,
+} from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Request, Response } from 'express';
 import { readFileSync } from 'node:fs';
@@ -19,7 +31,13 @@ import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
 import { Public } from '../auth/guards/public.decorator.js';
-import { checkAuthorizationParams, checkRedirectUri, redirectWith, UntrustedRedirectError, type AuthorizationParams } from './authorization-request.js';
+import {
+  checkAuthorizationParams,
+  checkRedirectUri,
+  redirectWith,
+  UntrustedRedirectError,
+  type AuthorizationParams,
+} from './authorization-request.js';
 import { OAuthClientsService, UnknownClientError } from './oauth-clients.service.js';
 import { OAuthErrorFilter } from './oauth-error.filter.js';
 import { formBody } from './form-body.middleware.js';
@@ -52,7 +70,10 @@ export class OAuthServerController {
   ) {}
 
   @Get(['.well-known/oauth-protected-resource', '.well-known/oauth-protected-resource/api/v1/public/mcp'])
-  @ApiOperation({ summary: 'RFC 9728 protected resource metadata of the MCP endpoint (where an MCP client finds its authorization server)' })
+  @ApiOperation({
+    summary:
+      'RFC 9728 protected resource metadata of the MCP endpoint (where an MCP client finds its authorization server)',
+  })
   @ApiResponse({ status: 200, description: 'The metadata', schema: { $ref: ProtectedResourceMetadataSchema.$ref } })
   protectedResource(@Res() response: Response): void {
     const metadata: OAuthProtectedResourceMetadata = {
@@ -77,7 +98,14 @@ export class OAuthServerController {
    * CORS preflight for browser-based MCP clients (the metadata, registration, token and revocation
    * endpoints take no cookies, so any origin may call them, as the SDK's own auth router allows).
    */
-  @Options(['.well-known/oauth-protected-resource', '.well-known/oauth-protected-resource/api/v1/public/mcp', '.well-known/oauth-authorization-server', 'oauth/register', 'oauth/token', 'oauth/revoke'])
+  @Options([
+    '.well-known/oauth-protected-resource',
+    '.well-known/oauth-protected-resource/api/v1/public/mcp',
+    '.well-known/oauth-authorization-server',
+    'oauth/register',
+    'oauth/token',
+    'oauth/revoke',
+  ])
   @ApiExcludeEndpoint()
   preflight(@Res() response: Response): void {
     allowAnyOrigin(response);
@@ -92,8 +120,16 @@ export class OAuthServerController {
   @Post('oauth/register')
   @ApiOperation({ summary: 'RFC 7591 dynamic client registration' })
   @ApiBody({ schema: { $ref: ClientRegistrationRequestSchema.$ref } })
-  @ApiResponse({ status: 201, description: 'The registered client (Cache-Control: no-store)', schema: { $ref: RegisteredClientSchema.$ref } })
-  @ApiResponse({ status: 400, description: 'invalid_redirect_uri or invalid_client_metadata', schema: { $ref: OAuthErrorSchema.$ref } })
+  @ApiResponse({
+    status: 201,
+    description: 'The registered client (Cache-Control: no-store)',
+    schema: { $ref: RegisteredClientSchema.$ref },
+  })
+  @ApiResponse({
+    status: 400,
+    description: 'invalid_redirect_uri or invalid_client_metadata',
+    schema: { $ref: OAuthErrorSchema.$ref },
+  })
   async register(@Req() request: Request, @Res() response: Response): Promise<void> {
     const registered = await this.clients.register(request.body);
     response.status(201).setHeader('Cache-Control', 'no-store').setHeader('Pragma', 'no-cache');
@@ -107,7 +143,9 @@ export class OAuthServerController {
    * with the RFC 6749 error for the user to follow. A valid request gets the consent page.
    */
   @Get('oauth/authorize')
-  @ApiOperation({ summary: 'Authorization endpoint: the consent page for a valid request (authorization code + PKCE S256)' })
+  @ApiOperation({
+    summary: 'Authorization endpoint: the consent page for a valid request (authorization code + PKCE S256)',
+  })
   @ApiQuery({ name: 'response_type', required: true, schema: { type: 'string', enum: ['code'] } })
   @ApiQuery({ name: 'client_id', required: true, schema: { type: 'string' } })
   @ApiQuery({ name: 'redirect_uri', required: true, schema: { type: 'string' } })
@@ -115,8 +153,17 @@ export class OAuthServerController {
   @ApiQuery({ name: 'code_challenge_method', required: true, schema: { type: 'string', enum: ['S256'] } })
   @ApiQuery({ name: 'scope', required: false, schema: { type: 'string' }, description: 'Space-separated scopes' })
   @ApiQuery({ name: 'state', required: false, schema: { type: 'string' } })
-  @ApiQuery({ name: 'resource', required: false, schema: { type: 'string', format: 'uri' }, description: 'RFC 8707: the MCP endpoint' })
-  @ApiResponse({ status: 200, description: 'The consent page', content: { 'text/html': { schema: { type: 'string' } } } })
+  @ApiQuery({
+    name: 'resource',
+    required: false,
+    schema: { type: 'string', format: 'uri' },
+    description: 'RFC 8707: the MCP endpoint',
+  })
+  @ApiResponse({
+    status: 200,
+    description: 'The consent page',
+    content: { 'text/html': { schema: { type: 'string' } } },
+  })
   @ApiResponse({
     status: 400,
     description:
@@ -133,13 +180,24 @@ export class OAuthServerController {
       redirectUri = checkRedirectUri(client, params.redirect_uri);
     } catch (error) {
       if (error instanceof UnknownClientError || error instanceof UntrustedRedirectError) {
-        errorPage(response, error instanceof UnknownClientError ? `This app is not known to Atrium: ${error.message}.` : `This app asked to return to an address it did not register (${error.message}).`);
+        errorPage(
+          response,
+          error instanceof UnknownClientError
+            ? `This app is not known to Atrium: ${error.message}.`
+            : `This app asked to return to an address it did not register (${error.message}).`,
+        );
         return;
       }
       throw error;
     }
     try {
-      const checked = checkAuthorizationParams(client, redirectUri, params, this.grants.mcpResource(), this.scopes.names());
+      const checked = checkAuthorizationParams(
+        client,
+        redirectUri,
+        params,
+        this.grants.mcpResource(),
+        this.scopes.names(),
+      );
       const request = {
         clientId: client.clientId,
         clientName: client.clientName,
@@ -153,14 +211,25 @@ export class OAuthServerController {
       };
       // A function replacer: a string one would expand `$&`, `$'`, … found in the client's name or the state.
       const json = scriptSafeJson(request);
-      response.status(200).type('html').send(this.consentPage().replace(REQUEST_PLACEHOLDER, () => json));
+      response
+        .status(200)
+        .type('html')
+        .send(this.consentPage().replace(REQUEST_PLACEHOLDER, () => json));
     } catch (error) {
       if (!(error instanceof OAuthError)) throw error;
       // RFC 9700 §4.11.2: anyone may register a client, so its redirect URI is not trusted enough to be sent to
       // without the user: an error page, with the error response as a link the user may choose to follow.
       const state = (error as OAuthError & { state?: string }).state;
-      const back = redirectWith(redirectUri, { error: error.errorCode, error_description: error.message, state, iss: this.config.publicUrl });
-      errorPage(response, `The app sent an invalid request (${error.errorCode}: ${error.message}).`, { href: back, host: hostOf(redirectUri) });
+      const back = redirectWith(redirectUri, {
+        error: error.errorCode,
+        error_description: error.message,
+        state,
+        iss: this.config.publicUrl,
+      });
+      errorPage(response, `The app sent an invalid request (${error.errorCode}: ${error.message}).`, {
+        href: back,
+        host: hostOf(redirectUri),
+      });
     }
   }
 
@@ -168,8 +237,16 @@ export class OAuthServerController {
   @ApiOperation({ summary: 'Token endpoint: authorization_code (with the PKCE verifier) or refresh_token (rotating)' })
   @ApiConsumes('application/x-www-form-urlencoded')
   @ApiBody({ schema: { $ref: TokenRequestSchema.$ref }, required: true })
-  @ApiResponse({ status: 200, description: 'Tokens (Cache-Control: no-store)', schema: { $ref: TokenResponseSchema.$ref } })
-  @ApiResponse({ status: 400, description: 'invalid_request, invalid_grant, unsupported_grant_type, invalid_scope', schema: { $ref: OAuthErrorSchema.$ref } })
+  @ApiResponse({
+    status: 200,
+    description: 'Tokens (Cache-Control: no-store)',
+    schema: { $ref: TokenResponseSchema.$ref },
+  })
+  @ApiResponse({
+    status: 400,
+    description: 'invalid_request, invalid_grant, unsupported_grant_type, invalid_scope',
+    schema: { $ref: OAuthErrorSchema.$ref },
+  })
   @ApiResponse({ status: 401, description: 'invalid_client', schema: { $ref: OAuthErrorSchema.$ref } })
   async token(@Req() request: Request, @Res() response: Response): Promise<void> {
     const body = formBody(request);
@@ -188,7 +265,11 @@ export class OAuthServerController {
   @ApiOperation({ summary: 'RFC 7009 revocation of an access or refresh token' })
   @ApiConsumes('application/x-www-form-urlencoded')
   @ApiBody({ schema: { $ref: RevokeRequestSchema.$ref }, required: true })
-  @ApiResponse({ status: 200, description: 'Revoked (or unknown: RFC 7009 answers 200 either way)', schema: { type: 'object', maxProperties: 0 } })
+  @ApiResponse({
+    status: 200,
+    description: 'Revoked (or unknown: RFC 7009 answers 200 either way)',
+    schema: { type: 'object', maxProperties: 0 },
+  })
   @ApiResponse({ status: 400, description: 'invalid_request', schema: { $ref: OAuthErrorSchema.$ref } })
   @ApiResponse({ status: 401, description: 'invalid_client', schema: { $ref: OAuthErrorSchema.$ref } })
   async revoke(@Req() request: Request, @Res() response: Response): Promise<void> {
@@ -234,11 +315,16 @@ function scriptSafeJson(value: unknown): string {
 }
 
 function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+  return text.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
+  );
 }
 
 function errorPage(response: Response, message: string, back?: { href: string; host: string }): void {
-  const link = back ? `<p><a href="${escapeHtml(back.href)}" rel="noreferrer">Return to ${escapeHtml(back.host)} with this error</a></p>` : '';
+  const link = back
+    ? `<p><a href="${escapeHtml(back.href)}" rel="noreferrer">Return to ${escapeHtml(back.host)} with this error</a></p>`
+    : '';
   response
     .status(400)
     .type('html')

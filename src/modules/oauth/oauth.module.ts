@@ -18,11 +18,23 @@ import { OAuthServerController } from './oauth-server.controller.js';
 @Module({
   imports: [ToolCredentialsModule, ApiKeysModule],
   controllers: [OAuthServerController, OAuthAccountController],
-  providers: [OAuthClientsRepository, OAuthClientsService, OAuthGrantsRepository, OAuthGrantsService, ClientMetadataFetcher, OAuthGrantCredential],
+  providers: [
+    OAuthClientsRepository,
+    OAuthClientsService,
+    OAuthGrantsRepository,
+    OAuthGrantsService,
+    ClientMetadataFetcher,
+    OAuthGrantCredential,
+  ],
   exports: [OAuthGrantsService],
 })
 export class OAuthModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(formBodyMiddleware).forRoutes({ path: 'oauth/token', method: RequestMethod.POST }, { path: 'oauth/revoke', method: RequestMethod.POST });
+    consumer
+      .apply(formBodyMiddleware)
+      .forRoutes(
+        { path: 'oauth/token', method: RequestMethod.POST },
+        { path: 'oauth/revoke', method: RequestMethod.POST },
+      );
   }
 }

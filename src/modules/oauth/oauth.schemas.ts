@@ -1,27 +1,54 @@
 import { named, nullable, object, stringArray, timestamp, uuid } from '../../common/openapi/openapi-schema.js';
 
-export const OAuthGrantSchema = named('OAuthGrant', object({
-  id: uuid,
-  clientId: { type: 'string' },
-  clientName: { type: 'string' },
-  scopes: stringArray,
-  projectIds: nullable({ type: 'array', items: uuid }),
-  repos: nullable(stringArray),
-  confirmWrites: { type: 'boolean' },
-  createdAt: timestamp,
-  expiresAt: nullable(timestamp),
-  lastUsedAt: nullable(timestamp),
-  callCount: { type: 'integer', minimum: 0 },
-}));
+export const OAuthGrantSchema = named(
+  'OAuthGrant',
+  object({
+    id: uuid,
+    clientId: { type: 'string' },
+    clientName: { type: 'string' },
+    scopes: stringArray,
+    projectIds: nullable({ type: 'array', items: uuid }),
+    repos: nullable(stringArray),
+    confirmWrites: { type: 'boolean' },
+    createdAt: timestamp,
+    expiresAt: nullable(timestamp),
+    lastUsedAt: nullable(timestamp),
+    callCount: { type: 'integer', minimum: 0 },
+  }),
+);
 
-export const AuthorizeAnswerSchema = object({ redirectTo: { type: 'string', format: 'uri', description: 'The redirect URI with code, state and iss (RFC 9207), or error=access_denied with state and iss' } });
+export const AuthorizeAnswerSchema = object({
+  redirectTo: {
+    type: 'string',
+    format: 'uri',
+    description: 'The redirect URI with code, state and iss (RFC 9207), or error=access_denied with state and iss',
+  },
+});
 export const RevokedGrantSchema = object({ id: uuid, revoked: { const: true } });
 
 /** RFC 6749 §5.2 error body of the authorization server's endpoints. */
-export const OAuthErrorSchema = named('OAuthError', object({
-  error: { type: 'string', examples: ['invalid_request', 'invalid_client', 'invalid_grant', 'unsupported_grant_type', 'invalid_scope', 'invalid_redirect_uri', 'too_many_requests', 'server_error'] },
-  error_description: { type: 'string' },
-}, ['error_description']));
+export const OAuthErrorSchema = named(
+  'OAuthError',
+  object(
+    {
+      error: {
+        type: 'string',
+        examples: [
+          'invalid_request',
+          'invalid_client',
+          'invalid_grant',
+          'unsupported_grant_type',
+          'invalid_scope',
+          'invalid_redirect_uri',
+          'too_many_requests',
+          'server_error',
+        ],
+      },
+      error_description: { type: 'string' },
+    },
+    ['error_description'],
+  ),
+);
 
 export const ProtectedResourceMetadataSchema = named('ProtectedResourceMetadata', {
   ...object({
@@ -46,7 +73,10 @@ export const AuthorizationServerMetadataSchema = named('AuthorizationServerMetad
     token_endpoint_auth_methods_supported: stringArray,
     scopes_supported: stringArray,
     client_id_metadata_document_supported: { type: 'boolean' },
-    authorization_response_iss_parameter_supported: { type: 'boolean', description: 'RFC 9207: authorization responses carry iss' },
+    authorization_response_iss_parameter_supported: {
+      type: 'boolean',
+      description: 'RFC 9207: authorization responses carry iss',
+    },
   }),
   description: 'RFC 8414 authorization server metadata',
 });
@@ -56,7 +86,12 @@ export const ClientRegistrationRequestSchema = named('ClientRegistrationRequest'
   description: 'RFC 7591 dynamic client registration',
   required: ['redirect_uris'],
   properties: {
-    redirect_uris: { type: 'array', minItems: 1, items: { type: 'string' }, description: 'https, http on loopback, or a private-use scheme' },
+    redirect_uris: {
+      type: 'array',
+      minItems: 1,
+      items: { type: 'string' },
+      description: 'https, http on loopback, or a private-use scheme',
+    },
     client_name: { type: 'string' },
     token_endpoint_auth_method: { type: 'string', enum: ['none', 'client_secret_basic', 'client_secret_post'] },
     grant_types: { type: 'array', items: { type: 'string', enum: ['authorization_code', 'refresh_token'] } },
@@ -64,17 +99,23 @@ export const ClientRegistrationRequestSchema = named('ClientRegistrationRequest'
   },
 });
 
-export const RegisteredClientSchema = named('RegisteredClient', object({
-  client_id: { type: 'string' },
-  client_secret: { type: 'string', description: 'Confidential clients only, shown once' },
-  client_secret_expires_at: { const: 0 },
-  client_id_issued_at: { type: 'integer' },
-  client_name: { type: ['string', 'null'] },
-  redirect_uris: stringArray,
-  token_endpoint_auth_method: { type: 'string' },
-  grant_types: stringArray,
-  response_types: stringArray,
-}, ['client_secret', 'client_secret_expires_at']));
+export const RegisteredClientSchema = named(
+  'RegisteredClient',
+  object(
+    {
+      client_id: { type: 'string' },
+      client_secret: { type: 'string', description: 'Confidential clients only, shown once' },
+      client_secret_expires_at: { const: 0 },
+      client_id_issued_at: { type: 'integer' },
+      client_name: { type: ['string', 'null'] },
+      redirect_uris: stringArray,
+      token_endpoint_auth_method: { type: 'string' },
+      grant_types: stringArray,
+      response_types: stringArray,
+    },
+    ['client_secret', 'client_secret_expires_at'],
+  ),
+);
 
 export const TokenRequestSchema = named('TokenRequest', {
   type: 'object',
@@ -92,16 +133,24 @@ export const TokenRequestSchema = named('TokenRequest', {
   },
 });
 
-export const TokenResponseSchema = named('TokenResponse', object({
-  access_token: { type: 'string', pattern: '^ato_' },
-  token_type: { const: 'Bearer' },
-  expires_in: { type: 'integer' },
-  refresh_token: { type: 'string', pattern: '^atf_' },
-  scope: { type: 'string' },
-}));
+export const TokenResponseSchema = named(
+  'TokenResponse',
+  object({
+    access_token: { type: 'string', pattern: '^ato_' },
+    token_type: { const: 'Bearer' },
+    expires_in: { type: 'integer' },
+    refresh_token: { type: 'string', pattern: '^atf_' },
+    scope: { type: 'string' },
+  }),
+);
 
 export const RevokeRequestSchema = named('RevokeRequest', {
   type: 'object',
   required: ['token'],
-  properties: { token: { type: 'string', description: 'An access (ato_…) or refresh (atf_…) token' }, token_type_hint: { type: 'string' }, client_id: { type: 'string' }, client_secret: { type: 'string' } },
+  properties: {
+    token: { type: 'string', description: 'An access (ato_…) or refresh (atf_…) token' },
+    token_type_hint: { type: 'string' },
+    client_id: { type: 'string' },
+    client_secret: { type: 'string' },
+  },
 });

@@ -24,7 +24,24 @@ export function isAllowedRedirectUri(value: unknown): value is string {
   return /^[a-z][a-z0-9+.-]*$/.test(scheme) && !BROWSER_SCHEMES.has(scheme);
 }
 
-const BROWSER_SCHEMES = new Set(['javascript', 'data', 'vbscript', 'file', 'blob', 'about', 'ftp', 'ws', 'wss', 'mailto', 'tel', 'sms', 'chrome', 'view-source', 'intent', 'filesystem']);
+const BROWSER_SCHEMES = new Set([
+  'javascript',
+  'data',
+  'vbscript',
+  'file',
+  'blob',
+  'about',
+  'ftp',
+  'ws',
+  'wss',
+  'mailto',
+  'tel',
+  'sms',
+  'chrome',
+  'view-source',
+  'intent',
+  'filesystem',
+]);
 
 /**
  * Requested vs registered: exact, except any port on loopback (RFC 8252 §7.3), the SDK's own rule; but never a URI

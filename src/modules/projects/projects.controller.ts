@@ -13,7 +13,13 @@ import { UpdateProjectDto } from './dto/update-project.dto.js';
 import { ProjectsService } from './projects.service.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { page } from '../../common/openapi/openapi-schema.js';
-import { ProjectMemberSchema, ProjectSchema, ProjectSessionTokenListItemSchema, ProjectSessionTokenSchema, RevokedSessionTokenSchema } from './projects.schemas.js';
+import {
+  ProjectMemberSchema,
+  ProjectSchema,
+  ProjectSessionTokenListItemSchema,
+  ProjectSessionTokenSchema,
+  RevokedSessionTokenSchema,
+} from './projects.schemas.js';
 import { BackendController } from '../../common/http/backend-controller.js';
 
 const projectId = new ParseUUIDPipe();
@@ -67,23 +73,42 @@ export class ProjectsController {
   @ApiOperation({ summary: 'Mint a project session token (atp_…), shown once (owner or editor)' })
   @ApiData(201, ProjectSessionTokenSchema, 'The token, shown this once (Cache-Control: no-store)')
   @ApiErrors(403, 404)
-  mintSessionToken(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Body() body: CreateSessionTokenDto) {
+  mintSessionToken(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', projectId) id: string,
+    @Body() body: CreateSessionTokenDto,
+  ) {
     return this.projects.mintSessionToken(actorFromPrincipal(principal, id), id, body);
   }
 
   @Get(':id/session-tokens')
   @ApiOperation({ summary: 'The project’s live session tokens, newest first, without secrets (owner or editor)' })
-  @ApiData(200, page(ProjectSessionTokenListItemSchema), 'A page of tokens: id, name, role, display prefix, dates, creator')
+  @ApiData(
+    200,
+    page(ProjectSessionTokenListItemSchema),
+    'A page of tokens: id, name, role, display prefix, dates, creator',
+  )
   @ApiErrors(403, 404)
-  listSessionTokens(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Query() query: PageQueryDto) {
+  listSessionTokens(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', projectId) id: string,
+    @Query() query: PageQueryDto,
+  ) {
     return this.projects.listSessionTokens(actorFromPrincipal(principal, id), id, query);
   }
 
   @Delete(':id/session-tokens/:tokenId')
-  @ApiOperation({ summary: 'Revoke a project session token at once, on every instance (owner or editor; audited project.token.revoke)' })
+  @ApiOperation({
+    summary:
+      'Revoke a project session token at once, on every instance (owner or editor; audited project.token.revoke)',
+  })
   @ApiData(200, RevokedSessionTokenSchema, 'The token is revoked: it answers 401 from now on')
   @ApiErrors(403, 404)
-  revokeSessionToken(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Param('tokenId', new ParseUUIDPipe()) token: string) {
+  revokeSessionToken(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id', projectId) id: string,
+    @Param('tokenId', new ParseUUIDPipe()) token: string,
+  ) {
     return this.projects.revokeSessionToken(actorFromPrincipal(principal, id), id, token);
   }
 }

@@ -44,9 +44,18 @@ export class ProjectsRepository {
   }
 
   /** A new project with its creator as owner: run it in the caller's transaction (the two rows go together). */
-  async insertWithOwner(project: { id: string; name: string; description: string; ownerId: string }, trx: DbExecutor): Promise<void> {
-    await trx.insertInto('projects').values({ id: project.id, name: project.name, description: project.description, owner_id: project.ownerId }).execute();
-    await trx.insertInto('project_members').values({ project_id: project.id, user_id: project.ownerId, role: 'owner' }).execute();
+  async insertWithOwner(
+    project: { id: string; name: string; description: string; ownerId: string },
+    trx: DbExecutor,
+  ): Promise<void> {
+    await trx
+      .insertInto('projects')
+      .values({ id: project.id, name: project.name, description: project.description, owner_id: project.ownerId })
+      .execute();
+    await trx
+      .insertInto('project_members')
+      .values({ project_id: project.id, user_id: project.ownerId, role: 'owner' })
+      .execute();
   }
 
   /** One page of the projects the actor may see (newest first; `limit + 1` rows, see pageOrder). */
@@ -60,7 +69,11 @@ export class ProjectsRepository {
     return row && toRecord(row);
   }
 
-  async update(projectId: string, changes: { name?: string; description?: string }, executor: DbExecutor = this.db): Promise<void> {
+  async update(
+    projectId: string,
+    changes: { name?: string; description?: string },
+    executor: DbExecutor = this.db,
+  ): Promise<void> {
     if (changes.name === undefined && changes.description === undefined) return;
     await executor
       .updateTable('projects')
@@ -83,17 +96,37 @@ export class ProjectsRepository {
     await trx.selectFrom('projects').select('id').where('id', '=', projectId).forUpdate().execute();
   }
 
-  async upsertMember(projectId: string, userId: string, role: ProjectRole, executor: DbExecutor = this.db): Promise<void> {
+  async upsertMember(
+    projectId: string,
+    userId: string,
+    role: ProjectRole,
+    executor: DbExecutor = this.db,
+  ): Promise<void> {
     await executor
       .insertInto('project_members')
       .values({ project_id: projectId, user_id: userId, role })
-      .onConflict((conflict) => conflict.columns(['project_id', 'user_id']).doUpdateSet({ role, updated_at: sql<Date>`now()` }))
+      .onConflict((conflict) =>
+        conflict.columns(['project_id', 'user_id']).doUpdateSet({ role, updated_at: sql<Date>`now()` }),
+      )
       .execute();
   }
 
   async member(projectId: string, userId: string): Promise<ProjectMemberRecord | undefined> {
-    const row = await this.db.selectFrom('project_members').selectAll().where('project_id', '=', projectId).where('user_id', '=', userId).executeTakeFirst();
-    return row && { projectId: row.project_id, userId: row.user_id, role: toRole(row.role), createdAt: row.created_at, updatedAt: row.updated_at };
+    const row = await this.db
+      .selectFrom('project_members')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+    return (
+      row && {
+        projectId: row.project_id,
+        userId: row.user_id,
+        role: toRole(row.role),
+        createdAt: row.created_at,
+        updatedAt: row.updated_at,
+      }
+    );
   }
 
   /** Projects the actor may see, with its member role and the counts: documents only those it may see (the access rules). */

@@ -8,7 +8,11 @@ import { toPage, type Page, type PageQuery } from '../../common/pagination/curso
 import { isUuid } from '../../common/validation/uuid.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { AuditService } from '../audit/audit.service.js';
-import { ProjectSessionTokensService, type MintedProjectToken, type ProjectSessionTokenView } from '../auth/project-session-tokens.service.js';
+import {
+  ProjectSessionTokensService,
+  type MintedProjectToken,
+  type ProjectSessionTokenView,
+} from '../auth/project-session-tokens.service.js';
 import { UsersService } from '../auth/users.service.js';
 import type { AddMemberDto } from './dto/add-member.dto.js';
 import type { CreateProjectDto } from './dto/create-project.dto.js';
@@ -55,11 +59,18 @@ export class ProjectsService {
    * The actor's effective role in the project (capped by a project token's role), or
    * not_found (not a member, pinned elsewhere, no such project) / forbidden (role below `minimumRole`).
    */
-  async requireRole(actor: Actor, projectId: string, minimumRole: ProjectRole, executor?: DbExecutor): Promise<ProjectRole> {
+  async requireRole(
+    actor: Actor,
+    projectId: string,
+    minimumRole: ProjectRole,
+    executor?: DbExecutor,
+  ): Promise<ProjectRole> {
     const role = await this.roleOf(actor, projectId, executor);
     if (role === null) throw AppException.notFound('Project');
     if (!roleAtLeast(role, minimumRole)) {
-      throw AppException.forbidden(`This needs the ${minimumRole} role in the project; you are ${role === 'viewer' ? 'a viewer' : `an ${role}`}`);
+      throw AppException.forbidden(
+        `This needs the ${minimumRole} role in the project; you are ${role === 'viewer' ? 'a viewer' : `an ${role}`}`,
+      );
     }
     return role;
   }
@@ -85,7 +96,12 @@ export class ProjectsService {
     const project = { id, name: input.name, description: input.description ?? '', ownerId: actor.userId };
     await this.db.transaction().execute(async (trx) => {
       await this.projects.insertWithOwner(project, trx);
-      await this.audit.recordChange(trx, { action: 'project.create', target: { type: 'project', id }, details: { name: project.name }, onBehalfOf: actor.userId });
+      await this.audit.recordChange(trx, {
+        action: 'project.create',
+        target: { type: 'project', id },
+        details: { name: project.name },
+        onBehalfOf: actor.userId,
+      });
     });
     return this.get(actor, id);
   }
@@ -131,7 +147,12 @@ export class ProjectsService {
       await this.projects.lockForMembershipChange(projectId, trx);
       await this.requireRole(actor, projectId, 'owner', trx);
       await this.projects.upsertMember(projectId, input.userId, input.role, trx);
-      await this.audit.recordChange(trx, { action: 'project.member.set', target: { type: 'project', id: projectId }, details: { userId: input.userId, role: input.role }, onBehalfOf: actor.userId });
+      await this.audit.recordChange(trx, {
+        action: 'project.member.set',
+        target: { type: 'project', id: projectId },
+        details: { userId: input.userId, role: input.role },
+        onBehalfOf: actor.userId,
+      });
     });
     const member = await this.projects.member(projectId, input.userId);
     if (!member) throw AppException.notFound('Project');
@@ -149,7 +170,13 @@ export class ProjectsService {
     await this.requireRole(actor, projectId, 'editor');
     return this.db.transaction().execute(async (trx) => {
       const minted = await this.sessionTokens.mint(
-        { projectId, createdBy: actor.userId, name: input.name, role: input.role, expiresInMinutes: input.expiresInMinutes },
+        {
+          projectId,
+          createdBy: actor.userId,
+          name: input.name,
+          role: input.role,
+          expiresInMinutes: input.expiresInMinutes,
+        },
         trx,
       );
       await this.audit.recordChange(trx, {

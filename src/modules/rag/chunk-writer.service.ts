@@ -4,7 +4,12 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { chunkText } from './chunking/chunker.js';
-import { EMBEDDING_PROVIDER, toVectorBatch, type EmbeddingProvider, type VectorBatch } from './embeddings/embedding-provider.js';
+import {
+  EMBEDDING_PROVIDER,
+  toVectorBatch,
+  type EmbeddingProvider,
+  type VectorBatch,
+} from './embeddings/embedding-provider.js';
 import { IngestSandbox } from './sandbox/ingest-sandbox.service.js';
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import { DocumentIndexStateService } from '../documents/document-index-state.service.js';
@@ -18,7 +23,11 @@ export interface IndexableDocument {
   text: string;
 }
 
-export type WriteOutcome = { status: 'indexed'; chunkCount: number } | { status: 'unchanged'; chunkCount: number } | { status: 'stale' } | { status: 'yielded'; written: number };
+export type WriteOutcome =
+  | { status: 'indexed'; chunkCount: number }
+  | { status: 'unchanged'; chunkCount: number }
+  | { status: 'stale' }
+  | { status: 'yielded'; written: number };
 
 /**
  * Asked after each committed batch with the chunks that batch stored: true stops the write there (the rest is
@@ -97,7 +106,9 @@ export class ChunkWriterService {
   async isCurrent(documentId: string, sha256: string): Promise<number | null> {
     const state = await this.chunks.storedState(documentId, sha256, this.embedder.key);
     if (!state || state.count === 0 || !state.allCurrent) return null;
-    const complete = (state.documentStatus === 'indexed' && state.documentChunkCount === state.count) || state.documentChunksTotal === state.count;
+    const complete =
+      (state.documentStatus === 'indexed' && state.documentChunkCount === state.count) ||
+      state.documentChunksTotal === state.count;
     return complete ? state.count : null;
   }
 
@@ -116,7 +127,13 @@ export class ChunkWriterService {
    * `shouldYield`: asked after each batch; true ends this slice of the write ('yielded', progress stored).
    * `stop`: once aborted, the write stops between two batches (after storing its progress) and throws the signal's reason.
    */
-  async write(document: IndexableDocument, force = false, onProgress?: WriteProgress, shouldYield?: ShouldYield, stop?: AbortSignal): Promise<WriteOutcome> {
+  async write(
+    document: IndexableDocument,
+    force = false,
+    onProgress?: WriteProgress,
+    shouldYield?: ShouldYield,
+    stop?: AbortSignal,
+  ): Promise<WriteOutcome> {
     if (!force) {
       const existing = await this.isCurrent(document.id, document.sha256);
       if (existing !== null) return { status: 'unchanged', chunkCount: existing };
@@ -133,8 +150,14 @@ export class ChunkWriterService {
    * together with the title of its document. A document without text but with a title is one chunk.
    */
   private async planChunks(document: IndexableDocument): Promise<ChunkPlan> {
-    const options = { targetChars: this.config.embeddings.chunkTargetChars, overlapChars: this.config.embeddings.chunkOverlapChars };
-    const chunks = document.text.length >= SANDBOX_CHUNKING_MIN_CHARS ? await this.sandbox.chunk(document.text, options) : chunkText(document.text, options);
+    const options = {
+      targetChars: this.config.embeddings.chunkTargetChars,
+      overlapChars: this.config.embeddings.chunkOverlapChars,
+    };
+    const chunks =
+      document.text.length >= SANDBOX_CHUNKING_MIN_CHARS
+        ? await this.sandbox.chunk(document.text, options)
+        : chunkText(document.text, options);
     const indexTexts = chunks.map((chunk) => `${document.title}\n\n${chunk.text}`);
     if (chunks.length === 0 && document.title.trim()) indexTexts.push(document.title);
     return { chunks, indexTexts };
@@ -154,7 +177,14 @@ export class ChunkWriterService {
   }
 
   /** Embeds and stores the chunks from `from` on, batch by batch (see BatchSizer), reporting progress. */
-  private async writeBatches(document: IndexableDocument, plan: ChunkPlan, from: number, onProgress?: WriteProgress, shouldYield?: ShouldYield, stop?: AbortSignal): Promise<WriteOutcome> {
+  private async writeBatches(
+    document: IndexableDocument,
+    plan: ChunkPlan,
+    from: number,
+    onProgress?: WriteProgress,
+    shouldYield?: ShouldYield,
+    stop?: AbortSignal,
+  ): Promise<WriteOutcome> {
     const total = plan.indexTexts.length;
     const paced = total >= this.pacedMinChunks && Boolean(this.config.database.url);
     const dutyCycle = paced ? this.dutyCycle : 1;
@@ -212,7 +242,14 @@ export class ChunkWriterService {
     const vectors = await this.vectorBatch(batchTexts);
     const rows = batchTexts.map((indexText, offset) => {
       const chunk: TextChunk | undefined = plan.chunks[from + offset];
-      return { id: randomUUID(), index: from + offset, text: chunk?.text ?? '', start: chunk?.startOffset ?? 0, end: chunk?.endOffset ?? 0, indexText };
+      return {
+        id: randomUUID(),
+        index: from + offset,
+        text: chunk?.text ?? '',
+        start: chunk?.startOffset ?? 0,
+        end: chunk?.endOffset ?? 0,
+        indexText,
+      };
     });
     return { rows, vectors, to };
   }
@@ -235,7 +272,12 @@ export class ChunkWriterService {
   private async insertBatch(document: IndexableDocument, rows: NewChunk[], vectors: VectorBatch): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       if (!(await this.indexState.lockIfContent(document.id, document.sha256, trx))) return true;
-      const source = { documentId: document.id, sha256: document.sha256, embeddingModel: this.embedder.key, embeddingDims: this.embedder.dimensions };
+      const source = {
+        documentId: document.id,
+        sha256: document.sha256,
+        embeddingModel: this.embedder.key,
+        embeddingDims: this.embedder.dimensions,
+      };
       await this.chunks.insertBatch(source, rows, vectors, trx);
       return false;
     });

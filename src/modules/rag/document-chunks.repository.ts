@@ -46,7 +46,13 @@ export class DocumentChunksRepository {
 
   /** Null when the document is gone. */
   async storedState(documentId: string, sha256: string, embeddingModel: string): Promise<StoredChunkState | null> {
-    const { rows } = await sql<{ n: number; current: boolean | null; status: string; chunk_count: number; chunks_total: number | null }>`
+    const { rows } = await sql<{
+      n: number;
+      current: boolean | null;
+      status: string;
+      chunk_count: number;
+      chunks_total: number | null;
+    }>`
       SELECT c.n, c.current, d.status, d.chunk_count, d.chunks_total
       FROM (SELECT count(*)::int AS n, bool_and(content_sha256 = ${sha256} AND embedding_model = ${embeddingModel}) AS current
             FROM document_chunks WHERE document_id = ${documentId}) c,
@@ -54,14 +60,24 @@ export class DocumentChunksRepository {
       WHERE d.id = ${documentId}`.execute(this.db);
     const row = rows[0];
     if (!row) return null;
-    return { count: row.n, allCurrent: row.current, documentStatus: row.status, documentChunkCount: row.chunk_count, documentChunksTotal: row.chunks_total };
+    return {
+      count: row.n,
+      allCurrent: row.current,
+      documentStatus: row.status,
+      documentChunkCount: row.chunk_count,
+      documentChunksTotal: row.chunks_total,
+    };
   }
 
   /**
    * Deletes up to `limit` chunks of a document, except those of the content and vector space in `keep`
    * (nothing kept when it is empty); returns how many went. Their postings follow by trigger.
    */
-  async deleteSome(documentId: string, keep: { sha256?: string; embeddingModel?: string }, limit: number): Promise<number> {
+  async deleteSome(
+    documentId: string,
+    keep: { sha256?: string; embeddingModel?: string },
+    limit: number,
+  ): Promise<number> {
     const result = await this.db
       .deleteFrom('document_chunks')
       .where('id', 'in', (eb) =>
@@ -99,8 +115,14 @@ export class DocumentChunksRepository {
    * one binary real[] parameter (see VectorBatch); a chunk without a present vector stores NULL. Runs in the
    * caller's transaction.
    */
-  async insertBatch(source: ChunkSource, chunks: readonly NewChunk[], vectors: VectorBatch, executor: DbExecutor): Promise<void> {
-    if (vectors.present.length !== chunks.length || vectors.dimensions !== source.embeddingDims) throw new Error('the vector batch does not match its chunks');
+  async insertBatch(
+    source: ChunkSource,
+    chunks: readonly NewChunk[],
+    vectors: VectorBatch,
+    executor: DbExecutor,
+  ): Promise<void> {
+    if (vectors.present.length !== chunks.length || vectors.dimensions !== source.embeddingDims)
+      throw new Error('the vector batch does not match its chunks');
     const dims = vectors.dimensions;
     await sql`
       WITH input AS (
@@ -134,7 +156,9 @@ export class DocumentChunksRepository {
   }
 
   /** Documents (by project) with chunks in another vector space than `embeddingModel`. */
-  async documentsOutsideVectorSpace(embeddingModel: string): Promise<{ projectId: string | null; documentIds: string[] }[]> {
+  async documentsOutsideVectorSpace(
+    embeddingModel: string,
+  ): Promise<{ projectId: string | null; documentIds: string[] }[]> {
     const rows = await this.db
       .selectFrom('document_chunks as c')
       .innerJoin('documents as d', 'd.id', 'c.document_id')
@@ -152,6 +176,8 @@ export class DocumentChunksRepository {
   async ensureVectorIndex(dims: number): Promise<void> {
     if (!Number.isInteger(dims)) throw new Error(`not a dimension: ${dims}`);
     await sql`CREATE INDEX IF NOT EXISTS ${sql.id(`document_chunks_embedding_hnsw_${dims}`)} ON document_chunks
-                USING hnsw ((embedding::vector(${sql.lit(dims)})) vector_cosine_ops) WHERE embedding_dims = ${sql.lit(dims)}`.execute(this.db);
+                USING hnsw ((embedding::vector(${sql.lit(dims)})) vector_cosine_ops) WHERE embedding_dims = ${sql.lit(dims)}`.execute(
+      this.db,
+    );
   }
 }

@@ -30,7 +30,11 @@ export function minMaxNormalise(list: readonly ScoredId[]): Map<string, number> 
  * Measured on SciFact it beats reciprocal-rank fusion when one retriever is much stronger than the
  * other (RRF gives both equal say whatever their quality). Ties break by id for a stable order.
  */
-export function fuseScores(keyword: readonly ScoredId[], vector: readonly ScoredId[], vectorWeight: number): FusedHit[] {
+export function fuseScores(
+  keyword: readonly ScoredId[],
+  vector: readonly ScoredId[],
+  vectorWeight: number,
+): FusedHit[] {
   const k = minMaxNormalise(keyword);
   const v = minMaxNormalise(vector);
   const rawK = new Map(keyword.map((hit) => [hit.id, hit.score]));
@@ -49,6 +53,9 @@ export function fuseScores(keyword: readonly ScoredId[], vector: readonly Scored
 /** Reciprocal-rank fusion (Cormack et al.), kept for comparison in the evaluation harness. */
 export function reciprocalRankFusion(lists: readonly (readonly ScoredId[])[], k = 60): ScoredId[] {
   const scores = new Map<string, number>();
-  for (const list of lists) list.forEach((hit, rank) => scores.set(hit.id, (scores.get(hit.id) ?? 0) + 1 / (k + rank + 1)));
-  return [...scores.entries()].map(([id, score]) => ({ id, score })).sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
+  for (const list of lists)
+    list.forEach((hit, rank) => scores.set(hit.id, (scores.get(hit.id) ?? 0) + 1 / (k + rank + 1)));
+  return [...scores.entries()]
+    .map(([id, score]) => ({ id, score }))
+    .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
 }

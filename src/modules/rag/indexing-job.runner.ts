@@ -30,7 +30,13 @@ export function enqueueIndexing(queue: Queue, id: string, suffix = ''): Promise<
   return queue.add(
     'index',
     { indexingJobId: id },
-    { jobId: `${id}${suffix}`, attempts: 5, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: 1000, removeOnFail: 1000 },
+    {
+      jobId: `${id}${suffix}`,
+      attempts: 5,
+      backoff: { type: 'exponential', delay: 2000 },
+      removeOnComplete: 1000,
+      removeOnFail: 1000,
+    },
   );
 }
 
@@ -71,7 +77,8 @@ class Slice {
     // A nested job's turn is longer (NESTED_TURN_SLICES slices or sliceChunks chunks): handing back costs it a reload
     // and a new chunk plan on its next claim, which a turn should outweigh.
     if (this.nested) return elapsed >= NESTED_TURN_SLICES * this.sliceMs || this.chunks >= this.sliceChunks;
-    if ((elapsed < this.shareMs && this.chunks < this.sliceChunks) || now - this.askedAt < WAITING_CHECK_MS) return false;
+    if ((elapsed < this.shareMs && this.chunks < this.sliceChunks) || now - this.askedAt < WAITING_CHECK_MS)
+      return false;
     this.askedAt = now;
     if (!(await this.othersWaiting())) return false;
     const interleaved = performance.now();
@@ -86,7 +93,14 @@ class Slice {
 }
 
 /** Indexing jobs as claimable jobs (src/queue): a claim's number (`attempts`) fences its writes. */
-export const INDEXING_JOBS_TABLE: ClaimableTable<'indexing_jobs'> = { table: 'indexing_jobs', kind: 'indexing', fencedBy: 'attempts', owner: 'created_by', project: 'project_id', handBacks: 'slices' };
+export const INDEXING_JOBS_TABLE: ClaimableTable<'indexing_jobs'> = {
+  table: 'indexing_jobs',
+  kind: 'indexing',
+  fencedBy: 'attempts',
+  owner: 'created_by',
+  project: 'project_id',
+  handBacks: 'slices',
+};
 
 /**
  * Runs one indexing job. Claiming is an atomic UPDATE (queued, or running with a dead worker's stale
@@ -143,7 +157,12 @@ export class IndexingJobRunner {
     return RequestContext.run({ requestId: held.requestId ?? job.id }, () => this.runClaimed(job, held, drain, nested));
   }
 
-  private async runClaimed(job: IndexingJob, held: Claim, drain: AbortSignal, nested: boolean): Promise<'finished' | 'yielded' | 'released'> {
+  private async runClaimed(
+    job: IndexingJob,
+    held: Claim,
+    drain: AbortSignal,
+    nested: boolean,
+  ): Promise<'finished' | 'yielded' | 'released'> {
     const staleAfterMs = this.config.indexing.staleAfterMs;
     const claim = job.attempts; // the fencing token (INDEXING_JOBS_TABLE.fencedBy) every write below names
     const heartbeatEveryMs = Math.min(10_000, Math.floor(staleAfterMs / 3));
@@ -164,7 +183,9 @@ export class IndexingJobRunner {
         const documentId = job.documentIds[position];
         const error = await this.indexDocument(documentId, job.kind === 'reindex', job.id, claim, slice, drain);
         if (error === YIELDED) return await this.handBack(held, job, position);
-        const counted = await this.jobs.countDocument(job.id, claim, { failure: error === null ? null : { documentId, message: error } });
+        const counted = await this.jobs.countDocument(job.id, claim, {
+          failure: error === null ? null : { documentId, message: error },
+        });
         if (!counted) return 'finished'; // cancelled, or taken over by another worker: no longer ours
       }
       const status = await this.jobs.finish(job.id, claim);
@@ -197,7 +218,11 @@ export class IndexingJobRunner {
     try {
       await this.run(undefined, true);
     } catch (error) {
-      this.logger.warn({ msg: 'a job run in between failed; it will be retried', outerJobId: outerId, error: error instanceof Error ? error.message : String(error) });
+      this.logger.warn({
+        msg: 'a job run in between failed; it will be retried',
+        outerJobId: outerId,
+        error: error instanceof Error ? error.message : String(error),
+      });
     }
   }
 
@@ -213,7 +238,11 @@ export class IndexingJobRunner {
   /** A queue entry saying the job waits; if the queue cannot take it, the recovery sweep enqueues one. */
   private async announce(jobId: string, suffix: string): Promise<void> {
     await enqueueIndexing(this.queue, jobId, suffix).catch((error: unknown) =>
-      this.logger.warn({ msg: 'could not enqueue the job handed back; the recovery sweep will', jobId, error: String(error) }),
+      this.logger.warn({
+        msg: 'could not enqueue the job handed back; the recovery sweep will',
+        jobId,
+        error: String(error),
+      }),
     );
   }
 
@@ -228,11 +257,19 @@ export class IndexingJobRunner {
       await this.indexState.failUnfinished(job.documentIds, `indexing failed: ${reason}`, trx);
       return job;
     });
-    if (failed) this.claims.endedUnclaimed(INDEXING_JOBS_TABLE, jobId, 'failed', { requestId: failed.requestId, error: reason });
+    if (failed)
+      this.claims.endedUnclaimed(INDEXING_JOBS_TABLE, jobId, 'failed', { requestId: failed.requestId, error: reason });
   }
 
   /** Indexes one document; returns an error message for the job's per-document errors, or null. */
-  private async indexDocument(documentId: string, force: boolean, jobId: string, claim: number, slice: Slice, drain: AbortSignal): Promise<string | null | typeof YIELDED> {
+  private async indexDocument(
+    documentId: string,
+    force: boolean,
+    jobId: string,
+    claim: number,
+    slice: Slice,
+    drain: AbortSignal,
+  ): Promise<string | null | typeof YIELDED> {
     const document = await this.indexState.load(documentId);
     if (!document) return null; // deleted meanwhile: nothing to index, nothing left to find
     const progress = async (written: number, total: number): Promise<void> => {
@@ -256,9 +293,16 @@ export class IndexingJobRunner {
     try {
       // A resumed slice of a forced reindex must not start the document over: force only on its first write.
       const forced = force && !(await this.jobs.wasStarted(jobId, claim, documentId));
-      const outcome = await this.chunks.write({ id: document.id, title: document.title, sha256: document.sha256, text }, forced, progress, (chunks) => slice.over(chunks), drain);
+      const outcome = await this.chunks.write(
+        { id: document.id, title: document.title, sha256: document.sha256, text },
+        forced,
+        progress,
+        (chunks) => slice.over(chunks),
+        drain,
+      );
       if (outcome.status === 'yielded') return YIELDED;
-      if (outcome.status !== 'stale') await this.indexState.markIndexed(documentId, document.sha256, outcome.chunkCount);
+      if (outcome.status !== 'stale')
+        await this.indexState.markIndexed(documentId, document.sha256, outcome.chunkCount);
       return null;
     } catch (error) {
       if (error instanceof WorkerDraining) throw error;

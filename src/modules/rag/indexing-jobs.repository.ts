@@ -100,7 +100,12 @@ export class IndexingJobsRepository {
 
   /** The job if the actor may see it (visibleIndexingJob), else null: one answer for missing and hidden. */
   async findVisible(actor: Actor, jobId: string): Promise<IndexingJob | null> {
-    const row = await this.db.selectFrom('indexing_jobs as j').selectAll().where('j.id', '=', jobId).where(visibleIndexingJob(actor, 'j')).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('indexing_jobs as j')
+      .selectAll()
+      .where('j.id', '=', jobId)
+      .where(visibleIndexingJob(actor, 'j'))
+      .executeTakeFirst();
     return row ? toIndexingJob(row) : null;
   }
 
@@ -123,7 +128,11 @@ export class IndexingJobsRepository {
   }
 
   /** Counts one document done, or failed with its error; false when the claim is no longer this run's. */
-  async countDocument(jobId: string, claim: number, outcome: { failure: null } | { failure: { documentId: string; message: string } }): Promise<boolean> {
+  async countDocument(
+    jobId: string,
+    claim: number,
+    outcome: { failure: null } | { failure: { documentId: string; message: string } },
+  ): Promise<boolean> {
     const result = await this.db
       .updateTable('indexing_jobs')
       .set((eb) =>
@@ -143,10 +152,21 @@ export class IndexingJobsRepository {
   }
 
   /** The document under way and its chunks written so far (also a heartbeat). */
-  async recordProgress(jobId: string, claim: number, documentId: string, chunksDone: number, chunksTotal: number): Promise<void> {
+  async recordProgress(
+    jobId: string,
+    claim: number,
+    documentId: string,
+    chunksDone: number,
+    chunksTotal: number,
+  ): Promise<void> {
     await this.db
       .updateTable('indexing_jobs')
-      .set({ current_document_id: documentId, current_chunks_done: chunksDone, current_chunks_total: chunksTotal, heartbeat_at: sql<Date>`now()` })
+      .set({
+        current_document_id: documentId,
+        current_chunks_done: chunksDone,
+        current_chunks_total: chunksTotal,
+        heartbeat_at: sql<Date>`now()`,
+      })
       .where('id', '=', jobId)
       .where('status', '=', 'running')
       .where('attempts', '=', claim)
@@ -174,7 +194,11 @@ export class IndexingJobsRepository {
    * claim lost between two progress records still resumes after the chunks it committed.
    */
   async wasStarted(jobId: string, _claim: number, documentId: string): Promise<boolean> {
-    const row = await this.db.selectFrom('indexing_jobs').select('current_document_id').where('id', '=', jobId).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('indexing_jobs')
+      .select('current_document_id')
+      .where('id', '=', jobId)
+      .executeTakeFirst();
     return row?.current_document_id === documentId;
   }
 
@@ -197,7 +221,11 @@ export class IndexingJobsRepository {
   }
 
   /** Fails a queued or running job; returns its documents and the request that queued it, or null when it had already ended. */
-  async fail(jobId: string, reason: string, executor: DbExecutor = this.db): Promise<{ documentIds: string[]; requestId: string | null } | null> {
+  async fail(
+    jobId: string,
+    reason: string,
+    executor: DbExecutor = this.db,
+  ): Promise<{ documentIds: string[]; requestId: string | null } | null> {
     const row = await executor
       .updateTable('indexing_jobs')
       .set({ status: 'failed', error: reason.slice(0, 2000), finished_at: sql<Date>`now()` })
@@ -212,14 +240,24 @@ export class IndexingJobsRepository {
    * Documents unfinished (`uploaded`/`processing`) since longer than `staleAfterMs` that no queued or running
    * job names: uploads whose job row never committed. Oldest first, at most `limit`.
    */
-  async orphanDocuments(staleAfterMs: number, limit: number): Promise<{ id: string; projectId: string | null; authorId: string }[]> {
+  async orphanDocuments(
+    staleAfterMs: number,
+    limit: number,
+  ): Promise<{ id: string; projectId: string | null; authorId: string }[]> {
     return this.db
       .selectFrom('documents as d')
       .select(['d.id', 'd.project_id as projectId', 'd.author_id as authorId'])
       .where('d.status', 'in', ['uploaded', 'processing'])
       .where('d.updated_at', '<', sql<Date>`now() - make_interval(secs => ${staleAfterMs / 1000})`)
       .where(({ not, exists, selectFrom }) =>
-        not(exists(selectFrom('indexing_jobs as j').select(sql`1`.as('one')).where('j.status', 'in', ['queued', 'running']).where(sql<boolean>`d.id = ANY(j.document_ids)`))),
+        not(
+          exists(
+            selectFrom('indexing_jobs as j')
+              .select(sql`1`.as('one'))
+              .where('j.status', 'in', ['queued', 'running'])
+              .where(sql<boolean>`d.id = ANY(j.document_ids)`),
+          ),
+        ),
       )
       .orderBy('d.updated_at')
       .limit(limit)

@@ -13,7 +13,12 @@ import { DocumentsService } from '../documents/documents.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { ChunkWriterService } from './chunk-writer.service.js';
 import { enqueueIndexing, INDEXING_JOBS_TABLE, IndexingJobRunner, MAX_JOB_CLAIMS } from './indexing-job.runner.js';
-import { IndexingJobsRepository, type IndexingJob, type IndexingJobKind, type IndexingJobStatus } from './indexing-jobs.repository.js';
+import {
+  IndexingJobsRepository,
+  type IndexingJob,
+  type IndexingJobKind,
+  type IndexingJobStatus,
+} from './indexing-jobs.repository.js';
 import { RAG_INDEXING_QUEUE } from './rag.constants.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
 import { isUuid } from '../../common/validation/uuid.js';
@@ -38,7 +43,12 @@ export interface IndexingJobView {
   kind: IndexingJobKind;
   status: IndexingJobStatus;
   /** `current`: the document being indexed and its chunks written so far (null when none is under way). */
-  progress: { total: number; done: number; failed: number; current: { documentId: string; chunksDone: number; chunksTotal: number } | null };
+  progress: {
+    total: number;
+    done: number;
+    failed: number;
+    current: { documentId: string; chunksDone: number; chunksTotal: number } | null;
+  };
   errors: { documentId: string; message: string }[];
   createdAt: string;
   startedAt: string | null;
@@ -80,14 +90,23 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
   async assertCapacity(userId: string, area: ApiArea = 'backend'): Promise<void> {
     const cap = this.config.indexing.maxQueuedPerUser;
     if ((await this.claims.activeOf(INDEXING_JOBS_TABLE, userId)) < cap) return;
-    throw rateLimited(area, `You have ${cap} indexing jobs queued or running (INDEX_MAX_QUEUED_PER_USER); retry when some have finished`, CAP_RETRY_AFTER_SECONDS);
+    throw rateLimited(
+      area,
+      `You have ${cap} indexing jobs queued or running (INDEX_MAX_QUEUED_PER_USER); retry when some have finished`,
+      CAP_RETRY_AFTER_SECONDS,
+    );
   }
 
   async onApplicationBootstrap(): Promise<void> {
     await this.scheduleStaleVectorReindex().catch((error: unknown) =>
       this.logger.error({ msg: 'could not check for vectors of another embedding model', error: String(error) }),
     );
-    this.stopSweep = await this.claims.startSweep('indexing job', () => this.recover(), this.config.indexing.recoveryIntervalMs, this.logger);
+    this.stopSweep = await this.claims.startSweep(
+      'indexing job',
+      () => this.recover(),
+      this.config.indexing.recoveryIntervalMs,
+      this.logger,
+    );
   }
 
   onModuleDestroy(): void {
@@ -118,10 +137,18 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
       }
       return { kind, projectId, ids: unique };
     }
-    return { kind, projectId, ids: await this.documents.visibleIdsInProject(actor, projectId, { needingIndex: kind === 'ingest' }) };
+    return {
+      kind,
+      projectId,
+      ids: await this.documents.visibleIdsInProject(actor, projectId, { needingIndex: kind === 'ingest' }),
+    };
   }
 
-  async start(actor: Actor, plan: IndexingPlan, traceId?: string): Promise<IndexingJobView & { documentCount: number }> {
+  async start(
+    actor: Actor,
+    plan: IndexingPlan,
+    traceId?: string,
+  ): Promise<IndexingJobView & { documentCount: number }> {
     const row = await this.insert(plan.kind, plan.projectId, actor.userId, plan.ids, traceId);
     return { ...toView(row), documentCount: plan.ids.length };
   }
@@ -134,7 +161,8 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     const job = await this.findVisible(actor, jobId);
     if (job.projectId) await this.projects.requireRole(actor, job.projectId, 'editor');
     const cancelled = await this.jobs.cancel(jobId);
-    if (!cancelled) throw new AppException(ErrorCode.StateConflict, `The job is already ${job.status}`, { status: job.status });
+    if (!cancelled)
+      throw new AppException(ErrorCode.StateConflict, `The job is already ${job.status}`, { status: job.status });
     this.claims.endedUnclaimed(INDEXING_JOBS_TABLE, jobId, 'cancelled', { was: job.status });
     // A queued job leaves the queue at once; a running one stops at its next document.
     await this.queue.remove(jobId).catch(() => undefined);
@@ -147,14 +175,22 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     return job;
   }
 
-  private async insert(kind: IndexingJobKind, projectId: string | null, createdBy: string | null, ids: string[], traceId?: string): Promise<IndexingJob> {
+  private async insert(
+    kind: IndexingJobKind,
+    projectId: string | null,
+    createdBy: string | null,
+    ids: string[],
+    traceId?: string,
+  ): Promise<IndexingJob> {
     const id = randomUUID();
     let job: IndexingJob;
     try {
       job = await this.jobs.insert({ id, projectId, createdBy, kind, documentIds: ids, traceId: traceId ?? null });
     } catch (error) {
       if (isUniqueViolation(error)) {
-        throw new AppException(ErrorCode.StateConflict, 'A reindex of this project is already queued or running', { projectId });
+        throw new AppException(ErrorCode.StateConflict, 'A reindex of this project is already queued or running', {
+          projectId,
+        });
       }
       throw error;
     }
@@ -195,8 +231,15 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
       enqueue: (id, suffix) => this.enqueue(id, suffix),
       giveUp: async (job) => {
         if (job.status !== 'running' || job.attempts < MAX_JOB_CLAIMS) return false;
-        await this.runner.markFailed(job.id, `the indexing was interrupted ${job.attempts} times (its worker stopped each time)`);
-        this.logger.error({ msg: 'indexing job given up after repeated interruptions', jobId: job.id, attempts: job.attempts });
+        await this.runner.markFailed(
+          job.id,
+          `the indexing was interrupted ${job.attempts} times (its worker stopped each time)`,
+        );
+        this.logger.error({
+          msg: 'indexing job given up after repeated interruptions',
+          jobId: job.id,
+          attempts: job.attempts,
+        });
         return true;
       },
       logger: this.logger,
@@ -220,7 +263,11 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     }
     for (const group of byOwner.values()) {
       const job = await this.insert('ingest', group.projectId, group.authorId, group.ids);
-      this.logger.warn({ msg: 'documents without an indexing job recovered', jobId: job.id, documents: group.ids.length });
+      this.logger.warn({
+        msg: 'documents without an indexing job recovered',
+        jobId: job.id,
+        documents: group.ids.length,
+      });
     }
     return rows.length;
   }
@@ -230,7 +277,12 @@ export class IndexingJobsService implements OnModuleInit, OnApplicationBootstrap
     for (const { projectId, documentIds } of await this.chunks.projectsWithStaleVectors()) {
       try {
         const row = await this.insert('reindex', projectId, null, documentIds);
-        this.logger.warn({ msg: 'embedding model changed; reindex scheduled', projectId, jobId: row.id, documents: documentIds.length });
+        this.logger.warn({
+          msg: 'embedding model changed; reindex scheduled',
+          projectId,
+          jobId: row.id,
+          documents: documentIds.length,
+        });
       } catch (error) {
         if (!(error instanceof AppException)) throw error; // a reindex of that project is already under way
       }
@@ -250,7 +302,11 @@ export function toView(job: IndexingJob): IndexingJobView {
       failed: job.failed,
       current:
         job.status === 'running' && job.currentDocumentId
-          ? { documentId: job.currentDocumentId, chunksDone: job.currentChunksDone, chunksTotal: job.currentChunksTotal }
+          ? {
+              documentId: job.currentDocumentId,
+              chunksDone: job.currentChunksDone,
+              chunksTotal: job.currentChunksTotal,
+            }
           : null,
     },
     errors: job.errors,

@@ -11,7 +11,11 @@ interface IndexingJobData {
 }
 
 /** Carries "indexing work is waiting" from the queue to the runner; one job at a time per process (CPU-bound embedding). */
-@Processor(RAG_INDEXING_QUEUE, { concurrency: 1, drainDelay: WORKER_DRAIN_DELAY_SECONDS, runRetryDelay: WORKER_RUN_RETRY_DELAY_MS })
+@Processor(RAG_INDEXING_QUEUE, {
+  concurrency: 1,
+  drainDelay: WORKER_DRAIN_DELAY_SECONDS,
+  runRetryDelay: WORKER_RUN_RETRY_DELAY_MS,
+})
 export class IndexingProcessor extends WorkerHost {
   private readonly logger = new Logger(IndexingProcessor.name);
 
@@ -34,6 +38,11 @@ export class IndexingProcessor extends WorkerHost {
   @OnWorkerEvent('failed')
   onFailed(job: Job<IndexingJobData> | undefined, error: Error): void {
     if (!job) return;
-    this.logger.warn({ msg: 'indexing attempt failed', entry: job.id, attempt: job.attemptsMade, error: error.message });
+    this.logger.warn({
+      msg: 'indexing attempt failed',
+      entry: job.id,
+      attempt: job.attemptsMade,
+      error: error.message,
+    });
   }
 }

@@ -17,7 +17,8 @@ export class RagSchemaService implements OnModuleInit {
 
   async onModuleInit(): Promise<void> {
     const dims = this.embedder.dimensions;
-    if (!Number.isInteger(dims) || dims < 1 || dims > 2000) throw new Error(`EMBEDDINGS_DIMENSIONS=${dims} cannot be indexed by HNSW`);
+    if (!Number.isInteger(dims) || dims < 1 || dims > 2000)
+      throw new Error(`EMBEDDINGS_DIMENSIONS=${dims} cannot be indexed by HNSW`);
     await this.chunks.ensureVectorIndex(dims);
     this.logger.log({ msg: 'vector index ready', embedding: this.embedder.key });
   }

@@ -5,7 +5,14 @@ import type { Actor } from '../../common/auth/actor.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { InjectNamedStatements, type NamedStatements } from '../../database/named-statements.js';
 import { searchSessionSettingsHold } from './search-session-settings.repository.js';
-import { BM25_B, BM25_K1, KEYWORD_POSTINGS_PER_CANDIDATE, POSTING_IMPACT_SQL, TEXT_SEARCH_CONFIG, TSV_TF_SQL } from './rag.constants.js';
+import {
+  BM25_B,
+  BM25_K1,
+  KEYWORD_POSTINGS_PER_CANDIDATE,
+  POSTING_IMPACT_SQL,
+  TEXT_SEARCH_CONFIG,
+  TSV_TF_SQL,
+} from './rag.constants.js';
 
 /** Which documents a search covers: those the actor may see, narrowed to a project and/or to some documents. */
 export interface SearchScope {
@@ -136,9 +143,7 @@ const POSTING_SCOPES_SCANNED = 32;
  */
 function postingScopesCte(scope: SearchScope): RawBuilder<unknown> {
   const project =
-    scope.projectId === null
-      ? sql``
-      : sql` WHERE r.scope IN (${projectStatScopes(scope.actor, scope.projectId)})`;
+    scope.projectId === null ? sql`` : sql` WHERE r.scope IN (${projectStatScopes(scope.actor, scope.projectId)})`;
   return sql`ps AS MATERIALIZED (
               SELECT coalesce(array_agg(r.id), '{}') AS ids, count(*) <= ${sql.lit(POSTING_SCOPES_SCANNED)} AS few
               FROM st JOIN rag_scopes r ON r.scope = ANY(st.scopes)${project})`;
@@ -162,9 +167,7 @@ function outsideScopesDocuments(scope: SearchScope): RawBuilder<unknown> {
  */
 function chunkInScope(scope: SearchScope): RawBuilder<boolean> {
   const project =
-    scope.projectId === null
-      ? sql``
-      : sql` AND c.stat_scope IN (${projectStatScopes(scope.actor, scope.projectId)})`;
+    scope.projectId === null ? sql`` : sql` AND c.stat_scope IN (${projectStatScopes(scope.actor, scope.projectId)})`;
   const documents = scope.documentIds === null ? sql`` : sql` AND c.document_id = ANY(${scope.documentIds}::uuid[])`;
   return sql<boolean>`((${viewerStatScopes(scope.actor, 'c.stat_scope')}${project}) OR (c.document_id IN (${outsideScopesDocuments(scope)})) IS TRUE)${documents}`;
 }
@@ -177,7 +180,10 @@ function chunkInScope(scope: SearchScope): RawBuilder<boolean> {
  * document and probing that hash per posting (a large share of the keyword list's time; docs/perf/rag.md).
  */
 function postingInScope(scope: SearchScope): RawBuilder<boolean> {
-  const onlyDocuments = scope.documentIds === null ? sql`` : sql` AND (p.document_id IN (SELECT unnest(${scope.documentIds}::uuid[]))) IS TRUE`;
+  const onlyDocuments =
+    scope.documentIds === null
+      ? sql``
+      : sql` AND (p.document_id IN (SELECT unnest(${scope.documentIds}::uuid[]))) IS TRUE`;
   return sql<boolean>`(CASE WHEN ps.few THEN p.scope_id = ANY(ps.ids) ELSE (p.scope_id IN (SELECT unnest(many.ids) FROM ps many)) IS TRUE END
                 OR (p.document_id IN (${outsideScopesDocuments(scope)})) IS TRUE)${onlyDocuments}`;
 }
@@ -254,7 +260,9 @@ function chunkVector(dims: number): RawBuilder<unknown> {
  */
 function cosine(vector: QueryVector): RawBuilder<number | null> {
   if (vector.param === null) return sql<null>`NULL::float8`;
-  return sql<number | null>`CASE WHEN c.embedding IS NOT NULL AND c.embedding_dims = ${sql.lit(vector.dims)} AND c.embedding_model = ${vector.model}
+  return sql<
+    number | null
+  >`CASE WHEN c.embedding IS NOT NULL AND c.embedding_dims = ${sql.lit(vector.dims)} AND c.embedding_model = ${vector.model}
                      THEN (1 - (${chunkVector(vector.dims)} <=> ${vectorOf(vector)}))::float8 END`;
 }
 
@@ -286,9 +294,13 @@ export class RagSearchRepository {
   /** Reads which search settings the pooled sessions start with (once, at start-up: every connection gets the same). */
   async readSessionSettings(): Promise<void> {
     const { rows } = await sql<{ ef: string | null; iterative: string | null }>`
-      SELECT current_setting('hnsw.ef_search', true) AS ef, current_setting('hnsw.iterative_scan', true) AS iterative`.execute(this.db);
+      SELECT current_setting('hnsw.ef_search', true) AS ef, current_setting('hnsw.iterative_scan', true) AS iterative`.execute(
+      this.db,
+    );
     const ef = Number(rows[0]?.ef);
-    this.session = searchSessionSettingsHold() ? { efSearch: Number.isInteger(ef) && ef > 0 ? ef : null, iterativeScan: rows[0]?.iterative === 'relaxed_order' } : null;
+    this.session = searchSessionSettingsHold()
+      ? { efSearch: Number.isInteger(ef) && ef > 0 ? ef : null, iterativeScan: rows[0]?.iterative === 'relaxed_order' }
+      : null;
   }
 
   /**
@@ -301,7 +313,9 @@ export class RagSearchRepository {
   async withSettings<T>(settings: SearchSettings, statement: (executor: DbExecutor) => Promise<T>): Promise<T> {
     const session = searchSessionSettingsHold() ? this.session : null;
     const assignments = [
-      ...(settings.efSearch !== undefined && settings.efSearch !== session?.efSearch ? [`SET LOCAL hnsw.ef_search = ${Math.trunc(settings.efSearch)}`] : []),
+      ...(settings.efSearch !== undefined && settings.efSearch !== session?.efSearch
+        ? [`SET LOCAL hnsw.ef_search = ${Math.trunc(settings.efSearch)}`]
+        : []),
       ...(settings.iterativeScan !== undefined && settings.iterativeScan !== session?.iterativeScan
         ? [`SET LOCAL hnsw.iterative_scan = ${settings.iterativeScan ? 'relaxed_order' : 'off'}`]
         : []),
@@ -428,7 +442,10 @@ export class RagSearchRepository {
               ORDER BY ${chunkVector(vector.dims)} <=> ${vectorOf(vector)}
               LIMIT ${int(limit)}`;
     if (detailRows === 0) {
-      const rows = await this.listRows(sql<{ id: string; distance: number }>`SELECT v.* FROM (${ranking}) v ORDER BY v.distance, v.id`, executor);
+      const rows = await this.listRows(
+        sql<{ id: string; distance: number }>`SELECT v.* FROM (${ranking}) v ORDER BY v.distance, v.id`,
+        executor,
+      );
       return rows.map((row) => ({ id: row.id, score: 1 - Number(row.distance) }));
     }
     const rows = await this.listRows(

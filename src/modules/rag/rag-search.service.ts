@@ -7,7 +7,13 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { EMBEDDING_PROVIDER, toVectorParam, type EmbeddingProvider } from './embeddings/embedding-provider.js';
 import { fuseScores } from './fusion.js';
-import { RagSearchRepository, type LoadedChunk, type QueryVector, type RankedChunk, type SearchScope } from './rag-search.repository.js';
+import {
+  RagSearchRepository,
+  type LoadedChunk,
+  type QueryVector,
+  type RankedChunk,
+  type SearchScope,
+} from './rag-search.repository.js';
 import { DETAIL_MARGIN, KEYWORD_CANDIDATES, VECTOR_CANDIDATES } from './rag.constants.js';
 
 export type SearchMode = 'hybrid' | 'vector' | 'keyword';
@@ -73,7 +79,8 @@ export class RagSearchService implements OnModuleInit {
     await this.searches.readSessionSettings();
     // pgvector >= 0.8 can keep scanning the HNSW graph until enough rows pass the visibility filter.
     this.iterativeScan = await this.searches.supportsIterativeScan();
-    if (!this.iterativeScan) this.logger.warn({ msg: 'pgvector without hnsw.iterative_scan; filtered vector search may return fewer hits' });
+    if (!this.iterativeScan)
+      this.logger.warn({ msg: 'pgvector without hnsw.iterative_scan; filtered vector search may return fewer hits' });
   }
 
   /** HNSW candidate-list size for `candidates` results. */
@@ -105,7 +112,11 @@ export class RagSearchService implements OnModuleInit {
       model: this.embedder.key,
     };
     phaseSince('vectorParam', clock);
-    const scope: SearchScope = { actor, projectId: input.projectId, documentIds: input.documentIds?.length ? input.documentIds : null };
+    const scope: SearchScope = {
+      actor,
+      projectId: input.projectId,
+      documentIds: input.documentIds?.length ? input.documentIds : null,
+    };
     // The keyword list also loads its best `detailRows` chunks with their cosine, in the same statement (same
     // snapshot as its visibility check), and so does the vector list in vector mode, with their BM25. In hybrid
     // mode the vector list is the ranking alone: the keyword score weighs 0.85, so the fused top-K comes almost
@@ -118,20 +129,24 @@ export class RagSearchService implements OnModuleInit {
     const [keywordList, vectorList] = await Promise.all([
       input.mode === 'vector'
         ? Promise.resolve([])
-        : phaseGroup('keyword', () => timedList(() => this.searches.keywordCandidates(scope, input.query, keywordCandidates, vector, detailRows))),
+        : phaseGroup('keyword', () =>
+            timedList(() => this.searches.keywordCandidates(scope, input.query, keywordCandidates, vector, detailRows)),
+          ),
       vector.param === null
         ? Promise.resolve([])
         : phaseGroup('vector', () =>
             timedList(() =>
-              this.searches.withSettings({ efSearch: RagSearchService.efSearch(vectorCandidates), iterativeScan: this.iterativeScan }, (executor) =>
-                this.searches.vectorCandidates(
-                  executor,
-                  scope,
-                  input.query,
-                  { ...vector, param: vector.param! },
-                  vectorCandidates,
-                  input.mode === 'vector' ? detailRows : 0,
-                ),
+              this.searches.withSettings(
+                { efSearch: RagSearchService.efSearch(vectorCandidates), iterativeScan: this.iterativeScan },
+                (executor) =>
+                  this.searches.vectorCandidates(
+                    executor,
+                    scope,
+                    input.query,
+                    { ...vector, param: vector.param! },
+                    vectorCandidates,
+                    input.mode === 'vector' ? detailRows : 0,
+                  ),
               ),
             ),
           ),
@@ -139,16 +154,28 @@ export class RagSearchService implements OnModuleInit {
     clock = phaseClock();
     const weight = input.mode === 'keyword' ? 0 : input.mode === 'vector' ? 1 : this.vectorWeight;
     const fused = fuseScores(keywordList, vectorList, weight)
-      .filter((hit) => (input.mode === 'keyword' ? hit.keywordScore !== null : input.mode === 'vector' ? hit.vectorScore !== null : true))
+      .filter((hit) =>
+        input.mode === 'keyword'
+          ? hit.keywordScore !== null
+          : input.mode === 'vector'
+            ? hit.vectorScore !== null
+            : true,
+      )
       .slice(0, input.topK);
     phaseSince('fuse', clock);
     clock = phaseClock();
-    const results = await this.assemble(fused, keywordList, vectorList, input.mode, async (ids, needVector, needKeyword) => {
-      const loadClock = phaseClock();
-      const loaded = await this.searches.load(scope, ids, needVector, needKeyword, input.query, vector);
-      phaseSince('load', loadClock);
-      return loaded;
-    });
+    const results = await this.assemble(
+      fused,
+      keywordList,
+      vectorList,
+      input.mode,
+      async (ids, needVector, needKeyword) => {
+        const loadClock = phaseClock();
+        const loaded = await this.searches.load(scope, ids, needVector, needKeyword, input.query, vector);
+        phaseSince('load', loadClock);
+        return loaded;
+      },
+    );
     phaseSince('assemble', clock);
     return { results, tookMs: Math.round((performance.now() - started) * 100) / 100 };
   }
@@ -175,7 +202,9 @@ export class RagSearchService implements OnModuleInit {
       const keywordScore = hit.keywordScore ?? (v ? v.other : undefined);
       return { hit, detail, vectorScore, keywordScore };
     });
-    const missing = known.filter((entry) => !entry.detail || entry.vectorScore === undefined || entry.keywordScore === undefined);
+    const missing = known.filter(
+      (entry) => !entry.detail || entry.vectorScore === undefined || entry.keywordScore === undefined,
+    );
     const loaded =
       missing.length > 0
         ? await load(
@@ -199,7 +228,9 @@ export class RagSearchService implements OnModuleInit {
         chunkId: hit.id,
         chunkIndex: detail.chunkIndex,
         text: detail.text,
-        score: round(mode === 'keyword' ? (hit.keywordScore ?? 0) : mode === 'vector' ? (hit.vectorScore ?? 0) : hit.score),
+        score: round(
+          mode === 'keyword' ? (hit.keywordScore ?? 0) : mode === 'vector' ? (hit.vectorScore ?? 0) : hit.score,
+        ),
         vectorScore: vectorScore === null ? null : round(Number(vectorScore)),
         keywordScore: round(Number(keywordScore ?? 0)),
         startOffset: detail.startOffset,
@@ -208,7 +239,6 @@ export class RagSearchService implements OnModuleInit {
     }
     return hits;
   }
-
 }
 
 /** A ranked list, timed from the call to its answer (phase `list` of its group) when a phase trace is on. */

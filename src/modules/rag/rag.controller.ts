@@ -42,10 +42,16 @@ export class RagController {
   @Post('ingest')
   @HttpCode(202)
   @ApiHeader({ name: 'Idempotency-Key', required: false })
-  @ApiOperation({ summary: 'Index documents of a project (editor or owner); default: those not indexed at their current content' })
+  @ApiOperation({
+    summary: 'Index documents of a project (editor or owner); default: those not indexed at their current content',
+  })
   @ApiData(202, IndexingJobStartedSchema, 'Queued')
   @ApiErrors(403, 404, 409)
-  ingest(@CurrentPrincipal() principal: Principal, @Body() body: IndexingRequestDto, @Headers('idempotency-key') key?: string) {
+  ingest(
+    @CurrentPrincipal() principal: Principal,
+    @Body() body: IndexingRequestDto,
+    @Headers('idempotency-key') key?: string,
+  ) {
     return this.start('ingest', principal, body, key);
   }
 
@@ -55,7 +61,11 @@ export class RagController {
   @ApiOperation({ summary: 'Rebuild chunks and vectors of a project; one at a time per project (409 otherwise)' })
   @ApiData(202, IndexingJobStartedSchema, 'Queued')
   @ApiErrors(403, 404, 409)
-  reindex(@CurrentPrincipal() principal: Principal, @Body() body: IndexingRequestDto, @Headers('idempotency-key') key?: string) {
+  reindex(
+    @CurrentPrincipal() principal: Principal,
+    @Body() body: IndexingRequestDto,
+    @Headers('idempotency-key') key?: string,
+  ) {
     return this.start('reindex', principal, body, key);
   }
 

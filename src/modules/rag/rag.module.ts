@@ -29,7 +29,11 @@ import { IngestSandbox } from './sandbox/ingest-sandbox.service.js';
 export class RagModule {
   static forRoot(config: AppConfig): DynamicModule {
     const providers: Provider[] = [
-      { provide: EMBEDDING_PROVIDER, inject: [APP_CONFIG], useFactory: (appConfig: AppConfig) => createEmbeddingProvider(appConfig.embeddings) },
+      {
+        provide: EMBEDDING_PROVIDER,
+        inject: [APP_CONFIG],
+        useFactory: (appConfig: AppConfig) => createEmbeddingProvider(appConfig.embeddings),
+      },
       DocumentChunksRepository,
       IndexingJobsRepository,
       RagSearchRepository,
@@ -44,7 +48,12 @@ export class RagModule {
     if (config.role !== 'api') providers.push(IndexingProcessor);
     return {
       module: RagModule,
-      imports: [BullModule.registerQueue({ name: RAG_INDEXING_QUEUE }), DocumentsModule, ProjectsModule, IdempotencyModule],
+      imports: [
+        BullModule.registerQueue({ name: RAG_INDEXING_QUEUE }),
+        DocumentsModule,
+        ProjectsModule,
+        IdempotencyModule,
+      ],
       controllers: [RagController],
       providers,
       exports: [RagSearchService, IndexingJobsService, EMBEDDING_PROVIDER],

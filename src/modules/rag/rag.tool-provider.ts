@@ -20,13 +20,20 @@ const HIT_SCHEMA = {
 
 const SEARCH_DOCUMENTS = {
   query: param.str({ description: 'What to look for', required: true, minLength: 1, maxLength: 2000 }),
-  project_id: param.str({ description: 'Only documents of this project id; empty = every project you may see', default: '', format: 'uuid' }),
+  project_id: param.str({
+    description: 'Only documents of this project id; empty = every project you may see',
+    default: '',
+    format: 'uuid',
+  }),
   limit: param.int({ description: 'Maximum number of passages', default: 5, minimum: 1, maximum: 50 }),
 };
 
 /** `search_documents`: a thin adapter over RagSearchService (same visibility rule as POST /api/rag/search). */
 // Between get_document (201) and create_document (202), as API.md lists the catalog; docs:read is declared by the documents provider.
-@ToolProvider({ position: 201.5, instructions: 'search_documents finds passages by keywords and meaning; cite its document_id.' })
+@ToolProvider({
+  position: 201.5,
+  instructions: 'search_documents finds passages by keywords and meaning; cite its document_id.',
+})
 @Injectable()
 export class RagToolProvider {
   constructor(private readonly search: RagSearchService) {}
@@ -49,6 +56,13 @@ export class RagToolProvider {
       topK: args.limit,
       mode: 'hybrid',
     });
-    return results.map((hit) => ({ document_id: hit.documentId, title: hit.documentTitle, author_id: hit.authorId, chunk_index: hit.chunkIndex, text: hit.text, score: hit.score }));
+    return results.map((hit) => ({
+      document_id: hit.documentId,
+      title: hit.documentTitle,
+      author_id: hit.authorId,
+      chunk_index: hit.chunkIndex,
+      text: hit.text,
+      score: hit.score,
+    }));
   }
 }

@@ -43,7 +43,19 @@ export const TASK_JSON_SCHEMA = {
     created_at: { type: 'string', format: 'date-time' },
     updated_at: { type: 'string', format: 'date-time' },
   },
-  required: ['id', 'title', 'description', 'status', 'priority', 'due_date', 'assignee_id', 'creator_id', 'project_id', 'created_at', 'updated_at'],
+  required: [
+    'id',
+    'title',
+    'description',
+    'status',
+    'priority',
+    'due_date',
+    'assignee_id',
+    'creator_id',
+    'project_id',
+    'created_at',
+    'updated_at',
+  ],
   additionalProperties: false,
 };
 

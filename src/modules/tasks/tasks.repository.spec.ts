@@ -9,7 +9,10 @@ import { TasksRepository } from './tasks.repository.js';
 const NOT_ASKED = { is: () => Promise.reject(new Error('not asked without a pool')) } as unknown as EmbeddedEngine;
 
 /** The SQL the tasks repository emits, without a database (Kysely's DummyDriver answers every statement with no rows). */
-function recordingRepository(): { repository: TasksRepository; statements: { sql: string; parameters: readonly unknown[] }[] } {
+function recordingRepository(): {
+  repository: TasksRepository;
+  statements: { sql: string; parameters: readonly unknown[] }[];
+} {
   const statements: { sql: string; parameters: readonly unknown[] }[] = [];
   const db = new Kysely<DB>({
     dialect: {

@@ -37,7 +37,9 @@ export interface RenderedTaskList {
   found: number;
 }
 
-export type TaskChanges = Partial<Pick<NewTask, 'title' | 'description' | 'status' | 'priority' | 'dueDate' | 'assigneeId'>>;
+export type TaskChanges = Partial<
+  Pick<NewTask, 'title' | 'description' | 'status' | 'priority' | 'dueDate' | 'assigneeId'>
+>;
 
 /** Task counts of one (status, priority) pair, for the stats. */
 export interface TaskCountGroup {
@@ -90,7 +92,8 @@ export class TasksRepository {
     // pins), the filters, the limit.
     const parameters: unknown[] = [shown, actor.userId, actor.userId];
     if (actor.projectIds !== null) parameters.push([...actor.projectIds]);
-    for (const value of [filter.status, filter.priority, filter.assigneeId, filter.projectId, filter.dueBefore]) if (value) parameters.push(value);
+    for (const value of [filter.status, filter.priority, filter.assigneeId, filter.projectId, filter.dueBefore])
+      if (value) parameters.push(value);
     parameters.push(shown + 1);
     let query = this.compiledLists.get(shape);
     if (query) {
@@ -125,7 +128,12 @@ export class TasksRepository {
   }
 
   async findVisible(actor: Actor, taskId: string): Promise<TaskView | undefined> {
-    const row = await this.db.selectFrom('tasks as t').select(VIEW).where('t.id', '=', taskId).where(visibleTask(actor, 't')).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('tasks as t')
+      .select(VIEW)
+      .where('t.id', '=', taskId)
+      .where(visibleTask(actor, 't'))
+      .executeTakeFirst();
     return row && toView(row);
   }
 
@@ -156,7 +164,9 @@ export class TasksRepository {
         't.priority',
         sql<string>`count(*)`.as('n'),
         sql<string>`count(*) FILTER (WHERE t.due_date < ${today} AND ${OPEN})`.as('overdue'),
-        sql<string>`count(*) FILTER (WHERE t.due_date >= ${today} AND t.due_date < ${today} + 7 AND ${OPEN})`.as('due_soon'),
+        sql<string>`count(*) FILTER (WHERE t.due_date >= ${today} AND t.due_date < ${today} + 7 AND ${OPEN})`.as(
+          'due_soon',
+        ),
       ])
       .where(visibleTask(actor, 't'));
     if (projectId) query = query.where('t.project_id', '=', projectId);
@@ -191,7 +201,12 @@ export class TasksRepository {
   }
 
   /** Applies `changes` when the actor may edit the task; undefined when it may not (or the task is gone). */
-  async updateEditable(actor: Actor, taskId: string, changes: TaskChanges, executor: DbExecutor = this.db): Promise<TaskView | undefined> {
+  async updateEditable(
+    actor: Actor,
+    taskId: string,
+    changes: TaskChanges,
+    executor: DbExecutor = this.db,
+  ): Promise<TaskView | undefined> {
     const row = await executor
       .updateTable('tasks as t')
       .set({
@@ -199,7 +214,9 @@ export class TasksRepository {
         ...(changes.description !== undefined && { description: changes.description }),
         ...(changes.status !== undefined && { status: changes.status }),
         ...(changes.priority !== undefined && { priority: changes.priority }),
-        ...(changes.dueDate !== undefined && { due_date: changes.dueDate === null ? null : sql<Date>`${changes.dueDate}::date` }),
+        ...(changes.dueDate !== undefined && {
+          due_date: changes.dueDate === null ? null : sql<Date>`${changes.dueDate}::date`,
+        }),
         ...(changes.assigneeId !== undefined && { assignee_id: changes.assigneeId }),
         updated_at: sql<Date>`now()`,
       })
@@ -212,7 +229,12 @@ export class TasksRepository {
 
   /** Deletes the task when the actor may delete it and returns its id; undefined otherwise (invisible, not its creator, or gone). */
   async deleteDeletable(actor: Actor, taskId: string, executor: DbExecutor = this.db): Promise<string | undefined> {
-    const row = await executor.deleteFrom('tasks as t').where('t.id', '=', taskId).where(deletableTask(actor, 't')).returning('t.id').executeTakeFirst();
+    const row = await executor
+      .deleteFrom('tasks as t')
+      .where('t.id', '=', taskId)
+      .where(deletableTask(actor, 't'))
+      .returning('t.id')
+      .executeTakeFirst();
     return row?.id;
   }
 }

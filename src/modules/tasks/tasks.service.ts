@@ -1,6 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { accessDenied, isProjectAllowed, mayAssignTask, mayCreateWithoutProject } from '../../common/access/access-rules.js';
+import {
+  accessDenied,
+  isProjectAllowed,
+  mayAssignTask,
+  mayCreateWithoutProject,
+} from '../../common/access/access-rules.js';
 import { type Actor } from '../../common/auth/actor.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
@@ -8,7 +13,13 @@ import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import { AuditService } from '../audit/audit.service.js';
 import { ProjectsService } from '../projects/projects.service.js';
 import { TASK_PRIORITIES, TASK_STATUSES, type TaskStats, type TaskStatus, type TaskView } from './task.model.js';
-import { TasksRepository, type NewTask, type RenderedTaskList, type TaskChanges, type TaskFilter } from './tasks.repository.js';
+import {
+  TasksRepository,
+  type NewTask,
+  type RenderedTaskList,
+  type TaskChanges,
+  type TaskFilter,
+} from './tasks.repository.js';
 
 export interface TaskListFilter extends TaskFilter {
   limit: number;
@@ -54,7 +65,10 @@ export class TasksService {
   async search(actor: Actor, query: string, status: TaskStatus | undefined, limit: number): Promise<TaskView[]> {
     const words = query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
     if (words.length === 0) return [];
-    const tsquery = words.slice(0, 32).map((word) => `${word}:*`).join(' & ');
+    const tsquery = words
+      .slice(0, 32)
+      .map((word) => `${word}:*`)
+      .join(' & ');
     return this.tasks.search(actor, tsquery, status, limit + 1);
   }
 
@@ -79,16 +93,24 @@ export class TasksService {
 
   async create(actor: Actor, input: CreateTaskInput): Promise<TaskView> {
     if (!input.projectId && !mayCreateWithoutProject(actor)) {
-      throw new AppException(ErrorCode.InvalidArgument, 'This credential is limited to certain projects; name one of them as project_id', {
-        argument: 'project_id',
-      });
+      throw new AppException(
+        ErrorCode.InvalidArgument,
+        'This credential is limited to certain projects; name one of them as project_id',
+        {
+          argument: 'project_id',
+        },
+      );
     }
     // API.md: the creator must be a member of the project (any role, after the token's cap).
-    if (input.projectId && (await this.projects.roleOf(actor, input.projectId)) === null) throw AppException.notFound('Project');
+    if (input.projectId && (await this.projects.roleOf(actor, input.projectId)) === null)
+      throw AppException.notFound('Project');
     if (input.assigneeId) await this.assertAssignable(actor, input.projectId ?? null, input.assigneeId);
     // Tasks change only through tools: the tool call's audit entry goes into the task's own INSERT statement.
     const id = randomUUID();
-    return this.tasks.insert({ id, ...input, creatorId: actor.userId }, this.audit.withToolChange({ type: 'task', id }, this.db));
+    return this.tasks.insert(
+      { id, ...input, creatorId: actor.userId },
+      this.audit.withToolChange({ type: 'task', id }, this.db),
+    );
   }
 
   /** Creator or assignee may update; anyone else gets not_found (the task does not exist for them). */

@@ -3,7 +3,13 @@ import type { Actor } from '../../common/auth/actor.js';
 import { ToolList } from '../tool-kit/tool-definition.js';
 import { filterOrUndefined, param, type ToolArgs } from '../tool-kit/tool-parameters.js';
 import { Tool, ToolProvider } from '../tool-kit/tool.decorators.js';
-import { DELETED_JSON_SCHEMA, TASK_JSON_SCHEMA, TASK_PRIORITIES, TASK_STATS_JSON_SCHEMA, TASK_STATUSES } from './task.model.js';
+import {
+  DELETED_JSON_SCHEMA,
+  TASK_JSON_SCHEMA,
+  TASK_PRIORITIES,
+  TASK_STATS_JSON_SCHEMA,
+  TASK_STATUSES,
+} from './task.model.js';
 import { TasksService } from './tasks.service.js';
 
 const TASK_LIST_SCHEMA = { type: 'array', items: TASK_JSON_SCHEMA };
@@ -32,12 +38,27 @@ const TASK_STATS = {
 };
 const CREATE_TASK = {
   title: param.str({ description: 'Title (1..200 chars)', required: true, minLength: 1, maxLength: 200 }),
-  description: param.str({ description: 'Details (up to 20,000 chars)', default: '', maxLength: 20_000, audit: 'omit' }),
+  description: param.str({
+    description: 'Details (up to 20,000 chars)',
+    default: '',
+    maxLength: 20_000,
+    audit: 'omit',
+  }),
   priority: param.str({ description: 'Priority', default: 'medium', enum: TASK_PRIORITIES }),
   status: param.str({ description: 'Status', default: 'todo', enum: TASK_STATUSES }),
   due_date: param.date({ description: 'Due date (YYYY-MM-DD) or null', default: null, nullable: true }),
-  assignee_id: param.str({ description: 'Id of a member of the task\'s project to assign (yourself for a task without a project), or null', default: null, nullable: true, format: 'uuid' }),
-  project_id: param.str({ description: 'Id of a project you are a member of, or null', default: null, nullable: true, format: 'uuid' }),
+  assignee_id: param.str({
+    description: "Id of a member of the task's project to assign (yourself for a task without a project), or null",
+    default: null,
+    nullable: true,
+    format: 'uuid',
+  }),
+  project_id: param.str({
+    description: 'Id of a project you are a member of, or null',
+    default: null,
+    nullable: true,
+    format: 'uuid',
+  }),
 };
 const UPDATE_TASK = {
   task_id: taskId,
@@ -46,7 +67,11 @@ const UPDATE_TASK = {
   status: param.str({ description: 'New status', enum: TASK_STATUSES }),
   priority: param.str({ description: 'New priority', enum: TASK_PRIORITIES }),
   due_date: param.date({ description: 'New due date (YYYY-MM-DD), or null to clear', nullable: true }),
-  assignee_id: param.str({ description: 'Id of a member of the task\'s project (yourself for a task without a project), or null to unassign', nullable: true, format: 'uuid' }),
+  assignee_id: param.str({
+    description: "Id of a member of the task's project (yourself for a task without a project), or null to unassign",
+    nullable: true,
+    format: 'uuid',
+  }),
 };
 
 /** The seven task tools: thin adapters from tool arguments to TasksService, which owns every rule. */
@@ -65,7 +90,8 @@ export class TasksToolProvider {
   @Tool({
     name: 'list_tasks',
     title: 'List tasks',
-    description: 'Tasks you created or are assigned to, newest first. Filters are optional; an empty string means no filter.',
+    description:
+      'Tasks you created or are assigned to, newest first. Filters are optional; an empty string means no filter.',
     scope: 'tasks:read',
     annotations: READ,
     output: TASK_LIST_SCHEMA,
@@ -101,7 +127,8 @@ export class TasksToolProvider {
   @Tool({
     name: 'search_tasks',
     title: 'Search tasks',
-    description: 'Full-text search over the title and description of your tasks (every word matches as a prefix), best match first.',
+    description:
+      'Full-text search over the title and description of your tasks (every word matches as a prefix), best match first.',
     scope: 'tasks:read',
     annotations: READ,
     output: TASK_LIST_SCHEMA,
@@ -116,7 +143,8 @@ export class TasksToolProvider {
   @Tool({
     name: 'task_stats',
     title: 'Task statistics',
-    description: 'Counts over your tasks: total, by status, by priority, overdue (due before today) and due in the next 7 days (today and the 6 days after), open tasks only, UTC dates.',
+    description:
+      'Counts over your tasks: total, by status, by priority, overdue (due before today) and due in the next 7 days (today and the 6 days after), open tasks only, UTC dates.',
     scope: 'tasks:read',
     annotations: READ,
     output: TASK_STATS_JSON_SCHEMA,
@@ -152,7 +180,8 @@ export class TasksToolProvider {
   @Tool({
     name: 'update_task',
     title: 'Update a task',
-    description: 'Changes any of title, description, status, priority, due_date, assignee_id. The creator or the assignee may update; null clears due_date or assignee_id.',
+    description:
+      'Changes any of title, description, status, priority, due_date, assignee_id. The creator or the assignee may update; null clears due_date or assignee_id.',
     scope: 'tasks:write',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     output: TASK_JSON_SCHEMA,

@@ -9,7 +9,8 @@ export function portableSchema<T>(schema: T): T {
   const source = schema as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(source)) {
-    out[key] = key === 'const' || key === 'default' || key === 'enum' || key === 'examples' ? value : portableSchema(value);
+    out[key] =
+      key === 'const' || key === 'default' || key === 'enum' || key === 'examples' ? value : portableSchema(value);
   }
   if (!Array.isArray(out.type)) return out as T;
   const types = out.type as string[];
@@ -23,4 +24,13 @@ export function portableSchema<T>(schema: T): T {
 }
 
 /** Keywords that describe the whole value rather than one of its types. */
-const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly', '$comment']);
+const ANNOTATIONS = new Set([
+  'title',
+  'description',
+  'default',
+  'examples',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  '$comment',
+]);

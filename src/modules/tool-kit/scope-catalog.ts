@@ -23,9 +23,12 @@ const SCOPE_NAME = /^[a-z][a-z0-9_-]{0,30}:(read|write)$/;
 /** Problems with one provider's scope declarations (checked at start-up); empty when valid. */
 export function scopeDeclarationProblems(declaration: Partial<ScopeDeclaration>): string[] {
   const problems: string[] = [];
-  if (typeof declaration.name !== 'string' || !SCOPE_NAME.test(declaration.name)) problems.push(`scope "${String(declaration.name)}" must be "<area>:read" or "<area>:write"`);
-  if (typeof declaration.group !== 'string' || declaration.group.trim() === '') problems.push(`scope "${String(declaration.name)}" needs a group`);
-  if (typeof declaration.allows !== 'string' || declaration.allows.trim() === '') problems.push(`scope "${String(declaration.name)}" needs an "allows" phrase`);
+  if (typeof declaration.name !== 'string' || !SCOPE_NAME.test(declaration.name))
+    problems.push(`scope "${String(declaration.name)}" must be "<area>:read" or "<area>:write"`);
+  if (typeof declaration.group !== 'string' || declaration.group.trim() === '')
+    problems.push(`scope "${String(declaration.name)}" needs a group`);
+  if (typeof declaration.allows !== 'string' || declaration.allows.trim() === '')
+    problems.push(`scope "${String(declaration.name)}" needs an "allows" phrase`);
   return problems;
 }
 

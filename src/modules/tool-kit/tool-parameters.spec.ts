@@ -1,6 +1,13 @@
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
-import { describeParameters, isCalendarDate, param, parameterDefinitionProblems, parametersJsonSchema, validateArguments } from './tool-parameters.js';
+import {
+  describeParameters,
+  isCalendarDate,
+  param,
+  parameterDefinitionProblems,
+  parametersJsonSchema,
+  validateArguments,
+} from './tool-parameters.js';
 
 const PARAMS = {
   status: param.str({ description: 'Status', default: '', enum: ['todo', 'done'] }),
@@ -26,7 +33,15 @@ function failure(raw: Record<string, unknown>): { code: ErrorCode; details: unkn
 
 describe('tool argument validation', () => {
   it('applies defaults and leaves optional no-default params absent', () => {
-    expect(validateArguments(PARAMS, { task_id: ID })).toEqual({ status: '', task_id: ID, limit: 50, due: null, since: '', flag: true, labels: [] });
+    expect(validateArguments(PARAMS, { task_id: ID })).toEqual({
+      status: '',
+      task_id: ID,
+      limit: 50,
+      due: null,
+      since: '',
+      flag: true,
+      labels: [],
+    });
   });
 
   it('accepts ints as JSON integers or decimal strings', () => {
@@ -60,7 +75,10 @@ describe('tool argument validation', () => {
   });
 
   it('refuses an int string beyond the safe integer range instead of rounding it', () => {
-    expect(failure({ task_id: ID, limit: '9999999999999999' })).toMatchObject({ code: ErrorCode.InvalidArgument, details: { argument: 'limit', expected: 'int' } });
+    expect(failure({ task_id: ID, limit: '9999999999999999' })).toMatchObject({
+      code: ErrorCode.InvalidArgument,
+      details: { argument: 'limit', expected: 'int' },
+    });
   });
 
   it('trims where the definition says so: a blank value is then too short, a blank list item refused', () => {
@@ -68,7 +86,10 @@ describe('tool argument validation', () => {
       title: param.str({ description: 'Title', required: true, minLength: 1, maxLength: 5, trim: true }),
       labels: param.strList({ description: 'Labels', default: [], trim: true }),
     };
-    expect(validateArguments(TRIMMED, { title: '  abc  ', labels: [' bug '] })).toEqual({ title: 'abc', labels: ['bug'] });
+    expect(validateArguments(TRIMMED, { title: '  abc  ', labels: [' bug '] })).toEqual({
+      title: 'abc',
+      labels: ['bug'],
+    });
     expect(() => validateArguments(TRIMMED, { title: '   ' })).toThrow(/at least 1 characters/);
     expect(() => validateArguments(TRIMMED, { title: 'x', labels: ['ok', '  '] })).toThrow(/must not be blank/);
     // Trimming is normalisation only: the JSON Schema the clients see is unchanged.
@@ -81,7 +102,10 @@ describe('tool argument validation', () => {
   });
 
   it('lists allowed values for an enum', () => {
-    expect(failure({ task_id: ID, status: 'open' }).details).toEqual({ argument: 'status', allowed: ['', 'todo', 'done'] });
+    expect(failure({ task_id: ID, status: 'open' }).details).toEqual({
+      argument: 'status',
+      allowed: ['', 'todo', 'done'],
+    });
   });
 
   it('reports a missing required argument as missing_argument', () => {
@@ -99,7 +123,10 @@ describe('tool argument validation', () => {
     expect(isCalendarDate('0100-02-29')).toBe(false);
     expect(isCalendarDate('9999-12-31')).toBe(true);
     expect(isCalendarDate('0000-01-01')).toBe(false);
-    expect(validateArguments(PARAMS, { task_id: ID, due: '2028-02-29', since: '' })).toMatchObject({ due: '2028-02-29', since: '' });
+    expect(validateArguments(PARAMS, { task_id: ID, due: '2028-02-29', since: '' })).toMatchObject({
+      due: '2028-02-29',
+      since: '',
+    });
     expect(validateArguments(PARAMS, { task_id: ID, due: null }).due).toBeNull();
   });
 });
@@ -107,9 +134,22 @@ describe('tool argument validation', () => {
 describe('descriptor and JSON Schema generation', () => {
   it('builds the seed-style descriptor from the one definition', () => {
     const d = describeParameters(PARAMS);
-    expect(d.status).toEqual({ type: 'str', default: '', required: false, description: 'Status', enum: ['todo', 'done'] });
+    expect(d.status).toEqual({
+      type: 'str',
+      default: '',
+      required: false,
+      description: 'Status',
+      enum: ['todo', 'done'],
+    });
     expect(d.task_id).toEqual({ type: 'str', default: null, required: true, description: 'Task' });
-    expect(d.limit).toEqual({ type: 'int', default: 50, required: false, description: 'Limit', minimum: 1, maximum: 200 });
+    expect(d.limit).toEqual({
+      type: 'int',
+      default: 50,
+      required: false,
+      description: 'Limit',
+      minimum: 1,
+      maximum: 200,
+    });
     expect(d.due).toEqual({ type: 'date', default: null, required: false, description: 'Due' });
     expect(d.flag.type).toBe('bool');
     expect(d.labels).toEqual({ type: 'list[str]', default: [], required: false, description: 'Labels' });
@@ -120,7 +160,13 @@ describe('descriptor and JSON Schema generation', () => {
     expect(schema.type).toBe('object');
     expect(schema.additionalProperties).toBe(false);
     expect(schema.required).toEqual(['task_id']);
-    expect(schema.properties.limit).toEqual({ type: 'integer', minimum: 1, maximum: 200, default: 50, description: 'Limit' });
+    expect(schema.properties.limit).toEqual({
+      type: 'integer',
+      minimum: 1,
+      maximum: 200,
+      default: 50,
+      description: 'Limit',
+    });
     expect(schema.properties.status.enum).toEqual(['', 'todo', 'done']);
     expect(schema.properties.task_id.format).toBe('uuid');
     expect(schema.properties.due.type).toEqual(['string', 'null']);
@@ -131,8 +177,12 @@ describe('descriptor and JSON Schema generation', () => {
   it('finds problems in a bad definition', () => {
     expect(parameterDefinitionProblems(PARAMS)).toEqual([]);
     expect(parameterDefinitionProblems({ x: { type: 'float', description: 'x' } })).toHaveLength(1);
-    expect(parameterDefinitionProblems({ x: param.int({ description: 'x', required: true, default: 1 }) })[0]).toMatch(/required/);
-    expect(parameterDefinitionProblems({ x: param.int({ description: 'x', default: 0, minimum: 1 }) })[0]).toMatch(/default/);
+    expect(parameterDefinitionProblems({ x: param.int({ description: 'x', required: true, default: 1 }) })[0]).toMatch(
+      /required/,
+    );
+    expect(parameterDefinitionProblems({ x: param.int({ description: 'x', default: 0, minimum: 1 }) })[0]).toMatch(
+      /default/,
+    );
     expect(parameterDefinitionProblems({ BadName: param.int({ description: 'x' }) })[0]).toMatch(/snake_case/);
     expect(parameterDefinitionProblems({ x: param.str({ description: '' }) })[0]).toMatch(/description/);
   });

@@ -59,7 +59,9 @@ type Flatten<T> = { [K in keyof T]: T[K] } & {};
  * "no filter", `null` where the parameter is nullable, ints are numbers.
  */
 export type ToolArgs<P extends ToolParameters> = Flatten<
-  { readonly [K in PresentKeys<P>]: ValueOf<P[K]> } & { readonly [K in Exclude<keyof P, PresentKeys<P>>]?: ValueOf<P[K]> }
+  { readonly [K in PresentKeys<P>]: ValueOf<P[K]> } & {
+    readonly [K in Exclude<keyof P, PresentKeys<P>>]?: ValueOf<P[K]>;
+  }
 >;
 
 interface CommonOptions {
@@ -71,7 +73,13 @@ interface CommonOptions {
 }
 
 /** Always present when required or given a default (`default: null` counts: the value is then null). */
-type IsPresent<O> = O extends { required: true } ? true : O extends { default: infer D } ? ([D] extends [undefined] ? false : true) : false;
+type IsPresent<O> = O extends { required: true }
+  ? true
+  : O extends { default: infer D }
+    ? [D] extends [undefined]
+      ? false
+      : true
+    : false;
 type OrNull<O> = O extends { nullable: true } ? null : never;
 /** `""` is a value when it is allowed ("no filter"): explicitly, or by being the default. */
 type OrEmpty<O> = O extends { allowEmpty: true } ? '' : O extends { default: '' } ? '' : never;
@@ -105,7 +113,10 @@ interface StrListOptions extends CommonOptions {
   trim?: boolean;
 }
 
-function spec<T, Present extends boolean>(type: ParamType, options: CommonOptions & Partial<ParamRules>): ParamSpec<T, Present> {
+function spec<T, Present extends boolean>(
+  type: ParamType,
+  options: CommonOptions & Partial<ParamRules>,
+): ParamSpec<T, Present> {
   const { required = false, nullable = false, ...rest } = options;
   return { allowEmpty: false, ...rest, type, required, nullable };
 }
@@ -165,24 +176,40 @@ function checkValue(name: string, spec: ParamRules, value: unknown): unknown {
       const text = spec.trim ? value.trim() : value;
       if (text === '' && spec.allowEmpty) return text;
       if (spec.enum && !spec.enum.includes(text)) {
-        throw invalid(name, `Argument "${name}" must be one of: ${spec.enum.join(', ')}`, { allowed: spec.allowEmpty ? ['', ...spec.enum] : [...spec.enum] });
+        throw invalid(name, `Argument "${name}" must be one of: ${spec.enum.join(', ')}`, {
+          allowed: spec.allowEmpty ? ['', ...spec.enum] : [...spec.enum],
+        });
       }
       if (spec.minLength !== undefined && text.length < spec.minLength) {
-        throw invalid(name, `Argument "${name}" must be at least ${spec.minLength} characters`, { minLength: spec.minLength });
+        throw invalid(name, `Argument "${name}" must be at least ${spec.minLength} characters`, {
+          minLength: spec.minLength,
+        });
       }
       if (spec.maxLength !== undefined && text.length > spec.maxLength) {
-        throw invalid(name, `Argument "${name}" must be at most ${spec.maxLength} characters`, { maxLength: spec.maxLength });
+        throw invalid(name, `Argument "${name}" must be at most ${spec.maxLength} characters`, {
+          maxLength: spec.maxLength,
+        });
       }
-      if (spec.format === 'uuid' && !isUuid(text)) throw invalid(name, `Argument "${name}" must be a UUID`, { expected: 'uuid' });
-      if (spec.format === 'repo' && !isRepoFullName(text)) throw invalid(name, `Argument "${name}" must be "owner/name"`, { expected: 'owner/name' });
+      if (spec.format === 'uuid' && !isUuid(text))
+        throw invalid(name, `Argument "${name}" must be a UUID`, { expected: 'uuid' });
+      if (spec.format === 'repo' && !isRepoFullName(text))
+        throw invalid(name, `Argument "${name}" must be "owner/name"`, { expected: 'owner/name' });
       return text;
     }
     case 'int': {
       let number: number;
       if (typeof value === 'number' && Number.isSafeInteger(value)) number = value;
-      else if (typeof value === 'string' && DECIMAL_INT.test(value.trim()) && Number.isSafeInteger(Number(value.trim()))) number = Number(value.trim());
+      else if (
+        typeof value === 'string' &&
+        DECIMAL_INT.test(value.trim()) &&
+        Number.isSafeInteger(Number(value.trim()))
+      )
+        number = Number(value.trim());
       else throw invalid(name, `Argument "${name}" must be an integer`, { expected: 'int' });
-      if ((spec.minimum !== undefined && number < spec.minimum) || (spec.maximum !== undefined && number > spec.maximum)) {
+      if (
+        (spec.minimum !== undefined && number < spec.minimum) ||
+        (spec.maximum !== undefined && number > spec.maximum)
+      ) {
         throw invalid(name, `Argument "${name}" must be between ${spec.minimum ?? '-∞'} and ${spec.maximum ?? '∞'}`, {
           minimum: spec.minimum,
           maximum: spec.maximum,
@@ -191,12 +218,15 @@ function checkValue(name: string, spec: ParamRules, value: unknown): unknown {
       return number;
     }
     case 'bool':
-      if (typeof value !== 'boolean') throw invalid(name, `Argument "${name}" must be true or false`, { expected: 'bool' });
+      if (typeof value !== 'boolean')
+        throw invalid(name, `Argument "${name}" must be true or false`, { expected: 'bool' });
       return value;
     case 'date':
-      if (typeof value !== 'string') throw invalid(name, `Argument "${name}" must be a date string YYYY-MM-DD`, { expected: 'date' });
+      if (typeof value !== 'string')
+        throw invalid(name, `Argument "${name}" must be a date string YYYY-MM-DD`, { expected: 'date' });
       if (value === '' && spec.allowEmpty) return value;
-      if (!isCalendarDate(value)) throw invalid(name, `Argument "${name}" must be a real calendar date YYYY-MM-DD`, { expected: 'date' });
+      if (!isCalendarDate(value))
+        throw invalid(name, `Argument "${name}" must be a real calendar date YYYY-MM-DD`, { expected: 'date' });
       return value;
     case 'list[str]': {
       if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) {
@@ -208,7 +238,9 @@ function checkValue(name: string, spec: ParamRules, value: unknown): unknown {
       const items = spec.trim ? value.map((item: string) => item.trim()) : [...(value as string[])];
       if (spec.trim && items.some((item) => item === '')) throw invalid(name, `Items of "${name}" must not be blank`);
       if (spec.maxLength !== undefined && items.some((item) => item.length > spec.maxLength!)) {
-        throw invalid(name, `Items of "${name}" must be at most ${spec.maxLength} characters`, { maxLength: spec.maxLength });
+        throw invalid(name, `Items of "${name}" must be at most ${spec.maxLength} characters`, {
+          maxLength: spec.maxLength,
+        });
       }
       return items;
     }
@@ -229,7 +261,8 @@ export function validateArguments<P extends ToolParameters>(parameters: P, raw: 
   for (const [name, spec] of Object.entries(parameters)) {
     const value = raw[name];
     if (value === undefined) {
-      if (spec.required) throw new AppException(ErrorCode.MissingArgument, `Missing required argument "${name}"`, { argument: name });
+      if (spec.required)
+        throw new AppException(ErrorCode.MissingArgument, `Missing required argument "${name}"`, { argument: name });
       if (spec.default !== undefined) out[name] = Array.isArray(spec.default) ? [...spec.default] : spec.default;
       continue;
     }
@@ -325,7 +358,8 @@ export function parametersJsonSchema(parameters: ToolParameters): JsonSchema {
 
 /** Problems with a parameter definition (checked at start-up); empty when valid. */
 export function parameterDefinitionProblems(parameters: unknown): string[] {
-  if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)) return ['parameters must be an object'];
+  if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters))
+    return ['parameters must be an object'];
   const problems: string[] = [];
   for (const [name, candidate] of Object.entries(parameters as Record<string, unknown>)) {
     const spec = candidate as Partial<ParamSpec>;
@@ -334,9 +368,12 @@ export function parameterDefinitionProblems(parameters: unknown): string[] {
       problems.push(`parameter "${name}" has no valid type (one of ${PARAM_TYPES.join(', ')})`);
       continue;
     }
-    if (typeof spec.description !== 'string' || spec.description.trim() === '') problems.push(`parameter "${name}" needs a description`);
-    if (spec.required && spec.default !== undefined) problems.push(`parameter "${name}" is required and cannot have a default`);
-    if (spec.enum && (spec.type !== 'str' || spec.enum.length === 0)) problems.push(`parameter "${name}" has an invalid enum`);
+    if (typeof spec.description !== 'string' || spec.description.trim() === '')
+      problems.push(`parameter "${name}" needs a description`);
+    if (spec.required && spec.default !== undefined)
+      problems.push(`parameter "${name}" is required and cannot have a default`);
+    if (spec.enum && (spec.type !== 'str' || spec.enum.length === 0))
+      problems.push(`parameter "${name}" has an invalid enum`);
     if (spec.minimum !== undefined && spec.maximum !== undefined && spec.minimum > spec.maximum) {
       problems.push(`parameter "${name}" has minimum > maximum`);
     }
@@ -357,8 +394,12 @@ export function filterOrUndefined<T extends string>(value: T | null | undefined)
 }
 
 /** What the audit log keeps of a call's arguments: every argument, but `[omitted]` for a parameter marked `audit: 'omit'`. */
-export function auditedArguments(parameters: ToolParameters, args: Readonly<Record<string, unknown>>): Record<string, unknown> {
+export function auditedArguments(
+  parameters: ToolParameters,
+  args: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
   const kept: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(args)) kept[name] = parameters[name]?.audit === 'omit' && value !== null && value !== undefined ? '[omitted]' : value;
+  for (const [name, value] of Object.entries(args))
+    kept[name] = parameters[name]?.audit === 'omit' && value !== null && value !== undefined ? '[omitted]' : value;
   return kept;
 }

@@ -11,19 +11,30 @@ export interface ForeignText {
  * object, or one that names no writer, is foreign text; any upstream answer is foreign text, whatever it says.
  * Returns null when every piece of text in the result is the reader's own (or there is none).
  */
-export function foreignTextIn(tool: RegisteredTool | undefined, args: unknown, result: unknown, readerId: string): ForeignText | null {
+export function foreignTextIn(
+  tool: RegisteredTool | undefined,
+  args: unknown,
+  result: unknown,
+  readerId: string,
+): ForeignText | null {
   const provenance = tool?.definition.provenance;
   const name = tool?.definition.name ?? 'unknown';
   if (!provenance) return { target: `${name}:unknown-provenance` };
   if (provenance.kind === 'none') return null;
   if (provenance.kind === 'upstream') {
-    const argument = provenance.targetArgument && args && typeof args === 'object' ? (args as Record<string, unknown>)[provenance.targetArgument] : undefined;
+    const argument =
+      provenance.targetArgument && args && typeof args === 'object'
+        ? (args as Record<string, unknown>)[provenance.targetArgument]
+        : undefined;
     return { target: typeof argument === 'string' ? `${provenance.object}:${argument}` : provenance.object };
   }
   for (const item of Array.isArray(result) ? result : [result]) {
-    if (item === null || typeof item !== 'object' || Array.isArray(item)) return { target: `${provenance.object}:unknown` };
+    if (item === null || typeof item !== 'object' || Array.isArray(item))
+      return { target: `${provenance.object}:unknown` };
     const record = item as Record<string, unknown>;
-    const writers = provenance.writers.map((field) => record[field]).filter((writer) => writer !== null && writer !== undefined);
+    const writers = provenance.writers
+      .map((field) => record[field])
+      .filter((writer) => writer !== null && writer !== undefined);
     if (writers.length === 0 || writers.some((writer) => writer !== readerId)) {
       const id = record[provenance.id];
       return { target: `${provenance.object}:${typeof id === 'string' || typeof id === 'number' ? id : 'unknown'}` };

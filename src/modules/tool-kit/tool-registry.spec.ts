@@ -17,11 +17,17 @@ import { CredentialEvents } from '../credentials/credential-events.js';
 
 /** The audit log of the harness: the real AuditService and recorder over a repository that keeps rows in memory. */
 const audited: AuditEntry[] = [];
-const memoryAuditLog = { provide: AuditLogRepository, useValue: { insert: async (entries: readonly AuditEntry[]) => void audited.push(...entries) } };
+const memoryAuditLog = {
+  provide: AuditLogRepository,
+  useValue: { insert: async (entries: readonly AuditEntry[]) => void audited.push(...entries) },
+};
 
 const LIMIT = { limit: param.int({ description: 'limit', default: 2, minimum: 1, maximum: 5 }) };
 
-const base = <P extends ToolParameters = typeof LIMIT>(name: string, extra: Partial<ToolDefinition<P>> = {}): ToolDefinition<P> => ({
+const base = <P extends ToolParameters = typeof LIMIT>(
+  name: string,
+  extra: Partial<ToolDefinition<P>> = {},
+): ToolDefinition<P> => ({
   name,
   title: name,
   description: `The ${name} tool`,
@@ -32,7 +38,11 @@ const base = <P extends ToolParameters = typeof LIMIT>(name: string, extra: Part
   ...extra,
 });
 
-const NUMBER_SCOPES = ['read', 'write'].map((access) => ({ name: `numbers:${access}`, group: 'Numbers', allows: `${access === 'read' ? 'Read' : 'Write'} numbers` }));
+const NUMBER_SCOPES = ['read', 'write'].map((access) => ({
+  name: `numbers:${access}`,
+  group: 'Numbers',
+  allows: `${access === 'read' ? 'Read' : 'Write'} numbers`,
+}));
 
 @ToolProvider({ position: 10, instructions: 'Numbers count.', scopes: NUMBER_SCOPES })
 @Injectable()
@@ -40,7 +50,10 @@ class NumbersProvider {
   // Declared first: listed first (position 10), although its name sorts last.
   @Tool(base('zzz_numbers'))
   async numbers(args: ToolArgs<typeof LIMIT>, actor: Actor) {
-    return ToolList.fromRows([1, 2, 3, 4, 5, 6].map((n) => n + actor.userId.length * 0), args.limit);
+    return ToolList.fromRows(
+      [1, 2, 3, 4, 5, 6].map((n) => n + actor.userId.length * 0),
+      args.limit,
+    );
   }
 
   @Tool(base('aaa_whoami', { parameters: {}, output: { type: 'object' } }))
@@ -50,7 +63,10 @@ class NumbersProvider {
 }
 
 /** No position: after every positioned tool, by name; its instructions only for callers that see its tools. */
-@ToolProvider({ instructions: 'Letters spell.', scopes: [{ name: 'letters:read', group: 'Letters', allows: 'Read letters' }] })
+@ToolProvider({
+  instructions: 'Letters spell.',
+  scopes: [{ name: 'letters:read', group: 'Letters', allows: 'Read letters' }],
+})
 @Injectable()
 class LettersProvider {
   @Tool(base('bbb_letters', { scope: 'letters:read' }))
@@ -82,7 +98,20 @@ class UndeclaredScopeProvider {
 class RedeclaringProvider {}
 
 async function boot(...providers: unknown[]) {
-  @Module({ imports: [DiscoveryModule], providers: [ToolRegistry, ToolExplorer, ToolsService, ScopeCatalog, memoryAuditLog, AuditRecorder, AuditService, CredentialEvents, ...(providers as never[])] })
+  @Module({
+    imports: [DiscoveryModule],
+    providers: [
+      ToolRegistry,
+      ToolExplorer,
+      ToolsService,
+      ScopeCatalog,
+      memoryAuditLog,
+      AuditRecorder,
+      AuditService,
+      CredentialEvents,
+      ...(providers as never[]),
+    ],
+  })
   class Harness {}
   const ref = await Test.createTestingModule({ imports: [Harness] }).compile();
   await ref.init();
@@ -95,20 +124,38 @@ describe('tool registry', () => {
   it('discovers @Tool methods, orders them by provider position then declaration, validates and dispatches', async () => {
     const ref = await boot(LettersProvider, NumbersProvider);
     const tools = ref.get(ToolsService);
-    expect(tools.toolsFor(['numbers:read', 'letters:read']).map((t) => t.definition.name)).toEqual(['zzz_numbers', 'aaa_whoami', 'bbb_letters']);
+    expect(tools.toolsFor(['numbers:read', 'letters:read']).map((t) => t.definition.name)).toEqual([
+      'zzz_numbers',
+      'aaa_whoami',
+      'bbb_letters',
+    ]);
     expect(tools.toolsFor(['docs:read'])).toEqual([]);
-    expect(await tools.call('zzz_numbers', { limit: '3' }, actor, ['numbers:read'])).toEqual({ result: [1, 2, 3], truncated: true });
-    expect(await tools.call('aaa_whoami', undefined, actor, ['numbers:read'])).toEqual({ result: { user: 'u-1' }, truncated: false });
-    await expect(tools.call('zzz_numbers', {}, actor, ['numbers:write'])).rejects.toMatchObject({ code: 'insufficient_scope' });
+    expect(await tools.call('zzz_numbers', { limit: '3' }, actor, ['numbers:read'])).toEqual({
+      result: [1, 2, 3],
+      truncated: true,
+    });
+    expect(await tools.call('aaa_whoami', undefined, actor, ['numbers:read'])).toEqual({
+      result: { user: 'u-1' },
+      truncated: false,
+    });
+    await expect(tools.call('zzz_numbers', {}, actor, ['numbers:write'])).rejects.toMatchObject({
+      code: 'insufficient_scope',
+    });
     await expect(tools.call('nope', {}, actor, ['numbers:read'])).rejects.toMatchObject({ code: 'unknown_tool' });
     // Every dispatched call left its tool.call entry (written behind: flushed here).
     await ref.get(AuditService).flush();
-    expect(audited.filter((e) => e.actor.userId === 'u-1').map((e) => [e.action, e.details.tool, e.outcome.status])).toEqual([
+    expect(
+      audited.filter((e) => e.actor.userId === 'u-1').map((e) => [e.action, e.details.tool, e.outcome.status]),
+    ).toEqual([
       ['tool.call', 'zzz_numbers', 'ok'],
       ['tool.call', 'aaa_whoami', 'ok'],
     ]);
     const view = tools.schemaView(tools.require('zzz_numbers'));
-    expect(view.outputSchema).toEqual({ type: 'object', properties: { items: { type: 'array', items: { type: 'integer' } } }, required: ['items'] });
+    expect(view.outputSchema).toEqual({
+      type: 'object',
+      properties: { items: { type: 'array', items: { type: 'integer' } } },
+      required: ['items'],
+    });
     expect(tools.inputSchemas().map((s) => [s.name, s.inputSchema])).toEqual([
       ['zzz_numbers', view.inputSchema],
       ['aaa_whoami', { type: 'object', properties: {}, additionalProperties: false }],
@@ -129,7 +176,9 @@ describe('tool registry', () => {
       { name: 'letters:read', group: 'Letters', allows: 'Read letters', access: 'read', exampleTool: 'bbb_letters' },
     ]);
     expect(scopes.readNames()).toEqual(['numbers:read', 'letters:read']);
-    expect(() => scopes.assertKnown(['numbers:read', 'tasks:read'])).toThrow('each value in scopes must be one of: numbers:read, numbers:write, letters:read');
+    expect(() => scopes.assertKnown(['numbers:read', 'tasks:read'])).toThrow(
+      'each value in scopes must be one of: numbers:read, numbers:write, letters:read',
+    );
     expect(tools.instructionsFor(['numbers:read'])).toMatch(/within its scopes\. Numbers count\.$/);
     expect(tools.instructionsFor(['numbers:read', 'letters:read'])).toMatch(/ Numbers count\. Letters spell\.$/);
     expect(tools.instructionsFor(['numbers:write'])).toMatch(/within its scopes\.$/);
@@ -142,8 +191,12 @@ describe('tool registry', () => {
   });
 
   it('fails start-up on a scope no provider declares, or one declared twice', async () => {
-    await expect(boot(NumbersProvider, UndeclaredScopeProvider)).rejects.toThrow(/scope "tasks:delete" is not a known scope/);
-    await expect(boot(NumbersProvider, RedeclaringProvider)).rejects.toThrow(/declared twice: NumbersProvider and RedeclaringProvider/);
+    await expect(boot(NumbersProvider, UndeclaredScopeProvider)).rejects.toThrow(
+      /scope "tasks:delete" is not a known scope/,
+    );
+    await expect(boot(NumbersProvider, RedeclaringProvider)).rejects.toThrow(
+      /declared twice: NumbersProvider and RedeclaringProvider/,
+    );
   });
 });
 
@@ -157,7 +210,13 @@ const TYPED = {
 };
 export class TypedProviderForTypecheck {
   @Tool(base('typed_ok', { parameters: TYPED }))
-  ok(args: { readonly id: string; readonly state: '' | 'open' | 'closed'; readonly due: string | null; readonly tags: string[]; readonly title?: string }) {
+  ok(args: {
+    readonly id: string;
+    readonly state: '' | 'open' | 'closed';
+    readonly due: string | null;
+    readonly tags: string[];
+    readonly title?: string;
+  }) {
     return args;
   }
 

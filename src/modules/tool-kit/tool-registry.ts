@@ -13,16 +13,26 @@ export interface ToolEntry {
   instructions: string | undefined;
 }
 
-export function definitionProblems(definition: Partial<ToolDefinition>, isKnownScope: (scope: unknown) => boolean): string[] {
+export function definitionProblems(
+  definition: Partial<ToolDefinition>,
+  isKnownScope: (scope: unknown) => boolean,
+): string[] {
   const problems: string[] = [];
-  if (typeof definition.name !== 'string' || !/^[a-z][a-z0-9_]{0,63}$/.test(definition.name)) problems.push('name must be snake_case (a-z, 0-9, _), at most 64 chars');
+  if (typeof definition.name !== 'string' || !/^[a-z][a-z0-9_]{0,63}$/.test(definition.name))
+    problems.push('name must be snake_case (a-z, 0-9, _), at most 64 chars');
   if (typeof definition.title !== 'string' || definition.title.trim() === '') problems.push('title is required');
-  if (typeof definition.description !== 'string' || definition.description.trim() === '') problems.push('description is required');
-  if (!isKnownScope(definition.scope)) problems.push(`scope "${String(definition.scope)}" is not a known scope (declare it in a @ToolProvider({scopes}))`);
-  if (typeof definition.annotations?.readOnlyHint !== 'boolean') problems.push('annotations.readOnlyHint must be true or false');
-  else if (definition.scope?.endsWith(':read') && !definition.annotations.readOnlyHint) problems.push('a tool with a read scope must be read-only');
-  else if (definition.scope?.endsWith(':write') && definition.annotations.readOnlyHint) problems.push('a tool with a write scope cannot be read-only');
-  if (typeof definition.output !== 'object' || definition.output === null) problems.push('output (a JSON Schema of the result) is required');
+  if (typeof definition.description !== 'string' || definition.description.trim() === '')
+    problems.push('description is required');
+  if (!isKnownScope(definition.scope))
+    problems.push(`scope "${String(definition.scope)}" is not a known scope (declare it in a @ToolProvider({scopes}))`);
+  if (typeof definition.annotations?.readOnlyHint !== 'boolean')
+    problems.push('annotations.readOnlyHint must be true or false');
+  else if (definition.scope?.endsWith(':read') && !definition.annotations.readOnlyHint)
+    problems.push('a tool with a read scope must be read-only');
+  else if (definition.scope?.endsWith(':write') && definition.annotations.readOnlyHint)
+    problems.push('a tool with a write scope cannot be read-only');
+  if (typeof definition.output !== 'object' || definition.output === null)
+    problems.push('output (a JSON Schema of the result) is required');
   problems.push(...parameterDefinitionProblems(definition.parameters));
   return problems;
 }
@@ -44,13 +54,23 @@ export class ToolRegistry {
     if (this.sealed) throw new Error('The tool registry is already built');
     const map = new Map<string, RegisteredTool>();
     for (const entry of entries) {
-      const problems = definitionProblems(entry.definition, (scope) => typeof scope === 'string' && knownScopes.has(scope));
-      if (problems.length > 0) throw new ToolDefinitionError(String(entry.definition?.name), problems.map((p) => `${p} (in ${entry.source})`));
+      const problems = definitionProblems(
+        entry.definition,
+        (scope) => typeof scope === 'string' && knownScopes.has(scope),
+      );
+      if (problems.length > 0)
+        throw new ToolDefinitionError(
+          String(entry.definition?.name),
+          problems.map((p) => `${p} (in ${entry.source})`),
+        );
       const existing = map.get(entry.definition.name);
       if (existing) {
         throw new ToolDefinitionError(entry.definition.name, [`defined twice: ${existing.source} and ${entry.source}`]);
       }
-      map.set(entry.definition.name, Object.freeze({ definition: deepFreeze(entry.definition), handler: entry.handler, source: entry.source }));
+      map.set(
+        entry.definition.name,
+        Object.freeze({ definition: deepFreeze(entry.definition), handler: entry.handler, source: entry.source }),
+      );
     }
     const sorted = [...entries].sort(compareEntries);
     this.tools = map;
@@ -78,7 +98,9 @@ export class ToolRegistry {
   /** The providers' instructions fragments that speak for at least one of these tools, in catalog order. */
   instructionsFor(tools: readonly RegisteredTool[]): string[] {
     const names = new Set(tools.map((tool) => tool.definition.name));
-    return this.fragments.filter((fragment) => [...fragment.tools].some((name) => names.has(name))).map((fragment) => fragment.text);
+    return this.fragments
+      .filter((fragment) => [...fragment.tools].some((name) => names.has(name)))
+      .map((fragment) => fragment.text);
   }
 }
 

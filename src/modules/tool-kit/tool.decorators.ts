@@ -42,7 +42,11 @@ type HandlerCheck<P extends ToolParameters, M> = M extends (...params: infer Par
  * parameters in a const so the handler can name their type: see docs/adding-a-tool.md.
  */
 export function Tool<const P extends ToolParameters>(definition: ToolDefinition<P>) {
-  return <M extends TypedToolHandler<P>>(target: object, key: string | symbol, descriptor: TypedPropertyDescriptor<M> & HandlerCheck<P, M>): void => {
+  return <M extends TypedToolHandler<P>>(
+    target: object,
+    key: string | symbol,
+    descriptor: TypedPropertyDescriptor<M> & HandlerCheck<P, M>,
+  ): void => {
     SetMetadata(TOOL_METADATA, definition)(target, key, descriptor);
   };
 }

@@ -36,7 +36,8 @@ export class ToolExplorer implements OnModuleInit {
         throw new Error(`Tool provider ${wrapper.name} must be a singleton (no request scope)`);
       }
       const options = this.discovery.getMetadataByDecorator(ToolProvider, wrapper) ?? {};
-      for (const declaration of options.scopes ?? []) declared.push({ declaration, source: String(wrapper.name), position: options.position ?? Infinity });
+      for (const declaration of options.scopes ?? [])
+        declared.push({ declaration, source: String(wrapper.name), position: options.position ?? Infinity });
       const prototype = Object.getPrototypeOf(instance) as object;
       // Class methods come in declaration order: a provider's tools take position, position + 1, …
       let index = 0;
@@ -71,7 +72,12 @@ export class ToolExplorer implements OnModuleInit {
   private exampleTool(scope: string): string | null {
     const callable = this.registry
       .all()
-      .find((tool) => tool.definition.scope === scope && tool.definition.annotations.readOnlyHint && Object.values(tool.definition.parameters).every((p) => !p.required));
+      .find(
+        (tool) =>
+          tool.definition.scope === scope &&
+          tool.definition.annotations.readOnlyHint &&
+          Object.values(tool.definition.parameters).every((p) => !p.required),
+      );
     return callable?.definition.name ?? null;
   }
 
@@ -81,8 +87,15 @@ export class ToolExplorer implements OnModuleInit {
     const sources = new Map<string, string>();
     for (const { declaration, source } of [...declared].sort((a, b) => a.position - b.position)) {
       const problems = scopeDeclarationProblems(declaration);
-      if (problems.length > 0) throw new ToolDefinitionError(`scope ${String(declaration.name)}`, problems.map((p) => `${p} (in ${source})`));
-      if (known.has(declaration.name)) throw new ToolDefinitionError(`scope ${declaration.name}`, [`declared twice: ${sources.get(declaration.name)} and ${source}`]);
+      if (problems.length > 0)
+        throw new ToolDefinitionError(
+          `scope ${String(declaration.name)}`,
+          problems.map((p) => `${p} (in ${source})`),
+        );
+      if (known.has(declaration.name))
+        throw new ToolDefinitionError(`scope ${declaration.name}`, [
+          `declared twice: ${sources.get(declaration.name)} and ${source}`,
+        ]);
       known.set(declaration.name, { name: declaration.name, group: declaration.group, allows: declaration.allows });
       sources.set(declaration.name, source);
     }

@@ -1,5 +1,11 @@
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, classifyInboundRequest, isJsonContentType, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  classifyInboundRequest,
+  isJsonContentType,
+  PROTOCOL_VERSION_META_KEY,
+} from '@modelcontextprotocol/server';
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** The one modern revision the door speaks (the v2 SDK's entry answers anything else). */
@@ -7,12 +13,15 @@ const MODERN_REVISION = '2026-07-28';
 const MESSAGE_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'method', 'params']);
 const LIST_PARAM_KEYS: ReadonlySet<string> = new Set(['_meta']);
 const CALL_PARAM_KEYS: ReadonlySet<string> = new Set(['name', 'arguments', '_meta']);
-const MODERN_META_KEYS: ReadonlySet<string> = new Set([PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY]);
+const MODERN_META_KEYS: ReadonlySet<string> = new Set([
+  PROTOCOL_VERSION_META_KEY,
+  CLIENT_INFO_META_KEY,
+  CLIENT_CAPABILITIES_META_KEY,
+]);
 
 /** A request the MCP door may answer without building an SDK server for it (see fastMcpCall). */
 export type FastMcpCall = { era: 'legacy' | 'modern'; id: string | number } & (
-  | { method: 'tools/list' }
-  | { method: 'tools/call'; name: string; args: Record<string, unknown> | undefined }
+  { method: 'tools/list' } | { method: 'tools/call'; name: string; args: Record<string, unknown> | undefined }
 );
 
 type PlainObject = Record<string, unknown>;
@@ -44,10 +53,16 @@ export function fastMcpCall(headers: IncomingHttpHeaders, body: unknown): FastMc
   const { id, method, params = {} } = body;
   if (typeof id !== 'string' && !Number.isSafeInteger(id)) return undefined;
   if (method !== 'tools/list' && method !== 'tools/call') return undefined;
-  if (!isPlainObject(params) || !onlyKeys(params, method === 'tools/list' ? LIST_PARAM_KEYS : CALL_PARAM_KEYS)) return undefined;
+  if (!isPlainObject(params) || !onlyKeys(params, method === 'tools/list' ? LIST_PARAM_KEYS : CALL_PARAM_KEYS))
+    return undefined;
   // Both transports refuse a POST that does not accept both answers (406) or is not JSON (415).
   const accept = header(headers, 'accept');
-  if (!accept?.includes('application/json') || !accept.includes('text/event-stream') || !isJsonContentType(header(headers, 'content-type') ?? null)) return undefined;
+  if (
+    !accept?.includes('application/json') ||
+    !accept.includes('text/event-stream') ||
+    !isJsonContentType(header(headers, 'content-type') ?? null)
+  )
+    return undefined;
   const era = eraOf(headers, body, method, params);
   if (!era) return undefined;
   if (method === 'tools/list') return { era, id: id as string | number, method };
@@ -56,24 +71,48 @@ export function fastMcpCall(headers: IncomingHttpHeaders, body: unknown): FastMc
   return { era, id: id as string | number, method, name, args };
 }
 
-function eraOf(headers: IncomingHttpHeaders, body: PlainObject, method: string, params: PlainObject): FastMcpCall['era'] | undefined {
+function eraOf(
+  headers: IncomingHttpHeaders,
+  body: PlainObject,
+  method: string,
+  params: PlainObject,
+): FastMcpCall['era'] | undefined {
   const protocolVersionHeader = header(headers, 'mcp-protocol-version');
   const mcpMethodHeader = header(headers, 'mcp-method');
   const mcpNameHeader = header(headers, 'mcp-name');
   const meta = params._meta;
   if (meta !== undefined && !isPlainObject(meta)) return undefined;
-  const outcome = classifyInboundRequest({ httpMethod: 'POST', protocolVersionHeader, mcpMethodHeader, mcpNameHeader, body });
+  const outcome = classifyInboundRequest({
+    httpMethod: 'POST',
+    protocolVersionHeader,
+    mcpMethodHeader,
+    mcpNameHeader,
+    body,
+  });
   if (outcome.kind === 'legacy') {
     if (outcome.reason !== 'no-claim' || (meta !== undefined && Object.keys(meta).length > 0)) return undefined;
     // The v1 transport refuses an unsupported MCP-Protocol-Version (400); an absent one means the default revision.
-    if (protocolVersionHeader !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersionHeader)) return undefined;
+    if (protocolVersionHeader !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersionHeader))
+      return undefined;
     if (headers['mcp-protocol-version'] !== undefined && protocolVersionHeader === undefined) return undefined;
     return 'legacy';
   }
-  if (outcome.kind !== 'modern' || outcome.messageKind !== 'request' || !meta || !onlyKeys(meta, MODERN_META_KEYS)) return undefined;
+  if (outcome.kind !== 'modern' || outcome.messageKind !== 'request' || !meta || !onlyKeys(meta, MODERN_META_KEYS))
+    return undefined;
   const clientInfo = meta[CLIENT_INFO_META_KEY];
-  if (meta[PROTOCOL_VERSION_META_KEY] !== MODERN_REVISION || protocolVersionHeader !== MODERN_REVISION || mcpMethodHeader !== method) return undefined;
-  if (!isPlainObject(clientInfo) || typeof clientInfo.name !== 'string' || typeof clientInfo.version !== 'string' || !isPlainObject(meta[CLIENT_CAPABILITIES_META_KEY])) return undefined;
+  if (
+    meta[PROTOCOL_VERSION_META_KEY] !== MODERN_REVISION ||
+    protocolVersionHeader !== MODERN_REVISION ||
+    mcpMethodHeader !== method
+  )
+    return undefined;
+  if (
+    !isPlainObject(clientInfo) ||
+    typeof clientInfo.name !== 'string' ||
+    typeof clientInfo.version !== 'string' ||
+    !isPlainObject(meta[CLIENT_CAPABILITIES_META_KEY])
+  )
+    return undefined;
   if (method === 'tools/call' && mcpNameHeader !== params.name) return undefined;
   return 'modern';
 }

@@ -22,6 +22,10 @@ export class McpOriginGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const origin = context.switchToHttp().getRequest<Request>().headers.origin;
     if (origin === undefined || this.allowed.has(origin)) return true;
-    throw new AppException(ErrorCode.Forbidden, `Origin ${origin} may not use the MCP endpoint (see MCP_ALLOWED_ORIGINS)`, { origin });
+    throw new AppException(
+      ErrorCode.Forbidden,
+      `Origin ${origin} may not use the MCP endpoint (see MCP_ALLOWED_ORIGINS)`,
+      { origin },
+    );
   }
 }

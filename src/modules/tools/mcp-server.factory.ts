@@ -1,6 +1,16 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { createMcpHandler, createRequestStateCodec, inputRequired, LOG_LEVEL_META_KEY, SERVER_INFO_META_KEY, Server as ModernServer, type InputRequiredResult, type McpHttpHandler, type ServerContext as ModernContext } from '@modelcontextprotocol/server';
+import {
+  createMcpHandler,
+  createRequestStateCodec,
+  inputRequired,
+  LOG_LEVEL_META_KEY,
+  SERVER_INFO_META_KEY,
+  Server as ModernServer,
+  type InputRequiredResult,
+  type McpHttpHandler,
+  type ServerContext as ModernContext,
+} from '@modelcontextprotocol/server';
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import {
   CallToolRequestSchema,
@@ -35,7 +45,13 @@ import type { JsonSchema } from '../tool-kit/tool-parameters.js';
 import { portableSchema } from '../tool-kit/portable-schema.js';
 import { KeyToolCallsService } from './key-tool-calls.service.js';
 import type { McpClientInfo } from './mcp-client-info.js';
-import { MCP_RESOURCE_NOT_FOUND, McpExtensions, type McpExtension, type McpExtensionRequest, type McpToolAnswer } from './server-extensions.js';
+import {
+  MCP_RESOURCE_NOT_FOUND,
+  McpExtensions,
+  type McpExtension,
+  type McpExtensionRequest,
+  type McpToolAnswer,
+} from './server-extensions.js';
 import { McpSessionsRepository } from './mcp-sessions.repository.js';
 import { McpWriteConfirmations, type ElicitOutcome, type McpSession } from './mcp-sessions.service.js';
 import type { FastMcpCall } from './mcp-fast-path.js';
@@ -147,10 +163,15 @@ export class McpServerFactory implements OnApplicationShutdown {
     this.modernResultTail = `"resultType":"complete","_meta":${JSON.stringify({ [SERVER_INFO_META_KEY]: { ...SERVER_INFO, version: config.version } })}}`;
     this.requestStateKey = createHmac('sha256', config.secrets.tokenPepper).update('atrium:mcp-request-state').digest();
     this.modern = createMcpHandler(
-      (ctx) => this.createModern((ctx.authInfo?.extra as Record<string, McpRequestContext> | undefined)?.[ATRIUM_CONTEXT]),
+      (ctx) =>
+        this.createModern((ctx.authInfo?.extra as Record<string, McpRequestContext> | undefined)?.[ATRIUM_CONTEXT]),
       // 'auto' answers one JSON body, as no tool emits messages before its result; 'json' would say the same with a
       // console.warn at every start, a line that is not JSON in the logs.
-      { legacy: 'reject', responseMode: 'auto', onerror: (error) => this.logger.debug({ msg: 'MCP request refused', error: error.message }) },
+      {
+        legacy: 'reject',
+        responseMode: 'auto',
+        onerror: (error) => this.logger.debug({ msg: 'MCP request refused', error: error.message }),
+      },
     );
   }
 
@@ -161,7 +182,10 @@ export class McpServerFactory implements OnApplicationShutdown {
   /** A 2025-era server (v1 SDK) for one request. */
   create(context: McpRequestContext): Server {
     const capabilities = this.capabilitiesFor(context);
-    const server = new Server({ ...SERVER_INFO, version: this.config.version }, { capabilities, instructions: this.tools.instructionsFor(context.caller.scopes) });
+    const server = new Server(
+      { ...SERVER_INFO, version: this.config.version },
+      { capabilities, instructions: this.tools.instructionsFor(context.caller.scopes) },
+    );
     const requestOf = (
       params: { _meta?: Record<string, unknown> } | undefined,
       extra: { signal: AbortSignal; requestId: string | number; sendNotification: (n: never) => Promise<void> },
@@ -177,10 +201,16 @@ export class McpServerFactory implements OnApplicationShutdown {
         askClient: session?.stored
           ? async (method, askParams) => {
               const send = (message: Parameters<NonNullable<Server['transport']>['send']>[0]) =>
-                server.transport?.send(message, { relatedRequestId: extra.requestId }) ?? Promise.reject(new Error('closed'));
+                server.transport?.send(message, { relatedRequestId: extra.requestId }) ??
+                Promise.reject(new Error('closed'));
               const outcome = await this.confirmations.askClient(session, method, askParams, send, signal);
               if ('result' in outcome) return outcome.result;
-              throw new McpError(JsonRpcErrorCode.InternalError, outcome.failed === 'client-error' ? `The client answered ${method} with an error (${outcome.detail})` : `The client did not answer ${method} (${outcome.failed})`);
+              throw new McpError(
+                JsonRpcErrorCode.InternalError,
+                outcome.failed === 'client-error'
+                  ? `The client answered ${method} with an error (${outcome.detail})`
+                  : `The client did not answer ${method} (${outcome.failed})`,
+              );
             }
           : undefined,
         signal,
@@ -199,13 +229,25 @@ export class McpServerFactory implements OnApplicationShutdown {
       'logging/setLevel': SetLevelRequestSchema,
     };
     this.registerExtensionMethods(capabilities, (method, handler) =>
-      server.setRequestHandler(legacySchemas[method] as typeof ListToolsRequestSchema, (request, extra) =>
-        handler((request.params ?? {}) as Record<string, unknown>, requestOf(request.params as never, extra as never)) as never,
+      server.setRequestHandler(
+        legacySchemas[method] as typeof ListToolsRequestSchema,
+        (request, extra) =>
+          handler(
+            (request.params ?? {}) as Record<string, unknown>,
+            requestOf(request.params as never, extra as never),
+          ) as never,
       ),
     );
     server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
       const owner = this.extensionOfTool(request.params.name);
-      if (owner) return this.callExtensionTool(owner, request.params.name, request.params.arguments, requestOf(request.params, extra), context);
+      if (owner)
+        return this.callExtensionTool(
+          owner,
+          request.params.name,
+          request.params.arguments,
+          requestOf(request.params, extra),
+          context,
+        );
       const session = context.session;
       const confirmation: WriteConfirmation | undefined = session?.canElicit
         ? {
@@ -215,12 +257,20 @@ export class McpServerFactory implements OnApplicationShutdown {
                 session,
                 params,
                 // On the SSE stream of this very POST (the transport maps relatedRequestId to it).
-                (message) => server.transport?.send(message, { relatedRequestId: extra.requestId }) ?? Promise.reject(new Error('closed')),
+                (message) =>
+                  server.transport?.send(message, { relatedRequestId: extra.requestId }) ??
+                  Promise.reject(new Error('closed')),
                 context.signal ? AbortSignal.any([extra.signal, context.signal]) : extra.signal,
               ),
           }
         : undefined;
-      return this.callTool(request.params.name, request.params.arguments, context, confirmation, progressOf(request.params._meta, (n) => extra.sendNotification(n)));
+      return this.callTool(
+        request.params.name,
+        request.params.arguments,
+        context,
+        confirmation,
+        progressOf(request.params._meta, (n) => extra.sendNotification(n)),
+      );
     });
     return server;
   }
@@ -242,7 +292,12 @@ export class McpServerFactory implements OnApplicationShutdown {
   serveModern(request: Request, body: unknown, context: McpRequestContext): Promise<Response> {
     return this.modern.fetch(request, {
       parsedBody: body,
-      authInfo: { token: '', clientId: context.caller.keyId, scopes: [...context.caller.scopes], extra: { [ATRIUM_CONTEXT]: context } },
+      authInfo: {
+        token: '',
+        clientId: context.caller.keyId,
+        scopes: [...context.caller.scopes],
+        extra: { [ATRIUM_CONTEXT]: context },
+      },
     });
   }
 
@@ -260,7 +315,11 @@ export class McpServerFactory implements OnApplicationShutdown {
     });
     const server = new ModernServer(
       { ...SERVER_INFO, version: this.config.version },
-      { capabilities: capabilities as never, instructions: this.tools.instructionsFor(context.caller.scopes), requestState: { verify: (state, scope) => codec.verify(state, scope) } },
+      {
+        capabilities: capabilities as never,
+        instructions: this.tools.instructionsFor(context.caller.scopes),
+        requestState: { verify: (state, scope) => codec.verify(state, scope) },
+      },
     );
     const requestOf = (ctx: ModernContext): McpExtensionRequest => ({
       caller: context.caller,
@@ -276,11 +335,15 @@ export class McpServerFactory implements OnApplicationShutdown {
     });
     server.setRequestHandler('tools/list', () => ({ ...this.listTools(context), ...CACHE_HINTS.list }) as never);
     this.registerExtensionMethods(capabilities, (method, handler) =>
-      server.setRequestHandler(method as 'resources/list', (request, ctx) => handler((request.params ?? {}) as Record<string, unknown>, requestOf(ctx)) as never),
+      server.setRequestHandler(
+        method as 'resources/list',
+        (request, ctx) => handler((request.params ?? {}) as Record<string, unknown>, requestOf(ctx)) as never,
+      ),
     );
     server.setRequestHandler('tools/call', (request, ctx) => {
       const owner = this.extensionOfTool(request.params.name);
-      if (owner) return this.callExtensionTool(owner, request.params.name, request.params.arguments, requestOf(ctx), context);
+      if (owner)
+        return this.callExtensionTool(owner, request.params.name, request.params.arguments, requestOf(ctx), context);
       const confirmation: WriteConfirmation = {
         kind: 'input-required',
         canAsk: server.getClientCapabilities()?.elicitation !== undefined,
@@ -288,7 +351,13 @@ export class McpServerFactory implements OnApplicationShutdown {
         state: ctx.mcpReq.requestState(),
         mint: (payload) => codec.mint(payload, ctx),
       };
-      return this.callTool(request.params.name, request.params.arguments, context, confirmation, progressOf(ctx.mcpReq._meta, (n) => ctx.mcpReq.notify(n)));
+      return this.callTool(
+        request.params.name,
+        request.params.arguments,
+        context,
+        confirmation,
+        progressOf(ctx.mcpReq._meta, (n) => ctx.mcpReq.notify(n)),
+      );
     });
     return server;
   }
@@ -320,7 +389,9 @@ export class McpServerFactory implements OnApplicationShutdown {
     }
     const added = this.extensionTools(context).map((tool) => JSON.stringify(tool));
     const tools = added.length === 0 ? own : [own, ...added].filter((part) => part.length > 0).join(',');
-    return modern ? `{"tools":[${tools}],"ttlMs":${CACHE_HINTS.list.ttlMs},"cacheScope":"${CACHE_HINTS.list.cacheScope}",${this.modernResultTail}` : `{"tools":[${tools}]}`;
+    return modern
+      ? `{"tools":[${tools}],"ttlMs":${CACHE_HINTS.list.ttlMs},"cacheScope":"${CACHE_HINTS.list.cacheScope}",${this.modernResultTail}`
+      : `{"tools":[${tools}]}`;
   }
 
   /** The server's capabilities for this caller: its tools, plus what the extensions serve it. */
@@ -338,7 +409,13 @@ export class McpServerFactory implements OnApplicationShutdown {
     return this.extensions.all.find((extension) => extension.ownsTool?.(name));
   }
 
-  private async callExtensionTool(owner: McpExtension, name: string, args: Record<string, unknown> | undefined, request: McpExtensionRequest, context: McpRequestContext): Promise<McpToolAnswer> {
+  private async callExtensionTool(
+    owner: McpExtension,
+    name: string,
+    args: Record<string, unknown> | undefined,
+    request: McpExtensionRequest,
+    context: McpRequestContext,
+  ): Promise<McpToolAnswer> {
     // The per-credential limit holds for every tool, as for the registry's (an in-band rate_limited result).
     if (context.rateLimited) return errorResult(context.rateLimited).result;
     context.onToolCall?.(name, 200);
@@ -353,13 +430,19 @@ export class McpServerFactory implements OnApplicationShutdown {
    */
   private registerExtensionMethods(
     capabilities: ServerCapabilities,
-    register: (method: string, handler: (params: Record<string, unknown>, request: McpExtensionRequest) => Promise<unknown>) => void,
+    register: (
+      method: string,
+      handler: (params: Record<string, unknown>, request: McpExtensionRequest) => Promise<unknown>,
+    ) => void,
   ): void {
     const all = this.extensions.all;
-    const modern = (request: McpExtensionRequest, hints: Record<string, unknown>): Record<string, unknown> => (request.era === 'modern' ? hints : {});
+    const modern = (request: McpExtensionRequest, hints: Record<string, unknown>): Record<string, unknown> =>
+      request.era === 'modern' ? hints : {};
     if (capabilities.resources) {
       register('resources/list', async (_params, request) => {
-        const lists = await Promise.all(all.map((extension) => extension.listResources?.(request) ?? Promise.resolve([])));
+        const lists = await Promise.all(
+          all.map((extension) => extension.listResources?.(request) ?? Promise.resolve([])),
+        );
         return { resources: lists.flat(), ...modern(request, CACHE_HINTS.list) };
       });
       register('resources/templates/list', async (_params, request) => ({
@@ -376,7 +459,10 @@ export class McpServerFactory implements OnApplicationShutdown {
         throw new McpError(MCP_RESOURCE_NOT_FOUND, `Resource not found: ${uri.slice(0, 200)}`, { uri });
       });
       if (capabilities.resources.subscribe) {
-        for (const [method, subscribed] of [['resources/subscribe', true], ['resources/unsubscribe', false]] as const) {
+        for (const [method, subscribed] of [
+          ['resources/subscribe', true],
+          ['resources/unsubscribe', false],
+        ] as const) {
           register(method, async (params, request) => {
             const uri = typeof params.uri === 'string' ? params.uri : '';
             for (const extension of all) await extension.subscribe?.(uri, subscribed, request);
@@ -427,7 +513,9 @@ export class McpServerFactory implements OnApplicationShutdown {
     // An unknown name is a protocol error (the client asked for something not offered), not a tool failure; it is
     // still one of the door's calls, counted under `unknown`.
     if (!this.tools.find(name)) {
-      return observeToolCall({ door: 'mcp', tool: undefined }, () => Promise.reject(new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`)));
+      return observeToolCall({ door: 'mcp', tool: undefined }, () =>
+        Promise.reject(new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`)),
+      );
     }
     const answer = await this.observedToolCall(name, args, context, confirmation, progress);
     return 'outcome' in answer ? successResult(answer.outcome) : answer.result;
@@ -469,7 +557,9 @@ export class McpServerFactory implements OnApplicationShutdown {
     confirmation?: WriteConfirmation,
     progress?: ProgressReporter,
   ): Promise<ToolCallAnswer> {
-    return observeToolCall({ door: 'mcp', tool: this.tools.find(name), statusOfResult: answerStatus }, () => this.runToolCall(name, args, context, confirmation, progress));
+    return observeToolCall({ door: 'mcp', tool: this.tools.find(name), statusOfResult: answerStatus }, () =>
+      this.runToolCall(name, args, context, confirmation, progress),
+    );
   }
 
   private async runToolCall(
@@ -538,10 +628,20 @@ export class McpServerFactory implements OnApplicationShutdown {
     const digest = argumentDigest(prepared, keyId);
     const answer = confirmation.responses?.[CONFIRM_WRITE] as { action?: unknown } | undefined;
     const state = confirmation.state as Partial<ConfirmState> | undefined;
-    if (answer !== undefined && state?.kind === CONFIRM_WRITE && state.tool === name && typeof state.digest === 'string' && sameText(state.digest, digest) && typeof state.nonce === 'string') {
+    if (
+      answer !== undefined &&
+      state?.kind === CONFIRM_WRITE &&
+      state.tool === name &&
+      typeof state.digest === 'string' &&
+      sameText(state.digest, digest) &&
+      typeof state.nonce === 'string'
+    ) {
       // Single use: the first answer carrying this state decides; a replay (even one sent at the same moment) runs nothing.
       if (!(await this.sessionsRepository.useRequestState(state.nonce, (REQUEST_STATE_TTL_SECONDS + 60) * 1000))) {
-        throw new AppException(ErrorCode.ConfirmationRequired, `This confirmation of ${name} was already used; nothing was run again. Call the tool again to be asked anew`);
+        throw new AppException(
+          ErrorCode.ConfirmationRequired,
+          `This confirmation of ${name} was already used; nothing was run again. Call the tool again to be asked anew`,
+        );
       }
       if (answer.action === 'accept') return 'confirmed';
       throw declined(name);
@@ -589,7 +689,14 @@ function toMcpTool(tools: ToolsService, tool: RegisteredTool): Tool {
 /** A tool failure as an MCP result: `isError`, with the Area A error body as text and as structuredContent. */
 function errorResult(exception: AppException): { result: CallToolResult; status: number } {
   const rendered = renderError(exception, 'tool-api', RequestContext.requestId() ?? '');
-  return { result: { content: [{ type: 'text', text: JSON.stringify(rendered.body) }], structuredContent: rendered.body, isError: true }, status: rendered.status };
+  return {
+    result: {
+      content: [{ type: 'text', text: JSON.stringify(rendered.body) }],
+      structuredContent: rendered.body,
+      isError: true,
+    },
+    status: rendered.status,
+  };
 }
 
 /** What a registry tools/call came to: the tool's outcome, or a result already shaped (an error, an elicitation). */
@@ -605,13 +712,17 @@ function answerStatus(answer: ToolCallAnswer): string {
  */
 function successJson(outcome: ToolCallOutcome): string {
   const structured =
-    outcome.resultJson !== undefined ? `{"items":${outcome.resultJson}${outcome.truncated ? ',"truncated":true' : ''}}` : JSON.stringify(structuredContentOf(outcome));
+    outcome.resultJson !== undefined
+      ? `{"items":${outcome.resultJson}${outcome.truncated ? ',"truncated":true' : ''}}`
+      : JSON.stringify(structuredContentOf(outcome));
   return `{"content":[{"type":"text","text":${JSON.stringify(structured)}}],"structuredContent":${structured}}`;
 }
 
 /** A result as `structuredContent`: an object as it is, a list wrapped as `{items}` (with `truncated` when it stopped at its limit). */
 function structuredContentOf(outcome: ToolCallOutcome): Record<string, unknown> {
-  return Array.isArray(outcome.result) ? { items: outcome.result, ...(outcome.truncated ? { truncated: true } : {}) } : (outcome.result as Record<string, unknown>);
+  return Array.isArray(outcome.result)
+    ? { items: outcome.result, ...(outcome.truncated ? { truncated: true } : {}) }
+    : (outcome.result as Record<string, unknown>);
 }
 
 function successResult(outcome: ToolCallOutcome): CallToolResult {
@@ -648,10 +759,16 @@ type ProgressReporter = (progress: number, message: string) => Promise<void>;
  * Progress notifications for a call whose `_meta` carries a progressToken (none otherwise). A lost notification never
  * fails the call: the result is what counts.
  */
-function progressOf(meta: { progressToken?: unknown } | undefined, notify: (notification: { method: string; params: Record<string, unknown> }) => Promise<void>): ProgressReporter | undefined {
+function progressOf(
+  meta: { progressToken?: unknown } | undefined,
+  notify: (notification: { method: string; params: Record<string, unknown> }) => Promise<void>,
+): ProgressReporter | undefined {
   const token = meta?.progressToken;
   if (typeof token !== 'string' && typeof token !== 'number') return undefined;
-  return (progress, message) => notify({ method: 'notifications/progress', params: { progressToken: token, progress, total: 1, message } }).catch(() => undefined);
+  return (progress, message) =>
+    notify({ method: 'notifications/progress', params: { progressToken: token, progress, total: 1, message } }).catch(
+      () => undefined,
+    );
 }
 
 /** What a confirmation's requestState carries: the call the user is shown, and a nonce that makes it single-use. */
@@ -664,5 +781,7 @@ interface ConfirmState {
 
 /** Digest of (credential, tool, arguments): a confirmation counts only for the call the user was shown. */
 function argumentDigest(prepared: PreparedToolCall, keyId: string): string {
-  return createHash('sha256').update(JSON.stringify(['atrium:confirm-write', keyId, prepared.tool.definition.name, prepared.args])).digest('base64url');
+  return createHash('sha256')
+    .update(JSON.stringify(['atrium:confirm-write', keyId, prepared.tool.definition.name, prepared.args]))
+    .digest('base64url');
 }

@@ -54,7 +54,14 @@ export class McpSessionsRepository {
   async findLive(idHash: Buffer): Promise<McpSessionRecord | undefined> {
     const row = await this.db
       .selectFrom('mcp_sessions')
-      .select(['credential_id', 'protocol_version', 'client_capabilities', 'client_name', 'client_version', 'expires_at'])
+      .select([
+        'credential_id',
+        'protocol_version',
+        'client_capabilities',
+        'client_name',
+        'client_version',
+        'expires_at',
+      ])
       .where('id_hash', '=', idHash)
       .where('expires_at', '>', sql<Date>`now()`)
       .executeTakeFirst();
@@ -70,12 +77,20 @@ export class McpSessionsRepository {
   }
 
   async extend(idHash: Buffer, ttlMs: number): Promise<void> {
-    await this.db.updateTable('mcp_sessions').set({ expires_at: inMs(ttlMs) }).where('id_hash', '=', idHash).execute();
+    await this.db
+      .updateTable('mcp_sessions')
+      .set({ expires_at: inMs(ttlMs) })
+      .where('id_hash', '=', idHash)
+      .execute();
   }
 
   /** Ends the session (its pending elicitations go with it); false if there was none for this credential. */
   async delete(idHash: Buffer, credentialId: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('mcp_sessions').where('id_hash', '=', idHash).where('credential_id', '=', credentialId).executeTakeFirst();
+    const result = await this.db
+      .deleteFrom('mcp_sessions')
+      .where('id_hash', '=', idHash)
+      .where('credential_id', '=', credentialId)
+      .executeTakeFirst();
     return result.numDeletedRows > 0n;
   }
 
@@ -93,14 +108,26 @@ export class McpSessionsRepository {
   }
 
   async pruneExpired(): Promise<{ sessions: number; elicitations: number }> {
-    await this.db.deleteFrom('mcp_request_state_uses').where('expires_at', '<', sql<Date>`now()`).execute();
-    const elicitations = await this.db.deleteFrom('mcp_elicitations').where('expires_at', '<', sql<Date>`now()`).executeTakeFirst();
-    const sessions = await this.db.deleteFrom('mcp_sessions').where('expires_at', '<', sql<Date>`now()`).executeTakeFirst();
+    await this.db
+      .deleteFrom('mcp_request_state_uses')
+      .where('expires_at', '<', sql<Date>`now()`)
+      .execute();
+    const elicitations = await this.db
+      .deleteFrom('mcp_elicitations')
+      .where('expires_at', '<', sql<Date>`now()`)
+      .executeTakeFirst();
+    const sessions = await this.db
+      .deleteFrom('mcp_sessions')
+      .where('expires_at', '<', sql<Date>`now()`)
+      .executeTakeFirst();
     return { sessions: Number(sessions.numDeletedRows), elicitations: Number(elicitations.numDeletedRows) };
   }
 
   async insertElicitation(requestId: string, sessionHash: Buffer, ttlMs: number): Promise<void> {
-    await this.db.insertInto('mcp_elicitations').values({ request_id: requestId, session_hash: sessionHash, expires_at: inMs(ttlMs) }).execute();
+    await this.db
+      .insertInto('mcp_elicitations')
+      .values({ request_id: requestId, session_hash: sessionHash, expires_at: inMs(ttlMs) })
+      .execute();
   }
 
   /**
@@ -140,7 +167,11 @@ export class McpSessionsRepository {
    * an answer arriving after finds no row.
    */
   async withdraw(requestId: string): Promise<StoredAnswer | undefined> {
-    const row = await this.db.deleteFrom('mcp_elicitations').where('request_id', '=', requestId).returning('answer').executeTakeFirst();
+    const row = await this.db
+      .deleteFrom('mcp_elicitations')
+      .where('request_id', '=', requestId)
+      .returning('answer')
+      .executeTakeFirst();
     return (row?.answer ?? undefined) as StoredAnswer | undefined;
   }
 }

@@ -6,11 +6,20 @@ import { McpSessions } from './mcp-sessions.service.js';
 describe('McpSessions.openingFor (which initialize opens which session)', () => {
   const config = { mcp: { sessionTtlMs: 60_000 }, secrets: { tokenPepper: 'p'.repeat(32) } } as AppConfig;
   const sessions = new McpSessions({} as McpSessionsRepository, config);
-  const init = (protocolVersion: unknown, capabilities: unknown, clientInfo: unknown = { name: 'c', version: '1' }) => ({ protocolVersion, capabilities, clientInfo });
+  const init = (
+    protocolVersion: unknown,
+    capabilities: unknown,
+    clientInfo: unknown = { name: 'c', version: '1' },
+  ) => ({ protocolVersion, capabilities, clientInfo });
 
   it('stores one on 2025-06-18 and 2025-11-25 when the client declared elicitation, with the negotiated revision', () => {
     for (const version of ['2025-06-18', '2025-11-25']) {
-      expect(sessions.openingFor(init(version, { elicitation: {} }))).toEqual({ protocolVersion: version, capabilities: { elicitation: {} }, client: { name: 'c', version: '1' }, stored: true });
+      expect(sessions.openingFor(init(version, { elicitation: {} }))).toEqual({
+        protocolVersion: version,
+        capabilities: { elicitation: {} },
+        client: { name: 'c', version: '1' },
+        stored: true,
+      });
     }
     // An unsupported request is answered with the SDK's latest revision, which has elicitation.
     expect(sessions.openingFor(init('2099-01-01', { elicitation: { form: {} } }))?.protocolVersion).toBe('2025-11-25');
@@ -35,7 +44,12 @@ describe('McpSessions.openingFor (which initialize opens which session)', () => 
   it('a label session resolves for its credential only, and not once altered', async () => {
     const opening = sessions.openingFor(init('2025-11-25', {}, { name: 'Claude Code', version: '2.1.0' }))!;
     const label = sessions.labelSession('key-1', opening);
-    expect(await sessions.resolve(label, 'key-1')).toMatchObject({ protocolVersion: '2025-11-25', client: { name: 'Claude Code', version: '2.1.0' }, canElicit: false, stored: false });
+    expect(await sessions.resolve(label, 'key-1')).toMatchObject({
+      protocolVersion: '2025-11-25',
+      client: { name: 'Claude Code', version: '2.1.0' },
+      canElicit: false,
+      stored: false,
+    });
     expect(await sessions.resolve(label, 'key-2')).toBeUndefined();
     expect(await sessions.resolve(`${label.slice(0, -1)}${label.endsWith('A') ? 'B' : 'A'}`, 'key-1')).toBeUndefined();
     expect(await sessions.end(label, 'key-1')).toBe('not-endable');
@@ -43,7 +57,13 @@ describe('McpSessions.openingFor (which initialize opens which session)', () => 
   });
 
   it('keeps oversize capabilities only as what it acts on, and bounds the client labels', () => {
-    const opening = sessions.openingFor(init('2025-11-25', { elicitation: {}, experimental: { junk: 'x'.repeat(10_000) } }, { name: 'n'.repeat(500), version: 7 }));
+    const opening = sessions.openingFor(
+      init(
+        '2025-11-25',
+        { elicitation: {}, experimental: { junk: 'x'.repeat(10_000) } },
+        { name: 'n'.repeat(500), version: 7 },
+      ),
+    );
     expect(opening?.capabilities).toEqual({ elicitation: {} });
     expect(opening?.client).toEqual({ name: 'n'.repeat(200), version: '' });
     expect(toMcpClientInfo({ name: '' })).toBeUndefined();

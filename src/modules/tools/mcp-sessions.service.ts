@@ -121,13 +121,28 @@ export class McpSessions implements OnModuleInit, OnModuleDestroy {
    * the revision the SDK server will answer (its own rule: the requested one if supported, else the latest) has
    * elicitation and the client declared it (or an extension wants a session for its capabilities).
    */
-  openingFor(params: unknown, wantsSession?: (capabilities: Record<string, unknown>) => boolean): McpSessionOpening | undefined {
+  openingFor(
+    params: unknown,
+    wantsSession?: (capabilities: Record<string, unknown>) => boolean,
+  ): McpSessionOpening | undefined {
     if (typeof params !== 'object' || params === null) return undefined;
-    const { protocolVersion: requested, capabilities, clientInfo } = params as { protocolVersion?: unknown; capabilities?: unknown; clientInfo?: unknown };
-    const protocolVersion = typeof requested === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
+    const {
+      protocolVersion: requested,
+      capabilities,
+      clientInfo,
+    } = params as { protocolVersion?: unknown; capabilities?: unknown; clientInfo?: unknown };
+    const protocolVersion =
+      typeof requested === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(requested)
+        ? requested
+        : LATEST_PROTOCOL_VERSION;
     const client = toMcpClientInfo(clientInfo);
     if (!client) return undefined;
-    if (!SESSION_REVISIONS.has(protocolVersion) || typeof capabilities !== 'object' || capabilities === null || Array.isArray(capabilities)) {
+    if (
+      !SESSION_REVISIONS.has(protocolVersion) ||
+      typeof capabilities !== 'object' ||
+      capabilities === null ||
+      Array.isArray(capabilities)
+    ) {
       return { protocolVersion, capabilities: {}, client, stored: false };
     }
     const declared = capabilities as Record<string, unknown>;
@@ -139,12 +154,18 @@ export class McpSessions implements OnModuleInit, OnModuleDestroy {
 
   /** A label session's id for this credential: the opening's revision and client, sealed (see the class comment). */
   labelSession(credentialId: string, opening: McpSessionOpening): string {
-    const payload = Buffer.from(JSON.stringify([opening.protocolVersion, opening.client.name, opening.client.version])).toString('base64url');
+    const payload = Buffer.from(
+      JSON.stringify([opening.protocolVersion, opening.client.name, opening.client.version]),
+    ).toString('base64url');
     return `l1.${payload}.${this.labelMac(credentialId, payload)}`;
   }
 
   private labelMac(credentialId: string, payload: string): string {
-    return createHmac('sha256', this.labelKey).update(`${credentialId}\0${payload}`).digest().subarray(0, 16).toString('base64url');
+    return createHmac('sha256', this.labelKey)
+      .update(`${credentialId}\0${payload}`)
+      .digest()
+      .subarray(0, 16)
+      .toString('base64url');
   }
 
   /** The label session this header names for this credential, or undefined (forged, altered or another credential's). */
@@ -154,7 +175,11 @@ export class McpSessions implements OnModuleInit, OnModuleDestroy {
     const [, payload, mac] = match;
     const expected = Buffer.from(this.labelMac(credentialId, payload));
     if (!timingSafeEqual(Buffer.from(mac), expected)) return undefined;
-    const [protocolVersion, name, version] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as [string, string, string];
+    const [protocolVersion, name, version] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as [
+      string,
+      string,
+      string,
+    ];
     return { idHash: hashOf(header), protocolVersion, client: { name, version }, canElicit: false, stored: false };
   }
 
@@ -207,7 +232,10 @@ export class McpSessions implements OnModuleInit, OnModuleDestroy {
       const pruned = await this.repository.pruneExpired();
       if (pruned.sessions + pruned.elicitations > 0) this.logger.log({ msg: 'expired MCP sessions pruned', ...pruned });
     } catch (error) {
-      this.logger.warn({ msg: 'MCP session prune failed', error: error instanceof Error ? error.message : String(error) });
+      this.logger.warn({
+        msg: 'MCP session prune failed',
+        error: error instanceof Error ? error.message : String(error),
+      });
     }
   }
 }
@@ -234,7 +262,12 @@ export class McpWriteConfirmations {
    * `elicitInput`: the SDK numbers requests 0, 1, … per Server, and this door builds a Server per POST, so two
    * calls of one session would both ask with id 0 and an answer could not say which call it confirms.
    */
-  async ask(session: McpSession, params: ElicitRequestFormParams, send: (message: JSONRPCMessage) => Promise<void>, signal: AbortSignal): Promise<ElicitOutcome> {
+  async ask(
+    session: McpSession,
+    params: ElicitRequestFormParams,
+    send: (message: JSONRPCMessage) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<ElicitOutcome> {
     const outcome = await this.request(session, REQUEST_ID_PREFIX, 'elicitation/create', params, send, signal);
     if ('failed' in outcome) return outcome;
     return outcomeOf(outcome.answer);
@@ -250,10 +283,13 @@ export class McpWriteConfirmations {
     params: Record<string, unknown>,
     send: (message: JSONRPCMessage) => Promise<void>,
     signal: AbortSignal,
-  ): Promise<{ result: Record<string, unknown> } | { failed: 'timeout' | 'aborted' } | { failed: 'client-error'; detail: string }> {
+  ): Promise<
+    { result: Record<string, unknown> } | { failed: 'timeout' | 'aborted' } | { failed: 'client-error'; detail: string }
+  > {
     const outcome = await this.request(session, ASK_ID_PREFIX, method, params, send, signal);
     if ('failed' in outcome) return outcome;
-    if ('error' in outcome.answer) return { failed: 'client-error', detail: `${outcome.answer.error.code} ${outcome.answer.error.message}` };
+    if ('error' in outcome.answer)
+      return { failed: 'client-error', detail: `${outcome.answer.error.code} ${outcome.answer.error.message}` };
     return { result: outcome.answer.result };
   }
 
@@ -308,7 +344,11 @@ export class McpWriteConfirmations {
       if (late) return { answer: late };
       if (!signal.aborted) {
         // Spec: a request the sender gives up on is cancelled, so the client stops asking the user.
-        await send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: 'confirmation timed out' } }).catch(() => undefined);
+        await send({
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId, reason: 'confirmation timed out' },
+        }).catch(() => undefined);
       }
       return { failed: signal.aborted ? 'aborted' : 'timeout' };
     } catch (error) {
@@ -330,18 +370,30 @@ export class McpWriteConfirmations {
     const id = message.id;
     const asked = typeof id === 'string' && id.startsWith(ASK_ID_PREFIX);
     if ('result' in message && asked) {
-      if (JSON.stringify(message.result).length > MAX_ANSWER_JSON) throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: the answer is too large');
+      if (JSON.stringify(message.result).length > MAX_ANSWER_JSON)
+        throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: the answer is too large');
       stored = { result: message.result };
     } else if ('result' in message) {
       const parsed = ElicitResultSchema.safeParse(message.result);
-      if (!parsed.success) throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: the result is not an elicitation answer (action accept, decline or cancel)');
+      if (!parsed.success)
+        throw new AppException(
+          ErrorCode.InvalidRequest,
+          'Invalid Request: the result is not an elicitation answer (action accept, decline or cancel)',
+        );
       stored = { result: { action: parsed.data.action } };
     } else {
       stored = { error: { code: message.error.code, message: String(message.error.message).slice(0, 500) } };
     }
-    const claimed = typeof id === 'string' && (id.startsWith(REQUEST_ID_PREFIX) || asked) && id.length <= 100 && (await this.repository.claimAnswer(id, session.idHash, stored));
+    const claimed =
+      typeof id === 'string' &&
+      (id.startsWith(REQUEST_ID_PREFIX) || asked) &&
+      id.length <= 100 &&
+      (await this.repository.claimAnswer(id, session.idHash, stored));
     if (!claimed) {
-      throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: this session has no open request with this id (unknown, already answered or expired)');
+      throw new AppException(
+        ErrorCode.InvalidRequest,
+        'Invalid Request: this session has no open request with this id (unknown, already answered or expired)',
+      );
     }
   }
 }

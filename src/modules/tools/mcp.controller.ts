@@ -2,7 +2,12 @@ import { Controller, Delete, Get, Headers, Post, Req, Res, UseGuards } from '@ne
 import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { JsonRpcErrorSchema, JsonRpcMessageSchema, JsonRpcResponseSchema } from './mcp.schemas.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest, isJSONRPCErrorResponse, isJSONRPCResultResponse, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  isInitializeRequest,
+  isJSONRPCErrorResponse,
+  isJSONRPCResultResponse,
+  JSONRPCMessageSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { CLIENT_INFO_META_KEY, isLegacyRequest } from '@modelcontextprotocol/server';
 import type { Request, Response } from 'express';
 import { AppException } from '../../common/errors/app.exception.js';
@@ -56,26 +61,59 @@ export class McpController {
     schema: { $ref: JsonRpcResponseSchema.$ref },
   })
   @ApiResponse({ status: 202, description: 'A notification or response was accepted (no body)' })
-  @ApiResponse({ status: 400, description: 'Not JSON (-32700), not a single JSON-RPC message (-32600), or a bad request for the protocol revision', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({
+    status: 400,
+    description:
+      'Not JSON (-32700), not a single JSON-RPC message (-32600), or a bad request for the protocol revision',
+    schema: { $ref: JsonRpcErrorSchema.$ref },
+  })
   @ApiResponse({
     status: 401,
     description: 'No credential or a bad one',
-    headers: { 'WWW-Authenticate': { required: true, description: 'Bearer challenge with resource_metadata (OAuth discovery)', schema: { type: 'string' } } },
+    headers: {
+      'WWW-Authenticate': {
+        required: true,
+        description: 'Bearer challenge with resource_metadata (OAuth discovery)',
+        schema: { type: 'string' },
+      },
+    },
     schema: { $ref: JsonRpcErrorSchema.$ref },
   })
-  @ApiResponse({ status: 403, description: 'An Origin not in MCP_ALLOWED_ORIGINS', schema: { $ref: JsonRpcErrorSchema.$ref } })
-  @ApiResponse({ status: 404, description: 'Mcp-Session-Id names no session of this credential (unknown, ended or expired): initialize again', schema: { $ref: JsonRpcErrorSchema.$ref } })
-  @ApiResponse({ status: 406, description: 'Accept does not allow application/json and text/event-stream', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({
+    status: 403,
+    description: 'An Origin not in MCP_ALLOWED_ORIGINS',
+    schema: { $ref: JsonRpcErrorSchema.$ref },
+  })
+  @ApiResponse({
+    status: 404,
+    description: 'Mcp-Session-Id names no session of this credential (unknown, ended or expired): initialize again',
+    schema: { $ref: JsonRpcErrorSchema.$ref },
+  })
+  @ApiResponse({
+    status: 406,
+    description: 'Accept does not allow application/json and text/event-stream',
+    schema: { $ref: JsonRpcErrorSchema.$ref },
+  })
   @ApiResponse({ status: 413, description: 'Body too large', schema: { $ref: JsonRpcErrorSchema.$ref } })
-  @ApiResponse({ status: 415, description: 'Content-Type is not application/json', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({
+    status: 415,
+    description: 'Content-Type is not application/json',
+    schema: { $ref: JsonRpcErrorSchema.$ref },
+  })
   @ApiResponse({
     status: 429,
     description: 'Rate limited (a tools/call is answered in-band instead, as an isError result)',
-    headers: { 'Retry-After': { required: true, description: 'Seconds to wait', schema: { type: 'integer', minimum: 1 } } },
+    headers: {
+      'Retry-After': { required: true, description: 'Seconds to wait', schema: { type: 'integer', minimum: 1 } },
+    },
     schema: { $ref: JsonRpcErrorSchema.$ref },
   })
   @ApiResponse({ status: 500, description: 'Unexpected failure', schema: { $ref: JsonRpcErrorSchema.$ref } })
-  @ApiResponse({ status: 503, description: 'The database or Redis is unavailable (the credential cannot be checked)', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({
+    status: 503,
+    description: 'The database or Redis is unavailable (the credential cannot be checked)',
+    schema: { $ref: JsonRpcErrorSchema.$ref },
+  })
   async post(
     @Caller() caller: KeyCaller,
     @Req() request: Request,
@@ -107,10 +145,18 @@ export class McpController {
    * tool call as below, answered as the SDK would. False when this request needs the SDK after all (a call that may ask
    * the user, a tool an extension serves); nothing has been counted then.
    */
-  private async servedFast(call: FastMcpCall, caller: KeyCaller, request: Request, response: Response, idempotencyKey: string | undefined): Promise<boolean> {
+  private async servedFast(
+    call: FastMcpCall,
+    caller: KeyCaller,
+    request: Request,
+    response: Response,
+    idempotencyKey: string | undefined,
+  ): Promise<boolean> {
     const context: McpRequestContext = { caller, idempotencyKey };
     if (call.era === 'modern') {
-      context.client = toMcpClientInfo((request.body as { params: { _meta: Record<string, unknown> } }).params._meta[CLIENT_INFO_META_KEY]);
+      context.client = toMcpClientInfo(
+        (request.body as { params: { _meta: Record<string, unknown> } }).params._meta[CLIENT_INFO_META_KEY],
+      );
     } else if (!(await this.presentedSession(request, response, context))) {
       return true;
     }
@@ -149,7 +195,10 @@ export class McpController {
    * Counts the call. Over the limit, a single tools/call is answered in-band (an isError result, so the
    * limit reaches the model), anything else as HTTP 429: the exception is returned for the former, thrown otherwise.
    */
-  private async deferredRateLimit(caller: KeyCaller, toolCall: Pick<BodyInfo, 'isSingleToolCall'> | undefined): Promise<AppException | undefined> {
+  private async deferredRateLimit(
+    caller: KeyCaller,
+    toolCall: Pick<BodyInfo, 'isSingleToolCall'> | undefined,
+  ): Promise<AppException | undefined> {
     try {
       await this.keyLimit.enforce(caller.keyId, caller.actor.userId);
       return undefined;
@@ -163,10 +212,17 @@ export class McpController {
    * Revision 2026-07-28 (a per-request `_meta` envelope claim) goes to the v2 SDK entry, as that SDK
    * classifies it; everything else is 2025-era traffic for the v1 transport. True when answered here.
    */
-  private async servedAsModern(request: Request, response: Response, body: unknown, context: McpRequestContext): Promise<boolean> {
+  private async servedAsModern(
+    request: Request,
+    response: Response,
+    body: unknown,
+    context: McpRequestContext,
+  ): Promise<boolean> {
     const webRequest = toWebRequest(request, body);
     if (await isLegacyRequest(webRequest, body)) return false;
-    context.client = toMcpClientInfo((body as { params?: { _meta?: Record<string, unknown> } }).params?._meta?.['io.modelcontextprotocol/clientInfo']);
+    context.client = toMcpClientInfo(
+      (body as { params?: { _meta?: Record<string, unknown> } }).params?._meta?.['io.modelcontextprotocol/clientInfo'],
+    );
     setMcpClient(request, context.client);
     await sendWebResponse(response, await this.servers.serveModern(webRequest, body, context));
     return true;
@@ -187,7 +243,9 @@ export class McpController {
       // A new initialize starts over: a session header on it is not looked at (the spec has none there).
       context.client = toMcpClientInfo(body.params.clientInfo);
       setMcpClient(request, context.client);
-      const opening = this.sessions.openingFor(body.params, (capabilities) => this.servers.extensionWantsSession(capabilities));
+      const opening = this.sessions.openingFor(body.params, (capabilities) =>
+        this.servers.extensionWantsSession(capabilities),
+      );
       if (!opening) return { answered: false };
       if (!opening.stored) return { answered: false, id: this.sessions.labelSession(context.caller.keyId, opening) };
       const id = this.sessions.newId();
@@ -233,29 +291,55 @@ export class McpController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'Not offered: the server sends nothing unasked, so it opens no standalone SSE stream (405)' })
+  @ApiOperation({
+    summary: 'Not offered: the server sends nothing unasked, so it opens no standalone SSE stream (405)',
+  })
   @ApiResponse({ status: 405, description: 'Allow: POST, DELETE', schema: { $ref: JsonRpcErrorSchema.$ref } })
   get(@Res() response: Response): void {
-    methodNotAllowed(response, 'POST, DELETE', 'Method not allowed: this MCP server opens no standalone SSE stream; send JSON-RPC with POST');
+    methodNotAllowed(
+      response,
+      'POST, DELETE',
+      'Method not allowed: this MCP server opens no standalone SSE stream; send JSON-RPC with POST',
+    );
   }
 
   @Delete()
   @UseGuards(McpOriginGuard, ApiKeyAuthGuard, ScopeGuard)
   @AnyKeyScope('mcp')
-  @ApiOperation({ summary: 'Ends the MCP session named by Mcp-Session-Id (204; 404 if unknown; 405 without the header or for a label session, which holds nothing to end)' })
+  @ApiOperation({
+    summary:
+      'Ends the MCP session named by Mcp-Session-Id (204; 404 if unknown; 405 without the header or for a label session, which holds nothing to end)',
+  })
   @ApiResponse({ status: 204, description: 'The session is ended' })
-  @ApiResponse({ status: 404, description: 'No such session for this credential', schema: { $ref: JsonRpcErrorSchema.$ref } })
-  @ApiResponse({ status: 405, description: 'No Mcp-Session-Id header (Allow: POST, DELETE), or a label session, which a client cannot end (Allow: POST)', schema: { $ref: JsonRpcErrorSchema.$ref } })
+  @ApiResponse({
+    status: 404,
+    description: 'No such session for this credential',
+    schema: { $ref: JsonRpcErrorSchema.$ref },
+  })
+  @ApiResponse({
+    status: 405,
+    description:
+      'No Mcp-Session-Id header (Allow: POST, DELETE), or a label session, which a client cannot end (Allow: POST)',
+    schema: { $ref: JsonRpcErrorSchema.$ref },
+  })
   async remove(@Caller() caller: KeyCaller, @Req() request: Request, @Res() response: Response): Promise<void> {
     const header = request.headers['mcp-session-id'];
     if (header === undefined) {
-      methodNotAllowed(response, 'POST, DELETE', 'Method not allowed: DELETE ends a session; send it with the Mcp-Session-Id header');
+      methodNotAllowed(
+        response,
+        'POST, DELETE',
+        'Method not allowed: DELETE ends a session; send it with the Mcp-Session-Id header',
+      );
       return;
     }
     const ended = typeof header === 'string' ? await this.sessions.end(header, caller.keyId) : 'unknown';
     if (ended === 'unknown') return sessionNotFound(response);
     if (ended === 'not-endable') {
-      methodNotAllowed(response, 'POST', 'Method not allowed: this session only names the client; it holds nothing to end and lasts as long as the credential');
+      methodNotAllowed(
+        response,
+        'POST',
+        'Method not allowed: this session only names the client; it holds nothing to end and lasts as long as the credential',
+      );
       return;
     }
     response.status(204).end();
@@ -280,7 +364,10 @@ function inspectBody(body: unknown): BodyInfo {
   // Batches are not part of the MCP revisions spoken here, and one POST must be one message so that the
   // per-key limit counts work, not envelopes (API.md, "Rate limits count work").
   if (Array.isArray(body)) {
-    throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: JSON-RPC batches (arrays) are not supported; send one message per POST');
+    throw new AppException(
+      ErrorCode.InvalidRequest,
+      'Invalid Request: JSON-RPC batches (arrays) are not supported; send one message per POST',
+    );
   }
   if (!JSONRPCMessageSchema.safeParse(body).success) {
     throw new AppException(ErrorCode.InvalidRequest, 'Invalid Request: the body is not a JSON-RPC 2.0 message');
@@ -289,7 +376,12 @@ function inspectBody(body: unknown): BodyInfo {
   if (typeof message.method !== 'string') return { isSingleToolCall: false };
   if (message.method === 'tools/call' && typeof message.params?.name === 'string') {
     const token = message.params._meta?.progressToken;
-    return { label: message.params.name.slice(0, 100), tool: message.params.name, isSingleToolCall: true, hasProgressToken: typeof token === 'string' || typeof token === 'number' };
+    return {
+      label: message.params.name.slice(0, 100),
+      tool: message.params.name,
+      isSingleToolCall: true,
+      hasProgressToken: typeof token === 'string' || typeof token === 'number',
+    };
   }
   return { label: message.method.slice(0, 100), isSingleToolCall: false };
 }
@@ -313,10 +405,15 @@ async function sendWebResponse(response: Response, answer: globalThis.Response):
 }
 
 function methodNotAllowed(response: Response, allow: string, message: string): void {
-  response.status(405).setHeader('Allow', allow).json({ jsonrpc: '2.0', id: null, error: { code: JSON_RPC_SERVER_ERROR, message } });
+  response
+    .status(405)
+    .setHeader('Allow', allow)
+    .json({ jsonrpc: '2.0', id: null, error: { code: JSON_RPC_SERVER_ERROR, message } });
 }
 
 /** The SDK's own answer for a session it does not know (-32001), so clients recognise it and initialize again. */
 function sessionNotFound(response: Response): void {
-  response.status(404).json({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found: initialize again' } });
+  response
+    .status(404)
+    .json({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found: initialize again' } });
 }

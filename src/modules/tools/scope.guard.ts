@@ -17,7 +17,8 @@ const SCOPE_RULE = 'atrium:scope-rule';
 /** The route calls the tool named in the body: that tool's scope must be on the key. */
 export const RequiresToolScope = () => SetMetadata(SCOPE_RULE, { kind: 'tool-in-body' } satisfies ScopeRule);
 /** The route is fine for any valid key (e.g. listing the tools its scopes allow). */
-export const AnyKeyScope = (usageLabel: string) => SetMetadata(SCOPE_RULE, { kind: 'any-scope', usageLabel } satisfies ScopeRule);
+export const AnyKeyScope = (usageLabel: string) =>
+  SetMetadata(SCOPE_RULE, { kind: 'any-scope', usageLabel } satisfies ScopeRule);
 
 /**
  * Deny by default: an Area A route without a scope rule answers 403. For tool calls the body is read
@@ -66,7 +67,10 @@ export class ScopeGuard implements CanActivate {
       } catch (error) {
         if (!(error instanceof AppException)) throw error;
         const challenge = `Bearer error="insufficient_scope", scope="${tool.definition.scope}", resource_metadata="${protectedResourceMetadataUrl(this.config)}"`;
-        throw new AppException(error.code, error.message, error.details, { ...error.headers, 'WWW-Authenticate': challenge });
+        throw new AppException(error.code, error.message, error.details, {
+          ...error.headers,
+          'WWW-Authenticate': challenge,
+        });
       }
       return true;
     }

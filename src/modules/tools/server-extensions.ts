@@ -64,12 +64,20 @@ export interface McpExtension {
   ownsTool?(name: string): boolean;
   /** Whether a 2025-era call of this tool sends messages before its result (its answer is then an SSE stream). */
   streamsTool?(name: string): boolean;
-  callTool?(name: string, args: Record<string, unknown> | undefined, request: McpExtensionRequest): Promise<McpToolAnswer> | undefined;
+  callTool?(
+    name: string,
+    args: Record<string, unknown> | undefined,
+    request: McpExtensionRequest,
+  ): Promise<McpToolAnswer> | undefined;
   listResources?(request: McpExtensionRequest): Promise<Resource[]>;
   listResourceTemplates?(request: McpExtensionRequest): ResourceTemplate[];
   readResource?(uri: string, request: McpExtensionRequest): Promise<ReadResourceResult | undefined>;
   prompts?(request: McpExtensionRequest): Prompt[];
-  getPrompt?(name: string, args: Record<string, string> | undefined, request: McpExtensionRequest): Promise<GetPromptResult | InputRequiredResult> | undefined;
+  getPrompt?(
+    name: string,
+    args: Record<string, string> | undefined,
+    request: McpExtensionRequest,
+  ): Promise<GetPromptResult | InputRequiredResult> | undefined;
   complete?(params: CompleteRequestParams, request: McpExtensionRequest): Promise<CompleteResult | undefined>;
   /** `logging/setLevel`, `resources/subscribe` / `unsubscribe`: answered only where the capability is served. */
   setLogLevel?(level: string, request: McpExtensionRequest): Promise<void>;
@@ -94,7 +102,8 @@ export class McpExtensions {
     const merged: Record<string, Record<string, unknown>> = {};
     for (const extension of this.registered) {
       for (const [name, value] of Object.entries(extension.capabilities(caller))) {
-        if (value && typeof value === 'object') merged[name] = { ...merged[name], ...(value as Record<string, unknown>) };
+        if (value && typeof value === 'object')
+          merged[name] = { ...merged[name], ...(value as Record<string, unknown>) };
       }
     }
     return merged;

@@ -41,16 +41,27 @@ export class ToolApiController {
   @RequiresToolScope()
   @ApiOperation({
     summary: 'Call one tool: {name, arguments} → {result}',
-    description: 'Ints may also come as decimal strings. A write tool with an Idempotency-Key returns the first result for a repeat within 24 h (Idempotent-Replayed: true) and 409 idempotency_conflict for other arguments. x-atrium-tools names each tool’s argument and result schemas.',
+    description:
+      'Ints may also come as decimal strings. A write tool with an Idempotency-Key returns the first result for a repeat within 24 h (Idempotent-Replayed: true) and 409 idempotency_conflict for other arguments. x-atrium-tools names each tool’s argument and result schemas.',
   })
   @ApiBody({ schema: { $ref: `#/components/schemas/${TOOL_CALL_REQUEST}` } })
-  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Write tools: a repeat with the same key and arguments within 24 h returns the first result' })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description: 'Write tools: a repeat with the same key and arguments within 24 h returns the first result',
+  })
   @ApiResponse({
     status: 200,
     description: 'The tool’s result',
     headers: {
-      'X-Truncated': { description: 'true when a list result stopped at its limit', schema: { type: 'string', enum: ['true'] } },
-      'Idempotent-Replayed': { description: 'true when this is the stored answer of an earlier call with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
+      'X-Truncated': {
+        description: 'true when a list result stopped at its limit',
+        schema: { type: 'string', enum: ['true'] },
+      },
+      'Idempotent-Replayed': {
+        description: 'true when this is the stored answer of an earlier call with the same Idempotency-Key',
+        schema: { type: 'string', enum: ['true'] },
+      },
     },
     schema: { $ref: `#/components/schemas/${TOOL_CALL_RESPONSE}` },
   })

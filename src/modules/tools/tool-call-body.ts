@@ -9,13 +9,23 @@ export interface ToolCallBody {
 /** `{name, arguments}` of POST /call, or 400 invalid_request. */
 export function parseToolCallBody(body: unknown): ToolCallBody {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new AppException(ErrorCode.InvalidRequest, 'The body must be a JSON object {"name": "<tool>", "arguments": {...}}');
+    throw new AppException(
+      ErrorCode.InvalidRequest,
+      'The body must be a JSON object {"name": "<tool>", "arguments": {...}}',
+    );
   }
   const { name, arguments: args, ...rest } = body as Record<string, unknown>;
   const extra = Object.keys(rest);
-  if (extra.length > 0) throw new AppException(ErrorCode.InvalidRequest, `Unexpected field "${extra[0]}" in the body; it takes only name and arguments`, { field: extra[0] });
+  if (extra.length > 0)
+    throw new AppException(
+      ErrorCode.InvalidRequest,
+      `Unexpected field "${extra[0]}" in the body; it takes only name and arguments`,
+      { field: extra[0] },
+    );
   if (typeof name !== 'string' || name.length === 0 || name.length > 100) {
-    throw new AppException(ErrorCode.InvalidRequest, '"name" must be a tool name (a non-empty string)', { field: 'name' });
+    throw new AppException(ErrorCode.InvalidRequest, '"name" must be a tool name (a non-empty string)', {
+      field: 'name',
+    });
   }
   if (args !== undefined && args !== null && (typeof args !== 'object' || Array.isArray(args))) {
     throw new AppException(ErrorCode.InvalidRequest, '"arguments" must be a JSON object', { field: 'arguments' });

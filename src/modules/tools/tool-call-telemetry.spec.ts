@@ -8,7 +8,9 @@ const tool = (name: string) => ({ definition: { name } }) as unknown as Register
 
 async function count(labels: Record<string, string>): Promise<number> {
   const { values } = await toolCallsTotal.get();
-  return values.filter((v) => Object.entries(labels).every(([key, value]) => (v.labels as Record<string, unknown>)[key] === value)).reduce((sum, v) => sum + v.value, 0);
+  return values
+    .filter((v) => Object.entries(labels).every(([key, value]) => (v.labels as Record<string, unknown>)[key] === value))
+    .reduce((sum, v) => sum + v.value, 0);
 }
 
 describe('observeToolCall', () => {
@@ -21,10 +23,19 @@ describe('observeToolCall', () => {
     };
     await expect(observeToolCall({ door: 'json', tool: tool('list_tasks') }, async () => 42)).resolves.toBe(42);
     const missing = new AppException(ErrorCode.NotFound, 'gone');
-    await expect(observeToolCall({ door: 'agent', tool: tool('get_task') }, () => Promise.reject(missing))).rejects.toBe(missing);
-    await expect(observeToolCall({ door: 'mcp', tool: tool('get_task') }, () => Promise.reject(new Error('bug')))).rejects.toThrow('bug');
+    await expect(
+      observeToolCall({ door: 'agent', tool: tool('get_task') }, () => Promise.reject(missing)),
+    ).rejects.toBe(missing);
+    await expect(
+      observeToolCall({ door: 'mcp', tool: tool('get_task') }, () => Promise.reject(new Error('bug'))),
+    ).rejects.toThrow('bug');
     class Late extends Error {}
-    await expect(observeToolCall({ door: 'agent', tool: tool('get_task'), statusOfError: (e) => (e instanceof Late ? 'timeout' : undefined) }, () => Promise.reject(new Late()))).rejects.toBeInstanceOf(Late);
+    await expect(
+      observeToolCall(
+        { door: 'agent', tool: tool('get_task'), statusOfError: (e) => (e instanceof Late ? 'timeout' : undefined) },
+        () => Promise.reject(new Late()),
+      ),
+    ).rejects.toBeInstanceOf(Late);
     expect(await count({ tool: 'list_tasks', status: 'ok', door: 'json' })).toBe(before.ok + 1);
     expect(await count({ tool: 'get_task', status: 'not_found', door: 'agent' })).toBe(before.notFound + 1);
     expect(await count({ tool: 'get_task', status: 'internal', door: 'mcp' })).toBe(before.internal + 1);
@@ -33,7 +44,9 @@ describe('observeToolCall', () => {
 
   it('labels a name that is not registered as unknown, never with the name sent', async () => {
     const before = await count({ tool: 'unknown', status: 'unknown_tool' });
-    await expect(observeToolCall({ door: 'mcp', tool: undefined }, () => Promise.reject(new Error('Unknown tool: rm_rf')))).rejects.toThrow();
+    await expect(
+      observeToolCall({ door: 'mcp', tool: undefined }, () => Promise.reject(new Error('Unknown tool: rm_rf'))),
+    ).rejects.toThrow();
     countRefusedToolCall('json', undefined, new AppException(ErrorCode.UnknownTool, 'No tool named "rm_rf"'));
     expect(await count({ tool: 'unknown', status: 'unknown_tool' })).toBe(before + 2);
     const { values } = await toolCallsTotal.get();
@@ -42,7 +55,9 @@ describe('observeToolCall', () => {
 
   it('reads an MCP result: ok, the Area A code of an isError result, or an elicitation round trip', () => {
     expect(mcpToolCallStatus({ content: [], structuredContent: {} })).toBe('ok');
-    expect(mcpToolCallStatus({ content: [], isError: true, structuredContent: { error: { code: 'rate_limited' } } })).toBe('rate_limited');
+    expect(
+      mcpToolCallStatus({ content: [], isError: true, structuredContent: { error: { code: 'rate_limited' } } }),
+    ).toBe('rate_limited');
     expect(mcpToolCallStatus({ content: [], isError: true })).toBe('internal');
     expect(mcpToolCallStatus({ resultType: 'input_required', inputRequests: {} })).toBe('input_required');
   });

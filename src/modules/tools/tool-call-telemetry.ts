@@ -31,12 +31,19 @@ export async function observeToolCall<T>(observation: ToolCallObservation<T>, ru
   const tool = observation.tool?.definition.name ?? UNKNOWN_TOOL;
   const tracer = atriumTracer();
   if (!tracer) return measured(observation, tool, run, undefined);
-  return tracer.startActiveSpan(`tool ${tool}`, { attributes: { 'atrium.tool.name': tool, 'atrium.tool.door': observation.door } }, (span) =>
-    measured(observation, tool, run, span).finally(() => span.end()),
+  return tracer.startActiveSpan(
+    `tool ${tool}`,
+    { attributes: { 'atrium.tool.name': tool, 'atrium.tool.door': observation.door } },
+    (span) => measured(observation, tool, run, span).finally(() => span.end()),
   );
 }
 
-async function measured<T>(observation: ToolCallObservation<T>, tool: string, run: () => Promise<T>, span: Span | undefined): Promise<T> {
+async function measured<T>(
+  observation: ToolCallObservation<T>,
+  tool: string,
+  run: () => Promise<T>,
+  span: Span | undefined,
+): Promise<T> {
   const started = performance.now();
   let status = INTERNAL;
   try {

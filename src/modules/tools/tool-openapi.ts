@@ -16,7 +16,8 @@ export interface ToolOpenApi {
   tools: Record<string, { scope: string; readOnly: boolean; arguments: JsonSchema; result: JsonSchema }>;
 }
 
-const pascal = (name: string): string => name.replace(/(^|_)([a-z0-9])/g, (_, __, letter: string) => letter.toUpperCase());
+const pascal = (name: string): string =>
+  name.replace(/(^|_)([a-z0-9])/g, (_, __, letter: string) => letter.toUpperCase());
 const componentRef = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
 
 /**
@@ -53,13 +54,15 @@ export function toolOpenApi(tools: ToolsService, scopes: readonly string[]): Too
   }
   const names = all.map((tool) => tool.definition.name);
   schemas[TOOL_CALL_REQUEST] = {
-    description: 'One tool call: `name` picks the tool, `arguments` follows that tool’s schema (omit it when nothing is required).',
+    description:
+      'One tool call: `name` picks the tool, `arguments` follows that tool’s schema (omit it when nothing is required).',
     oneOf: Object.values(mapping).map((target) => ({ $ref: target })),
     discriminator: { propertyName: 'name', mapping },
   };
   schemas[TOOL_CALL_RESPONSE] = {
     type: 'object',
-    description: 'The tool’s result (see x-atrium-tools on the operation for which result belongs to which tool). List results are arrays; X-Truncated: true says the list stopped at its limit.',
+    description:
+      'The tool’s result (see x-atrium-tools on the operation for which result belongs to which tool). List results are arrays; X-Truncated: true says the list stopped at its limit.',
     required: ['result'],
     properties: { result: { anyOf: names.map((name) => componentRef(`${pascal(name)}Result`)) } },
   };

@@ -9,7 +9,14 @@ import { toAppException } from '../../common/errors/to-app-exception.js';
 import { AuditService } from '../audit/audit.service.js';
 import { redactJsonText, redactValue } from '../../common/secrets/secret-redactor.js';
 import { ToolList, type RegisteredTool } from '../tool-kit/tool-definition.js';
-import { auditedArguments, describeParameters, parametersJsonSchema, validateArguments, type JsonSchema, type ParamDescriptor } from '../tool-kit/tool-parameters.js';
+import {
+  auditedArguments,
+  describeParameters,
+  parametersJsonSchema,
+  validateArguments,
+  type JsonSchema,
+  type ParamDescriptor,
+} from '../tool-kit/tool-parameters.js';
 import { ToolRegistry } from '../tool-kit/tool-registry.js';
 
 /** Area A descriptor (seed style). */
@@ -49,7 +56,8 @@ export interface ToolCallOutcome {
 }
 
 /** What every MCP `instructions` starts with; the providers' fragments for the caller's tools follow. */
-const INSTRUCTIONS_LEAD = 'Atrium tools. Each tool acts for the owner of the API key or OAuth grant, within its scopes.';
+const INSTRUCTIONS_LEAD =
+  'Atrium tools. Each tool acts for the owner of the API key or OAuth grant, within its scopes.';
 
 /** A tool's input JSON Schema (draft 2020-12 compatible), as MCP `inputSchema` lists it: from its one parameter definition. */
 export function toolInputJsonSchema(tool: RegisteredTool): JsonSchema {
@@ -75,7 +83,13 @@ export class ToolsService {
 
   /** Every tool's input JSON Schema, in catalog order (e.g. for an OpenAPI description of the tool call body). */
   inputSchemas(): { name: string; scope: string; inputSchema: JsonSchema }[] {
-    return this.registry.all().map((tool) => ({ name: tool.definition.name, scope: tool.definition.scope, inputSchema: toolInputJsonSchema(tool) }));
+    return this.registry
+      .all()
+      .map((tool) => ({
+        name: tool.definition.name,
+        scope: tool.definition.scope,
+        inputSchema: toolInputJsonSchema(tool),
+      }));
   }
 
   /** MCP `instructions` for a caller: the lead sentence and the fragments of the providers whose tools it may call. */
@@ -105,9 +119,13 @@ export class ToolsService {
   /** Deny by default: 403 insufficient_scope unless the tool's scope is on the key. */
   assertScope(tool: RegisteredTool, scopes: readonly string[]): void {
     if (!scopes.includes(tool.definition.scope)) {
-      throw new AppException(ErrorCode.InsufficientScope, `This key lacks the "${tool.definition.scope}" scope that ${tool.definition.name} needs`, {
-        required_scope: tool.definition.scope,
-      });
+      throw new AppException(
+        ErrorCode.InsufficientScope,
+        `This key lacks the "${tool.definition.scope}" scope that ${tool.definition.name} needs`,
+        {
+          required_scope: tool.definition.scope,
+        },
+      );
     }
   }
 
@@ -126,12 +144,24 @@ export class ToolsService {
     const entry = this.toolCallEntry(prepared, actor, by);
     const value = await this.audit.runToolCall(entry, () => prepared.tool.handler(prepared.args, actor));
     // Every door (JSON, MCP, agent) gets results here, so credential shapes in them are redacted once, here.
-    if (value instanceof ToolList) return listOutcome((value as ToolList<unknown>).redacted((json) => redactJsonText(json, 'tool_result'), (items) => redactValue(items, 'tool_result')));
+    if (value instanceof ToolList)
+      return listOutcome(
+        (value as ToolList<unknown>).redacted(
+          (json) => redactJsonText(json, 'tool_result'),
+          (items) => redactValue(items, 'tool_result'),
+        ),
+      );
     return { result: redactValue(value, 'tool_result'), truncated: false };
   }
 
   /** Validate, check scope, dispatch. Callable from any module (MCP transport, agent loop). */
-  async call(name: string, args: Record<string, unknown> | undefined, actor: Actor, scopes: readonly string[], by?: AuditActor): Promise<ToolCallOutcome> {
+  async call(
+    name: string,
+    args: Record<string, unknown> | undefined,
+    actor: Actor,
+    scopes: readonly string[],
+    by?: AuditActor,
+  ): Promise<ToolCallOutcome> {
     return this.invoke(this.prepare(name, args, scopes), actor, by);
   }
 
@@ -142,7 +172,10 @@ export class ToolsService {
    */
   recordRefused(name: string, actor: Actor, error: unknown): void {
     const entry = this.toolCallEntry(undefined, actor, undefined, name);
-    this.audit.recordBehind({ ...entry, outcome: { status: 'error', code: toAppException(error)?.code ?? 'internal' } });
+    this.audit.recordBehind({
+      ...entry,
+      outcome: { status: 'error', code: toAppException(error)?.code ?? 'internal' },
+    });
   }
 
   /** A write answered from its Idempotency-Key record (nothing ran, nothing changed): on the audit log as a replay. */
@@ -151,9 +184,17 @@ export class ToolsService {
     this.audit.recordBehind({ ...entry, details: { ...entry.details, replayed: true } });
   }
 
-  private toolCallEntry(prepared: PreparedToolCall | undefined, actor: Actor, by?: AuditActor, refusedName?: string): AuditEntry {
+  private toolCallEntry(
+    prepared: PreparedToolCall | undefined,
+    actor: Actor,
+    by?: AuditActor,
+    refusedName?: string,
+  ): AuditEntry {
     const details = prepared
-      ? { tool: prepared.tool.definition.name, arguments: auditedArguments(prepared.tool.definition.parameters, prepared.args) }
+      ? {
+          tool: prepared.tool.definition.name,
+          arguments: auditedArguments(prepared.tool.definition.parameters, prepared.args),
+        }
       : { tool: String(refusedName).slice(0, 64) };
     return newAuditEntry({
       action: 'tool.call',
@@ -172,7 +213,8 @@ export class ToolsService {
 
   schemaView(tool: RegisteredTool): ToolSchemaView {
     const { name, title, description, scope, output, annotations } = tool.definition;
-    const outputSchema = output.type === 'object' ? output : { type: 'object', properties: { items: output }, required: ['items'] };
+    const outputSchema =
+      output.type === 'object' ? output : { type: 'object', properties: { items: output }, required: ['items'] };
     return { name, title, description, scope, inputSchema: toolInputJsonSchema(tool), outputSchema, annotations };
   }
 }

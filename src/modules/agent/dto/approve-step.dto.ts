@@ -12,7 +12,11 @@ export class ApproveStepDto {
   @IsIn(['approve', 'reject'])
   decision!: 'approve' | 'reject';
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'Edited arguments (approve only), validated like any call of the tool' })
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'Edited arguments (approve only), validated like any call of the tool',
+  })
   @IsOptional()
   @IsObject()
   arguments?: Record<string, unknown>;

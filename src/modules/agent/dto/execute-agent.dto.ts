@@ -1,6 +1,18 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { AGENT_RUN_APPROVALS, type AgentRunApproval } from '../agent-run.types.js';
-import { ArrayMaxSize, IsArray, IsIn, IsInt, IsOptional, IsString, IsUUID, Length, Matches, Max, Min } from 'class-validator';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUUID,
+  Length,
+  Matches,
+  Max,
+  Min,
+} from 'class-validator';
 
 export class ExecuteAgentDto {
   @ApiProperty({ format: 'uuid', description: 'The project the run acts in; the caller must be a member' })
@@ -12,7 +24,11 @@ export class ExecuteAgentDto {
   @Length(1, 8000)
   input!: string;
 
-  @ApiPropertyOptional({ type: [String], description: 'Allowlist of tool names offered to the model (default: every tool the caller may use); unknown names are a 400' })
+  @ApiPropertyOptional({
+    type: [String],
+    description:
+      'Allowlist of tool names offered to the model (default: every tool the caller may use); unknown names are a 400',
+  })
   @IsOptional()
   @IsArray()
   @ArrayMaxSize(100)
@@ -20,7 +36,13 @@ export class ExecuteAgentDto {
   @Matches(/^[a-z][a-z0-9_]{0,63}$/, { each: true, message: 'each tool name must be a snake_case tool name' })
   tools?: string[];
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 20, default: 8, description: 'Maximum model turns before the run fails' })
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    maximum: 20,
+    default: 8,
+    description: 'Maximum model turns before the run fails',
+  })
   @IsOptional()
   @IsInt()
   @Min(1)
@@ -39,7 +61,11 @@ export class ExecuteAgentDto {
   @IsIn(AGENT_RUN_APPROVALS as AgentRunApproval[])
   approval?: AgentRunApproval;
 
-  @ApiPropertyOptional({ maxLength: 2000, description: 'https URL on a public address, POSTed (signed) on awaiting_approval and the final state; the answer then carries webhookSecret once' })
+  @ApiPropertyOptional({
+    maxLength: 2000,
+    description:
+      'https URL on a public address, POSTed (signed) on awaiting_approval and the final state; the answer then carries webhookSecret once',
+  })
   @IsOptional()
   @IsString()
   @Length(1, 2000)

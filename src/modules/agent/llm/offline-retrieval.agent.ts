@@ -38,10 +38,12 @@ export class OfflineRetrievalAgent implements LlmClient {
     const offered = new Set(request.tools.map((tool) => tool.name));
     const results = toolResults(request.messages);
     const calls: ModelToolCall[] = [];
-    const call = (name: string, args: Record<string, unknown>) => calls.push({ id: `offline_${results.length + calls.length + 1}`, name, arguments: JSON.stringify(args) });
+    const call = (name: string, args: Record<string, unknown>) =>
+      calls.push({ id: `offline_${results.length + calls.length + 1}`, name, arguments: JSON.stringify(args) });
 
     if (results.length === 0) {
-      if (offered.has('search_documents')) call('search_documents', { query: input.slice(0, 2000), project_id: request.projectId, limit: MAX_PASSAGES });
+      if (offered.has('search_documents'))
+        call('search_documents', { query: input.slice(0, 2000), project_id: request.projectId, limit: MAX_PASSAGES });
       else if (offered.has('list_documents')) call('list_documents', { project_id: request.projectId, limit: 50 });
       const keyword = keywords(input)[0];
       if (keyword && offered.has('search_tasks')) call('search_tasks', { query: keyword, limit: MAX_TASKS });
@@ -50,7 +52,10 @@ export class OfflineRetrievalAgent implements LlmClient {
       const listed = results.find((r) => r.tool === 'list_documents');
       const fetched = results.some((r) => r.tool === 'get_document');
       if (listed && !fetched && offered.has('get_document') && Array.isArray(listed.value)) {
-        for (const document of rankByTitle(listed.value as { id: string; title: string }[], keywords(input)).slice(0, FALLBACK_DOCUMENTS)) {
+        for (const document of rankByTitle(listed.value as { id: string; title: string }[], keywords(input)).slice(
+          0,
+          FALLBACK_DOCUMENTS,
+        )) {
           call('get_document', { document_id: document.id });
         }
         if (calls.length > 0) return { content: null, toolCalls: calls };
@@ -86,22 +91,31 @@ export class OfflineRetrievalAgent implements LlmClient {
       .flatMap((r) => r.value as Record<string, unknown>[])
       .slice(0, MAX_TASKS);
 
-    const lines = ['Offline retrieval agent (no language model is configured): these are the best matches I may show you, quoted as found, not a generated answer.'];
+    const lines = [
+      'Offline retrieval agent (no language model is configured): these are the best matches I may show you, quoted as found, not a generated answer.',
+    ];
     if (hits.length > 0) {
       lines.push('', 'From documents:');
       hits.slice(0, MAX_PASSAGES).forEach((hit, i) => {
         const where = [`document ${hit.documentId}`];
         if (hit.chunkIndex !== undefined) where.push(`chunk ${hit.chunkIndex}`);
-        if (hit.startOffset !== undefined && hit.endOffset !== undefined) where.push(`chars ${hit.startOffset}-${hit.endOffset}`);
+        if (hit.startOffset !== undefined && hit.endOffset !== undefined)
+          where.push(`chars ${hit.startOffset}-${hit.endOffset}`);
         lines.push(`${i + 1}. "${clip(hit.text)}" [${hit.title ? `${hit.title}, ` : ''}${where.join(', ')}]`);
       });
     }
     if (tasks.length > 0) {
       lines.push('', 'From your tasks:');
-      for (const task of tasks) lines.push(`- ${String(task.title)} (${String(task.status)}, ${String(task.priority)}) [task ${String(task.id)}]`);
+      for (const task of tasks)
+        lines.push(
+          `- ${String(task.title)} (${String(task.status)}, ${String(task.priority)}) [task ${String(task.id)}]`,
+        );
     }
     if (hits.length === 0 && tasks.length === 0) {
-      const searched = [offered.has('search_documents') || offered.has('list_documents') ? 'documents' : null, offered.has('search_tasks') ? 'tasks' : null].filter(Boolean);
+      const searched = [
+        offered.has('search_documents') || offered.has('list_documents') ? 'documents' : null,
+        offered.has('search_tasks') ? 'tasks' : null,
+      ].filter(Boolean);
       lines.push(
         '',
         searched.length > 0
@@ -128,7 +142,8 @@ function toolResults(messages: ChatMessage[]): ToolResult[] {
   const names = new Map<string, string>();
   const results: ToolResult[] = [];
   for (const message of messages) {
-    if (message.role === 'assistant') for (const call of message.tool_calls ?? []) names.set(call.id, call.function.name);
+    if (message.role === 'assistant')
+      for (const call of message.tool_calls ?? []) names.set(call.id, call.function.name);
     if (message.role === 'tool') {
       let value: unknown = null;
       try {
@@ -137,7 +152,13 @@ function toolResults(messages: ChatMessage[]): ToolResult[] {
         value = null;
       }
       if (value && typeof value === 'object' && 'error' in value && !Array.isArray(value)) value = null;
-      if (value && typeof value === 'object' && !Array.isArray(value) && Array.isArray((value as { items?: unknown }).items)) value = (value as { items: unknown[] }).items;
+      if (
+        value &&
+        typeof value === 'object' &&
+        !Array.isArray(value) &&
+        Array.isArray((value as { items?: unknown }).items)
+      )
+        value = (value as { items: unknown[] }).items;
       results.push({ tool: names.get(message.tool_call_id) ?? '', value });
     }
   }
@@ -148,12 +169,18 @@ function toolResults(messages: ChatMessage[]): ToolResult[] {
 export function keywords(text: string): string[] {
   const words = (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => w.length >= 3 && !STOP_WORDS.has(w));
   const unique = [...new Set(words)];
-  return unique.map((word, i) => ({ word, i })).sort((a, b) => b.word.length - a.word.length || a.i - b.i).map((x) => x.word);
+  return unique
+    .map((word, i) => ({ word, i }))
+    .sort((a, b) => b.word.length - a.word.length || a.i - b.i)
+    .map((x) => x.word);
 }
 
 function rankByTitle<T extends { title: string }>(documents: T[], words: string[]): T[] {
   const score = (title: string) => words.filter((w) => title.toLowerCase().includes(w)).length;
-  return documents.map((d, i) => ({ d, i, s: score(String(d.title ?? '')) })).sort((a, b) => b.s - a.s || a.i - b.i).map((x) => x.d);
+  return documents
+    .map((d, i) => ({ d, i, s: score(String(d.title ?? '')) }))
+    .sort((a, b) => b.s - a.s || a.i - b.i)
+    .map((x) => x.d);
 }
 
 /** The window of the text with the most keyword occurrences, with its character offsets. */
@@ -162,7 +189,8 @@ function bestPassage(text: string, words: string[]): { text: string; startOffset
   const lower = text.toLowerCase();
   const positions: number[] = [];
   for (const word of words) {
-    for (let at = lower.indexOf(word); at !== -1 && positions.length < 2000; at = lower.indexOf(word, at + word.length)) positions.push(at);
+    for (let at = lower.indexOf(word); at !== -1 && positions.length < 2000; at = lower.indexOf(word, at + word.length))
+      positions.push(at);
   }
   if (positions.length === 0) return null;
   positions.sort((a, b) => a - b);

@@ -36,7 +36,13 @@ export class OpenAiChatClient implements LlmClient {
       model: this.model,
       messages: request.messages,
       ...(request.tools.length > 0
-        ? { tools: request.tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } })), tool_choice: 'auto' }
+        ? {
+            tools: request.tools.map((tool) => ({
+              type: 'function',
+              function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+            })),
+            tool_choice: 'auto',
+          }
         : {}),
     });
     let lastError: LlmError | undefined;
@@ -50,7 +56,9 @@ export class OpenAiChatClient implements LlmClient {
       await sleep(wait, undefined, { signal: request.signal });
     }
     const attempts = this.config.maxRetries + 1;
-    throw new LlmError(lastError!.retryable ? `${lastError!.message} (gave up after ${attempts} attempts)` : lastError!.message);
+    throw new LlmError(
+      lastError!.retryable ? `${lastError!.message} (gave up after ${attempts} attempts)` : lastError!.message,
+    );
   }
 
   private async attempt(body: string, signal: AbortSignal): Promise<Completion | LlmError> {
@@ -59,7 +67,11 @@ export class OpenAiChatClient implements LlmClient {
     try {
       response = await this.fetchImpl(`${this.config.baseUrl}/chat/completions`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json', ...(this.config.apiKey ? { authorization: `Bearer ${this.config.apiKey}` } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          ...(this.config.apiKey ? { authorization: `Bearer ${this.config.apiKey}` } : {}),
+        },
         body,
         signal: AbortSignal.any([signal, timeout]),
       });
@@ -80,7 +92,10 @@ export class OpenAiChatClient implements LlmClient {
       const message = `LLM service answered HTTP ${response.status}`;
       if (response.status === 429) {
         const retryAfter = Number(response.headers.get('retry-after'));
-        return new RetryAfter(message, Number.isFinite(retryAfter) && retryAfter >= 0 ? Math.min(MAX_BACKOFF_MS, retryAfter * 1000) : 1000);
+        return new RetryAfter(
+          message,
+          Number.isFinite(retryAfter) && retryAfter >= 0 ? Math.min(MAX_BACKOFF_MS, retryAfter * 1000) : 1000,
+        );
       }
       if (response.status >= 500) return new LlmError(message, true);
       if (response.status === 401 || response.status === 403) return new LlmError(`${message} (check LLM_API_KEY)`);

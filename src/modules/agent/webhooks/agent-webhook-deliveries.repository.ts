@@ -35,7 +35,13 @@ export class AgentWebhookDeliveriesRepository {
   constructor(@InjectDb() private readonly db: Db) {}
 
   async forRun(runId: string): Promise<WebhookDelivery[]> {
-    const rows = await this.db.selectFrom('agent_run_webhook_deliveries').selectAll().where('run_id', '=', runId).orderBy('occurred_at').orderBy('id').execute();
+    const rows = await this.db
+      .selectFrom('agent_run_webhook_deliveries')
+      .selectAll()
+      .where('run_id', '=', runId)
+      .orderBy('occurred_at')
+      .orderBy('id')
+      .execute();
     return rows.map(toDelivery);
   }
 
@@ -53,7 +59,11 @@ export class AgentWebhookDeliveriesRepository {
   }
 
   async markEnqueued(id: string): Promise<void> {
-    await this.db.updateTable('agent_run_webhook_deliveries').set({ enqueued_at: sql`now()` }).where('id', '=', id).execute();
+    await this.db
+      .updateTable('agent_run_webhook_deliveries')
+      .set({ enqueued_at: sql`now()` })
+      .where('id', '=', id)
+      .execute();
   }
 
   async toSend(id: string): Promise<WebhookDeliveryToSend | undefined> {
@@ -65,11 +75,22 @@ export class AgentWebhookDeliveriesRepository {
       .where('d.id', '=', id)
       .executeTakeFirst();
     if (!row || row.webhook_url === null || row.webhook_secret === null) return undefined;
-    return { ...toDelivery(row), webhookUrl: row.webhook_url, sealedSecret: row.webhook_secret, output: row.output, error: row.error };
+    return {
+      ...toDelivery(row),
+      webhookUrl: row.webhook_url,
+      sealedSecret: row.webhook_secret,
+      output: row.output,
+      error: row.error,
+    };
   }
 
   /** Records one attempt: delivered on success, failed after the last attempt, otherwise still pending. */
-  async recordAttempt(id: string, statusCode: number | null, failure: string | null, lastAttempt: boolean): Promise<void> {
+  async recordAttempt(
+    id: string,
+    statusCode: number | null,
+    failure: string | null,
+    lastAttempt: boolean,
+  ): Promise<void> {
     const status: WebhookDeliveryStatus = failure === null ? 'delivered' : lastAttempt ? 'failed' : 'pending';
     await this.db
       .updateTable('agent_run_webhook_deliveries')

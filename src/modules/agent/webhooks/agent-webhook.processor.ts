@@ -27,7 +27,11 @@ const DRAIN_GRACE_MS = 2_000;
  * queue for a second or two (not an attempt), so a slow or hostile receiver holds its owner's deliveries only, and
  * every other user's delivery finds a free slot.
  */
-@Processor(AGENT_WEBHOOKS_QUEUE, { concurrency: DELIVERY_SLOTS, drainDelay: WORKER_DRAIN_DELAY_SECONDS, runRetryDelay: WORKER_RUN_RETRY_DELAY_MS })
+@Processor(AGENT_WEBHOOKS_QUEUE, {
+  concurrency: DELIVERY_SLOTS,
+  drainDelay: WORKER_DRAIN_DELAY_SECONDS,
+  runRetryDelay: WORKER_RUN_RETRY_DELAY_MS,
+})
 export class AgentWebhookProcessor extends WorkerHost {
   /** An attempt ends by its deadline (plus the drain's grace); a lease outlives it, so only a dead process's lapses. */
   private readonly leaseMs: number;
@@ -46,7 +50,11 @@ export class AgentWebhookProcessor extends WorkerHost {
     if (this.drain.draining) return handBack(job, token);
     const owner = job.data.userId ?? job.data.deliveryId;
     const lease = token
-      ? await this.leases.acquire(`webhooks:${owner}`, { limit: this.config.agent.webhookInFlightPerUser, leaseMs: this.leaseMs, withoutRedis: 'database' })
+      ? await this.leases.acquire(`webhooks:${owner}`, {
+          limit: this.config.agent.webhookInFlightPerUser,
+          leaseMs: this.leaseMs,
+          withoutRedis: 'database',
+        })
       : undefined;
     if (lease === null) {
       const wait = Math.min(this.config.agent.webhookTimeoutMs, 1_000 + Math.floor(Math.random() * 1_000));

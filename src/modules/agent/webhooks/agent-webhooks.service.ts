@@ -78,17 +78,24 @@ export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDes
     this.busy = true;
     try {
       for (const { id, userId } of await this.deliveriesRepository.notEnqueued(100)) {
-        await this.queue.add('deliver', { deliveryId: id, userId }, {
-          jobId: id,
-          attempts: this.config.agent.webhookMaxAttempts,
-          backoff: { type: 'exponential', delay: this.config.agent.webhookRetryBaseMs },
-          removeOnComplete: 1000,
-          removeOnFail: 1000,
-        });
+        await this.queue.add(
+          'deliver',
+          { deliveryId: id, userId },
+          {
+            jobId: id,
+            attempts: this.config.agent.webhookMaxAttempts,
+            backoff: { type: 'exponential', delay: this.config.agent.webhookRetryBaseMs },
+            removeOnComplete: 1000,
+            removeOnFail: 1000,
+          },
+        );
         await this.deliveriesRepository.markEnqueued(id);
       }
     } catch (error) {
-      this.logger.warn({ msg: 'webhook dispatch failed; retried shortly', error: error instanceof Error ? error.message : String(error) });
+      this.logger.warn({
+        msg: 'webhook dispatch failed; retried shortly',
+        error: error instanceof Error ? error.message : String(error),
+      });
     } finally {
       this.busy = false;
     }
@@ -101,19 +108,25 @@ export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDes
     const status = row.type.replace(/^agent_run\./, '');
     const final = status !== 'awaiting_approval';
     // The run's output and error were redacted when written; the body is checked again as it leaves.
-    const body = redactJsonText(JSON.stringify({
-      type: row.type,
-      jobId: row.runId,
-      status,
-      output: final ? row.output : null,
-      error: final ? row.error : null,
-      occurredAt: row.occurredAt.toISOString(),
-    }), 'webhook_body');
+    const body = redactJsonText(
+      JSON.stringify({
+        type: row.type,
+        jobId: row.runId,
+        status,
+        output: final ? row.output : null,
+        error: final ? row.error : null,
+        occurredAt: row.occurredAt.toISOString(),
+      }),
+      'webhook_body',
+    );
     const secret = this.cipher.decrypt(row.sealedSecret, `agent-run-webhook:${row.runId}`);
     let code: number | null = null;
     let failure: string | null = null;
     try {
-      code = await this.post(row.webhookUrl, body, { 'Atrium-Signature': AgentWebhooksService.signature(secret, body, Math.floor(Date.now() / 1000)), 'Atrium-Delivery-Id': row.id });
+      code = await this.post(row.webhookUrl, body, {
+        'Atrium-Signature': AgentWebhooksService.signature(secret, body, Math.floor(Date.now() / 1000)),
+        'Atrium-Delivery-Id': row.id,
+      });
       if (code < 200 || code >= 300) failure = `receiver answered ${code}`;
     } catch (error) {
       failure = error instanceof Error ? error.message : String(error);
@@ -145,7 +158,12 @@ export class AgentWebhooksService implements OnApplicationBootstrap, OnModuleDes
         lookup: guardedLookup(policy),
         // A fresh connection per attempt: the socket is destroyed after the status line, never pooled.
         agent: false,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'Atrium-Webhooks/1', ...headers },
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'user-agent': 'Atrium-Webhooks/1',
+          ...headers,
+        },
       });
       const deadline = setTimeout(() => {
         if (settled) return;

@@ -1,5 +1,9 @@
 import { AppException } from '../../../common/errors/app.exception.js';
-import { checkOutboundUrlResolving, OutboundUrlError, type OutboundPolicy } from '../../../common/net/outbound-guard.js';
+import {
+  checkOutboundUrlResolving,
+  OutboundUrlError,
+  type OutboundPolicy,
+} from '../../../common/net/outbound-guard.js';
 
 export function webhookPolicy(allowPrivate: boolean): OutboundPolicy {
   return { allowPrivate, label: 'webhookUrl' };
@@ -13,7 +17,8 @@ export async function assertWebhookUrl(raw: string, allowPrivate: boolean): Prom
   try {
     return await checkOutboundUrlResolving(raw, webhookPolicy(allowPrivate));
   } catch (error) {
-    if (error instanceof OutboundUrlError) throw AppException.validation(error.message, [{ field: 'webhookUrl', message: error.message }]);
+    if (error instanceof OutboundUrlError)
+      throw AppException.validation(error.message, [{ field: 'webhookUrl', message: error.message }]);
     throw error;
   }
 }

@@ -9,7 +9,10 @@ export class CreateApiKeyDto extends CredentialPinsDto {
   @Length(1, 100)
   name: string;
 
-  @ApiProperty({ type: [String], description: 'Scope names from GET /api/api-keys/scopes (checked against that catalog)' })
+  @ApiProperty({
+    type: [String],
+    description: 'Scope names from GET /api/api-keys/scopes (checked against that catalog)',
+  })
   @IsArray()
   @ArrayMinSize(1)
   @IsString({ each: true })

@@ -11,7 +11,10 @@ export class CredentialPinsDto {
   @IsUUID('all', { each: true })
   projectIds?: string[];
 
-  @ApiPropertyOptional({ type: [String], description: 'Pin the credential to these registered repositories (owner/name)' })
+  @ApiPropertyOptional({
+    type: [String],
+    description: 'Pin the credential to these registered repositories (owner/name)',
+  })
   @IsOptional()
   @IsArray()
   @ArrayMaxSize(100)
@@ -19,7 +22,11 @@ export class CredentialPinsDto {
   @Matches(REPO_FULL_NAME_PATTERN, { each: true, message: 'each value in repos must be "owner/name"' })
   repos?: string[];
 
-  @ApiPropertyOptional({ default: false, description: 'Confirm every write tool call with the user first (MCP elicitation; other doors refuse with confirmation_required)' })
+  @ApiPropertyOptional({
+    default: false,
+    description:
+      'Confirm every write tool call with the user first (MCP elicitation; other doors refuse with confirmation_required)',
+  })
   @IsOptional()
   @IsBoolean()
   confirmWrites?: boolean;

@@ -15,7 +15,8 @@ export class ProjectTokenCredential implements CredentialPlugin {
   readonly via = 'project_token';
   readonly prefixes = [{ prefix: PROJECT_TOKEN_PREFIX, label: 'a project session token', bearer: true }];
   readonly doors = { backend: 'opted-in-routes' } as const;
-  readonly invalidMessage = 'The project session token is invalid or has expired; ask a project owner or editor for a new one';
+  readonly invalidMessage =
+    'The project session token is invalid or has expired; ask a project owner or editor for a new one';
 
   constructor(private readonly tokens: ProjectSessionTokensService) {}
 

@@ -38,9 +38,14 @@ export class BackendAuthGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()])) return true;
     const token = bearerToken(request);
     if (!token) {
-      throw new AppException(ErrorCode.AuthRequired, 'This route needs a user access token: Authorization: Bearer <token> from POST /api/auth/login');
+      throw new AppException(
+        ErrorCode.AuthRequired,
+        'This route needs a user access token: Authorization: Bearer <token> from POST /api/auth/login',
+      );
     }
-    const optedIn = this.reflector.getAllAndOverride<boolean>(ALLOW_PROJECT_TOKEN, [context.getHandler(), context.getClass()]) === true;
+    const optedIn =
+      this.reflector.getAllAndOverride<boolean>(ALLOW_PROJECT_TOKEN, [context.getHandler(), context.getClass()]) ===
+      true;
     const { caller, user } = await this.credentials.authenticateBackend(token, optedIn);
     request.user = user;
     attachCaller(request, caller);

@@ -38,5 +38,7 @@ export function decodeUtf8(bytes: Uint8Array): string | undefined {
 
 /** The content check of the text formats: UTF-8 text, named after the format in the refusal. */
 export function checkUtf8(kind: string, bytes: Buffer): string | undefined {
-  return decodeUtf8(bytes) === undefined ? `the file is named as ${kind} text but its content is not UTF-8 text` : undefined;
+  return decodeUtf8(bytes) === undefined
+    ? `the file is named as ${kind} text but its content is not UTF-8 text`
+    : undefined;
 }

@@ -35,8 +35,11 @@ describe('document formats (the registry of accepted upload types)', () => {
     expect(ACCEPTED_TYPES).toBe('txt, md, html, csv, json, pdf, docx');
   });
 
-  it.each(DOCUMENT_FORMATS.map((format) => [format.kind, format] as const))('%s accepts its sample and refuses other bytes', (kind, format) => {
-    expect(format.checkContent(SAMPLES[kind].good)).toBeUndefined();
-    expect(format.checkContent(SAMPLES[kind].bad)).toEqual(expect.any(String));
-  });
+  it.each(DOCUMENT_FORMATS.map((format) => [format.kind, format] as const))(
+    '%s accepts its sample and refuses other bytes',
+    (kind, format) => {
+      expect(format.checkContent(SAMPLES[kind].good)).toBeUndefined();
+      expect(format.checkContent(SAMPLES[kind].bad)).toEqual(expect.any(String));
+    },
+  );
 });

@@ -8,13 +8,23 @@ import { PDF_FORMAT } from './pdf.format.js';
 import { TEXT_FORMAT } from './text.format.js';
 
 /** Every accepted upload type, in the order the "accepted:" list names them. A new format is one file and one line here. */
-export const DOCUMENT_FORMATS = [TEXT_FORMAT, MARKDOWN_FORMAT, HTML_FORMAT, CSV_FORMAT, JSON_FORMAT, PDF_FORMAT, DOCX_FORMAT] as const;
+export const DOCUMENT_FORMATS = [
+  TEXT_FORMAT,
+  MARKDOWN_FORMAT,
+  HTML_FORMAT,
+  CSV_FORMAT,
+  JSON_FORMAT,
+  PDF_FORMAT,
+  DOCX_FORMAT,
+] as const;
 
 export type DocumentKind = (typeof DOCUMENT_FORMATS)[number]['kind'];
 
 const BY_KIND = new Map<string, DocumentFormat>(DOCUMENT_FORMATS.map((format) => [format.kind, format]));
 const BY_MIME = new Map<string, DocumentFormat>(DOCUMENT_FORMATS.map((format) => [format.mimeType, format]));
-const BY_EXTENSION = new Map<string, DocumentFormat>(DOCUMENT_FORMATS.flatMap((format) => format.extensions.map((extension) => [extension, format] as const)));
+const BY_EXTENSION = new Map<string, DocumentFormat>(
+  DOCUMENT_FORMATS.flatMap((format) => format.extensions.map((extension) => [extension, format] as const)),
+);
 
 export function formatOfKind(kind: DocumentKind): DocumentFormat {
   return BY_KIND.get(kind)!;

@@ -9,12 +9,15 @@ export class RegisterRepoDto {
 
   @ApiProperty({ example: 'hello-world' })
   @IsString()
-  @Matches(/^[A-Za-z0-9_.-]{1,100}$/, { message: 'name must be a GitHub repository name (letters, digits, ".", "-", "_")' })
+  @Matches(/^[A-Za-z0-9_.-]{1,100}$/, {
+    message: 'name must be a GitHub repository name (letters, digits, ".", "-", "_")',
+  })
   @Matches(/^(?!\.{1,2}$)/, { message: 'name must be a GitHub repository name' })
   name: string;
 
   @ApiPropertyOptional({
-    description: "Token with access to the repository; stored encrypted, never returned. Without one the server's GITHUB_TOKEN is used.",
+    description:
+      "Token with access to the repository; stored encrypted, never returned. Without one the server's GITHUB_TOKEN is used.",
     writeOnly: true,
   })
   @IsOptional()

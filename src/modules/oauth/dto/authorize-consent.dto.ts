@@ -53,7 +53,11 @@ export class AuthorizeConsentDto extends CredentialPinsDto {
   @IsString({ each: true })
   scopes?: string[];
 
-  @ApiPropertyOptional({ enum: API_KEY_EXPIRY_CHOICES, default: '90d', description: 'How long the app stays connected' })
+  @ApiPropertyOptional({
+    enum: API_KEY_EXPIRY_CHOICES,
+    default: '90d',
+    description: 'How long the app stays connected',
+  })
   @IsOptional()
   @IsIn(API_KEY_EXPIRY_CHOICES, { message: `expiresIn must be one of: ${API_KEY_EXPIRY_CHOICES.join(', ')}` })
   expiresIn?: ApiKeyExpiry;

@@ -48,7 +48,8 @@ describe('chunkText', () => {
     // Every character of content is covered.
     expect(chunks[0].startOffset).toBe(0);
     expect(chunks[chunks.length - 1].endOffset).toBe(text.length);
-    for (let i = 1; i < chunks.length; i += 1) expect(chunks[i].startOffset).toBeLessThanOrEqual(chunks[i - 1].endOffset);
+    for (let i = 1; i < chunks.length; i += 1)
+      expect(chunks[i].startOffset).toBeLessThanOrEqual(chunks[i - 1].endOffset);
   });
 
   it('starts a new chunk at a Markdown heading and does not overlap across sections', () => {
@@ -81,11 +82,17 @@ describe('chunkText', () => {
     const text = `start ${'x'.repeat(1000)} end`;
     const chunks = chunkText(text, { targetChars: 200, overlapChars: 0 });
     assertRoundTrip(text, chunks);
-    expect(chunks.map((c) => c.text).join('').replace(/\s/g, '')).toBe(text.replace(/\s/g, ''));
+    expect(
+      chunks
+        .map((c) => c.text)
+        .join('')
+        .replace(/\s/g, ''),
+    ).toBe(text.replace(/\s/g, ''));
   });
 
   it('handles CRLF, unicode and emoji offsets exactly', () => {
-    const text = 'Ünïcödé façade. 😀 Emoji sentence here.\r\n\r\n## Café\r\nNaïve résumé text. ' + 'Plus more words. '.repeat(40);
+    const text =
+      'Ünïcödé façade. 😀 Emoji sentence here.\r\n\r\n## Café\r\nNaïve résumé text. ' + 'Plus more words. '.repeat(40);
     const chunks = chunkText(text, { targetChars: 150, overlapChars: 40 });
     assertRoundTrip(text, chunks);
     assertNoMidWord(text, chunks);
@@ -97,9 +104,25 @@ describe('chunkText', () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return seed / 2 ** 31;
     };
-    const vocab = ['alpha', 'beta', 'gamma.', 'delta,', '\n\n', '# Head\n', 'e.g.', 'x', 'longerword', '?', '\n', '- item'];
+    const vocab = [
+      'alpha',
+      'beta',
+      'gamma.',
+      'delta,',
+      '\n\n',
+      '# Head\n',
+      'e.g.',
+      'x',
+      'longerword',
+      '?',
+      '\n',
+      '- item',
+    ];
     for (let run = 0; run < 50; run += 1) {
-      const text = Array.from({ length: 200 + Math.floor(rand() * 800) }, () => vocab[Math.floor(rand() * vocab.length)]).join(' ');
+      const text = Array.from(
+        { length: 200 + Math.floor(rand() * 800) },
+        () => vocab[Math.floor(rand() * vocab.length)],
+      ).join(' ');
       const target = 60 + Math.floor(rand() * 400);
       const chunks = chunkText(text, { targetChars: target, overlapChars: Math.floor(rand() * 100) });
       assertRoundTrip(text, chunks);

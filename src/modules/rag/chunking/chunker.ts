@@ -42,9 +42,16 @@ const HEADING = /^ {0,3}#{1,6}(?:\s|$)/;
 const sentenceSegmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
 
 /** `counter`, when given, counts the work done (see OperationCounter); every step is O(1) on its own. */
-export function chunkText(text: string, options: Partial<ChunkerOptions> = {}, counter: OperationCounter = { ops: 0 }): TextChunk[] {
+export function chunkText(
+  text: string,
+  options: Partial<ChunkerOptions> = {},
+  counter: OperationCounter = { ops: 0 },
+): TextChunk[] {
   const targetChars = Math.max(50, options.targetChars ?? DEFAULT_CHUNKER_OPTIONS.targetChars);
-  const overlapChars = Math.max(0, Math.min(options.overlapChars ?? DEFAULT_CHUNKER_OPTIONS.overlapChars, Math.floor(targetChars / 2)));
+  const overlapChars = Math.max(
+    0,
+    Math.min(options.overlapChars ?? DEFAULT_CHUNKER_OPTIONS.overlapChars, Math.floor(targetChars / 2)),
+  );
   const maxChars = Math.max(targetChars, options.maxChars ?? Math.floor(targetChars * 1.5));
   const units = toUnits(text, maxChars, counter);
   if (units.length === 0) return [];
@@ -79,7 +86,13 @@ export function chunkText(text: string, options: Partial<ChunkerOptions> = {}, c
 }
 
 /** The first unit of the next chunk: back up over whole trailing units of the previous one within `overlapChars`. */
-function overlapStart(units: Unit[], first: number, next: number, overlapChars: number, counter: OperationCounter): number {
+function overlapStart(
+  units: Unit[],
+  first: number,
+  next: number,
+  overlapChars: number,
+  counter: OperationCounter,
+): number {
   if (overlapChars === 0) return next;
   let start = next;
   while (start - 1 > first && units[next - 1].end - units[start - 1].start <= overlapChars) {
@@ -139,7 +152,13 @@ function* blocks(text: string, counter: OperationCounter): Generator<Span & { he
   if (blockStart >= 0) yield* trimmed(text, blockStart, blockEnd, false, counter);
 }
 
-function* trimmed(text: string, start: number, end: number, heading: boolean, counter: OperationCounter): Generator<Span & { heading: boolean }> {
+function* trimmed(
+  text: string,
+  start: number,
+  end: number,
+  heading: boolean,
+  counter: OperationCounter,
+): Generator<Span & { heading: boolean }> {
   while (start < end && /\s/.test(text[start])) {
     counter.ops += 1;
     start += 1;

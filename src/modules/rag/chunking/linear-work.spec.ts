@@ -33,7 +33,8 @@ function work(run: (counter: OperationCounter) => void): number {
 function expectLinear(label: string, counts: number[]): void {
   for (let i = 1; i < counts.length; i += 1) {
     const ratio = counts[i] / Math.max(1, counts[i - 1]);
-    if (ratio > 2.2) throw new Error(`${label}: work grew ${ratio.toFixed(2)}× when the input doubled (${counts.join(' → ')})`);
+    if (ratio > 2.2)
+      throw new Error(`${label}: work grew ${ratio.toFixed(2)}× when the input doubled (${counts.join(' → ')})`);
   }
   // And overall: 8× the input is at most ~8× the work.
   expect(counts[counts.length - 1] / Math.max(1, counts[0])).toBeLessThanOrEqual(8 * 1.15);
@@ -42,7 +43,9 @@ function expectLinear(label: string, counts: number[]): void {
 describe('linear work on adversarial shapes', () => {
   for (const [name, shape] of Object.entries(SHAPES)) {
     it(`chunker: ${name}`, () => {
-      const counts = SIZES.map((size) => work((counter) => chunkText(shape(size), { targetChars: 1000, overlapChars: 150 }, counter)));
+      const counts = SIZES.map((size) =>
+        work((counter) => chunkText(shape(size), { targetChars: 1000, overlapChars: 150 }, counter)),
+      );
       expectLinear(`chunker, ${name}`, counts);
     });
 

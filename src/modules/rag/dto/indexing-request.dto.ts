@@ -6,7 +6,11 @@ export class IndexingRequestDto {
   @IsUUID()
   projectId!: string;
 
-  @ApiPropertyOptional({ type: [String], description: 'Default: ingest = documents not indexed at their current content; reindex = every document of the project' })
+  @ApiPropertyOptional({
+    type: [String],
+    description:
+      'Default: ingest = documents not indexed at their current content; reindex = every document of the project',
+  })
   @IsOptional()
   @IsArray()
   @ArrayMaxSize(10000)

@@ -93,7 +93,8 @@ export function toVectorBatch(vectors: readonly (readonly number[])[], dimension
   const present: boolean[] = [];
   let at = ARRAY_HEADER_BYTES;
   for (const vector of vectors) {
-    if (vector.length !== dimensions) throw new Error(`a vector of ${vector.length} dimensions in a batch of ${dimensions}`);
+    if (vector.length !== dimensions)
+      throw new Error(`a vector of ${vector.length} dimensions in a batch of ${dimensions}`);
     let nonZero = false;
     for (const value of vector) {
       const finite = Number.isFinite(value) ? value : 0;
@@ -111,6 +112,10 @@ export function toVectorBatch(vectors: readonly (readonly number[])[], dimension
 export function fromVectorBatch(batch: VectorBatch): (number[] | null)[] {
   const view = new DataView(batch.values.buffer, batch.values.byteOffset, batch.values.byteLength);
   return batch.present.map((present, index) =>
-    present ? Array.from({ length: batch.dimensions }, (_, i) => view.getFloat32(ARRAY_HEADER_BYTES + (index * batch.dimensions + i) * 8 + 4)) : null,
+    present
+      ? Array.from({ length: batch.dimensions }, (_, i) =>
+          view.getFloat32(ARRAY_HEADER_BYTES + (index * batch.dimensions + i) * 8 + 4),
+        )
+      : null,
   );
 }

@@ -6,7 +6,10 @@ describe('OfflineHashingEmbedder', () => {
   const embedder = new OfflineHashingEmbedder({ dimensions: 768 });
 
   it('is deterministic, L2-normalised and of the configured dimension', async () => {
-    const [a, b] = await embedder.embed(['Vitamin D deficiency and bone density', 'Vitamin D deficiency and bone density'], 'document');
+    const [a, b] = await embedder.embed(
+      ['Vitamin D deficiency and bone density', 'Vitamin D deficiency and bone density'],
+      'document',
+    );
     expect(a).toHaveLength(768);
     expect(a).toEqual(b);
     expect(cosine(a, a)).toBeCloseTo(1, 6);
@@ -15,7 +18,11 @@ describe('OfflineHashingEmbedder', () => {
 
   it('ranks lexically related text above unrelated text, tolerating morphology', async () => {
     const [query, related, unrelated] = await embedder.embed(
-      ['insulin regulates glucose', 'Insulin regulation of blood glucose levels in diabetic patients', 'The castle wall was built of granite blocks'],
+      [
+        'insulin regulates glucose',
+        'Insulin regulation of blood glucose levels in diabetic patients',
+        'The castle wall was built of granite blocks',
+      ],
       'query',
     );
     expect(cosine(query, related)).toBeGreaterThan(cosine(query, unrelated) + 0.2);

@@ -6,7 +6,9 @@ import { OpenAiCompatibleEmbedder } from './openai-compatible.embedder.js';
 type Handler = (body: { model: string; input: string[] }, req: IncomingMessage, res: ServerResponse) => void;
 
 /** A local stand-in for an OpenAI-compatible embeddings service, speaking the real wire format. */
-async function fakeEmbeddingsServer(handler: Handler): Promise<{ url: string; calls: { input: string[]; auth?: string }[]; close(): Promise<void> }> {
+async function fakeEmbeddingsServer(
+  handler: Handler,
+): Promise<{ url: string; calls: { input: string[]; auth?: string }[]; close(): Promise<void> }> {
   const calls: { input: string[]; auth?: string }[] = [];
   const server: Server = createServer((req, res) => {
     let raw = '';
@@ -26,14 +28,24 @@ async function fakeEmbeddingsServer(handler: Handler): Promise<{ url: string; ca
   return {
     url: `http://127.0.0.1:${port}/v1`,
     calls,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
 function ok(res: ServerResponse, input: string[], dims: number, shuffle = false): void {
-  const data = input.map((text, index) => ({ object: 'embedding', index, embedding: Array.from({ length: dims }, (_, d) => (text.length + d) / 100) }));
+  const data = input.map((text, index) => ({
+    object: 'embedding',
+    index,
+    embedding: Array.from({ length: dims }, (_, d) => (text.length + d) / 100),
+  }));
   if (shuffle) data.reverse();
-  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data, model: 'fake', usage: { prompt_tokens: 1, total_tokens: 1 } }));
+  res
+    .writeHead(200, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ object: 'list', data, model: 'fake', usage: { prompt_tokens: 1, total_tokens: 1 } }));
 }
 
 describe('OpenAiCompatibleEmbedder', () => {
@@ -45,7 +57,13 @@ describe('OpenAiCompatibleEmbedder', () => {
   it('batches inputs, keeps order by index, and sends the key', async () => {
     const server = await fakeEmbeddingsServer((body, _req, res) => ok(res, body.input, 4, true));
     servers.push(server);
-    const embedder = new OpenAiCompatibleEmbedder({ baseUrl: server.url, model: 'm', dimensions: 4, apiKey: 'sk-test', batchSize: 2 });
+    const embedder = new OpenAiCompatibleEmbedder({
+      baseUrl: server.url,
+      model: 'm',
+      dimensions: 4,
+      apiKey: 'sk-test',
+      batchSize: 2,
+    });
     const texts = ['a', 'bb', 'ccc', 'dddd', 'eeeee'];
     const vectors = await embedder.embed(texts, 'document');
     expect(server.calls.map((call) => call.input.length)).toEqual([2, 2, 1]);
@@ -64,7 +82,12 @@ describe('OpenAiCompatibleEmbedder', () => {
       else ok(res, body.input, 3);
     });
     servers.push(server);
-    const embedder = new OpenAiCompatibleEmbedder({ baseUrl: server.url, model: 'm', dimensions: 3, initialBackoffMs: 5 });
+    const embedder = new OpenAiCompatibleEmbedder({
+      baseUrl: server.url,
+      model: 'm',
+      dimensions: 3,
+      initialBackoffMs: 5,
+    });
     const vectors = await embedder.embed(['x'], 'document');
     expect(vectors).toHaveLength(1);
     expect(server.calls).toHaveLength(4);
@@ -73,7 +96,13 @@ describe('OpenAiCompatibleEmbedder', () => {
   it('gives up after maxRetries with a clear error', async () => {
     const server = await fakeEmbeddingsServer((_body, _req, res) => res.writeHead(502).end('bad gateway'));
     servers.push(server);
-    const embedder = new OpenAiCompatibleEmbedder({ baseUrl: server.url, model: 'm', dimensions: 3, initialBackoffMs: 1, maxRetries: 2 });
+    const embedder = new OpenAiCompatibleEmbedder({
+      baseUrl: server.url,
+      model: 'm',
+      dimensions: 3,
+      initialBackoffMs: 1,
+      maxRetries: 2,
+    });
     await expect(embedder.embed(['x'], 'document')).rejects.toThrow(/HTTP 502.*gave up after 3 attempts/);
     expect(server.calls).toHaveLength(3);
   });
@@ -81,7 +110,13 @@ describe('OpenAiCompatibleEmbedder', () => {
   it('retries a query embedding (on a request path) once at most, and marks the failure as upstream', async () => {
     const server = await fakeEmbeddingsServer((_body, _req, res) => res.writeHead(502).end('bad gateway'));
     servers.push(server);
-    const embedder = new OpenAiCompatibleEmbedder({ baseUrl: server.url, model: 'm', dimensions: 3, initialBackoffMs: 1, maxRetries: 4 });
+    const embedder = new OpenAiCompatibleEmbedder({
+      baseUrl: server.url,
+      model: 'm',
+      dimensions: 3,
+      initialBackoffMs: 1,
+      maxRetries: 4,
+    });
     const error = (await embedder.embed(['x'], 'query').catch((e: unknown) => e)) as EmbeddingError;
     expect(error.message).toMatch(/gave up after 2 attempts/);
     expect(error.upstream).toBe('embeddings');
@@ -89,9 +124,17 @@ describe('OpenAiCompatibleEmbedder', () => {
   });
 
   it('does not retry a 400 or 401', async () => {
-    const server = await fakeEmbeddingsServer((_body, req, res) => res.writeHead(401).end(JSON.stringify({ error: { message: `bad key ${req.headers.authorization}` } })));
+    const server = await fakeEmbeddingsServer((_body, req, res) =>
+      res.writeHead(401).end(JSON.stringify({ error: { message: `bad key ${req.headers.authorization}` } })),
+    );
     servers.push(server);
-    const embedder = new OpenAiCompatibleEmbedder({ baseUrl: server.url, model: 'm', dimensions: 3, initialBackoffMs: 1, apiKey: 'sk-secret-embeddings-key' });
+    const embedder = new OpenAiCompatibleEmbedder({
+      baseUrl: server.url,
+      model: 'm',
+      dimensions: 3,
+      initialBackoffMs: 1,
+      apiKey: 'sk-secret-embeddings-key',
+    });
     const error = (await embedder.embed(['x'], 'query').catch((e: unknown) => e)) as EmbeddingError;
     expect(error).toBeInstanceOf(EmbeddingError);
     expect(error.status).toBe(401);
@@ -108,7 +151,13 @@ describe('OpenAiCompatibleEmbedder', () => {
       ok(res, body.input, 2);
     });
     servers.push(server);
-    const embedder = new OpenAiCompatibleEmbedder({ baseUrl: server.url, model: 'm', dimensions: 2, timeoutMs: 200, initialBackoffMs: 1 });
+    const embedder = new OpenAiCompatibleEmbedder({
+      baseUrl: server.url,
+      model: 'm',
+      dimensions: 2,
+      timeoutMs: 200,
+      initialBackoffMs: 1,
+    });
     const started = Date.now();
     await expect(embedder.embed(['x'], 'query')).resolves.toHaveLength(1);
     expect(Date.now() - started).toBeLessThan(5000);
@@ -118,14 +167,26 @@ describe('OpenAiCompatibleEmbedder', () => {
   it('reports a timeout clearly when every attempt hangs', async () => {
     const server = await fakeEmbeddingsServer(() => undefined);
     servers.push(server);
-    const embedder = new OpenAiCompatibleEmbedder({ baseUrl: server.url, model: 'm', dimensions: 2, timeoutMs: 100, initialBackoffMs: 1, maxRetries: 1 });
+    const embedder = new OpenAiCompatibleEmbedder({
+      baseUrl: server.url,
+      model: 'm',
+      dimensions: 2,
+      timeoutMs: 100,
+      initialBackoffMs: 1,
+      maxRetries: 1,
+    });
     await expect(embedder.embed(['x'], 'query')).rejects.toThrow(/timed out after 100 ms/);
   });
 
   it('fails clearly on a wrong dimension and does not retry', async () => {
     const server = await fakeEmbeddingsServer((body, _req, res) => ok(res, body.input, 1536));
     servers.push(server);
-    const embedder = new OpenAiCompatibleEmbedder({ baseUrl: server.url, model: 'text-embedding-3-small', dimensions: 768, initialBackoffMs: 1 });
+    const embedder = new OpenAiCompatibleEmbedder({
+      baseUrl: server.url,
+      model: 'text-embedding-3-small',
+      dimensions: 768,
+      initialBackoffMs: 1,
+    });
     await expect(embedder.embed(['x'], 'document')).rejects.toThrow(
       'model "text-embedding-3-small" returned 1536-dimensional vectors but EMBEDDINGS_DIMENSIONS=768',
     );
@@ -140,7 +201,12 @@ describe('OpenAiCompatibleEmbedder', () => {
   });
 
   it('reports an unreachable service', async () => {
-    const embedder = new OpenAiCompatibleEmbedder({ baseUrl: 'http://127.0.0.1:1/v1', model: 'm', dimensions: 2, maxRetries: 0 });
+    const embedder = new OpenAiCompatibleEmbedder({
+      baseUrl: 'http://127.0.0.1:1/v1',
+      model: 'm',
+      dimensions: 2,
+      maxRetries: 0,
+    });
     await expect(embedder.embed(['x'], 'document')).rejects.toThrow(/^embeddings service could not be reached/);
   });
 });

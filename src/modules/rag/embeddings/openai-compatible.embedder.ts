@@ -69,7 +69,10 @@ export class OpenAiCompatibleEmbedder implements EmbeddingProvider {
           throw failure;
         }
         const base = (this.options.initialBackoffMs ?? 500) * 2 ** attempt;
-        const delay = Math.min(20_000, (failure as EmbeddingError & { retryAfterMs?: number }).retryAfterMs ?? base * (0.5 + Math.random()));
+        const delay = Math.min(
+          20_000,
+          (failure as EmbeddingError & { retryAfterMs?: number }).retryAfterMs ?? base * (0.5 + Math.random()),
+        );
         attempt += 1;
         await sleep(delay);
       }
@@ -93,7 +96,8 @@ export class OpenAiCompatibleEmbedder implements EmbeddingProvider {
       });
     } catch (error) {
       const name = (error as Error).name;
-      const reason = name === 'TimeoutError' || name === 'AbortError' ? `timed out after ${timeoutMs} ms` : 'could not be reached';
+      const reason =
+        name === 'TimeoutError' || name === 'AbortError' ? `timed out after ${timeoutMs} ms` : 'could not be reached';
       throw new EmbeddingError(`embeddings service ${reason}`, true);
     }
     if (!response.ok) {
@@ -106,7 +110,8 @@ export class OpenAiCompatibleEmbedder implements EmbeddingProvider {
         response.status,
       ) as EmbeddingError & { retryAfterMs?: number };
       const retryAfter = Number(response.headers.get('retry-after'));
-      if (Number.isFinite(retryAfter) && retryAfter >= 0 && response.headers.has('retry-after')) failure.retryAfterMs = retryAfter * 1000;
+      if (Number.isFinite(retryAfter) && retryAfter >= 0 && response.headers.has('retry-after'))
+        failure.retryAfterMs = retryAfter * 1000;
       throw failure;
     }
     let payload: EmbeddingsResponse;

@@ -16,7 +16,10 @@ const STOP_WORDS = new Set(
 const WORD = /[\p{L}\p{N}]+/gu;
 
 export function tokenize(text: string): string[] {
-  const folded = text.normalize('NFKD').replace(/\p{M}+/gu, '').toLowerCase();
+  const folded = text
+    .normalize('NFKD')
+    .replace(/\p{M}+/gu, '')
+    .toLowerCase();
   const tokens: string[] = [];
   for (const match of folded.matchAll(WORD)) {
     const word = match[0];

@@ -39,8 +39,15 @@ describe('IngestSandbox', () => {
   it('kills a thread that needs more than EXTRACT_MAX_MEMORY_MB and serves the next file', async () => {
     const pool = sandbox({ maxMemoryMb: 64 });
     try {
-      expect(await failure(pool.extract('docx', heavyDocx))).toBe('processing the file needs more than 64 MiB of memory (EXTRACT_MAX_MEMORY_MB)');
-      expect(await pool.extract('pdf', pdfWithPages(2, (n) => `after the crash ${n}`))).toBe('after the crash 1\nafter the crash 2');
+      expect(await failure(pool.extract('docx', heavyDocx))).toBe(
+        'processing the file needs more than 64 MiB of memory (EXTRACT_MAX_MEMORY_MB)',
+      );
+      expect(
+        await pool.extract(
+          'pdf',
+          pdfWithPages(2, (n) => `after the crash ${n}`),
+        ),
+      ).toBe('after the crash 1\nafter the crash 2');
     } finally {
       await pool.onModuleDestroy();
     }
@@ -50,7 +57,9 @@ describe('IngestSandbox', () => {
     // Long enough for a fresh thread to start (the next file's task pays that), far too short for the heavy file.
     const pool = sandbox({ timeoutMs: 2500, maxMemoryMb: 2048 });
     try {
-      expect(await failure(pool.extract('docx', heavyDocx))).toBe('processing the file took longer than 2500 ms (EXTRACT_TIMEOUT_MS)');
+      expect(await failure(pool.extract('docx', heavyDocx))).toBe(
+        'processing the file took longer than 2500 ms (EXTRACT_TIMEOUT_MS)',
+      );
       expect(await pool.extract('html', Buffer.from('<p>still here</p>'))).toBe('still here');
     } finally {
       await pool.onModuleDestroy();
@@ -62,7 +71,9 @@ describe('IngestSandbox', () => {
     try {
       const text = 'A sentence about chunking. '.repeat(500);
       const { chunkText } = await import('../chunking/chunker.js');
-      expect(await pool.chunk(text, { targetChars: 300, overlapChars: 50 })).toEqual(chunkText(text, { targetChars: 300, overlapChars: 50 }));
+      expect(await pool.chunk(text, { targetChars: 300, overlapChars: 50 })).toEqual(
+        chunkText(text, { targetChars: 300, overlapChars: 50 }),
+      );
     } finally {
       await pool.onModuleDestroy();
     }
@@ -75,7 +86,9 @@ describe('IngestSandbox', () => {
       const { fromVectorBatch } = await import('../embeddings/embedding-provider.js');
       const embedder = new OfflineHashingEmbedder({ dimensions: 64 });
       const texts = ['Regulated cells regulate the cell cycle.', 'Über naïve café', '... ,;'];
-      const expected = texts.map((text) => embedder.embedOne(text)).map((vector) => (vector.some((v) => v !== 0) ? vector.map(Math.fround) : null));
+      const expected = texts
+        .map((text) => embedder.embedOne(text))
+        .map((vector) => (vector.some((v) => v !== 0) ? vector.map(Math.fround) : null));
       expect(expected[2]).toBeNull();
       expect(fromVectorBatch(await pool.embed(texts, embedder.threadOptions))).toEqual(expected);
     } finally {
@@ -84,18 +97,22 @@ describe('IngestSandbox', () => {
   }, 60_000);
 
   // Linux only: elsewhere the threads keep the process's priority.
-  (process.platform === 'linux' ? it : it.skip)('runs its threads at EXTRACT_THREAD_NICE and leaves the event loop at the process priority', async () => {
-    const own = getPriority(process.pid);
-    const nice = Math.min(19, own + 7);
-    const niceOfThreads = () => readdirSync('/proc/self/task').map((tid) => getPriority(Number(tid)));
-    expect(niceOfThreads()).not.toContain(nice);
-    const pool = sandbox({ threadNice: nice });
-    try {
-      await pool.chunk('A sentence about chunking. '.repeat(10), { targetChars: 100, overlapChars: 10 });
-      expect(niceOfThreads()).toContain(nice);
-      expect(getPriority(process.pid)).toBe(own);
-    } finally {
-      await pool.onModuleDestroy();
-    }
-  }, 60_000);
+  (process.platform === 'linux' ? it : it.skip)(
+    'runs its threads at EXTRACT_THREAD_NICE and leaves the event loop at the process priority',
+    async () => {
+      const own = getPriority(process.pid);
+      const nice = Math.min(19, own + 7);
+      const niceOfThreads = () => readdirSync('/proc/self/task').map((tid) => getPriority(Number(tid)));
+      expect(niceOfThreads()).not.toContain(nice);
+      const pool = sandbox({ threadNice: nice });
+      try {
+        await pool.chunk('A sentence about chunking. '.repeat(10), { targetChars: 100, overlapChars: 10 });
+        expect(niceOfThreads()).toContain(nice);
+        expect(getPriority(process.pid)).toBe(own);
+      } finally {
+        await pool.onModuleDestroy();
+      }
+    },
+    60_000,
+  );
 });

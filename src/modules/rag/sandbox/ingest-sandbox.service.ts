@@ -80,11 +80,15 @@ export class IngestSandbox implements OnModuleDestroy {
     } catch (error) {
       if (signal.aborted) {
         this.logger.warn({ msg: 'sandbox task killed: time limit', task: name, timeoutMs });
-        throw new TextExtractionError(`processing the file took longer than ${formatSeconds(timeoutMs)} (EXTRACT_TIMEOUT_MS)`);
+        throw new TextExtractionError(
+          `processing the file took longer than ${formatSeconds(timeoutMs)} (EXTRACT_TIMEOUT_MS)`,
+        );
       }
       if (isOutOfMemory(error)) {
         this.logger.warn({ msg: 'sandbox task killed: memory limit', task: name, maxMemoryMb });
-        throw new TextExtractionError(`processing the file needs more than ${maxMemoryMb} MiB of memory (EXTRACT_MAX_MEMORY_MB)`);
+        throw new TextExtractionError(
+          `processing the file needs more than ${maxMemoryMb} MiB of memory (EXTRACT_MAX_MEMORY_MB)`,
+        );
       }
       throw error;
     }
