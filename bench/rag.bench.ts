@@ -97,13 +97,11 @@ async function main(): Promise<void> {
       await measureSearch(existing.project_id, actor, existing.documents, existing.chunks, null, null);
       return;
     }
-    const user = await app
-      .get(UsersService)
-      .create({
-        email: `bench-${randomBytes(6).toString('hex')}@example.com`,
-        password: randomBytes(12).toString('hex'),
-        name: 'bench',
-      });
+    const user = await app.get(UsersService).create({
+      email: `bench-${randomBytes(6).toString('hex')}@example.com`,
+      password: randomBytes(12).toString('hex'),
+      name: 'bench',
+    });
     const actor: Actor = { userId: user.id, projectIds: null, repos: null };
     const project = await app.get(ProjectsService).create(actor, { name: 'rag bench' });
     const documents = app.get(DocumentsService);

@@ -82,17 +82,15 @@ describe('outage drill: dependencies unreachable or timing out', () => {
   beforeAll(async () => {
     process.on('unhandledRejection', onUnhandled);
     github = await FakeGithubServer.start();
-    github
-      .addRepo('acme', 'widgets')
-      .issues.push({
-        number: 1,
-        title: 'One',
-        body: 'x',
-        state: 'open',
-        labels: [],
-        user: 'octo',
-        createdAt: '2026-01-01T00:00:00Z',
-      });
+    github.addRepo('acme', 'widgets').issues.push({
+      number: 1,
+      title: 'One',
+      body: 'x',
+      state: 'open',
+      labels: [],
+      user: 'octo',
+      createdAt: '2026-01-01T00:00:00Z',
+    });
     github.grant('ghp_drill000000000000000000000000000000', 'all');
     llm = await new FakeLlmServer().start();
     embeddings = await new FakeEmbeddings(DIMS).start();

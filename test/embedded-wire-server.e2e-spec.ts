@@ -1,5 +1,6 @@
 import { Client, type Notification } from 'pg';
 import { EmbeddedPostgres } from '../src/database/embedded-postgres';
+import { embeddedCluster } from './support/test-app';
 
 /**
  * The embedded engine's wire server (always PGlite, whatever TEST_DATABASE_URL says): LISTEN/NOTIFY
@@ -22,8 +23,8 @@ describe('embedded wire server: LISTEN/NOTIFY across connections', () => {
   const settle = () => new Promise((resolve) => setTimeout(resolve, 150));
 
   beforeAll(async () => {
-    engine = await EmbeddedPostgres.start(undefined);
-  }, 60_000);
+    engine = await EmbeddedPostgres.start(undefined, { loadDataDir: await embeddedCluster('empty') });
+  }, 120_000);
 
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.end().catch(() => undefined)));

@@ -847,16 +847,14 @@ describe('OAuth 2.1 for MCP clients', () => {
     it('a valid document names the client; the whole flow works with the URL as client_id', async () => {
       const clientId = `${metadataBase}/good.json`;
       documents.set('/good.json', (res) =>
-        res
-          .writeHead(200, { 'content-type': 'application/json' })
-          .end(
-            JSON.stringify({
-              client_id: clientId,
-              client_name: 'Doc Client',
-              redirect_uris: [REDIRECT_URI],
-              token_endpoint_auth_method: 'none',
-            }),
-          ),
+        res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            client_id: clientId,
+            client_name: 'Doc Client',
+            redirect_uris: [REDIRECT_URI],
+            token_endpoint_auth_method: 'none',
+          }),
+        ),
       );
       const page = await authorizeWith(clientId).expect(200);
       expect(page.text).toContain('Doc Client');
@@ -868,15 +866,13 @@ describe('OAuth 2.1 for MCP clients', () => {
 
     it('a document that is too large, too slow, not matching its URL or not JSON is an error page', async () => {
       documents.set('/large.json', (res) =>
-        res
-          .writeHead(200, { 'content-type': 'application/json' })
-          .end(
-            JSON.stringify({
-              client_id: `${metadataBase}/large.json`,
-              redirect_uris: [REDIRECT_URI],
-              pad: 'x'.repeat(200_000),
-            }),
-          ),
+        res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            client_id: `${metadataBase}/large.json`,
+            redirect_uris: [REDIRECT_URI],
+            pad: 'x'.repeat(200_000),
+          }),
+        ),
       );
       documents.set('/slow.json', (res) => {
         const timer = setTimeout(() => res.writeHead(200).end('{}'), 20_000);

@@ -98,18 +98,14 @@ export class FakeLlmServer {
     if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
     if (res.destroyed) return;
     if (reply.status && reply.status >= 400) {
-      res
-        .writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers })
-        .end(
-          JSON.stringify({
-            error: {
-              message: reply.echoAuthorization
-                ? `invalid key: ${req.headers.authorization}`
-                : `scripted ${reply.status}`,
-              type: 'server_error',
-            },
-          }),
-        );
+      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(
+        JSON.stringify({
+          error: {
+            message: reply.echoAuthorization ? `invalid key: ${req.headers.authorization}` : `scripted ${reply.status}`,
+            type: 'server_error',
+          },
+        }),
+      );
       return;
     }
     const toolCalls = (reply.toolCalls ?? []).map((call, i) => ({

@@ -55,10 +55,9 @@ export interface TestDatabaseOptions {
 export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
   const serverUrl = process.env.TEST_DATABASE_URL;
   if (!serverUrl) {
-    const embedded = await EmbeddedPostgres.start(
-      undefined,
-      options.schema === 'empty' ? {} : { loadDataDir: await embeddedTemplate() },
-    );
+    const embedded = await EmbeddedPostgres.start(undefined, {
+      loadDataDir: await embeddedCluster(options.schema ?? 'migrated'),
+    });
     return { url: embedded.url, kind: 'embedded', drop: () => embedded.stop() };
   }
   const name = `atrium_test_${randomBytes(6).toString('hex')}`;
@@ -178,15 +177,18 @@ async function ensureTemplate(serverUrl: string): Promise<string> {
 const EMBEDDED_TEMPLATE_DIR = join(tmpdir(), 'atrium-test-pglite');
 
 /**
- * The tarball of an embedded cluster holding every migration, built on first use (an initdb and the migrations,
- * once instead of per file). Written under a temporary name and renamed, so a reader never sees half a file; two
- * processes building at once both write a complete one. The newest few are kept, as on PostgreSQL.
+ * The tarball of an embedded cluster, `migrated` (every migration applied) or `empty` (a bare initdb), built on first
+ * use and kept on disk, so a file pays PGlite's initdb (seconds of CPU, a minute on a loaded machine) and the
+ * migrations once per machine instead of once per file. Written under a temporary name and renamed, so a reader never
+ * sees half a file; two processes building at once both write a complete one. The newest few are kept, as on
+ * PostgreSQL.
  */
-async function embeddedTemplate(): Promise<Blob> {
+export async function embeddedCluster(schema: 'migrated' | 'empty'): Promise<Blob> {
   const pglite = JSON.parse(
     readFileSync(join(__dirname, '..', '..', 'node_modules', '@electric-sql', 'pglite', 'package.json'), 'utf8'),
   ) as { version: string };
-  const file = join(EMBEDDED_TEMPLATE_DIR, `${templateName()}-pglite-${pglite.version}.tar`);
+  const name = schema === 'migrated' ? templateName() : 'empty';
+  const file = join(EMBEDDED_TEMPLATE_DIR, `${name}-pglite-${pglite.version}.tar`);
   try {
     return new Blob([readFileSync(file)]);
   } catch (error) {
@@ -195,11 +197,13 @@ async function embeddedTemplate(): Promise<Blob> {
   const engine = await EmbeddedPostgres.start(undefined);
   let tarball: Blob;
   try {
-    const dataSource = await new DataSource(buildDataSourceOptions(engine.url, 1)).initialize();
-    try {
-      await runMigrationsUnderLock(dataSource, engine.url);
-    } finally {
-      await dataSource.destroy();
+    if (schema === 'migrated') {
+      const dataSource = await new DataSource(buildDataSourceOptions(engine.url, 1)).initialize();
+      try {
+        await runMigrationsUnderLock(dataSource, engine.url);
+      } finally {
+        await dataSource.destroy();
+      }
     }
     tarball = await engine.dumpDataDir();
   } finally {
@@ -210,10 +214,10 @@ async function embeddedTemplate(): Promise<Blob> {
   writeFileSync(partial, Buffer.from(await tarball.arrayBuffer()));
   renameSync(partial, file);
   const stale = readdirSync(EMBEDDED_TEMPLATE_DIR)
-    .filter((name) => name.endsWith('.tar'))
-    .map((name) => ({
-      path: join(EMBEDDED_TEMPLATE_DIR, name),
-      mtime: statSync(join(EMBEDDED_TEMPLATE_DIR, name), { throwIfNoEntry: false })?.mtimeMs ?? 0,
+    .filter((entry) => entry.endsWith('.tar') && !entry.startsWith('empty-'))
+    .map((entry) => ({
+      path: join(EMBEDDED_TEMPLATE_DIR, entry),
+      mtime: statSync(join(EMBEDDED_TEMPLATE_DIR, entry), { throwIfNoEntry: false })?.mtimeMs ?? 0,
     }))
     .sort((a, b) => b.mtime - a.mtime)
     .slice(KEPT_TEMPLATES);

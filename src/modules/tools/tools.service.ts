@@ -83,13 +83,11 @@ export class ToolsService {
 
   /** Every tool's input JSON Schema, in catalog order (e.g. for an OpenAPI description of the tool call body). */
   inputSchemas(): { name: string; scope: string; inputSchema: JsonSchema }[] {
-    return this.registry
-      .all()
-      .map((tool) => ({
-        name: tool.definition.name,
-        scope: tool.definition.scope,
-        inputSchema: toolInputJsonSchema(tool),
-      }));
+    return this.registry.all().map((tool) => ({
+      name: tool.definition.name,
+      scope: tool.definition.scope,
+      inputSchema: toolInputJsonSchema(tool),
+    }));
   }
 
   /** MCP `instructions` for a caller: the lead sentence and the fragments of the providers whose tools it may call. */
