@@ -315,26 +315,13 @@ describe('agent runs: webhook URLs are checked against SSRF (default configurati
     await receiver?.stop();
   });
 
+  // The whole table of refused URLs is src/modules/agent/webhooks/webhook-address.spec.ts; here, one of each kind
+  // through the route.
   it.each([
     ['http (not https)', 'http://example.com/hook'],
-    ['IPv4-compatible IPv6 loopback', 'https://[::7f00:1]/hook'],
-    ['benchmarking 198.18/15', 'https://198.18.0.1/hook'],
-    ['CGNAT 100.64/10', 'https://100.64.0.1/hook'],
-    ['NAT64 of a private address', 'https://[64:ff9b::a00:1]/hook'],
-    ['6to4 of a private address', 'https://[2002:c0a8:101::1]/hook'],
-    ['unique-local IPv6', 'https://[fd00::1]/hook'],
-    ['multicast', 'https://224.0.0.1/hook'],
-    ['reserved 240/4', 'https://240.0.0.1/hook'],
-    ['documentation range', 'https://192.0.2.10/hook'],
-    ['loopback literal', 'https://127.0.0.1/hook'],
-    ['private 10/8', 'https://10.1.2.3/hook'],
     ['link-local metadata', 'https://169.254.169.254/latest/meta-data'],
-    ['IPv6 loopback', 'https://[::1]/hook'],
-    ['IPv4-mapped IPv6 loopback', 'https://[::ffff:127.0.0.1]/hook'],
     ['a name resolving to loopback', 'https://localhost/hook'],
-    ['credentials in the URL', 'https://user:pass@93.184.216.34/hook'],
     ['not a URL', 'hook please'],
-    ['another scheme', 'ftp://93.184.216.34/hook'],
   ])('%s → 400 VALIDATION_FAILED on webhookUrl, no run created', async (_label, webhookUrl) => {
     const res = await app.http
       .post('/api/agent/execute')
