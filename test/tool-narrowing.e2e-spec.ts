@@ -214,8 +214,9 @@ describe('Tool allowlists, read-only credentials, toolsets and pinned parameters
       .expect(200);
     expect(init.body.result.instructions).toMatch(/Toolsets: tasks, docs, github/);
     expect(init.body.result.instructions).toMatch(/X-MCP-Toolsets/);
-    const session = init.headers['mcp-session-id'];
-    const options = { path: `${MCP}/x/tasks/readonly`, headers: session ? { 'Mcp-Session-Id': session } : {} };
+    const session = init.headers['mcp-session-id'] as string | undefined;
+    const headers: Record<string, string> = session ? { 'Mcp-Session-Id': session } : {};
+    const options = { path: `${MCP}/x/tasks/readonly`, headers };
     expect(await listed('legacy', key.key, options)).toEqual(TASK_READ_TOOLS);
   });
 

@@ -76,9 +76,13 @@ describe('tool restriction', () => {
     expect(pinnedArguments({ projectIds: ['p1', 'p2'], repos: null })).toEqual({});
     expect(Object.keys(unpinnedParameters(parameters, one))).toEqual(['title']);
     expect(unpinnedParameters(parameters, { projectIds: null, repos: null })).toBe(parameters);
-    expect(withPinnedArguments(parameters, { title: 't' }, one)).toEqual({ title: 't', project_id: 'p1' });
+    expect(withPinnedArguments(parameters, { title: 't' }, one, true)).toEqual({ title: 't', project_id: 'p1' });
+    // A read tool's optional filter: the pin already narrows the answer.
+    expect(withPinnedArguments(parameters, { title: 't' }, one, false)).toEqual({ title: 't' });
+    const repoParameters = { repo: param.str({ description: 'owner/name', required: true }) };
+    expect(withPinnedArguments(repoParameters, {}, one, false)).toEqual({ repo: 'acme/widgets' });
     // Sent anyway: left as sent, for the pin check to judge.
-    expect(withPinnedArguments(parameters, { title: 't', project_id: 'p2' }, one)).toEqual({
+    expect(withPinnedArguments(parameters, { title: 't', project_id: 'p2' }, one, true)).toEqual({
       title: 't',
       project_id: 'p2',
     });

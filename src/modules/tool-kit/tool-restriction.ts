@@ -174,15 +174,21 @@ export function unpinnedParameters(
   return Object.fromEntries(Object.entries(parameters).filter(([name]) => !pinned.includes(name)));
 }
 
-/** The arguments with what the caller's single pins fill in where the parameter exists and was not sent. */
+/**
+ * The arguments with what the caller's single pins fill in where the parameter exists and was not sent: a required one
+ * (`repo`), or any of a write tool (the project a created object lands in). An optional filter of a read tool is left
+ * out: the pin already narrows its answer to that project, and a filter would add checks the pin does not make.
+ */
 export function withPinnedArguments(
   parameters: ToolParameters,
   args: Record<string, unknown>,
   actor: Pick<Actor, 'projectIds' | 'repos'> | undefined,
+  writes: boolean,
 ): Record<string, unknown> {
   let filled = args;
   for (const [name, value] of Object.entries(pinnedArguments(actor))) {
     if (!(name in parameters) || Object.hasOwn(args, name)) continue;
+    if (!writes && !parameters[name].required) continue;
     filled = { ...filled, [name]: value };
   }
   return filled;

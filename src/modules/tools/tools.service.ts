@@ -8,7 +8,7 @@ import { newAuditEntry, type AuditActor, type AuditEntry } from '../audit/audit-
 import { toAppException } from '../../common/errors/to-app-exception.js';
 import { AuditService } from '../audit/audit.service.js';
 import { redactJsonText, redactValue } from '../../common/secrets/secret-redactor.js';
-import { ToolList, type RegisteredTool } from '../tool-kit/tool-definition.js';
+import { isWriteTool, ToolList, type RegisteredTool } from '../tool-kit/tool-definition.js';
 import {
   auditedArguments,
   describeParameters,
@@ -172,7 +172,8 @@ export class ToolsService {
     const tool = this.require(name);
     this.assertScope(tool, access);
     const { parameters } = tool.definition;
-    return { tool, args: validateArguments(parameters, withPinnedArguments(parameters, rawArgs ?? {}, access.actor)) };
+    const args = withPinnedArguments(parameters, rawArgs ?? {}, access.actor, isWriteTool(tool));
+    return { tool, args: validateArguments(parameters, args) };
   }
 
   /**
