@@ -104,7 +104,8 @@ export class ToolsService {
       .all()
       .filter(
         (tool) =>
-          access.scopes.includes(tool.definition.scope) && toolAllowed(restrictableTool(tool), access.restriction),
+          access.scopes.includes(tool.definition.scope) &&
+          (access.restriction === undefined || toolAllowed(restrictableTool(tool), access.restriction)),
       );
   }
 
@@ -164,7 +165,7 @@ export class ToolsService {
         },
       );
     }
-    assertToolAllowed(restrictableTool(tool), access.restriction);
+    if (access.restriction) assertToolAllowed(restrictableTool(tool), access.restriction);
   }
 
   /** Tool, scope and restriction, then the arguments (with what the caller's single pins fill in) validated. */
