@@ -55,6 +55,12 @@ export class ToolApiController {
   })
   @ApiBody({ schema: { $ref: `#/components/schemas/${TOOL_CALL_REQUEST}` } })
   @ApiHeader({
+    name: 'X-MCP-Toolsets',
+    required: false,
+    description: 'A tool outside these toolsets (comma-separated) is 403 tool_not_allowed',
+  })
+  @ApiHeader({ name: 'X-MCP-Readonly', required: false, description: 'true: a write tool is 403 tool_not_allowed' })
+  @ApiHeader({
     name: 'Idempotency-Key',
     required: false,
     description: 'Write tools: a repeat with the same key and arguments within 24 h returns the first result',
