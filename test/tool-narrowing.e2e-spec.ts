@@ -193,6 +193,9 @@ describe('Tool allowlists, read-only credentials, toolsets and pinned parameters
     expect(refused.body.error.code).toBe('tool_not_allowed');
     const bad = await app.http.get(`${MCP}/tools`).set(bearer(key.key)).set('X-MCP-Readonly', 'maybe');
     expect(bad.status).toBe(400);
+    // Refused narrowing is one of the key's calls, on its usage log.
+    const usage = await app.http.get(`/api/api-keys/${key.id}`).set(bearer(alice.token)).expect(200);
+    expect(usage.body.data.recentUsage.some((row: { status: number }) => row.status === 400)).toBe(true);
   });
 
   it('the server instructions name the toolsets, and a 2025-era session works on a narrowed URL', async () => {

@@ -71,15 +71,7 @@ export class ApiKeyAuthGuard implements CanActivate {
       throw error;
     }
     request.user = authenticated.user;
-    // The request may narrow its credential's tools further (toolset headers and URLs), never widen them.
-    const narrowing = requestNarrowing(request.path, request.headers, this.registry.toolsets());
-    const restriction = narrowRestriction(authenticated.caller.restriction, narrowing);
-    const caller = attachKeyCaller(
-      request,
-      restriction === authenticated.caller.restriction
-        ? authenticated.caller
-        : { ...authenticated.caller, restriction },
-    );
+    const caller = attachKeyCaller(request, authenticated.caller);
     const response = context.switchToHttp().getResponse<Response>();
     if (caller.expiresAt) response.setHeader('X-Api-Key-Expires-At', caller.expiresAt.toISOString());
     response.once('finish', () => {
@@ -90,6 +82,13 @@ export class ApiKeyAuthGuard implements CanActivate {
         durationMs: performance.now() - started,
       });
     });
+    // The request may narrow its credential's tools further (toolset headers and URLs), never widen them; a refusal
+    // (an unknown toolset) is on the usage log like any other answer.
+    const restriction = narrowRestriction(
+      caller.restriction,
+      requestNarrowing(request.path, request.headers, this.registry.toolsets()),
+    );
+    if (restriction !== caller.restriction) attachKeyCaller(request, { ...caller, restriction });
     return true;
   }
 }

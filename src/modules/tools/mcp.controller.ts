@@ -24,17 +24,6 @@ import { McpSessions, McpWriteConfirmations } from './mcp-sessions.service.js';
 import { AnyKeyScope, ScopeGuard } from './scope.guard.js';
 
 /**
- * Area A, second door: MCP Streamable HTTP on the same registry. Each POST gets its own Server + transport, so
- * concurrent requests share nothing but ToolsService and PostgreSQL. 2025-era clients that declared `elicitation`
- * (2025-06-18/2025-11-25) get an `Mcp-Session-Id` at initialize; the session lives in PostgreSQL (McpSessions), so
- * any instance serves it, and a write of a "confirm writes" credential is then answered as an SSE stream carrying
- * `elicitation/create` before the result. Every other request is stateless with a JSON answer, as it always was. Guards run
- * Origin (403) → key (401) → any-scope; the per-key limit counts every POST (one message: batches are
- * refused) like the JSON door, and is
- * answered in-band for tools/call (an `isError` result with rate_limited) and as HTTP 429 otherwise.
- * Transport-level errors are JSON-RPC error objects (see renderJsonRpcError).
- */
-/**
  * The endpoint and its narrowed URLs, one transport: `/readonly` (read-only tools), `/x/{toolset}` (one toolset's
  * tools) and `/x/{toolset}/readonly`. The narrowing is read where the caller is made (ApiKeyAuthGuard).
  */
@@ -57,6 +46,17 @@ function ApiNarrowing(): MethodDecorator {
   );
 }
 
+/**
+ * Area A, second door: MCP Streamable HTTP on the same registry. Each POST gets its own Server + transport, so
+ * concurrent requests share nothing but ToolsService and PostgreSQL. 2025-era clients that declared `elicitation`
+ * (2025-06-18/2025-11-25) get an `Mcp-Session-Id` at initialize; the session lives in PostgreSQL (McpSessions), so
+ * any instance serves it, and a write of a "confirm writes" credential is then answered as an SSE stream carrying
+ * `elicitation/create` before the result. Every other request is stateless with a JSON answer, as it always was. Guards run
+ * Origin (403) → key (401) → any-scope; the per-key limit counts every POST (one message: batches are
+ * refused) like the JSON door, and is
+ * answered in-band for tools/call (an `isError` result with rate_limited) and as HTTP 429 otherwise.
+ * Transport-level errors are JSON-RPC error objects (see renderJsonRpcError).
+ */
 @ApiTags('tool API (Area A)')
 @Controller('api/v1/public/mcp')
 export class McpController {
