@@ -325,6 +325,13 @@ function renderKeys(keys) {
       p.textContent = 'Writes need your confirmation';
       scopesCell.append(p);
     }
+    const narrowing = restrictionText(key);
+    if (narrowing) {
+      const p = document.createElement('p');
+      p.className = 'pins-note key-restriction';
+      p.textContent = narrowing;
+      scopesCell.append(p);
+    }
     cell(tr, timeEl(key.createdAt, ''), 'key-created', 'Created');
     cell(tr, expiryText(key), 'key-expires', 'Expires');
     cell(tr, timeEl(key.lastUsedAt, 'Never'), 'key-last-used', 'Last used');
@@ -572,6 +579,20 @@ function updateWriteWarning() {
     : '';
 }
 
+/** Tool names typed into a field (commas or spaces between them). */
+function toolNames(text) {
+  return [...new Set(text.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean))];
+}
+
+/** How a key or connected app's narrowing within its scopes reads: "Read-only; only tools: a, b", or ''. */
+function restrictionText(credential) {
+  const parts = [];
+  if (credential.readOnly) parts.push('Read-only');
+  if (credential.tools && credential.tools.length) parts.push(`only tools: ${credential.tools.join(', ')}`);
+  const text = parts.join('; ');
+  return text && text[0].toUpperCase() + text.slice(1);
+}
+
 function checkedValues(selector) {
   return [...document.querySelectorAll(selector)].filter((i) => i.checked).map((i) => i.value);
 }
@@ -597,6 +618,9 @@ async function onCreate(event) {
   }
   const body = { name, scopes, expiresIn: $('key-expiry').value };
   if ($('key-confirm-writes').checked) body.confirmWrites = true;
+  if ($('key-read-only').checked) body.readOnly = true;
+  const tools = toolNames($('key-tools').value);
+  if (tools.length) body.tools = tools;
   const projectIds = checkedValues('#project-pins input[name="projectIds"]');
   if (projectIds.length) body.projectIds = projectIds;
   const repos = $('repo-text-field').hidden
@@ -799,7 +823,8 @@ function renderConnectedApps(apps) {
     const pins = [];
     if (app.projectIds && app.projectIds.length) pins.push(`${app.projectIds.length} project${app.projectIds.length === 1 ? '' : 's'}`);
     if (app.repos && app.repos.length) pins.push(app.repos.join(', '));
-    cell(tr, app.scopes.join(', ') + (pins.length ? ` (limited to ${pins.join('; ')})` : '') + (app.confirmWrites ? '; writes need your confirmation' : ''));
+    const narrowing = restrictionText(app);
+    cell(tr, app.scopes.join(', ') + (pins.length ? ` (limited to ${pins.join('; ')})` : '') + (app.confirmWrites ? '; writes need your confirmation' : '') + (narrowing ? `; ${narrowing.toLowerCase()}` : ''));
     cell(tr, timeEl(app.createdAt, ''));
     cell(tr, timeEl(app.expiresAt, 'Never'));
     cell(tr, timeEl(app.lastUsedAt, 'Never'));

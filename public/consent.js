@@ -118,6 +118,9 @@ async function answer(approve) {
     if (repos.length) body.repos = repos;
     body.expiresIn = $('consent-expiry').value;
     if ($('consent-confirm-writes').checked) body.confirmWrites = true;
+    if ($('consent-read-only').checked) body.readOnly = true;
+    const tools = [...new Set($('consent-tools').value.split(/[\s,]+/).map((t) => t.trim()).filter(Boolean))];
+    if (tools.length) body.tools = tools;
   }
   try {
     const { redirectTo } = await call('POST', '/api/oauth/authorize', body);

@@ -11,6 +11,7 @@ import { DatabaseModule } from './database/database.module.js';
 import { AgentModule } from './modules/agent/agent.module.js';
 import { ApiKeysModule } from './modules/api-keys/api-keys.module.js';
 import { ScopeCatalogModule } from './modules/tool-kit/scope-catalog.js';
+import { ToolRegistryModule } from './modules/tool-kit/tool-registry.js';
 import { AuditModule } from './modules/audit/audit.module.js';
 import { AuthModule } from './modules/auth/auth.module.js';
 import { CredentialsModule } from './modules/credentials/credentials.module.js';
@@ -51,6 +52,7 @@ export class AppModule {
         CredentialsModule,
         AuthModule,
         ScopeCatalogModule,
+        ToolRegistryModule,
         ApiKeysModule,
         OAuthModule,
         ToolsModule,

@@ -395,6 +395,34 @@ describe('account page (dist/public of the built server) in a real browser', () 
     await page.getByRole('button', { name: 'Cancel' }).click();
   });
 
+  it('creates a read-only key with a tool allowlist, shows both in the list, and the key lists only those tools', async () => {
+    await page.getByRole('button', { name: 'Create a key' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('narrow key');
+    await page.getByRole('checkbox', { name: 'Read tasks:read' }).check();
+    await page.getByRole('checkbox', { name: 'Write tasks:write' }).check();
+    await page.locator('#key-read-only').check();
+    // An unknown tool name: the API's 400 names it.
+    await page.getByLabel(/Only these tools/).fill('list_tasks, drop_everything');
+    await page.getByRole('button', { name: 'Create key', exact: true }).click();
+    await page.locator('#create-error', { hasText: 'drop_everything' }).waitFor();
+    await page.getByLabel(/Only these tools/).fill('list_tasks get_task, create_task');
+    await page.getByRole('button', { name: 'Create key', exact: true }).click();
+    await page.getByRole('heading', { name: 'Your new key' }).waitFor();
+    const key = await page.locator('#created-key').inputValue();
+    secrets.push(key);
+    await page.getByRole('button', { name: 'I have saved the key' }).click();
+    await keyRow('narrow key').locator('.key-restriction').waitFor();
+    expect(await keyRow('narrow key').locator('.key-restriction').textContent()).toBe(
+      'Read-only; only tools: list_tasks, get_task, create_task',
+    );
+    // What an MCP client configured with this key sees: the allowlisted tools that only read.
+    expect(await toolsSeenBy(`${app.baseUrl}/api/v1/public/mcp`, { Authorization: `Bearer ${key}` })).toEqual([
+      'list_tasks',
+      'get_task',
+    ]);
+    await expectNoSecretsInUrlOrStorage();
+  });
+
   it('logs out, and returns to the login form when the access token is refused (401)', async () => {
     await page.getByRole('button', { name: 'Log out' }).click();
     await page.getByRole('heading', { name: 'Sign in to Atrium' }).waitFor();

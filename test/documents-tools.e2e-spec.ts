@@ -171,7 +171,11 @@ describe('document tools through the Area A gateway', () => {
     expect(new Set(listed)).toEqual(new Set([projectId]));
     const loose = await result(keys.alice, 'create_document', { title: 'Loose', content: 'no project' });
     expect((await call(pinned, 'get_document', { document_id: loose.id })).status).toBe(404);
-    expect((await call(pinned, 'create_document', { title: 'x', content: 'x' })).status).toBe(400);
+    // Pinned to one project: a document created without project_id lands there (API.md, pinned parameters); an
+    // explicit "no project" is still outside the pin.
+    const filled = await result(pinned, 'create_document', { title: 'x', content: 'x' });
+    expect(filled.project_id).toBe(projectId);
+    expect((await call(pinned, 'create_document', { title: 'x', content: 'x', project_id: '' })).status).toBe(400);
     await result(pinned, 'delete_document', { document_id: inProject.id });
   });
 

@@ -23,7 +23,7 @@ import { startTestApp, type TestApp } from './support/test-app';
 const AREA_A_CODES: Record<number, string[]> = {
   400: ['invalid_request', 'invalid_argument', 'missing_argument'],
   401: ['missing_api_key', 'invalid_api_key'],
-  403: ['insufficient_scope', 'forbidden'],
+  403: ['insufficient_scope', 'tool_not_allowed', 'forbidden'],
   404: ['unknown_tool', 'not_found'],
   409: ['idempotency_conflict', 'conflict'],
   413: ['invalid_request'],
@@ -335,6 +335,7 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     'documentIds',
     'input',
     'tools',
+    'readOnly',
     'maxSteps',
     'owner',
     'token',
@@ -387,7 +388,7 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     if (leaked) report(`internals in body: "${leaked}"`);
     if (res.status >= 500) return report('5xx');
     if (res.status < 300) return;
-    if (req.path === '/api/v1/public/mcp') {
+    if (/^\/api\/v1\/public\/mcp(\/readonly|\/x\/[^/]+(\/readonly)?)?$/.test(req.path)) {
       // The MCP door answers JSON-RPC errors; when it names an Area A code, it must be a documented one.
       if (res.json?.jsonrpc !== '2.0' || typeof res.json?.error?.code !== 'number')
         return report('JSON-RPC error shape');
@@ -954,6 +955,8 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
           codeChallengeMethod: rng.pick(['S256', 'plain', nasty()]),
           approve: rng.pick([true, false, nasty()]),
           scopes: rng.pick([undefined, [nasty()], nasty()]),
+          tools: rng.pick([undefined, [nasty()], nasty(), Array(1000).fill('list_tasks'), ['no_such_tool']]),
+          readOnly: rng.pick([undefined, true, nasty()]),
         },
       });
       if (consent.status >= 500 || (consent.status >= 400 && consent.json?.error?.code !== 'VALIDATION_FAILED'))
@@ -966,6 +969,108 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     // eslint-disable-next-line no-console
     console.log(`drill-fuzz seed=${seed}: oauth problems=${oauthProblems.length}`);
     expect(oauthProblems.slice(0, 40)).toEqual([]);
+  }, 300_000);
+
+  it('Narrowing: hostile tools/readOnly at key creation, junk toolset headers and URLs → 4xx, never 500 (the consent gets them in the OAuth case)', async () => {
+    const before = problems.length;
+    const hostileTools: unknown[] = [
+      [],
+      {},
+      'list_tasks',
+      [42],
+      [null],
+      [[]],
+      [{ name: 'list_tasks' }],
+      Array(10_000).fill('list_tasks'),
+      Array.from({ length: 300 }, (_, i) => `tool_${i}`),
+      ['x'.repeat(200_000)],
+      ['__proto__', 'constructor', 'toString'],
+      ['list_tasks', 'drop_database'],
+      ['LIST_TASKS'],
+      ['list_tasks\u0000'],
+      ['💥'],
+      nasty(),
+    ];
+    const hostileReadOnly: unknown[] = ['true', 1, 0, {}, [], 'yes', nasty()];
+    for (const tools of hostileTools) {
+      const res = await call(t.baseUrl, {
+        method: 'POST',
+        path: '/api/api-keys',
+        token: user.token,
+        body: { name: 'narrow fuzz', scopes: ['tasks:read'], expiresIn: 'never', tools },
+      });
+      verify(
+        'key tools',
+        { method: 'POST', path: '/api/api-keys', body: { tools: excerpt(JSON.stringify(tools), 80) } },
+        res,
+      );
+      if (res.status !== 400) problems.push(`key tools ${excerpt(JSON.stringify(tools), 80)} → ${res.status}`);
+    }
+    for (const readOnly of hostileReadOnly) {
+      const res = await call(t.baseUrl, {
+        method: 'POST',
+        path: '/api/api-keys',
+        token: user.token,
+        body: { name: 'narrow fuzz', scopes: ['tasks:read'], expiresIn: 'never', readOnly },
+      });
+      verify('key readOnly', { method: 'POST', path: '/api/api-keys', body: { readOnly } }, res);
+      if (res.status !== 400) problems.push(`key readOnly ${excerpt(JSON.stringify(readOnly), 80)} → ${res.status}`);
+    }
+    const mcpList = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+    const accept = { accept: 'application/json, text/event-stream' };
+    const junkToolsets = [
+      '',
+      ' , ',
+      'wiki',
+      'tasks,'.repeat(500),
+      '%00',
+      '../tasks',
+      'TASKS,💥',
+      'a'.repeat(5000),
+      nasty(),
+    ];
+    for (const value of junkToolsets) {
+      for (const header of ['x-mcp-toolsets', 'x-mcp-readonly']) {
+        for (const path of ['/api/v1/public/mcp', '/api/v1/public/mcp/tools']) {
+          const req: RawRequest = {
+            method: path.endsWith('tools') ? 'GET' : 'POST',
+            path,
+            token: key,
+            headers: {
+              ...accept,
+              [header]: String(value)
+                .replace(/[^\x20-\x7e]/g, '')
+                .slice(0, 6000),
+            },
+            ...(path.endsWith('tools') ? {} : { body: mcpList }),
+          };
+          await send(`narrowing header ${header}`, req);
+        }
+      }
+    }
+    for (const segment of [
+      'wiki',
+      '%2e%2e',
+      '%00',
+      'TASKS',
+      'tasks%2Fdocs',
+      '💥',
+      'a'.repeat(3000),
+      "'; DROP TABLE x;--",
+    ]) {
+      for (const suffix of ['', '/readonly']) {
+        await send('narrowing URL', {
+          method: 'POST',
+          path: `/api/v1/public/mcp/x/${encodeURIComponent(decodeURIComponentSafe(segment))}${suffix}`,
+          token: key,
+          headers: accept,
+          body: mcpList,
+        });
+      }
+    }
+    // eslint-disable-next-line no-console
+    console.log(`drill-fuzz seed=${seed}: narrowing problems=${problems.length - before}`);
+    expect(problems.slice(before, before + 40)).toEqual([]);
   }, 300_000);
 
   it('the service is still healthy and the seeded objects are intact after the fuzzing', async () => {
@@ -982,3 +1087,11 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     expect(keyView.json.data.status).toBe('active');
   });
 });
+
+function decodeURIComponentSafe(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}

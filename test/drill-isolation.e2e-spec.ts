@@ -63,6 +63,9 @@ interface MKey {
   revoked: boolean;
   spare: boolean;
   oauth?: boolean;
+  /** The credential's tools allowlist (null: every tool of its scopes) and read-only choice. */
+  tools: string[] | null;
+  readOnly: boolean;
 }
 interface MProjectToken {
   id: string;
@@ -171,6 +174,12 @@ describe(`isolation drill (seed ${seed})`, () => {
     return role === null || role === 'viewer' ? 403 : 200;
   };
   const keyActor = (k: MKey): Actor => ({ userId: k.userId, pins: k.pins });
+  /** A random credential narrowing within its scopes: sometimes a tools allowlist, sometimes read-only, or both. */
+  const randomNarrowing = (scopes: Scope[]): { tools: string[] | null; readOnly: boolean } => {
+    const within = Object.keys(TOOL_SCOPE).filter((tool) => scopes.includes(TOOL_SCOPE[tool]));
+    const tools = rng.chance(0.3) ? rng.subset(within, 0.5) : [];
+    return { tools: tools.length > 0 ? tools : null, readOnly: rng.chance(0.25) };
+  };
   const userActor = (u: TestUser): Actor => ({ userId: u.id, pins: null });
   const tokenActor = (pt: MProjectToken): Actor => ({ userId: pt.userId, pins: [pt.projectId], cap: pt.role });
 
@@ -249,13 +258,21 @@ describe(`isolation drill (seed ${seed})`, () => {
     const projectIds = [...projects.keys()];
 
     // Per user: one unpinned all-scope key (used for seeding), then 2 random keys, one spare key to revoke.
-    const makeKey = async (u: TestUser, scopes: Scope[], pins: string[] | null, spare = false) => {
+    const makeKey = async (
+      u: TestUser,
+      scopes: Scope[],
+      pins: string[] | null,
+      spare = false,
+      narrowing: { tools: string[] | null; readOnly: boolean } = { tools: null, readOnly: false },
+    ) => {
       const name = marker('k');
       const res = await b(u, 'POST', '/api/api-keys', {
         name,
         scopes,
         expiresIn: rng.pick(['never', '30d', '1y']),
         ...(pins ? { projectIds: pins } : {}),
+        ...(narrowing.tools ? { tools: narrowing.tools } : {}),
+        ...(narrowing.readOnly ? { readOnly: true } : {}),
       });
       expect(res.status).toBe(201);
       const key: MKey = {
@@ -267,6 +284,7 @@ describe(`isolation drill (seed ${seed})`, () => {
         marker: name,
         revoked: false,
         spare,
+        ...narrowing,
       };
       keys.push(key);
       return key;
@@ -278,12 +296,13 @@ describe(`isolation drill (seed ${seed})`, () => {
         let scopes = rng.subset(SCOPES, 0.5) as Scope[];
         if (scopes.length === 0) scopes = [rng.pick(SCOPES)];
         const pins = rng.chance(0.5) ? rng.subset(projectIds, 0.5) : null;
-        await makeKey(u, scopes, pins && pins.length > 0 ? pins : null);
+        await makeKey(u, scopes, pins && pins.length > 0 ? pins : null, false, randomNarrowing(scopes));
       }
       await makeKey(u, [...SCOPES], null, true);
       // An OAuth access token with random scopes and pins, by the real flow (register, consent, exchange).
       let oauthScopes = rng.subset(SCOPES, 0.5) as Scope[];
       if (oauthScopes.length === 0) oauthScopes = [rng.pick(SCOPES)];
+      const oauthNarrowing = randomNarrowing(oauthScopes);
       const oauthPins = rng.chance(0.5) ? rng.subset(projectIds, 0.5) : [];
       const redirectUri = 'http://127.0.0.1:4999/cb';
       const client = await call(t.baseUrl, {
@@ -302,6 +321,8 @@ describe(`isolation drill (seed ${seed})`, () => {
         approve: true,
         scopes: oauthScopes,
         ...(oauthPins.length ? { projectIds: oauthPins } : {}),
+        ...(oauthNarrowing.tools ? { tools: oauthNarrowing.tools } : {}),
+        ...(oauthNarrowing.readOnly ? { readOnly: true } : {}),
       });
       expect(consent.status).toBe(200);
       const code = new URL(consent.json.data.redirectTo).searchParams.get('code')!;
@@ -329,6 +350,7 @@ describe(`isolation drill (seed ${seed})`, () => {
         revoked: false,
         spare: false,
         oauth: true,
+        ...oauthNarrowing,
       });
     }
 
@@ -466,8 +488,13 @@ describe(`isolation drill (seed ${seed})`, () => {
   function toolProbe(k: MKey): Probe {
     const a = keyActor(k);
     const tool = rng.pick(Object.keys(TOOL_SCOPE));
+    // The scope first, then the credential's own narrowing (allowlist, read-only): the order the doors check them in.
     const scoped = (expect: Expectation): Expectation =>
-      k.scopes.includes(TOOL_SCOPE[tool]) ? expect : fail(403, 'insufficient_scope');
+      !k.scopes.includes(TOOL_SCOPE[tool])
+        ? fail(403, 'insufficient_scope')
+        : (k.tools !== null && !k.tools.includes(tool)) || (k.readOnly && TOOL_SCOPE[tool].endsWith(':write'))
+          ? fail(403, 'tool_not_allowed')
+          : expect;
     let args: Record<string, unknown> = {};
     let expect: Expectation;
     switch (tool) {
@@ -675,7 +702,7 @@ describe(`isolation drill (seed ${seed})`, () => {
       }
     }
     return {
-      label: `A ${tool} ${k.oauth ? 'oauth' : 'key'}(${k.scopes.join('+')}${k.pins ? ` pins:${k.pins.length}` : ''})`,
+      label: `A ${tool} ${k.oauth ? 'oauth' : 'key'}(${k.scopes.join('+')}${k.pins ? ` pins:${k.pins.length}` : ''}${k.tools ? ` tools:${k.tools.length}` : ''}${k.readOnly ? ' ro' : ''})`,
       request: toolCall(k.token, tool, args),
       expect: scoped(expect),
       viewer: a,

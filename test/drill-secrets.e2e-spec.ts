@@ -123,7 +123,14 @@ describe('secrets drill', () => {
       'key2',
       'POST',
       '/api/api-keys',
-      { name: 'spare', scopes: ['tasks:read'], expiresIn: 'never', projectIds: [project] },
+      {
+        name: 'spare',
+        scopes: ['tasks:read'],
+        expiresIn: 'never',
+        projectIds: [project],
+        tools: ['list_tasks', 'task_stats'],
+        readOnly: true,
+      },
       true,
     );
     const key2 = key2Res.json.data.key as string;
@@ -249,6 +256,9 @@ describe('secrets drill', () => {
     await b('me', 'GET', '/api/auth/me');
     await b('keys', 'GET', '/api/api-keys');
     await b('key detail', 'GET', `/api/api-keys/${keyRes.json.data.id}`);
+    await tool('read-only allowlisted', key2, 'list_tasks', {});
+    await tool('outside the allowlist', key2, 'search_tasks', { query: 'x' });
+    await tool('read-only write', key2, 'create_task', { title: 'no' });
     await b('revoke', 'DELETE', `/api/api-keys/${key2Res.json.data.id}`);
     await tool('revoked', key2, 'list_tasks', {});
 
@@ -342,6 +352,20 @@ describe('secrets drill', () => {
         })
       ).status,
     ).toBe(200);
+    await scanned('narrowed mcp tools/list', {
+      method: 'POST',
+      path: '/api/v1/public/mcp/x/tasks/readonly',
+      token: key,
+      headers: { accept: 'application/json, text/event-stream', 'x-mcp-toolsets': 'tasks,docs' },
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+    });
+    await scanned('unknown toolset', {
+      method: 'POST',
+      path: '/api/v1/public/mcp/x/vault',
+      token: key,
+      headers: { accept: 'application/json, text/event-stream' },
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+    });
     await scanned('oauth mcp tools/list', {
       method: 'POST',
       path: '/api/v1/public/mcp',

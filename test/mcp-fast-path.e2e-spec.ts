@@ -24,6 +24,10 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
   let alice: TestUser;
   let key: { key: string };
   let readOnlyKey: { key: string };
+  /** The same scopes as `key`, narrowed: a cached list keyed by scopes alone would answer it `key`'s tools. */
+  let restrictedKey: { key: string };
+  /** Pinned to one project: its schemas lack project_id, so its list is cached apart too. */
+  let pinnedKey: { key: string };
   let sdkServers: { legacy: number; modern: number };
 
   beforeAll(async () => {
@@ -31,6 +35,16 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
     alice = await makeUser(app);
     key = await makeApiKey(app, alice, { scopes: ['tasks:read', 'tasks:write'] });
     readOnlyKey = await makeApiKey(app, alice, { scopes: ['tasks:read'] });
+    const project = await app.http.post('/api/projects').set(bearer(alice.token)).send({ name: 'Fast' }).expect(201);
+    pinnedKey = await makeApiKey(app, alice, {
+      scopes: ['tasks:read', 'tasks:write'],
+      projectIds: [project.body.data.id as string],
+    });
+    restrictedKey = await makeApiKey(app, alice, {
+      scopes: ['tasks:read', 'tasks:write'],
+      tools: ['list_tasks', 'get_task', 'create_task'],
+      readOnly: true,
+    });
     for (const title of ['one', 'two', 'three']) {
       await app.http
         .post(`${MCP_PATH}/call`)
@@ -53,9 +67,16 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
   }, 180_000);
   afterAll(async () => app?.close());
 
-  const post = (era: Era, credential: string, method: string, params: Record<string, unknown>, throughSdk: boolean) => {
+  const post = (
+    era: Era,
+    credential: string,
+    method: string,
+    params: Record<string, unknown>,
+    throughSdk: boolean,
+    path = MCP_PATH,
+  ) => {
     const meta = { ...(era === 'modern' ? ENVELOPE : {}), ...(throughSdk ? TO_SDK : {}) };
-    const request = app.http.post(MCP_PATH).set(bearer(credential)).set('Accept', ACCEPT);
+    const request = app.http.post(path).set(bearer(credential)).set('Accept', ACCEPT);
     if (era === 'modern') {
       request.set('MCP-Protocol-Version', '2026-07-28').set('Mcp-Method', method);
       if (typeof params.name === 'string') request.set('Mcp-Name', params.name);
@@ -93,11 +114,12 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
     method: string,
     params: Record<string, unknown>,
     masked: string[] = [],
+    path = MCP_PATH,
   ) => {
     const before = { ...sdkServers };
-    const plain = await post(era, credential, method, params, false);
+    const plain = await post(era, credential, method, params, false, path);
     const fastServers = { legacy: sdkServers.legacy - before.legacy, modern: sdkServers.modern - before.modern };
-    const sdk = await post(era, credential, method, params, true);
+    const sdk = await post(era, credential, method, params, true, path);
     expect(fastServers).toEqual({ legacy: 0, modern: 0 });
     expect(sdkServers[era] - before[era]).toBe(1);
     expect(plain.status).toBe(sdk.status);
@@ -114,6 +136,21 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
       );
       const readOnly = await both(era, readOnlyKey.key, 'tools/list', {});
       expect(readOnly.result.tools.map((t: { name: string }) => t.name)).not.toContain('create_task');
+      const restricted = await both(era, restrictedKey.key, 'tools/list', {});
+      expect(restricted.result.tools.map((t: { name: string }) => t.name)).toEqual(['list_tasks', 'get_task']);
+      const pinned = await both(era, pinnedKey.key, 'tools/list', {});
+      const create = pinned.result.tools.find((t: { name: string }) => t.name === 'create_task');
+      expect(create.inputSchema.properties).not.toHaveProperty('project_id');
+    });
+
+    it('tools/list on a narrowed URL: the narrowed tools, cached apart from the full list', async () => {
+      const narrowed = await both(era, key.key, 'tools/list', {}, [], `${MCP_PATH}/x/tasks/readonly`);
+      expect(narrowed.result.tools.map((t: { name: string }) => t.name)).toEqual([
+        'list_tasks',
+        'get_task',
+        'search_tasks',
+        'task_stats',
+      ]);
     });
 
     it('tools/call of a list tool: the rows as text and as structuredContent', async () => {
@@ -136,6 +173,15 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
         isError: true,
         structuredContent: { error: { code: 'insufficient_scope' } },
       });
+      const notAllowed = await both(era, restrictedKey.key, 'tools/call', {
+        name: 'create_task',
+        arguments: { title: 'nope' },
+      });
+      expect(notAllowed.result).toMatchObject({
+        isError: true,
+        structuredContent: { error: { code: 'tool_not_allowed' } },
+      });
+      await both(era, restrictedKey.key, 'tools/call', { name: 'list_tasks', arguments: { limit: 2 } });
     });
 
     it('tools/call of a write tool: the created object', async () => {

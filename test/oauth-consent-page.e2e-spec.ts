@@ -82,6 +82,8 @@ describe('OAuth consent page and connected apps in a real browser', () => {
     await page.getByRole('checkbox', { name: /^tasks:write/ }).uncheck();
     await page.getByRole('checkbox', { name: 'Consent project' }).check();
     await page.getByLabel('Stay connected for').selectOption('30d');
+    await page.getByRole('checkbox', { name: /Read-only/ }).check();
+    await page.getByLabel(/Only these tools/).fill('list_tasks, get_task');
     await page.getByRole('button', { name: 'Approve' }).click();
     await page.waitForURL(`${REDIRECT_URI}**`);
     expect(arrived?.searchParams.get('state')).toBe('browser-state');
@@ -105,6 +107,8 @@ describe('OAuth consent page and connected apps in a real browser', () => {
       clientName: 'Test client',
       scopes: ['tasks:read'],
       projectIds: [projectId],
+      tools: ['list_tasks', 'get_task'],
+      readOnly: true,
     });
   });
 
@@ -136,6 +140,7 @@ describe('OAuth consent page and connected apps in a real browser', () => {
     const row = page.locator('#apps-body tr', { hasText: 'Test client' });
     await row.waitFor();
     expect(await row.textContent()).toContain('limited to 1 project');
+    expect(await row.textContent()).toContain('read-only; only tools: list_tasks, get_task');
     page.once('dialog', (dialog) => void dialog.accept());
     await row.getByRole('button', { name: 'Disconnect Test client' }).click();
     await page.locator('#apps-empty').waitFor({ state: 'visible' });

@@ -171,6 +171,20 @@ describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency,
         code: 'insufficient_scope',
         details: { required_scope: 'widgets:read' },
       });
+      // Its provider's toolset is one a request can narrow to, on both doors, with no change anywhere else.
+      const narrowed = await app.http
+        .get('/api/v1/public/mcp/tools')
+        .set(bearer(widgets))
+        .set('X-MCP-Toolsets', 'widgets')
+        .expect(200);
+      expect(narrowed.body.tools.map((t: { name: string }) => t.name)).toEqual(['count_widgets']);
+      const viaUrl = await app.http
+        .post('/api/v1/public/mcp/x/widgets/readonly')
+        .set(bearer(widgets))
+        .set('Accept', 'application/json, text/event-stream')
+        .send({ jsonrpc: '2.0', id: 1, method: 'tools/list' })
+        .expect(200);
+      expect(viaUrl.body.result.tools.map((t: { name: string }) => t.name)).toEqual(['count_widgets']);
 
       // MCP door: the same tool with its JSON Schema, its provider's instructions, the same results and refusals.
       const client = await mcpClient(widgets);

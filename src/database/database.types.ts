@@ -89,9 +89,11 @@ export interface ApiKeys {
   name: string;
   prefix: string;
   project_ids: string[] | null;
+  read_only: Generated<boolean>;
   repos: string[] | null;
   revoked_at: Timestamp | null;
   scopes: string[];
+  tools: string[] | null;
   user_id: string;
 }
 
@@ -255,10 +257,12 @@ export interface OauthCodes {
   grant_expires_at: Timestamp | null;
   grant_id: string | null;
   project_ids: string[] | null;
+  read_only: Generated<boolean>;
   redirect_uri: string;
   repos: string[] | null;
   resource: string;
   scopes: string[];
+  tools: string[] | null;
   used_at: Timestamp | null;
   user_id: string;
 }
@@ -273,11 +277,13 @@ export interface OauthGrants {
   id: string;
   last_used_at: Timestamp | null;
   project_ids: string[] | null;
+  read_only: Generated<boolean>;
   redirect_uri: string;
   repos: string[] | null;
   resource: string;
   revoked_at: Timestamp | null;
   scopes: string[];
+  tools: string[] | null;
   user_id: string;
 }
 

@@ -120,6 +120,22 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
         : isOAuthEndpoint({ path })
           ? 'oauth'
           : 'backend';
+      // A handler mounted on several paths (the MCP endpoint's narrowed URLs) declares the parameters of those with one.
+      for (const [, name] of path.matchAll(/\{([^}]+)\}/g)) {
+        const parameters = (operation.parameters ??= []);
+        const declared = parameters.some(
+          (p) => (p as { in?: string; name?: string }).in === 'path' && (p as { name?: string }).name === name,
+        );
+        if (!declared)
+          parameters.push({
+            name,
+            in: 'path',
+            required: true,
+            schema: { type: 'string' },
+            description:
+              name === 'toolset' ? 'A toolset: tasks, docs, github, or one a tool provider declares' : undefined,
+          });
+      }
       // A handler mounted on several paths gets one operation per path, its id suffixed [0], [1], …
       const found = operation.operationId ? credentials.get(operation.operationId.replace(/\[\d+\]$/, '')) : undefined;
       if (!found)

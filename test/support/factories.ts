@@ -43,6 +43,8 @@ export interface ApiKeyOptions {
   expiresIn?: 'never' | '30d' | '90d' | '180d' | '1y';
   projectIds?: string[];
   repos?: string[];
+  tools?: string[];
+  readOnly?: boolean;
 }
 
 /** Issues a personal API key through POST /api/api-keys; returns its id and the one-time plaintext. */

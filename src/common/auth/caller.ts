@@ -9,6 +9,19 @@ export interface CallerClient {
 }
 
 /**
+ * What narrows a caller's tools within its scopes: the credential's own choice (`tools`, `readOnly`) and the request's
+ * (`toolsets`, `readOnly`). Narrowing only; the rule that applies it is src/modules/tool-kit/tool-restriction.ts.
+ */
+export interface ToolRestriction {
+  /** Only these tool names; null: every tool the scopes allow. */
+  readonly tools: readonly string[] | null;
+  /** Only tools marked `readOnlyHint: true`. */
+  readonly readOnly: boolean;
+  /** Only the tools of these toolsets (tool providers' groups); null: every toolset. */
+  readonly toolsets: readonly string[] | null;
+}
+
+/**
  * Who is calling, through which credential: what the credential kind that authenticated the request made of it
  * (src/modules/credentials/). Every layer that needs "who" takes this, whatever the kind: the doors and the tools
  * (actor, scopes, pins, confirmWrites), the limiters (budgetKey) and the audit log (via, credentialId, client).
@@ -25,6 +38,8 @@ export interface Caller {
   actor: Actor;
   /** The tool scopes the credential carries; empty for a credential that calls no tool. */
   scopes: readonly string[];
+  /** Narrows the tools within the scopes; absent: every tool the scopes allow. */
+  restriction?: ToolRestriction;
   /** Write tools are confirmed with the user before they run (API.md, "Confirmation on the MCP door"). */
   confirmWrites: boolean;
   /** Reported to the caller where its kind says so (X-Api-Key-Expires-At); null otherwise. */

@@ -8,9 +8,11 @@ export type ApiArea = 'tool-api' | 'backend';
 /** The MCP Streamable HTTP endpoint: its transport-level errors are JSON-RPC error objects. */
 export const MCP_ENDPOINT_PATH = '/api/v1/public/mcp';
 
+/** The endpoint and its narrowed URLs (`/readonly`, `/x/{toolset}`, `/x/{toolset}/readonly`): the same transport. */
+const MCP_ENDPOINT = /^\/api\/v1\/public\/mcp(?:\/readonly|\/x\/[^/]+(?:\/readonly)?)?\/?$/;
+
 export function isMcpEndpoint(request: Pick<Request, 'path'>): boolean {
-  const path = request.path ?? '';
-  return path === MCP_ENDPOINT_PATH || path === `${MCP_ENDPOINT_PATH}/`;
+  return MCP_ENDPOINT.test(request.path ?? '');
 }
 
 /**

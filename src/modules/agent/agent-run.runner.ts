@@ -188,7 +188,7 @@ export class AgentRunner implements OnModuleDestroy {
     const roleScopes = this.tools.scopesForRole(role);
     const scopes = run.scopes.filter((scope) => roleScopes.includes(scope));
     const offered = this.tools
-      .toolsFor(scopes)
+      .toolsFor({ scopes })
       .filter((tool) => run.tools === null || run.tools.includes(tool.definition.name))
       .map((tool): OfferedTool => {
         const view = this.tools.schemaView(tool);
@@ -355,7 +355,7 @@ export class AgentRunner implements OnModuleDestroy {
               call.name,
               args as Record<string, unknown>,
               actor,
-              scope.scopes,
+              { scopes: scope.scopes },
               auditActorOf(this.runCredential.callerFor(scope.runId, scope.actor, scope.scopes)),
             ),
             this.config.agent.stepTimeoutMs,

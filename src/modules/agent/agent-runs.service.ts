@@ -267,11 +267,9 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       // 400/403 as any call would be, under the scopes both the run and the approver's role hold.
       const approverScopes = this.tools.scopesForRole(role);
       if (edited)
-        this.tools.prepare(
-          waiting.tool ?? '',
-          input.arguments,
-          run.scopes.filter((scope) => approverScopes.includes(scope)),
-        );
+        this.tools.prepare(waiting.tool ?? '', input.arguments, {
+          scopes: run.scopes.filter((scope) => approverScopes.includes(scope)),
+        });
       step = {
         ...waiting,
         status: 'approved',

@@ -10,6 +10,8 @@ import type { Authenticated } from '../credentials/credential-kind.js';
 import { CredentialRegistry } from '../credentials/credential-registry.js';
 import { callerOf } from '../../common/auth/caller.js';
 import { attachKeyCaller } from './key-caller.js';
+import { ToolRegistry } from '../tool-kit/tool-registry.js';
+import { narrowRestriction, requestNarrowing } from '../tool-kit/tool-restriction.js';
 
 /** Set on the request by whoever learns which tool a call is for; read when the usage row is written. */
 export const USAGE_TOOL = Symbol('atrium:usage-tool');
@@ -41,13 +43,15 @@ export function bearerChallenge(config: AppConfig, credentialSent: boolean): str
  * every answer, errors included, carries X-Api-Key-Expires-At (a caller with an expiry to report) and lands in the
  * kind's usage log with its final status. Every 401 names the protected-resource metadata, so OAuth clients
  * know where to sign in and key users see the key error (not an OAuth prompt: `invalid_token`).
- * A credential that passes becomes the call's caller (`@Caller()`: attachKeyCaller).
+ * A credential that passes becomes the call's caller (`@Caller()`: attachKeyCaller), narrowed by the request's
+ * X-MCP-Toolsets / X-MCP-Readonly headers and toolset URL (tool-restriction.ts; 400 for an unknown toolset).
  */
 @Injectable()
 export class ApiKeyAuthGuard implements CanActivate {
   constructor(
     private readonly credentials: CredentialRegistry,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly registry: ToolRegistry,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -78,6 +82,13 @@ export class ApiKeyAuthGuard implements CanActivate {
         durationMs: performance.now() - started,
       });
     });
+    // The request may narrow its credential's tools further (toolset headers and URLs), never widen them; a refusal
+    // (an unknown toolset) is on the usage log like any other answer.
+    const restriction = narrowRestriction(
+      caller.restriction,
+      requestNarrowing(request.path, request.headers, this.registry.toolsets()),
+    );
+    if (restriction !== caller.restriction) attachKeyCaller(request, { ...caller, restriction });
     return true;
   }
 }

@@ -54,6 +54,8 @@ export class ApiKeysRepository {
         project_ids: key.projectIds,
         repos: key.repos,
         confirm_writes: key.confirmWrites,
+        tools: key.tools,
+        read_only: key.readOnly,
         expires_at: key.expiresAt,
         created_at: key.createdAt,
       })

@@ -9,6 +9,14 @@ const pins = {
   },
   repos: { ...nullable(stringArray), description: 'Registered repositories the key is pinned to (null: not pinned)' },
 };
+/** The narrowing within the scopes a tool credential carries (API keys and OAuth grants alike). */
+export const toolRestrictionFields = {
+  tools: {
+    ...nullable(stringArray),
+    description: 'Only these tools, within the scopes (null: every tool of the scopes)',
+  },
+  readOnly: { type: 'boolean', description: 'Only tools marked readOnlyHint: true, whatever the scopes' },
+};
 
 export const CreatedApiKeySchema = named(
   'CreatedApiKey',
@@ -21,6 +29,7 @@ export const CreatedApiKeySchema = named(
     expiresAt: nullable(timestamp),
     ...pins,
     confirmWrites: { type: 'boolean' },
+    ...toolRestrictionFields,
     key: {
       type: 'string',
       pattern: '^atr_[0-9A-Za-z]{38}$',
@@ -42,6 +51,7 @@ const keyFields = {
   status: { type: 'string', enum: ['active', 'expired', 'revoked'] },
   ...pins,
   confirmWrites: { type: 'boolean' },
+  ...toolRestrictionFields,
 };
 
 export const ApiKeySchema = named('ApiKey', object(keyFields));

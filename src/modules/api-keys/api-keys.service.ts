@@ -15,6 +15,8 @@ import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
 import type { CreateApiKeyDto } from './dto/create-api-key.dto.js';
 import { isUuid } from '../../common/validation/uuid.js';
 import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
+import { ToolRegistry } from '../tool-kit/tool-registry.js';
+import { checkedAllowlist } from '../tool-kit/tool-restriction.js';
 import { toToolCredentialView, type ToolCredentialView } from './tool-credential-view.js';
 import { ToolCredentialsRepository, type ToolCredentialAuthorisation } from './tool-credentials.repository.js';
 import { VerifiedKeyCache } from './verified-key-cache.js';
@@ -52,6 +54,7 @@ export class ApiKeysService {
     private readonly verified: VerifiedKeyCache,
     private readonly audit: AuditService,
     @InjectDb() private readonly db: Db,
+    private readonly registry: ToolRegistry,
   ) {}
 
   async create(
@@ -59,6 +62,7 @@ export class ApiKeysService {
     input: CreateApiKeyDto,
   ): Promise<Omit<ApiKeyView, 'daysUntilExpiry' | 'lastUsedAt' | 'callCount' | 'status'> & { key: string }> {
     this.scopes.assertKnown(input.scopes);
+    const tools = checkedAllowlist(input.tools, input.scopes, (name) => this.registry.get(name));
     const { key, prefix } = generateApiKey();
     const now = new Date();
     const created = {
@@ -71,6 +75,8 @@ export class ApiKeysService {
       projectIds: input.projectIds ? [...new Set(input.projectIds.map((id) => id.toLowerCase()))] : null,
       repos: input.repos ? [...new Set(input.repos)] : null,
       confirmWrites: input.confirmWrites ?? false,
+      tools,
+      readOnly: input.readOnly ?? false,
       expiresAt: expiryDate(input.expiresIn, now),
       createdAt: now,
     };
@@ -93,6 +99,8 @@ export class ApiKeysService {
           projectIds: created.projectIds,
           repos: created.repos,
           confirmWrites: created.confirmWrites,
+          tools: created.tools,
+          readOnly: created.readOnly,
           expiresAt: created.expiresAt?.toISOString() ?? null,
         },
         onBehalfOf: userId,
@@ -108,6 +116,8 @@ export class ApiKeysService {
       projectIds: created.projectIds,
       repos: created.repos,
       confirmWrites: created.confirmWrites,
+      tools: created.tools,
+      readOnly: created.readOnly,
       key,
     };
   }

@@ -1,4 +1,5 @@
 import type { Caller } from '../../common/auth/caller.js';
+import { credentialRestriction } from '../tool-kit/tool-restriction.js';
 import type { ToolCredentialAuthorisation } from './tool-credentials.repository.js';
 
 /**
@@ -31,6 +32,7 @@ export function toolCaller(
       repos: authorisation.repos ? Object.freeze([...authorisation.repos]) : null,
     }),
     scopes: Object.freeze([...authorisation.scopes]),
+    restriction: credentialRestriction(authorisation),
     confirmWrites: authorisation.confirmWrites,
     expiresAt,
     budgetKey: `${naming.budget}:${authorisation.id}`,

@@ -7,6 +7,8 @@ export interface ToolCredentialView {
   projectIds: string[] | null;
   repos: string[] | null;
   confirmWrites: boolean;
+  tools: string[] | null;
+  readOnly: boolean;
   createdAt: string;
   expiresAt: string | null;
   lastUsedAt: string | null;
@@ -20,6 +22,8 @@ export function toToolCredentialView(credential: ToolCredential): ToolCredential
     projectIds: credential.projectIds,
     repos: credential.repos,
     confirmWrites: credential.confirmWrites,
+    tools: credential.tools,
+    readOnly: credential.readOnly,
     createdAt: credential.createdAt.toISOString(),
     expiresAt: credential.expiresAt?.toISOString() ?? null,
     lastUsedAt: credential.lastUsedAt?.toISOString() ?? null,

@@ -6,12 +6,19 @@ import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provid
 import { CallCountDb } from '../../database/call-count-db.js';
 import type { ToolCredentialKind } from './tool-caller.js';
 
-/** What the user allowed a credential (or a pending OAuth code) to do: scopes, pins and write confirmation. */
+/**
+ * What the user allowed a credential (or a pending OAuth code) to do: scopes, pins, write confirmation, and the
+ * narrowing within the scopes (a tools allowlist, read-only tools only).
+ */
 export interface ToolCredentialAccess {
   scopes: string[];
   projectIds: string[] | null;
   repos: string[] | null;
   confirmWrites: boolean;
+  /** Only these tool names (within the scopes); null: every tool of the scopes. */
+  tools: string[] | null;
+  /** Only tools marked `readOnlyHint: true`, whatever the scopes. */
+  readOnly: boolean;
 }
 
 /**
@@ -73,6 +80,8 @@ export const AUTHORISATION_COLUMNS = [
   'project_ids',
   'repos',
   'confirm_writes',
+  'tools',
+  'read_only',
   'expires_at',
   'revoked_at',
 ] as const satisfies readonly (keyof ApiKeys)[];
@@ -96,6 +105,8 @@ export function toAuthorisation(row: AuthorisationRow): ToolCredentialAuthorisat
     projectIds: row.project_ids,
     repos: row.repos,
     confirmWrites: row.confirm_writes,
+    tools: row.tools,
+    readOnly: row.read_only,
     expiresAt: row.expires_at,
     revokedAt: row.revoked_at,
   };

@@ -98,6 +98,7 @@ const ONE_DOCUMENT = { document_id: documentId };
  */
 @ToolProvider({
   position: 200,
+  toolset: 'docs',
   instructions: 'Document tools see the documents you wrote and the public ones of your projects.',
   scopes: [
     { name: 'docs:read', group: 'Documents', allows: 'List, search and detail of documents' },

@@ -133,6 +133,7 @@ const toToolList = <T>(result: ListResult<T>): ToolList<T> => ToolList.of(result
 /** The seven GitHub tools: thin adapters over GithubService, which owns registration, pins and GitHub's errors. */
 @ToolProvider({
   position: 300,
+  toolset: 'github',
   instructions: 'GitHub tools reach only the repositories an admin registered; list_repositories names them.',
   scopes: [
     { name: 'github:read', group: 'GitHub', allows: 'Read commits, issues, pull requests and workflows' },

@@ -8,6 +8,8 @@ import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import type { Principal } from '../auth/principal.js';
 import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
+import { ToolRegistry } from '../tool-kit/tool-registry.js';
+import { checkedAllowlist } from '../tool-kit/tool-restriction.js';
 import {
   checkAuthorizationParams,
   checkRedirectUri,
@@ -33,6 +35,7 @@ export class OAuthAccountController {
     private readonly grants: OAuthGrantsService,
     private readonly scopes: ScopeCatalog,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly registry: ToolRegistry,
   ) {}
 
   @Post('authorize')
@@ -102,6 +105,8 @@ export class OAuthAccountController {
       repos: body.repos ? [...new Set(body.repos)] : null,
       expiresIn: body.expiresIn ?? '90d',
       confirmWrites: body.confirmWrites ?? false,
+      tools: checkedAllowlist(body.tools, scopes, (name) => this.registry.get(name)),
+      readOnly: body.readOnly ?? false,
     });
     return {
       redirectTo: redirectWith(request.redirectUri, { code, state: request.state, iss: this.config.publicUrl }),

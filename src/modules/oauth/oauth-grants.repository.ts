@@ -54,6 +54,8 @@ export class OAuthGrantsRepository {
         'g.project_ids',
         'g.repos',
         'g.confirm_writes',
+        'g.tools',
+        'g.read_only',
         'g.expires_at',
         'g.revoked_at',
         't.token_hash',
@@ -81,6 +83,8 @@ export class OAuthGrantsRepository {
         grant_expires_at: code.grantExpiresAt,
         expires_at: code.expiresAt,
         confirm_writes: code.confirmWrites,
+        tools: code.tools,
+        read_only: code.readOnly,
       })
       .execute();
   }
@@ -110,6 +114,8 @@ export class OAuthGrantsRepository {
         'project_ids',
         'repos',
         'confirm_writes',
+        'tools',
+        'read_only',
         'grant_expires_at',
         'expires_at',
       ])
@@ -126,6 +132,8 @@ export class OAuthGrantsRepository {
         projectIds: row.project_ids,
         repos: row.repos,
         confirmWrites: row.confirm_writes,
+        tools: row.tools,
+        readOnly: row.read_only,
         grantExpiresAt: row.grant_expires_at,
         expiresAt: row.expires_at,
       }
@@ -158,6 +166,8 @@ export class OAuthGrantsRepository {
         repos: grant.repos,
         expires_at: grant.expiresAt,
         confirm_writes: grant.confirmWrites,
+        tools: grant.tools,
+        read_only: grant.readOnly,
       })
       .execute();
     await executor.updateTable('oauth_codes').set({ grant_id: grant.id }).where('code_hash', '=', codeHash).execute();
@@ -175,6 +185,8 @@ export class OAuthGrantsRepository {
         'project_ids',
         'repos',
         'confirm_writes',
+        'tools',
+        'read_only',
         'expires_at',
         'revoked_at',
       ])

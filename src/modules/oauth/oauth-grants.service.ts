@@ -81,6 +81,8 @@ export class OAuthGrantsService {
       projectIds: consent.projectIds,
       repos: consent.repos,
       confirmWrites: consent.confirmWrites,
+      tools: consent.tools,
+      readOnly: consent.readOnly,
       grantExpiresAt: expiryDate(consent.expiresIn, new Date()),
       expiresAt: new Date(Date.now() + CODE_TTL_MS),
     });
@@ -140,6 +142,8 @@ export class OAuthGrantsService {
           projectIds: row.projectIds,
           repos: row.repos,
           confirmWrites: row.confirmWrites,
+          tools: row.tools,
+          readOnly: row.readOnly,
         },
       });
       return this.issueTokens(trx, grantId, row.scopes, row.grantExpiresAt);

@@ -1,4 +1,5 @@
 import { named, nullable, object, stringArray, timestamp, uuid } from '../../common/openapi/openapi-schema.js';
+import { toolRestrictionFields } from '../api-keys/api-keys.schemas.js';
 
 export const OAuthGrantSchema = named(
   'OAuthGrant',
@@ -10,6 +11,7 @@ export const OAuthGrantSchema = named(
     projectIds: nullable({ type: 'array', items: uuid }),
     repos: nullable(stringArray),
     confirmWrites: { type: 'boolean' },
+    ...toolRestrictionFields,
     createdAt: timestamp,
     expiresAt: nullable(timestamp),
     lastUsedAt: nullable(timestamp),

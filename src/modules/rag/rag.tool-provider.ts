@@ -32,6 +32,7 @@ const SEARCH_DOCUMENTS = {
 // Between get_document (201) and create_document (202), as API.md lists the catalog; docs:read is declared by the documents provider.
 @ToolProvider({
   position: 201.5,
+  toolset: 'docs',
   instructions: 'search_documents finds passages by keywords and meaning; cite its document_id.',
 })
 @Injectable()

@@ -77,6 +77,7 @@ const UPDATE_TASK = {
 /** The seven task tools: thin adapters from tool arguments to TasksService, which owns every rule. */
 @ToolProvider({
   position: 100,
+  toolset: 'tasks',
   instructions: 'Task tools see the tasks you created or are assigned to.',
   scopes: [
     { name: 'tasks:read', group: 'Tasks', allows: 'List, statistics and search of tasks' },

@@ -56,6 +56,8 @@ export interface RegisteredTool {
   readonly handler: ToolHandler;
   /** Where it came from, for error messages. */
   readonly source: string;
+  /** Its provider's toolset (`@ToolProvider({toolset})`). */
+  readonly toolset: string;
 }
 
 /**

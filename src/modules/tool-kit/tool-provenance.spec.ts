@@ -17,6 +17,7 @@ function tool(name: string, provenance?: ToolProvenance): RegisteredTool {
       ...(provenance ? { provenance } : {}),
     },
     handler: async () => undefined,
+    toolset: 'x',
     source: 'spec',
   };
 }

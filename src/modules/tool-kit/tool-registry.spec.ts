@@ -44,7 +44,7 @@ const NUMBER_SCOPES = ['read', 'write'].map((access) => ({
   allows: `${access === 'read' ? 'Read' : 'Write'} numbers`,
 }));
 
-@ToolProvider({ position: 10, instructions: 'Numbers count.', scopes: NUMBER_SCOPES })
+@ToolProvider({ position: 10, toolset: 'numbers', instructions: 'Numbers count.', scopes: NUMBER_SCOPES })
 @Injectable()
 class NumbersProvider {
   // Declared first: listed first (position 10), although its name sorts last.
@@ -64,6 +64,7 @@ class NumbersProvider {
 
 /** No position: after every positioned tool, by name; its instructions only for callers that see its tools. */
 @ToolProvider({
+  toolset: 'letters',
   instructions: 'Letters spell.',
   scopes: [{ name: 'letters:read', group: 'Letters', allows: 'Read letters' }],
 })
@@ -124,24 +125,26 @@ describe('tool registry', () => {
   it('discovers @Tool methods, orders them by provider position then declaration, validates and dispatches', async () => {
     const ref = await boot(LettersProvider, NumbersProvider);
     const tools = ref.get(ToolsService);
-    expect(tools.toolsFor(['numbers:read', 'letters:read']).map((t) => t.definition.name)).toEqual([
+    expect(tools.toolsFor({ scopes: ['numbers:read', 'letters:read'] }).map((t) => t.definition.name)).toEqual([
       'zzz_numbers',
       'aaa_whoami',
       'bbb_letters',
     ]);
-    expect(tools.toolsFor(['docs:read'])).toEqual([]);
-    expect(await tools.call('zzz_numbers', { limit: '3' }, actor, ['numbers:read'])).toEqual({
+    expect(tools.toolsFor({ scopes: ['docs:read'] })).toEqual([]);
+    expect(await tools.call('zzz_numbers', { limit: '3' }, actor, { scopes: ['numbers:read'] })).toEqual({
       result: [1, 2, 3],
       truncated: true,
     });
-    expect(await tools.call('aaa_whoami', undefined, actor, ['numbers:read'])).toEqual({
+    expect(await tools.call('aaa_whoami', undefined, actor, { scopes: ['numbers:read'] })).toEqual({
       result: { user: 'u-1' },
       truncated: false,
     });
-    await expect(tools.call('zzz_numbers', {}, actor, ['numbers:write'])).rejects.toMatchObject({
+    await expect(tools.call('zzz_numbers', {}, actor, { scopes: ['numbers:write'] })).rejects.toMatchObject({
       code: 'insufficient_scope',
     });
-    await expect(tools.call('nope', {}, actor, ['numbers:read'])).rejects.toMatchObject({ code: 'unknown_tool' });
+    await expect(tools.call('nope', {}, actor, { scopes: ['numbers:read'] })).rejects.toMatchObject({
+      code: 'unknown_tool',
+    });
     // Every dispatched call left its tool.call entry (written behind: flushed here).
     await ref.get(AuditService).flush();
     expect(
@@ -179,9 +182,13 @@ describe('tool registry', () => {
     expect(() => scopes.assertKnown(['numbers:read', 'tasks:read'])).toThrow(
       'each value in scopes must be one of: numbers:read, numbers:write, letters:read',
     );
-    expect(tools.instructionsFor(['numbers:read'])).toMatch(/within its scopes\. Numbers count\.$/);
-    expect(tools.instructionsFor(['numbers:read', 'letters:read'])).toMatch(/ Numbers count\. Letters spell\.$/);
-    expect(tools.instructionsFor(['numbers:write'])).toMatch(/within its scopes\.$/);
+    expect(tools.instructionsFor({ scopes: ['numbers:read'] })).toMatch(
+      /within its scopes\. Numbers count\. Toolsets: numbers, letters; /,
+    );
+    expect(tools.instructionsFor({ scopes: ['numbers:read', 'letters:read'] })).toMatch(
+      / Numbers count\. Letters spell\. Toolsets: /,
+    );
+    expect(tools.instructionsFor({ scopes: ['numbers:write'] })).toMatch(/within its scopes\. Toolsets: /);
     await ref.close();
   });
 

@@ -1,6 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Global, Injectable, Module } from '@nestjs/common';
 import { ToolDefinitionError, type RegisteredTool, type ToolDefinition, type ToolHandler } from './tool-definition.js';
 import { parameterDefinitionProblems } from './tool-parameters.js';
+import { TOOLSET_NAME } from './tool-restriction.js';
 
 /** One `@Tool` method as the explorer found it. */
 export interface ToolEntry {
@@ -11,6 +12,8 @@ export interface ToolEntry {
   position: number | undefined;
   /** Its provider's MCP instructions fragment. */
   instructions: string | undefined;
+  /** Its provider's toolset. */
+  toolset: string | undefined;
 }
 
 export function definitionProblems(
@@ -48,6 +51,7 @@ export class ToolRegistry {
   private ordered: readonly RegisteredTool[] = [];
   /** Instructions fragments with the tools they speak for, in catalog order of their first tool. */
   private fragments: readonly { text: string; tools: ReadonlySet<string> }[] = [];
+  private toolsetNames: readonly string[] = [];
   private sealed = false;
 
   seal(entries: readonly ToolEntry[], knownScopes: ReadonlyMap<string, unknown>): void {
@@ -67,14 +71,24 @@ export class ToolRegistry {
       if (existing) {
         throw new ToolDefinitionError(entry.definition.name, [`defined twice: ${existing.source} and ${entry.source}`]);
       }
+      if (typeof entry.toolset !== 'string' || !TOOLSET_NAME.test(entry.toolset))
+        throw new ToolDefinitionError(entry.definition.name, [
+          `its provider must declare a toolset (lowercase a-z, 0-9, -), e.g. @ToolProvider({toolset: 'tasks'}) (in ${entry.source})`,
+        ]);
       map.set(
         entry.definition.name,
-        Object.freeze({ definition: deepFreeze(entry.definition), handler: entry.handler, source: entry.source }),
+        Object.freeze({
+          definition: deepFreeze(entry.definition),
+          handler: entry.handler,
+          source: entry.source,
+          toolset: entry.toolset,
+        }),
       );
     }
     const sorted = [...entries].sort(compareEntries);
     this.tools = map;
     this.ordered = Object.freeze(sorted.map((entry) => map.get(entry.definition.name)!));
+    this.toolsetNames = Object.freeze([...new Set(this.ordered.map((tool) => tool.toolset))]);
     const fragments = new Map<string, Set<string>>();
     for (const entry of sorted) {
       if (!entry.instructions) continue;
@@ -95,6 +109,11 @@ export class ToolRegistry {
     return this.ordered;
   }
 
+  /** The toolsets the providers declared, in catalog order of their first tool. */
+  toolsets(): readonly string[] {
+    return this.toolsetNames;
+  }
+
   /** The providers' instructions fragments that speak for at least one of these tools, in catalog order. */
   instructionsFor(tools: readonly RegisteredTool[]): string[] {
     const names = new Set(tools.map((tool) => tool.definition.name));
@@ -103,6 +122,11 @@ export class ToolRegistry {
       .map((fragment) => fragment.text);
   }
 }
+
+/** The registry, global like the scope catalog: credentials check tool names at creation, the doors at each call. */
+@Global()
+@Module({ providers: [ToolRegistry], exports: [ToolRegistry] })
+export class ToolRegistryModule {}
 
 function compareEntries(a: ToolEntry, b: ToolEntry): number {
   const pa = a.position ?? Infinity;

@@ -12,6 +12,12 @@ export interface ToolProviderOptions {
    * between get_document at 201 and create_document at 202). Providers without one come last, by tool name.
    */
   position?: number;
+  /**
+   * The toolset its tools belong to (`tasks`, `docs`, `github`, …; lowercase, a-z, 0-9, -): what a request narrows
+   * to with X-MCP-Toolsets or /api/v1/public/mcp/x/{toolset}. Required of a provider with tools; several providers
+   * may share one.
+   */
+  toolset?: string;
   /** One or two sentences for the MCP `instructions`, sent when the caller may use at least one of its tools. */
   instructions?: string;
   /** The scopes this provider introduces, in the order the account page lists them. A scope is declared once, by one provider; others may use it. */

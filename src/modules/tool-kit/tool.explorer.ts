@@ -52,6 +52,7 @@ export class ToolExplorer implements OnModuleInit {
           source: `${String(wrapper.name)}.${methodName}`,
           position: options.position === undefined ? undefined : options.position + index,
           instructions: options.instructions,
+          toolset: options.toolset,
         });
         index += 1;
       }

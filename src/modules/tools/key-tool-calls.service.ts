@@ -19,10 +19,10 @@ export class KeyToolCallsService {
    * with `confirmWrites` runs a write tool (anything not `readOnlyHint: true`) only once the user confirmed it.
    * Only the MCP door can ask (elicitation); it passes `confirmed` after the user accepted.
    */
-  /** The door's prepare (tool, scope, arguments): a refused call is on the audit log too. */
+  /** The door's prepare (tool, scope and restriction, arguments): a refused call is on the audit log too. */
   prepare(name: string, args: Record<string, unknown> | undefined, caller: KeyCaller): PreparedToolCall {
     try {
-      return this.tools.prepare(name, args, caller.scopes);
+      return this.tools.prepare(name, args, caller);
     } catch (error) {
       this.tools.recordRefused(name, caller.actor, error);
       throw error;

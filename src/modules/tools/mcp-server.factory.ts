@@ -56,7 +56,8 @@ import { McpSessionsRepository } from './mcp-sessions.repository.js';
 import { McpWriteConfirmations, type ElicitOutcome, type McpSession } from './mcp-sessions.service.js';
 import type { FastMcpCall } from './mcp-fast-path.js';
 import { mcpToolCallStatus, observeToolCall } from './tool-call-telemetry.js';
-import { ToolsService, type PreparedToolCall, type ToolCallOutcome } from './tools.service.js';
+import { ToolsService, type PreparedToolCall, type ToolAccess, type ToolCallOutcome } from './tools.service.js';
+import { pinsKey, restrictionKey, toolAllowed } from '../tool-kit/tool-restriction.js';
 
 /** What one HTTP request brings to the MCP server built for it. */
 export interface McpRequestContext {
@@ -184,7 +185,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     const capabilities = this.capabilitiesFor(context);
     const server = new Server(
       { ...SERVER_INFO, version: this.config.version },
-      { capabilities, instructions: this.tools.instructionsFor(context.caller.scopes) },
+      { capabilities, instructions: this.tools.instructionsFor(context.caller) },
     );
     const requestOf = (
       params: { _meta?: Record<string, unknown> } | undefined,
@@ -317,7 +318,7 @@ export class McpServerFactory implements OnApplicationShutdown {
       { ...SERVER_INFO, version: this.config.version },
       {
         capabilities: capabilities as never,
-        instructions: this.tools.instructionsFor(context.caller.scopes),
+        instructions: this.tools.instructionsFor(context.caller),
         requestState: { verify: (state, scope) => codec.verify(state, scope) },
       },
     );
@@ -363,29 +364,42 @@ export class McpServerFactory implements OnApplicationShutdown {
   }
 
   private listTools(context: McpRequestContext): { tools: Tool[] } {
-    const own = this.tools.toolsFor(context.caller.scopes).map((tool) => this.mcpTool(tool));
+    const own = this.tools.toolsFor(context.caller).map((tool) => this.mcpTool(tool, context.caller));
     return { tools: [...own, ...this.extensionTools(context)] };
   }
 
+  /** What the extensions add, within the caller's restriction (an extension's tool is in no toolset). */
   private extensionTools(context: McpRequestContext): Tool[] {
-    return this.extensions.all.flatMap((extension) => extension.tools?.(context.caller) ?? []);
+    const { restriction } = context.caller;
+    return this.extensions.all
+      .flatMap((extension) => extension.tools?.(context.caller) ?? [])
+      .filter(
+        (tool) =>
+          !restriction ||
+          toolAllowed(
+            { name: tool.name, readOnly: tool.annotations?.readOnlyHint === true, toolset: null },
+            restriction,
+          ),
+      );
   }
 
   /**
-   * The tools/list result as JSON text. The registry's part depends only on the scopes and the registry, which is
-   * fixed after start-up, so it is written once per set of scopes; what extensions add is written per request.
+   * The tools/list result as JSON text. The registry's part depends only on what shapes it (scopes, restriction, the
+   * parameters pins drop) and the registry, which is fixed after start-up, so it is written once per such shape;
+   * what extensions add is written per request.
    */
   private toolListJson(context: McpRequestContext, modern: boolean): string {
-    const scopesKey = context.caller.scopes.join(' ');
-    let own = this.toolListText.get(scopesKey);
+    const { caller } = context;
+    const shapeKey = `${caller.scopes.join(' ')}|${restrictionKey(caller.restriction)}|${pinsKey(caller.actor)}`;
+    let own = this.toolListText.get(shapeKey);
     if (own === undefined) {
       own = this.tools
-        .toolsFor(context.caller.scopes)
-        .map((tool) => JSON.stringify(this.mcpTool(tool)))
+        .toolsFor(caller)
+        .map((tool) => JSON.stringify(this.mcpTool(tool, caller)))
         .join(',');
-      // A credential's scopes come from a small catalog, so the distinct sets are few; the bound is a safety net.
+      // Scopes, toolsets and pins come from small sets, and allowlists are few per installation; the bound is a safety net.
       if (this.toolListText.size >= 256) this.toolListText.clear();
-      this.toolListText.set(scopesKey, own);
+      this.toolListText.set(shapeKey, own);
     }
     const added = this.extensionTools(context).map((tool) => JSON.stringify(tool));
     const tools = added.length === 0 ? own : [own, ...added].filter((part) => part.length > 0).join(',');
@@ -418,6 +432,13 @@ export class McpServerFactory implements OnApplicationShutdown {
   ): Promise<McpToolAnswer> {
     // The per-credential limit holds for every tool, as for the registry's (an in-band rate_limited result).
     if (context.rateLimited) return errorResult(context.rateLimited).result;
+    if (context.caller.restriction && !this.extensionTools(context).some((tool) => tool.name === name)) {
+      // Outside the caller's restriction (an extension's tool is in no toolset): the same refusal as a registry tool's.
+      const refused = new AppException(ErrorCode.ToolNotAllowed, `${name} is not allowed here`, { tool: name });
+      const failure = errorResult(refused);
+      context.onToolCall?.(name, failure.status);
+      return failure.result;
+    }
     context.onToolCall?.(name, 200);
     const answer = owner.callTool?.(name, args, request);
     if (!answer) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`);
@@ -652,19 +673,20 @@ export class McpServerFactory implements OnApplicationShutdown {
     });
   }
 
-  /** The MCP view of a tool, built once per tool (the registry is immutable after start-up). */
-  private mcpTool(tool: RegisteredTool): Tool {
-    let view = this.listing.get(tool.definition.name);
+  /** The MCP view of a tool, built once per tool and pinned parameters (the registry is immutable after start-up). */
+  private mcpTool(tool: RegisteredTool, access: ToolAccess): Tool {
+    const key = `${tool.definition.name}|${pinsKey(access.actor)}`;
+    let view = this.listing.get(key);
     if (!view) {
-      view = toMcpTool(this.tools, tool);
-      this.listing.set(tool.definition.name, view);
+      view = toMcpTool(this.tools, tool, access);
+      this.listing.set(key, view);
     }
     return view;
   }
 }
 
-function toMcpTool(tools: ToolsService, tool: RegisteredTool): Tool {
-  const view = tools.schemaView(tool);
+function toMcpTool(tools: ToolsService, tool: RegisteredTool, access: ToolAccess): Tool {
+  const view = tools.schemaView(tool, access);
   const readOnly = view.annotations.readOnlyHint;
   return {
     name: view.name,

@@ -1,4 +1,4 @@
-import { Controller, Delete, Get, Headers, Post, Req, Res, UseGuards } from '@nestjs/common';
+import { applyDecorators, Controller, Delete, Get, Headers, Post, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { JsonRpcErrorSchema, JsonRpcMessageSchema, JsonRpcResponseSchema } from './mcp.schemas.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -24,6 +24,29 @@ import { McpSessions, McpWriteConfirmations } from './mcp-sessions.service.js';
 import { AnyKeyScope, ScopeGuard } from './scope.guard.js';
 
 /**
+ * The endpoint and its narrowed URLs, one transport: `/readonly` (read-only tools), `/x/{toolset}` (one toolset's
+ * tools) and `/x/{toolset}/readonly`. The narrowing is read where the caller is made (ApiKeyAuthGuard).
+ */
+const MCP_PATHS = ['', 'readonly', 'x/:toolset', 'x/:toolset/readonly'];
+
+/** The per-request narrowing headers, as the OpenAPI document names them. */
+function ApiNarrowing(): MethodDecorator {
+  return applyDecorators(
+    ApiHeader({
+      name: 'X-MCP-Toolsets',
+      required: false,
+      description:
+        'Only the tools of these toolsets, comma-separated (tasks, docs, github, …); an unknown one is 400 invalid_argument',
+    }),
+    ApiHeader({
+      name: 'X-MCP-Readonly',
+      required: false,
+      description: 'true: only tools marked readOnlyHint: true (narrowing only; false never widens)',
+    }),
+  );
+}
+
+/**
  * Area A, second door: MCP Streamable HTTP on the same registry. Each POST gets its own Server + transport, so
  * concurrent requests share nothing but ToolsService and PostgreSQL. 2025-era clients that declared `elicitation`
  * (2025-06-18/2025-11-25) get an `Mcp-Session-Id` at initialize; the session lives in PostgreSQL (McpSessions), so
@@ -44,16 +67,17 @@ export class McpController {
     private readonly confirmations: McpWriteConfirmations,
   ) {}
 
-  @Post()
+  @Post(MCP_PATHS)
   @UseGuards(McpOriginGuard, ApiKeyAuthGuard, ScopeGuard)
   @AnyKeyScope('mcp')
   @ApiOperation({
     summary: 'MCP Streamable HTTP: JSON-RPC 2.0 (initialize, ping, tools/list, tools/call)',
     description:
-      'One JSON-RPC message per POST (stateless; Accept: application/json, text/event-stream). Tool failures are tools/call results with isError: true carrying the Area A error code; refusals before the call are JSON-RPC errors whose data is the Area A error body.',
+      'One JSON-RPC message per POST (stateless; Accept: application/json, text/event-stream). Tool failures are tools/call results with isError: true carrying the Area A error code; refusals before the call are JSON-RPC errors whose data is the Area A error body. /readonly, /x/{toolset} and /x/{toolset}/readonly are the same transport narrowed to read-only tools, one toolset, or both (like the X-MCP-Readonly and X-MCP-Toolsets headers); an unknown toolset is 400.',
   })
   @ApiBody({ schema: { $ref: JsonRpcMessageSchema.$ref } })
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Write tools: as on POST /call' })
+  @ApiNarrowing()
   @ApiResponse({
     status: 200,
     description:
@@ -290,7 +314,7 @@ export class McpController {
     await transport.handleRequest(request, response, body);
   }
 
-  @Get()
+  @Get(MCP_PATHS)
   @ApiOperation({
     summary: 'Not offered: the server sends nothing unasked, so it opens no standalone SSE stream (405)',
   })
@@ -303,7 +327,7 @@ export class McpController {
     );
   }
 
-  @Delete()
+  @Delete(MCP_PATHS)
   @UseGuards(McpOriginGuard, ApiKeyAuthGuard, ScopeGuard)
   @AnyKeyScope('mcp')
   @ApiOperation({

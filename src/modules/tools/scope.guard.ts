@@ -22,7 +22,7 @@ export const AnyKeyScope = (usageLabel: string) =>
 
 /**
  * Deny by default: an Area A route without a scope rule answers 403. For tool calls the body is read
- * here (400 invalid_request, 404 unknown_tool, 403 insufficient_scope, in that order). A 403
+ * here (400 invalid_request, 404 unknown_tool, 403 insufficient_scope, 403 tool_not_allowed, in that order). A 403
  * insufficient_scope carries the RFC 6750 challenge naming the scope, so an OAuth client can step up.
  */
 @Injectable()
@@ -53,7 +53,8 @@ export class ScopeGuard implements CanActivate {
   private check(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<Request>();
     const rule = this.reflector.get<ScopeRule | undefined>(SCOPE_RULE, context.getHandler());
-    const scopes = callerOf(request)?.scopes ?? [];
+    const caller = callerOf(request);
+    const scopes = caller?.scopes ?? [];
     if (rule?.kind === 'any-scope' && scopes.length > 0) {
       setUsageTool(request, rule.usageLabel);
       return true;
@@ -63,9 +64,10 @@ export class ScopeGuard implements CanActivate {
       setUsageTool(request, body.name);
       const tool = this.tools.require(body.name);
       try {
-        this.tools.assertScope(tool, scopes);
+        this.tools.assertScope(tool, caller ?? { scopes });
       } catch (error) {
-        if (!(error instanceof AppException)) throw error;
+        // Only a missing scope is one an OAuth client can step up to; a restriction refusal is final.
+        if (!(error instanceof AppException) || error.code !== ErrorCode.InsufficientScope) throw error;
         const challenge = `Bearer error="insufficient_scope", scope="${tool.definition.scope}", resource_metadata="${protectedResourceMetadataUrl(this.config)}"`;
         throw new AppException(error.code, error.message, error.details, {
           ...error.headers,

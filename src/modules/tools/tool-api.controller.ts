@@ -29,10 +29,19 @@ export class ToolApiController {
 
   @Get('tools')
   @AnyKeyScope('tools/list')
-  @ApiOperation({ summary: "The tools this key's scopes allow, with their parameters" })
+  @ApiHeader({
+    name: 'X-MCP-Toolsets',
+    required: false,
+    description: 'Only the tools of these toolsets, comma-separated (tasks, docs, github, …)',
+  })
+  @ApiHeader({ name: 'X-MCP-Readonly', required: false, description: 'true: only read-only tools' })
+  @ApiOperation({
+    summary:
+      "The tools this key may use (its scopes, tools allowlist, read-only choice, the request's X-MCP-Toolsets/X-MCP-Readonly), with their parameters",
+  })
   @ApiBareData(200, { $ref: `#/components/schemas/${TOOL_LIST_RESPONSE}` }, 'The tools, in catalog order')
   list(@Caller() caller: KeyCaller) {
-    const tools = this.tools.toolsFor(caller.scopes).map((tool) => this.tools.descriptor(tool));
+    const tools = this.tools.toolsFor(caller).map((tool) => this.tools.descriptor(tool, caller));
     return { scopes: caller.scopes, tool_count: tools.length, tools };
   }
 
@@ -45,6 +54,12 @@ export class ToolApiController {
       'Ints may also come as decimal strings. A write tool with an Idempotency-Key returns the first result for a repeat within 24 h (Idempotent-Replayed: true) and 409 idempotency_conflict for other arguments. x-atrium-tools names each tool’s argument and result schemas.',
   })
   @ApiBody({ schema: { $ref: `#/components/schemas/${TOOL_CALL_REQUEST}` } })
+  @ApiHeader({
+    name: 'X-MCP-Toolsets',
+    required: false,
+    description: 'A tool outside these toolsets (comma-separated) is 403 tool_not_allowed',
+  })
+  @ApiHeader({ name: 'X-MCP-Readonly', required: false, description: 'true: a write tool is 403 tool_not_allowed' })
   @ApiHeader({
     name: 'Idempotency-Key',
     required: false,

@@ -26,7 +26,7 @@ const componentRef = (name: string): JsonSchema => ({ $ref: `#/components/schema
  * that also validates calls), its result the tool's own output schema. Adding a tool adds it here.
  */
 export function toolOpenApi(tools: ToolsService, scopes: readonly string[]): ToolOpenApi {
-  const all = tools.toolsFor(scopes);
+  const all = tools.toolsFor({ scopes });
   const schemas: Record<string, JsonSchema> = {};
   const toolsExtension: ToolOpenApi['tools'] = {};
   const mapping: Record<string, string> = {};

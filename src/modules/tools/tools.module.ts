@@ -12,7 +12,6 @@ import { McpAnswerListener, McpSessions, McpWriteConfirmations } from './mcp-ses
 import { ScopeGuard } from './scope.guard.js';
 import { ToolApiController } from './tool-api.controller.js';
 import { ToolExplorer } from '../tool-kit/tool.explorer.js';
-import { ToolRegistry } from '../tool-kit/tool-registry.js';
 import { ToolsService } from './tools.service.js';
 
 /**
@@ -23,7 +22,6 @@ import { ToolsService } from './tools.service.js';
   imports: [DiscoveryModule, ApiKeysModule, IdempotencyModule],
   controllers: [ToolApiController, McpController],
   providers: [
-    ToolRegistry,
     ToolExplorer,
     ToolsService,
     KeyToolCallsService,

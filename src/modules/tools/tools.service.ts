@@ -8,7 +8,7 @@ import { newAuditEntry, type AuditActor, type AuditEntry } from '../audit/audit-
 import { toAppException } from '../../common/errors/to-app-exception.js';
 import { AuditService } from '../audit/audit.service.js';
 import { redactJsonText, redactValue } from '../../common/secrets/secret-redactor.js';
-import { ToolList, type RegisteredTool } from '../tool-kit/tool-definition.js';
+import { isWriteTool, ToolList, type RegisteredTool } from '../tool-kit/tool-definition.js';
 import {
   auditedArguments,
   describeParameters,
@@ -18,6 +18,14 @@ import {
   type ParamDescriptor,
 } from '../tool-kit/tool-parameters.js';
 import { ToolRegistry } from '../tool-kit/tool-registry.js';
+import type { ToolRestriction } from '../../common/auth/caller.js';
+import {
+  assertToolAllowed,
+  restrictableTool,
+  toolAllowed,
+  unpinnedParameters,
+  withPinnedArguments,
+} from '../tool-kit/tool-restriction.js';
 
 /** Area A descriptor (seed style). */
 export interface ToolDescriptor {
@@ -55,13 +63,27 @@ export interface ToolCallOutcome {
   resultJson?: string;
 }
 
+/**
+ * What decides the tools a caller sees and may call: its scopes, its restriction (the credential's tools allowlist and
+ * read-only choice, the request's toolsets) and its pins (one project or repository drops and fills that parameter).
+ * A Caller is one; the agent loop passes its scopes only.
+ */
+export interface ToolAccess {
+  readonly scopes: readonly string[];
+  readonly restriction?: ToolRestriction;
+  readonly actor?: Pick<Actor, 'projectIds' | 'repos'>;
+}
+
 /** What every MCP `instructions` starts with; the providers' fragments for the caller's tools follow. */
 const INSTRUCTIONS_LEAD =
   'Atrium tools. Each tool acts for the owner of the API key or OAuth grant, within its scopes.';
 
-/** A tool's input JSON Schema (draft 2020-12 compatible), as MCP `inputSchema` lists it: from its one parameter definition. */
-export function toolInputJsonSchema(tool: RegisteredTool): JsonSchema {
-  return parametersJsonSchema(tool.definition.parameters);
+/**
+ * A tool's input JSON Schema (draft 2020-12 compatible), as MCP `inputSchema` lists it: from its one parameter
+ * definition, without the parameters the caller's single pins fill in.
+ */
+export function toolInputJsonSchema(tool: RegisteredTool, access?: ToolAccess): JsonSchema {
+  return parametersJsonSchema(unpinnedParameters(tool.definition.parameters, access?.actor));
 }
 
 /**
@@ -76,9 +98,20 @@ export class ToolsService {
     private readonly audit: AuditService,
   ) {}
 
-  /** The tools the scopes allow, in catalog order. */
-  toolsFor(scopes: readonly string[]): readonly RegisteredTool[] {
-    return this.registry.all().filter((tool) => scopes.includes(tool.definition.scope));
+  /** The tools the caller may use (its scopes, within its restriction), in catalog order. */
+  toolsFor(access: ToolAccess): readonly RegisteredTool[] {
+    return this.registry
+      .all()
+      .filter(
+        (tool) =>
+          access.scopes.includes(tool.definition.scope) &&
+          (access.restriction === undefined || toolAllowed(restrictableTool(tool), access.restriction)),
+      );
+  }
+
+  /** The toolsets the providers declared, in catalog order (what X-MCP-Toolsets and /x/{toolset} name). */
+  toolsets(): readonly string[] {
+    return this.registry.toolsets();
   }
 
   /** Every tool's input JSON Schema, in catalog order (e.g. for an OpenAPI description of the tool call body). */
@@ -90,9 +123,13 @@ export class ToolsService {
     }));
   }
 
-  /** MCP `instructions` for a caller: the lead sentence and the fragments of the providers whose tools it may call. */
-  instructionsFor(scopes: readonly string[]): string {
-    return [INSTRUCTIONS_LEAD, ...this.registry.instructionsFor(this.toolsFor(scopes))].join(' ');
+  /**
+   * MCP `instructions` for a caller: the lead sentence, the fragments of the providers whose tools it may call, and
+   * how to narrow the list to toolsets or read-only tools.
+   */
+  instructionsFor(access: ToolAccess): string {
+    const narrowing = `Toolsets: ${this.toolsets().join(', ')}; narrow the tools per request with the X-MCP-Toolsets header (e.g. X-MCP-Toolsets: tasks,docs) or the URL /api/v1/public/mcp/x/{toolset}, and to read-only tools with X-MCP-Readonly: true or a URL ending in /readonly.`;
+    return [INSTRUCTIONS_LEAD, ...this.registry.instructionsFor(this.toolsFor(access)), narrowing].join(' ');
   }
 
   /**
@@ -114,9 +151,12 @@ export class ToolsService {
     return tool;
   }
 
-  /** Deny by default: 403 insufficient_scope unless the tool's scope is on the key. */
-  assertScope(tool: RegisteredTool, scopes: readonly string[]): void {
-    if (!scopes.includes(tool.definition.scope)) {
+  /**
+   * Deny by default: 403 insufficient_scope unless the tool's scope is on the key, then 403 tool_not_allowed unless
+   * the caller's restriction allows it (tool-restriction.ts holds that rule).
+   */
+  assertScope(tool: RegisteredTool, access: ToolAccess): void {
+    if (!access.scopes.includes(tool.definition.scope)) {
       throw new AppException(
         ErrorCode.InsufficientScope,
         `This key lacks the "${tool.definition.scope}" scope that ${tool.definition.name} needs`,
@@ -125,12 +165,16 @@ export class ToolsService {
         },
       );
     }
+    if (access.restriction) assertToolAllowed(restrictableTool(tool), access.restriction);
   }
 
-  prepare(name: string, rawArgs: Record<string, unknown> | undefined, scopes: readonly string[]): PreparedToolCall {
+  /** Tool, scope and restriction, then the arguments (with what the caller's single pins fill in) validated. */
+  prepare(name: string, rawArgs: Record<string, unknown> | undefined, access: ToolAccess): PreparedToolCall {
     const tool = this.require(name);
-    this.assertScope(tool, scopes);
-    return { tool, args: validateArguments(tool.definition.parameters, rawArgs ?? {}) };
+    this.assertScope(tool, access);
+    const { parameters } = tool.definition;
+    const args = withPinnedArguments(parameters, rawArgs ?? {}, access.actor, isWriteTool(tool));
+    return { tool, args: validateArguments(parameters, args) };
   }
 
   /**
@@ -157,10 +201,10 @@ export class ToolsService {
     name: string,
     args: Record<string, unknown> | undefined,
     actor: Actor,
-    scopes: readonly string[],
+    access: ToolAccess,
     by?: AuditActor,
   ): Promise<ToolCallOutcome> {
-    return this.invoke(this.prepare(name, args, scopes), actor, by);
+    return this.invoke(this.prepare(name, args, access), actor, by);
   }
 
   /**
@@ -204,16 +248,25 @@ export class ToolsService {
     });
   }
 
-  descriptor(tool: RegisteredTool): ToolDescriptor {
+  /** The JSON door's view of a tool, for this caller (without the parameters its single pins fill in). */
+  descriptor(tool: RegisteredTool, access?: ToolAccess): ToolDescriptor {
     const { name, description, scope, parameters } = tool.definition;
-    return { name, description, scope, parameters: describeParameters(parameters) };
+    return { name, description, scope, parameters: describeParameters(unpinnedParameters(parameters, access?.actor)) };
   }
 
-  schemaView(tool: RegisteredTool): ToolSchemaView {
+  schemaView(tool: RegisteredTool, access?: ToolAccess): ToolSchemaView {
     const { name, title, description, scope, output, annotations } = tool.definition;
     const outputSchema =
       output.type === 'object' ? output : { type: 'object', properties: { items: output }, required: ['items'] };
-    return { name, title, description, scope, inputSchema: toolInputJsonSchema(tool), outputSchema, annotations };
+    return {
+      name,
+      title,
+      description,
+      scope,
+      inputSchema: toolInputJsonSchema(tool, access),
+      outputSchema,
+      annotations,
+    };
   }
 }
 

@@ -1,8 +1,22 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsBoolean, IsOptional, IsString, IsUUID, Matches } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsBoolean,
+  IsOptional,
+  IsString,
+  IsUUID,
+  Matches,
+  MaxLength,
+} from 'class-validator';
 import { REPO_FULL_NAME_PATTERN } from '../../../common/validation/repo.js';
+import { MAX_ALLOWED_TOOLS } from '../../tool-kit/tool-restriction.js';
 
-/** Pins of an Area A credential (an API key, or an OAuth grant chosen on the consent page). */
+/**
+ * Pins and narrowing of an Area A credential (an API key, or an OAuth grant chosen on the consent page): projects,
+ * repositories, write confirmation, a tools allowlist and read-only.
+ */
 export class CredentialPinsDto {
   @ApiPropertyOptional({ type: [String], description: 'Pin the credential to these projects' })
   @IsOptional()
@@ -30,4 +44,27 @@ export class CredentialPinsDto {
   @IsOptional()
   @IsBoolean()
   confirmWrites?: boolean;
+
+  @ApiPropertyOptional({
+    type: [String],
+    minItems: 1,
+    maxItems: MAX_ALLOWED_TOOLS,
+    description:
+      'Only these tools (names as GET /api/v1/public/mcp/tools lists them), each within the scopes; absent: every tool of the scopes. An unknown name, or one outside the scopes, is 400 naming it',
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(MAX_ALLOWED_TOOLS)
+  @IsString({ each: true })
+  @MaxLength(64, { each: true })
+  tools?: string[];
+
+  @ApiPropertyOptional({
+    default: false,
+    description: 'Only tools marked readOnlyHint: true, whatever the scopes (writes answer 403 tool_not_allowed)',
+  })
+  @IsOptional()
+  @IsBoolean()
+  readOnly?: boolean;
 }
