@@ -9,6 +9,7 @@ import type { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { AgentModule } from './modules/agent/agent.module.js';
+import { AdminPolicyModule } from './modules/admin-policy/admin-policy.module.js';
 import { ApiKeysModule } from './modules/api-keys/api-keys.module.js';
 import { ScopeCatalogModule } from './modules/tool-kit/scope-catalog.js';
 import { AuditModule } from './modules/audit/audit.module.js';
@@ -51,6 +52,7 @@ export class AppModule {
         CredentialsModule,
         AuthModule,
         ScopeCatalogModule,
+        AdminPolicyModule,
         ApiKeysModule,
         OAuthModule,
         ToolsModule,

@@ -7,7 +7,7 @@ import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { ApiKeysService } from './api-keys.service.js';
 import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
-import { CreateApiKeyDto } from './dto/create-api-key.dto.js';
+import { CreateApiKeyDto, RollApiKeyDto } from './dto/create-api-key.dto.js';
 import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { page } from '../../common/openapi/openapi-schema.js';
@@ -16,6 +16,7 @@ import {
   ApiKeySchema,
   CreatedApiKeySchema,
   RevokedApiKeySchema,
+  RolledApiKeySchema,
   ScopeCatalogSchema,
 } from './api-keys.schemas.js';
 import { BackendController } from '../../common/http/backend-controller.js';
@@ -33,7 +34,7 @@ export class ApiKeysController {
   @Post()
   @ApiOperation({
     summary:
-      'Create a personal API key; the plaintext key is in this response only. 409 CONFLICT at MAX_CREDENTIALS_PER_USER active keys and OAuth grants',
+      'Create a personal API key; the plaintext key is in this response only. 400 naming the admin policy rule it would break; 409 CONFLICT at the policy maxCredentialsPerUser active keys and OAuth grants',
   })
   @ApiData(201, CreatedApiKeySchema, 'The key with its plaintext (Cache-Control: no-store)')
   @ApiErrors(404, 409)
@@ -64,6 +65,18 @@ export class ApiKeysController {
   @ApiErrors(404)
   get(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
     return this.apiKeys.get(userOnly(principal), id);
+  }
+
+  @CarriesSecret()
+  @Post(':id/roll')
+  @ApiOperation({
+    summary:
+      'Roll a key: a new key with the same name, scopes, pins, settings and lifetime (plaintext in this response only); the old key works until the overlap ends, then answers 401 revoked_api_key. 409 CONFLICT for a key already rolled, revoked or expired; 400 when the new key would break the admin policy',
+  })
+  @ApiData(201, RolledApiKeySchema, 'The new key with its plaintext (Cache-Control: no-store)')
+  @ApiErrors(404, 409)
+  roll(@CurrentPrincipal() principal: Principal, @Param('id') id: string, @Body() body: RollApiKeyDto) {
+    return this.apiKeys.roll(userOnly(principal), id, body.overlap);
   }
 
   @Delete(':id')

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AdminPolicyModule } from '../admin-policy/admin-policy.module.js';
 import { ApiKeyAuthGuard } from './api-key-auth.guard.js';
 import { ApiKeyCallCounterService } from './api-key-call-counter.service.js';
 import { ApiKeyCredential } from './api-key.credential.js';
@@ -12,7 +13,7 @@ import { KeyRateLimitGuard } from './key-rate-limit.guard.js';
 import { VerifiedKeyCache } from './verified-key-cache.js';
 
 @Module({
-  imports: [ToolCredentialsModule],
+  imports: [ToolCredentialsModule, AdminPolicyModule],
   controllers: [ApiKeysController],
   providers: [
     ApiKeysRepository,

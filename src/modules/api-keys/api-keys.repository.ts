@@ -15,9 +15,12 @@ export interface ApiKey extends ToolCredential {
   name: string;
   /** First 8 chars after `atr_`, for display only. */
   prefix: string;
+  /** The key that replaced it by a roll (its revocation time is then the overlap's end). */
+  rolledTo: string | null;
 }
 
 export interface NewApiKey extends ToolCredentialAccess {
+  allowedIps: string[] | null;
   id: string;
   userId: string;
   name: string;
@@ -55,6 +58,7 @@ export class ApiKeysRepository {
         repos: key.repos,
         confirm_writes: key.confirmWrites,
         expires_at: key.expiresAt,
+        allowed_ips: key.allowedIps,
         created_at: key.createdAt,
       })
       .execute();
@@ -63,11 +67,34 @@ export class ApiKeysRepository {
   async findOwned(userId: string, id: string): Promise<ApiKey | undefined> {
     const row = await this.db
       .selectFrom('api_keys')
-      .select([...TOOL_CREDENTIAL_COLUMNS, 'name', 'prefix'])
+      .select([...TOOL_CREDENTIAL_COLUMNS, 'name', 'prefix', 'rolled_to'])
       .where('id', '=', id)
       .where('user_id', '=', userId)
       .executeTakeFirst();
-    return row && { ...toToolCredential(row), name: row.name, prefix: row.prefix };
+    return row && { ...toToolCredential(row), name: row.name, prefix: row.prefix, rolledTo: row.rolled_to };
+  }
+
+  /**
+   * Marks the user's key as rolled to its successor, working until `retiresAt`; false when it is not the user's or
+   * was revoked or rolled meanwhile.
+   */
+  async markRolled(
+    userId: string,
+    id: string,
+    successorId: string,
+    retiresAt: Date,
+    executor: DbExecutor = this.db,
+  ): Promise<boolean> {
+    const row = await executor
+      .updateTable('api_keys')
+      .set({ rolled_to: successorId, revoked_at: retiresAt })
+      .where('id', '=', id)
+      .where('user_id', '=', userId)
+      .where('revoked_at', 'is', null)
+      .where('rolled_to', 'is', null)
+      .returning('id')
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   /**

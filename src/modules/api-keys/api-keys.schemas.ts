@@ -10,24 +10,24 @@ const pins = {
   repos: { ...nullable(stringArray), description: 'Registered repositories the key is pinned to (null: not pinned)' },
 };
 
-export const CreatedApiKeySchema = named(
-  'CreatedApiKey',
-  object({
-    id: uuid,
-    name: { type: 'string' },
-    scopes,
-    prefix: { type: 'string', description: 'The first 8 characters after atr_, for display' },
-    createdAt: timestamp,
-    expiresAt: nullable(timestamp),
-    ...pins,
-    confirmWrites: { type: 'boolean' },
-    key: {
-      type: 'string',
-      pattern: '^atr_[0-9A-Za-z]{38}$',
-      description: 'The plaintext key, returned this once only',
-    },
-  }),
-);
+const createdKeyFields = {
+  id: uuid,
+  name: { type: 'string' },
+  scopes,
+  prefix: { type: 'string', description: 'The first 8 characters after atr_, for display' },
+  createdAt: timestamp,
+  expiresAt: nullable(timestamp),
+  ...pins,
+  confirmWrites: { type: 'boolean' },
+  allowedIps: { ...nullable(stringArray), description: 'CIDR ranges the key may be used from (null: anywhere)' },
+  key: {
+    type: 'string',
+    pattern: '^atr_[0-9A-Za-z]{38}$',
+    description: 'The plaintext key, returned this once only',
+  },
+};
+
+export const CreatedApiKeySchema = named('CreatedApiKey', object(createdKeyFields));
 
 const keyFields = {
   id: uuid,
@@ -42,6 +42,20 @@ const keyFields = {
   status: { type: 'string', enum: ['active', 'expired', 'revoked'] },
   ...pins,
   confirmWrites: { type: 'boolean' },
+  allowedIps: { ...nullable(stringArray), description: 'CIDR ranges the key may be used from (null: anywhere)' },
+  rolledTo: { ...nullable(uuid), description: 'The key that replaced this one by a roll' },
+  retiresAt: {
+    ...nullable(timestamp),
+    description: 'When a rolled key stops working (the end of its overlap); null otherwise',
+  },
+  outOfPolicy: {
+    type: 'array',
+    items: {
+      type: 'string',
+      enum: ['maxKeyLifetimeDays', 'allowedKeyScopes', 'requireConfirmWritesForWriteScopes'],
+    },
+    description: 'The admin policy rules this active key breaks (it keeps working; a new key could not be made so)',
+  },
 };
 
 export const ApiKeySchema = named('ApiKey', object(keyFields));
@@ -65,6 +79,14 @@ export const ApiKeyDetailSchema = named(
         clientVersion: { type: ['string', 'null'] },
       }),
     },
+  }),
+);
+
+export const RolledApiKeySchema = named(
+  'RolledApiKey',
+  object({
+    ...createdKeyFields,
+    retiresAt: { ...timestamp, description: 'When the old key stops working' },
   }),
 );
 

@@ -17,14 +17,10 @@ import { sameHash } from '../api-keys/api-key-format.js';
 import { expiryDate, type ApiKeyExpiry } from '../api-keys/api-key-scopes.js';
 import { isMcpResource, type AuthorizationRequest } from './authorization-request.js';
 import { toToolCredentialView, type ToolCredentialView } from '../api-keys/tool-credential-view.js';
-import {
-  ToolCredentialsRepository,
-  type ToolCredentialAccess,
-  type ToolCredentialAuthorisation,
-} from '../api-keys/tool-credentials.repository.js';
+import { ToolCredentialsRepository, type ToolCredentialAccess } from '../api-keys/tool-credentials.repository.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { AuditService } from '../audit/audit.service.js';
-import { OAuthGrantsRepository } from './oauth-grants.repository.js';
+import { OAuthGrantsRepository, type GrantAuthorisation } from './oauth-grants.repository.js';
 import type { OAuthClient } from './oauth-clients.service.js';
 import {
   generateOAuthSecret,
@@ -221,7 +217,7 @@ export class OAuthGrantsService {
    * Area A: an access token to its grant's authorisation, the same an API key gives. Grant revocation and expiry are
    * columns read on every call (no cache can outlive a revoke on any instance).
    */
-  async authenticateAccessToken(token: string): Promise<ToolCredentialAuthorisation> {
+  async authenticateAccessToken(token: string): Promise<GrantAuthorisation> {
     if (!isWellFormedOAuthSecret(token, 'accessToken'))
       throw new AppException(ErrorCode.InvalidApiKey, 'The OAuth access token is not valid');
     const hash = this.hash(token);
