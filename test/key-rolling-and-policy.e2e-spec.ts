@@ -248,6 +248,13 @@ describe('Key rolling and the admin policy', () => {
       await createKey(app, alice, { expiresIn: '90d' }).expect(201);
       const view = (await app.http.get(`/api/api-keys/${forever.id}`).set(bearer(alice.token)).expect(200)).body.data;
       expect(view.outOfPolicy).toEqual(['maxKeyLifetimeDays']);
+      // The admin's view lists it with its owner; a member may not read it.
+      const adminView = await app.http.get('/api/admin/api-keys/out-of-policy').set(bearer(admin.token)).expect(200);
+      expect(adminView.body.data.items).toContainEqual(
+        expect.objectContaining({ id: forever.id, userId: alice.id, outOfPolicy: ['maxKeyLifetimeDays'] }),
+      );
+      expect(JSON.stringify(adminView.body)).not.toMatch(/atr_[0-9A-Za-z]{38}/);
+      await app.http.get('/api/admin/api-keys/out-of-policy').set(bearer(alice.token)).expect(403);
       // It keeps working (listed, not cut off), and cannot be rolled into another never-expiring key.
       expect(await bothDoors(app, forever.key)).toEqual({ json: '200', mcp: '200' });
       await app.http

@@ -1,4 +1,5 @@
-import { Body, Delete, Get, Param, Post, Query } from '@nestjs/common';
+import { Body, Delete, Get, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { AdminOnly } from '../auth/guards/admin-only.guard.js';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import type { Principal } from '../auth/principal.js';
@@ -15,6 +16,7 @@ import {
   ApiKeyDetailSchema,
   ApiKeySchema,
   CreatedApiKeySchema,
+  OutOfPolicyKeySchema,
   RevokedApiKeySchema,
   RolledApiKeySchema,
   ScopeCatalogSchema,
@@ -85,6 +87,25 @@ export class ApiKeysController {
   @ApiErrors(404)
   revoke(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
     return this.apiKeys.revoke(userOnly(principal), id);
+  }
+}
+
+/** The admin's view of everyone's keys against the admin policy. */
+@ApiTags('admin: policy')
+@UseGuards(AdminOnly("list everyone's keys"))
+@BackendController('api/admin/api-keys')
+export class AdminApiKeysController {
+  constructor(private readonly apiKeys: ApiKeysService) {}
+
+  @Get('out-of-policy')
+  @ApiOperation({
+    summary:
+      "Everyone's usable keys that break the admin policy, newest first, with the rules each breaks: {items, nextCursor} (a page may hold fewer items than limit; nextCursor continues)",
+  })
+  @ApiData(200, page(OutOfPolicyKeySchema), 'A page of keys out of policy')
+  @ApiErrors(403)
+  outOfPolicy(@Query() query: PageQueryDto) {
+    return this.apiKeys.outOfPolicy(query);
   }
 }
 

@@ -4,7 +4,7 @@ import { ApiKeyAuthGuard } from './api-key-auth.guard.js';
 import { ApiKeyCallCounterService } from './api-key-call-counter.service.js';
 import { ApiKeyCredential } from './api-key.credential.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
-import { ApiKeysController } from './api-keys.controller.js';
+import { AdminApiKeysController, ApiKeysController } from './api-keys.controller.js';
 import { ApiKeysRepository } from './api-keys.repository.js';
 import { ApiKeysService } from './api-keys.service.js';
 import { ToolCredentialsModule } from './tool-credentials.module.js';
@@ -14,7 +14,7 @@ import { VerifiedKeyCache } from './verified-key-cache.js';
 
 @Module({
   imports: [ToolCredentialsModule, AdminPolicyModule],
-  controllers: [ApiKeysController],
+  controllers: [ApiKeysController, AdminApiKeysController],
   providers: [
     ApiKeysRepository,
     ApiKeysService,

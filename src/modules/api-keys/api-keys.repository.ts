@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { sql } from 'kysely';
+import { pageOrder } from '../../common/pagination/cursor-page.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import {
   AUTHORISATION_COLUMNS,
@@ -72,6 +74,33 @@ export class ApiKeysRepository {
       .where('user_id', '=', userId)
       .executeTakeFirst();
     return row && { ...toToolCredential(row), name: row.name, prefix: row.prefix, rolledTo: row.rolled_to };
+  }
+
+  /** Everyone's usable keys (neither revoked nor expired), newest first: a page of the admin's scan. */
+  async pageUsable(page: { limit: number; cursor?: string }): Promise<(ApiKey & { userEmail: string })[]> {
+    const rows = await pageOrder(
+      this.db
+        .selectFrom('api_keys as k')
+        .innerJoin('users as u', 'u.id', 'k.user_id')
+        .select([
+          ...TOOL_CREDENTIAL_COLUMNS.map((column) => `k.${column}` as const),
+          'k.name',
+          'k.prefix',
+          'k.rolled_to',
+          'u.email',
+        ])
+        .where((eb) => eb.or([eb('k.revoked_at', 'is', null), eb('k.revoked_at', '>', sql<Date>`now()`)]))
+        .where((eb) => eb.or([eb('k.expires_at', 'is', null), eb('k.expires_at', '>', sql<Date>`now()`)])),
+      'k',
+      page,
+    ).execute();
+    return rows.map((row) => ({
+      ...toToolCredential(row),
+      name: row.name,
+      prefix: row.prefix,
+      rolledTo: row.rolled_to,
+      userEmail: row.email,
+    }));
   }
 
   /**

@@ -29,6 +29,11 @@ const createdKeyFields = {
 
 export const CreatedApiKeySchema = named('CreatedApiKey', object(createdKeyFields));
 
+const policyRules = {
+  type: 'array',
+  items: { type: 'string', enum: ['maxKeyLifetimeDays', 'allowedKeyScopes', 'requireConfirmWritesForWriteScopes'] },
+};
+
 const keyFields = {
   id: uuid,
   name: { type: 'string' },
@@ -49,11 +54,7 @@ const keyFields = {
     description: 'When a rolled key stops working (the end of its overlap); null otherwise',
   },
   outOfPolicy: {
-    type: 'array',
-    items: {
-      type: 'string',
-      enum: ['maxKeyLifetimeDays', 'allowedKeyScopes', 'requireConfirmWritesForWriteScopes'],
-    },
+    ...policyRules,
     description: 'The admin policy rules this active key breaks (it keeps working; a new key could not be made so)',
   },
 };
@@ -87,6 +88,22 @@ export const RolledApiKeySchema = named(
   object({
     ...createdKeyFields,
     retiresAt: { ...timestamp, description: 'When the old key stops working' },
+  }),
+);
+
+export const OutOfPolicyKeySchema = named(
+  'OutOfPolicyKey',
+  object({
+    id: uuid,
+    userId: uuid,
+    userEmail: { type: 'string' },
+    name: { type: 'string' },
+    prefix: { type: 'string' },
+    scopes,
+    confirmWrites: { type: 'boolean' },
+    createdAt: timestamp,
+    expiresAt: nullable(timestamp),
+    outOfPolicy: { ...policyRules, description: 'The admin policy rules the key breaks' },
   }),
 );
 

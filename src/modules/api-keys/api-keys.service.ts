@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AppException } from '../../common/errors/app.exception.js';
-import { type Page } from '../../common/pagination/cursor-page.js';
+import { encodeCursor, type Page } from '../../common/pagination/cursor-page.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
@@ -56,7 +56,24 @@ export interface ApiKeyUsageView {
   clientVersion: string | null;
 }
 
+/** A key of any user that breaks the admin policy, as the admin's view lists it. */
+export interface OutOfPolicyKeyView {
+  id: string;
+  userId: string;
+  userEmail: string;
+  name: string;
+  prefix: string;
+  scopes: string[];
+  confirmWrites: boolean;
+  createdAt: string;
+  expiresAt: string | null;
+  outOfPolicy: PolicyRule[];
+}
+
 const DAY_MS = 24 * 3600 * 1000;
+/** Keys judged per statement, and at most per request, when the admin lists keys out of policy. */
+const SCAN_BATCH = 200;
+const OUT_OF_POLICY_SCAN = 5000;
 const RECENT_USAGE = 50;
 
 @Injectable()
@@ -218,6 +235,42 @@ export class ApiKeysService {
         clientVersion: u.clientVersion,
       })),
     };
+  }
+
+  /**
+   * The admin's view: everyone's usable keys that break the admin policy, newest first, with the rules each breaks.
+   * Keys are scanned a batch at a time and judged by the policy's own rule (keyPolicyViolations), so a page may
+   * hold fewer items than asked for; `nextCursor` continues the scan.
+   */
+  async outOfPolicy(query: { limit: number; cursor?: string }): Promise<Page<OutOfPolicyKeyView>> {
+    const items: OutOfPolicyKeyView[] = [];
+    let cursor = query.cursor;
+    for (let scanned = 0; scanned < OUT_OF_POLICY_SCAN && items.length < query.limit; scanned += SCAN_BATCH) {
+      const rows = await this.keys.pageUsable({ limit: SCAN_BATCH, cursor });
+      const batch = rows.slice(0, SCAN_BATCH);
+      const broken = await this.policy.violations(batch);
+      for (const [i, row] of batch.entries()) {
+        if (broken[i].length === 0) continue;
+        items.push({
+          id: row.id,
+          userId: row.userId,
+          userEmail: row.userEmail,
+          name: row.name,
+          prefix: row.prefix,
+          scopes: row.scopes,
+          confirmWrites: row.confirmWrites,
+          createdAt: row.createdAt.toISOString(),
+          expiresAt: row.expiresAt?.toISOString() ?? null,
+          outOfPolicy: broken[i],
+        });
+        cursor = encodeCursor(row);
+        if (items.length === query.limit) break;
+      }
+      if (items.length === query.limit) return { items, nextCursor: rows.length > 0 ? cursor! : null };
+      if (rows.length <= SCAN_BATCH) return { items, nextCursor: null };
+      cursor = encodeCursor(batch[batch.length - 1]);
+    }
+    return { items, nextCursor: cursor ?? null };
   }
 
   /** Revocation is a column the statement counting each call reads (see authenticate): no cache can outlive it. */
