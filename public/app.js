@@ -325,6 +325,16 @@ function renderKeys(keys) {
       p.textContent = 'Writes need your confirmation';
       scopesCell.append(p);
     }
+    const notes = [];
+    if (key.allowedIps && key.allowedIps.length) notes.push(`Only from ${key.allowedIps.join(', ')}`);
+    if (key.retiresAt) notes.push(`Rolled: stops working ${new Date(key.retiresAt).toLocaleString()}`);
+    if (key.outOfPolicy && key.outOfPolicy.length) notes.push(`Outside the admin policy (${key.outOfPolicy.join(', ')})`);
+    for (const text of notes) {
+      const p = document.createElement('p');
+      p.className = 'pins-note';
+      p.textContent = text;
+      scopesCell.append(p);
+    }
     cell(tr, timeEl(key.createdAt, ''), 'key-created', 'Created');
     cell(tr, expiryText(key), 'key-expires', 'Expires');
     cell(tr, timeEl(key.lastUsedAt, 'Never'), 'key-last-used', 'Last used');
@@ -344,6 +354,16 @@ function renderKeys(keys) {
     usageBtn.textContent = 'Recent calls';
     usageBtn.setAttribute('aria-label', `Recent calls of ${key.name}`);
     actions.append(usageBtn);
+    if (key.status === 'active' && !key.rolledTo) {
+      const roll = document.createElement('button');
+      roll.type = 'button';
+      roll.className = 'secondary small';
+      roll.dataset.action = 'roll';
+      roll.dataset.keyId = key.id;
+      roll.textContent = 'Roll';
+      roll.setAttribute('aria-label', `Roll ${key.name}`);
+      actions.append(roll);
+    }
     if (key.status !== 'revoked') {
       const del = document.createElement('button');
       del.type = 'button';
@@ -603,6 +623,8 @@ async function onCreate(event) {
     ? checkedValues('#repo-pins input[name="repos"]')
     : $('repo-text').value.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
   if (repos.length) body.repos = repos;
+  const allowedIps = $('key-allowed-ips').value.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
+  if (allowedIps.length) body.allowedIps = allowedIps;
 
   const submit = $('create-submit');
   submit.disabled = true;
@@ -784,6 +806,36 @@ function onAskDelete(keyId, trigger) {
   $('confirm-cancel').focus();
 }
 
+/** Rolling: a new key with the same settings, shown once like a created one; the old one works for the chosen overlap. */
+function onAskRoll(keyId, trigger) {
+  const key = keysById.get(keyId);
+  if (!key) return;
+  const dialog = $('roll-dialog');
+  $('roll-text').textContent =
+    `A new key replaces "${key.name}" (atr_${key.prefix}…) with the same scopes and limits. Put it into your clients before the old one stops working.`;
+  dialog.returnValue = '';
+  dialog.onclose = async () => {
+    dialog.onclose = null;
+    if (dialog.returnValue !== 'roll') {
+      if (trigger.isConnected) trigger.focus();
+      return;
+    }
+    const created = await guarded(() =>
+      api('POST', `/api/api-keys/${encodeURIComponent(keyId)}/roll`, { overlap: $('roll-overlap').value }),
+    );
+    if (!created) {
+      if (trigger.isConnected) trigger.focus();
+      return;
+    }
+    $('create-panel').hidden = true;
+    showCreatedKey(created);
+    await loadKeys();
+    announce(`Key "${key.name}" rolled. Copy the new key now: it will not be shown again.`);
+  };
+  dialog.showModal();
+  $('roll-cancel').focus();
+}
+
 // ---- connected apps (OAuth grants) -----------------------------------------------------------------
 
 function renderConnectedApps(apps) {
@@ -844,7 +896,7 @@ let backgroundRefresh = null;
  */
 function refreshInBackground() {
   // Not behind the delete dialog: a re-render would replace the button that focus returns to.
-  if (!session || document.visibilityState !== 'visible' || backgroundRefresh || $('confirm-dialog').open) return;
+  if (!session || document.visibilityState !== 'visible' || backgroundRefresh || $('confirm-dialog').open || $('roll-dialog').open) return;
   const owner = session;
   const usageKeyId = $('usage-panel').hidden ? null : $('usage-panel').dataset.keyId;
   backgroundRefresh = (async () => {
@@ -896,13 +948,14 @@ function init() {
     if (!button) return;
     if (button.dataset.action === 'usage') void onShowUsage(button.dataset.keyId, button);
     if (button.dataset.action === 'delete') onAskDelete(button.dataset.keyId, button);
+    if (button.dataset.action === 'roll') onAskRoll(button.dataset.keyId, button);
   });
   for (const button of document.querySelectorAll('button[data-copy-from]')) {
     button.addEventListener('click', () => void onCopy(button));
   }
   // Escape closes the open side panel (the dialog handles its own Escape).
   document.addEventListener('keydown', (event) => {
-    if (event.key !== 'Escape' || $('confirm-dialog').open) return;
+    if (event.key !== 'Escape' || $('confirm-dialog').open || $('roll-dialog').open) return;
     if (!$('usage-panel').hidden) onCloseUsage();
     else if (!$('create-panel').hidden) onCancelCreate();
   });
