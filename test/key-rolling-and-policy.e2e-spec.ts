@@ -4,6 +4,7 @@ import {
   consentRequestOf,
   oauthTokens,
   pkcePair,
+  REDIRECT_URI,
   registerPublicClient,
   tokenRequest,
 } from './support/oauth-helpers.js';
@@ -272,6 +273,35 @@ describe('Key rolling and the admin policy', () => {
       expect(writes.body.error.message).toMatch(/requireConfirmWritesForWriteScopes/);
       await createKey(app, alice, { scopes: ['tasks:write'], confirmWrites: true }).expect(201);
       await createKey(app, alice, { scopes: ['tasks:read'] }).expect(201);
+
+      // The confirm-writes rule holds for an OAuth consent too (lifetime and scopes are rules for keys).
+      const clientId = await registerPublicClient(app);
+      const query = new URLSearchParams({
+        response_type: 'code',
+        client_id: clientId,
+        redirect_uri: REDIRECT_URI,
+        code_challenge: pkcePair().challenge,
+        code_challenge_method: 'S256',
+        scope: 'tasks:read tasks:write',
+      });
+      const request = consentRequestOf((await app.http.get(`/oauth/authorize?${query}`).expect(200)).text);
+      const approve = (confirmWrites: boolean) =>
+        app.http
+          .post('/api/oauth/authorize')
+          .set(bearer(alice.token))
+          .send({
+            clientId: request.clientId,
+            redirectUri: request.redirectUri,
+            codeChallenge: request.codeChallenge,
+            codeChallengeMethod: request.codeChallengeMethod,
+            scope: request.scopes.join(' '),
+            resource: request.resource,
+            approve: true,
+            confirmWrites,
+          });
+      const refused = await approve(false).expect(400);
+      expect(refused.body.error.message).toMatch(/requireConfirmWritesForWriteScopes/);
+      await approve(true).expect(200);
     });
 
     it('allowedIps (org-wide and per key) refuses Area A calls from elsewhere on both doors with 403 ip_not_allowed', async () => {
@@ -324,7 +354,7 @@ describe('Key rolling and the admin policy', () => {
       const query = new URLSearchParams({
         response_type: 'code',
         client_id: clientId,
-        redirect_uri: 'http://127.0.0.1:49152/callback',
+        redirect_uri: REDIRECT_URI,
         code_challenge: challenge,
         code_challenge_method: 'S256',
         state: 's',

@@ -105,6 +105,19 @@ export class AdminPolicyService {
     if (rule) throw new AppException(ErrorCode.InvalidArgument, MESSAGES[rule](policy), { rule, field: fieldOf(rule) });
   }
 
+  /**
+   * 400 when an OAuth consent would give write scopes without confirmWrites under requireConfirmWritesForWriteScopes
+   * (the key-only rules, lifetime and scopes, do not apply to grants).
+   */
+  async assertNewGrantAllowed(grant: { scopes: readonly string[]; confirmWrites: boolean }): Promise<void> {
+    const policy = await this.current();
+    const grantRules: AdminPolicy = { ...policy, maxKeyLifetimeDays: null, allowedKeyScopes: null };
+    const [rule] = keyPolicyViolations(grantRules, { ...grant, createdAt: new Date(), expiresAt: null }, (scope) =>
+      this.isWrite(scope),
+    );
+    if (rule) throw new AppException(ErrorCode.InvalidArgument, MESSAGES[rule](policy), { rule, field: fieldOf(rule) });
+  }
+
   /** The rules an existing key breaks (for `outOfPolicy` on the key views). */
   async violations(keys: readonly KeyUnderPolicy[]): Promise<PolicyRule[][]> {
     const policy = await this.current();

@@ -20,6 +20,7 @@ import { toToolCredentialView, type ToolCredentialView } from '../api-keys/tool-
 import { ToolCredentialsRepository, type ToolCredentialAccess } from '../api-keys/tool-credentials.repository.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { AuditService } from '../audit/audit.service.js';
+import { AdminPolicyService } from '../admin-policy/admin-policy.service.js';
 import { OAuthGrantsRepository, type GrantAuthorisation } from './oauth-grants.repository.js';
 import type { OAuthClient } from './oauth-clients.service.js';
 import {
@@ -57,14 +58,16 @@ export class OAuthGrantsService {
     private readonly credentials: ToolCredentialsRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly audit: AuditService,
+    private readonly policy: AdminPolicyService,
   ) {}
 
   private hash(secret: string): Buffer {
     return hashOAuthSecret(secret, this.config.secrets.tokenPepper);
   }
 
-  /** The consent page approved: a 60-second single-use code carrying the approval. */
+  /** The consent page approved: a 60-second single-use code carrying the approval (400 if the admin policy forbids it). */
   async issueCode(userId: string, request: AuthorizationRequest, consent: Consent): Promise<string> {
+    await this.policy.assertNewGrantAllowed(consent);
     const code = generateOAuthSecret('code');
     await this.grants.insertCode(this.hash(code), {
       userId,
