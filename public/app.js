@@ -281,6 +281,18 @@ function expiryText(key) {
   return `${date} (${days === 1 ? 'in 1 day' : `in ${days} days`})`;
 }
 
+/** A row's action button; the list's click handler finds the action and the key by the data attributes. */
+function keyButton(key, action, text, label, className) {
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.className = className;
+  button.dataset.action = action;
+  button.dataset.keyId = key.id;
+  button.textContent = text;
+  button.setAttribute('aria-label', label);
+  return button;
+}
+
 function renderKeys(keys) {
   const body = $('keys-body');
   // A refresh in the background must not take the keyboard focus away from a row's button.
@@ -346,34 +358,10 @@ function renderKeys(keys) {
 
     const actions = document.createElement('div');
     actions.className = 'row-actions';
-    const usageBtn = document.createElement('button');
-    usageBtn.type = 'button';
-    usageBtn.className = 'secondary small';
-    usageBtn.dataset.action = 'usage';
-    usageBtn.dataset.keyId = key.id;
-    usageBtn.textContent = 'Recent calls';
-    usageBtn.setAttribute('aria-label', `Recent calls of ${key.name}`);
-    actions.append(usageBtn);
-    if (key.status === 'active' && !key.rolledTo) {
-      const roll = document.createElement('button');
-      roll.type = 'button';
-      roll.className = 'secondary small';
-      roll.dataset.action = 'roll';
-      roll.dataset.keyId = key.id;
-      roll.textContent = 'Roll';
-      roll.setAttribute('aria-label', `Roll ${key.name}`);
-      actions.append(roll);
-    }
-    if (key.status !== 'revoked') {
-      const del = document.createElement('button');
-      del.type = 'button';
-      del.className = 'danger small';
-      del.dataset.action = 'delete';
-      del.dataset.keyId = key.id;
-      del.textContent = 'Delete';
-      del.setAttribute('aria-label', `Delete ${key.name}`);
-      actions.append(del);
-    }
+    actions.append(keyButton(key, 'usage', 'Recent calls', `Recent calls of ${key.name}`, 'secondary small'));
+    // A rolled key keeps working until its overlap ends, but is rolled only once.
+    if (key.status === 'active' && !key.rolledTo) actions.append(keyButton(key, 'roll', 'Roll', `Roll ${key.name}`, 'secondary small'));
+    if (key.status !== 'revoked') actions.append(keyButton(key, 'delete', 'Delete', `Delete ${key.name}`, 'danger small'));
     cell(tr, actions, 'key-actions');
     body.append(tr);
   }

@@ -1,10 +1,11 @@
 import { DataSource } from 'typeorm';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import {
+  approveConsent,
+  authorizeQuery,
   consentRequestOf,
   oauthTokens,
   pkcePair,
-  REDIRECT_URI,
   registerPublicClient,
   tokenRequest,
 } from './support/oauth-helpers.js';
@@ -276,29 +277,9 @@ describe('Key rolling and the admin policy', () => {
 
       // The confirm-writes rule holds for an OAuth consent too (lifetime and scopes are rules for keys).
       const clientId = await registerPublicClient(app);
-      const query = new URLSearchParams({
-        response_type: 'code',
-        client_id: clientId,
-        redirect_uri: REDIRECT_URI,
-        code_challenge: pkcePair().challenge,
-        code_challenge_method: 'S256',
-        scope: 'tasks:read tasks:write',
-      });
+      const query = authorizeQuery(clientId, pkcePair().challenge, { scope: 'tasks:read tasks:write' });
       const request = consentRequestOf((await app.http.get(`/oauth/authorize?${query}`).expect(200)).text);
-      const approve = (confirmWrites: boolean) =>
-        app.http
-          .post('/api/oauth/authorize')
-          .set(bearer(alice.token))
-          .send({
-            clientId: request.clientId,
-            redirectUri: request.redirectUri,
-            codeChallenge: request.codeChallenge,
-            codeChallengeMethod: request.codeChallengeMethod,
-            scope: request.scopes.join(' '),
-            resource: request.resource,
-            approve: true,
-            confirmWrites,
-          });
+      const approve = (confirmWrites: boolean) => approveConsent(app, alice, request, { confirmWrites });
       const refused = await approve(false).expect(400);
       expect(refused.body.error.message).toMatch(/requireConfirmWritesForWriteScopes/);
       await approve(true).expect(200);
@@ -351,14 +332,7 @@ describe('Key rolling and the admin policy', () => {
 
       const clientId = await registerPublicClient(app);
       const { challenge } = pkcePair();
-      const query = new URLSearchParams({
-        response_type: 'code',
-        client_id: clientId,
-        redirect_uri: REDIRECT_URI,
-        code_challenge: challenge,
-        code_challenge_method: 'S256',
-        state: 's',
-      });
+      const query = authorizeQuery(clientId, challenge);
       const page = await app.http.get(`/oauth/authorize?${query}`).expect(400);
       expect(page.text).toContain('unauthorized_client');
       // Allowed by its registered name: the consent page again, and the old grant works again.

@@ -1,13 +1,9 @@
 import { Injectable } from '@nestjs/common';
+import type { AdminPolicy } from './admin-policy.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 
 /** The stored policy; a null cap means the configured default (MAX_CREDENTIALS_PER_USER). */
-export interface StoredAdminPolicy {
-  maxKeyLifetimeDays: number | null;
-  allowedKeyScopes: string[] | null;
-  requireConfirmWritesForWriteScopes: boolean;
-  allowedIps: string[] | null;
-  allowedOAuthClients: string[] | null;
+export interface StoredAdminPolicy extends Omit<AdminPolicy, 'maxCredentialsPerUser'> {
   maxCredentialsPerUser: number | null;
   updatedAt: Date;
   updatedBy: string | null;
