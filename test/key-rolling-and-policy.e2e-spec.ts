@@ -126,6 +126,9 @@ describe('Key rolling and the admin policy', () => {
       // Same lifetime as the old key, counted from the roll.
       expect((Date.parse(rolled.expiresAt) - Date.parse(rolled.createdAt)) / 86_400_000).toBeCloseTo(90, 3);
 
+      // The old key reports when it stops working (the overlap ends before its expiry).
+      const tools = await app.http.get('/api/v1/public/mcp/tools').set(bearer(old.key)).expect(200);
+      expect(tools.headers['x-api-key-expires-at']).toBe(rolled.retiresAt);
       // During the overlap both keys work, on both doors.
       expect(await bothDoors(app, old.key)).toEqual({ json: '200', mcp: '200' });
       expect(await bothDoors(app, rolled.key)).toEqual({ json: '200', mcp: '200' });

@@ -37,5 +37,3 @@ export const AdminPolicySchema = named(
     updatedBy: { ...nullable(uuid), description: 'The admin who saved it last' },
   }),
 );
-
-export const AdminPolicyUpdateSchema = named('AdminPolicyUpdate', object(policyFields));

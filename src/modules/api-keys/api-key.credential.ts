@@ -53,7 +53,9 @@ export class ApiKeyCredential implements CredentialPlugin {
     const key = await this.keys.authenticate(token);
     // After the lookup: the key's own ranges come with it (the call is counted either way, as an attempt).
     if (from) await this.policy.assertCallFrom(from.ip, key.allowedIps);
-    const caller = toolCaller(NAMING, key, key.expiresAt);
+    // A rolled key in its overlap reports when it stops working, if that comes before its expiry.
+    const endsAt = key.revokedAt && (!key.expiresAt || key.revokedAt < key.expiresAt) ? key.revokedAt : key.expiresAt;
+    const caller = toolCaller(NAMING, key, endsAt);
     return { caller, user: { trackerId: caller.budgetKey } };
   }
 
