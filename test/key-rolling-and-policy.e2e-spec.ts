@@ -315,7 +315,22 @@ describe('Key rolling and the admin policy', () => {
       const refused = await createKey(app, carol).expect(409);
       expect(refused.body.error.message).toMatch(/maxCredentialsPerUser/);
       await putPolicy({ maxCredentialsPerUser: 3 }).expect(200);
-      await createKey(app, carol).expect(201);
+      const third = (await createKey(app, carol).expect(201)).body.data;
+      // Rolling at the cap works (the rolled key is replaced); a key in its overlap still counts, so a chain of
+      // rolls makes at most one working key beyond the cap.
+      const rolled = (
+        await app.http
+          .post(`/api/api-keys/${third.id}/roll`)
+          .set(bearer(carol.token))
+          .send({ overlap: '1h' })
+          .expect(201)
+      ).body.data;
+      await app.http
+        .post(`/api/api-keys/${rolled.id}/roll`)
+        .set(bearer(carol.token))
+        .send({ overlap: '1h' })
+        .expect(409);
+      await createKey(app, carol).expect(409);
     });
 
     it('allowedOAuthClients: authorising another client is unauthorized_client, and its grants stop working (403)', async () => {

@@ -105,14 +105,7 @@ export class ApiKeysService {
     };
     await this.policy.assertNewKeyAllowed({ ...access, createdAt: now });
     return this.db.transaction().execute(async (trx) => {
-      const cap = await this.policy.maxCredentialsPerUser();
-      if ((await this.credentials.countActiveLocked(userId, trx)) >= cap) {
-        throw new AppException(
-          ErrorCode.Conflict,
-          `You already have ${cap} active API keys and OAuth grants (the admin policy's maxCredentialsPerUser); revoke one first`,
-          { limit: cap },
-        );
-      }
+      await this.assertUnderCap(userId, 0, trx);
       return this.insert(userId, access, now, trx, 'api_key.create');
     });
   }
@@ -143,6 +136,9 @@ export class ApiKeysService {
     await this.policy.assertNewKeyAllowed({ ...access, createdAt: now });
     const retiresAt = new Date(now.getTime() + ROLL_OVERLAPS[overlap]);
     return this.db.transaction().execute(async (trx) => {
+      // The key being rolled is replaced, so it is not counted; a key still in its overlap is, which bounds how
+      // many working keys a chain of rolls can make.
+      await this.assertUnderCap(userId, 1, trx);
       const created = await this.insert(userId, access, now, trx);
       // Another roll or a revocation of the same key meanwhile: only the first wins.
       if (!(await this.keys.markRolled(userId, old.id, created.id, retiresAt, trx)))
@@ -155,6 +151,17 @@ export class ApiKeysService {
       });
       return { ...created, retiresAt: retiresAt.toISOString() };
     });
+  }
+
+  /** 409 when the user holds the admin policy's maxCredentialsPerUser usable credentials, `replaced` of them aside. */
+  private async assertUnderCap(userId: string, replaced: number, trx: DbExecutor): Promise<void> {
+    const cap = await this.policy.maxCredentialsPerUser();
+    if ((await this.credentials.countActiveLocked(userId, trx)) - replaced >= cap)
+      throw new AppException(
+        ErrorCode.Conflict,
+        `You already have ${cap} active API keys and OAuth grants (the admin policy's maxCredentialsPerUser); revoke one first`,
+        { limit: cap },
+      );
   }
 
   private async insert(

@@ -271,14 +271,15 @@ export class ToolCredentialsRepository {
   }
 
   /**
-   * A user's usable credentials of both kinds (API keys and OAuth grants, neither revoked nor expired), counted
-   * under a per-user transaction lock so two creations at once cannot both pass a cap.
+   * A user's usable credentials of both kinds (API keys and OAuth grants, neither revoked nor expired; a rolled key in
+   * its overlap still counts), counted under a per-user transaction lock so two creations at once cannot both pass a
+   * cap.
    */
   async countActiveLocked(userId: string, executor: DbExecutor): Promise<number> {
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`credentials:${userId}`}, 0))`.execute(executor);
     const { rows } = await sql<{ n: string | number }>`
-      SELECT (SELECT count(*) FROM api_keys WHERE user_id = ${userId} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()))
-           + (SELECT count(*) FROM oauth_grants WHERE user_id = ${userId} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())) AS n`.execute(
+      SELECT (SELECT count(*) FROM api_keys WHERE user_id = ${userId} AND (revoked_at IS NULL OR revoked_at > now()) AND (expires_at IS NULL OR expires_at > now()))
+           + (SELECT count(*) FROM oauth_grants WHERE user_id = ${userId} AND (revoked_at IS NULL OR revoked_at > now()) AND (expires_at IS NULL OR expires_at > now())) AS n`.execute(
       executor,
     );
     return Number(rows[0]?.n ?? 0);
