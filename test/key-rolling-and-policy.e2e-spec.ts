@@ -407,13 +407,14 @@ describeOnSharedServices('Rolling and the admin policy across two instances (rea
       .send({ ...DEFAULTS, allowedIps: ['10.0.0.0/8'], maxKeyLifetimeDays: 30 })
       .expect(200);
     const saved = Date.now();
+    // Creating a key reads the stored policy: refused on the other instance at once.
+    await createKey(second, user, { expiresIn: '90d' }).expect(400);
     // The instance that saved it: at once.
     expect(await bothDoors(first, key.key)).toEqual({ json: '403 ip_not_allowed', mcp: '403 ip_not_allowed' });
     let outcome = await bothDoors(second, key.key);
     while (outcome.json === '200' && Date.now() - saved < 3000) outcome = await bothDoors(second, key.key);
     expect(outcome).toEqual({ json: '403 ip_not_allowed', mcp: '403 ip_not_allowed' });
     expect(Date.now() - saved).toBeLessThan(1500);
-    await createKey(second, user, { expiresIn: '90d' }).expect(400);
     await first.http.put('/api/admin/policy').set(bearer(admin.token)).send(DEFAULTS).expect(200);
   });
 });

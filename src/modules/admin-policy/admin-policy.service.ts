@@ -19,9 +19,9 @@ import { AdminPolicyRepository } from './admin-policy.repository.js';
 import type { UpdateAdminPolicyDto } from './dto/update-admin-policy.dto.js';
 
 /**
- * How long an instance answers from the policy it last read. Every Area A call consults the policy (the IP
- * allowlist), so it is not read per call; a change reaches every other instance within this time (the instance
- * that saved it at once).
+ * How long an instance answers the per-call checks (client address, OAuth client of a grant) from the policy it last
+ * read: every Area A call consults them, so the row is not read per call; a change reaches them on every other
+ * instance within this time (on the instance that saved it at once). Everything else reads the stored row.
  */
 export const POLICY_CACHE_MS = 1000;
 
@@ -57,7 +57,7 @@ export class AdminPolicyService {
   ) {}
 
   /** The policy in force, as read at most POLICY_CACHE_MS ago; the defaults are today's behaviour. */
-  current(): Promise<AdminPolicy> {
+  private current(): Promise<AdminPolicy> {
     const now = Date.now();
     if (!this.cached || now - this.cached.readAt >= POLICY_CACHE_MS) {
       const policy = this.repository.find().then((stored) => this.effective(stored));
@@ -100,7 +100,7 @@ export class AdminPolicyService {
 
   /** 400 naming the first rule a new key breaks. */
   async assertNewKeyAllowed(key: KeyUnderPolicy): Promise<void> {
-    const policy = await this.current();
+    const policy = await this.fresh();
     const [rule] = keyPolicyViolations(policy, key, (scope) => this.isWrite(scope));
     if (rule) throw new AppException(ErrorCode.InvalidArgument, MESSAGES[rule](policy), { rule, field: fieldOf(rule) });
   }
@@ -110,7 +110,7 @@ export class AdminPolicyService {
    * (the key-only rules, lifetime and scopes, do not apply to grants).
    */
   async assertNewGrantAllowed(grant: { scopes: readonly string[]; confirmWrites: boolean }): Promise<void> {
-    const policy = await this.current();
+    const policy = await this.fresh();
     const grantRules: AdminPolicy = { ...policy, maxKeyLifetimeDays: null, allowedKeyScopes: null };
     const [rule] = keyPolicyViolations(grantRules, { ...grant, createdAt: new Date(), expiresAt: null }, (scope) =>
       this.isWrite(scope),
@@ -120,7 +120,7 @@ export class AdminPolicyService {
 
   /** The rules an existing key breaks (for `outOfPolicy` on the key views). */
   async violations(keys: readonly KeyUnderPolicy[]): Promise<PolicyRule[][]> {
-    const policy = await this.current();
+    const policy = await this.fresh();
     return keys.map((key) => keyPolicyViolations(policy, key, (scope) => this.isWrite(scope)));
   }
 
@@ -141,14 +141,22 @@ export class AdminPolicyService {
       );
   }
 
-  /** Whether the admin policy lets this OAuth client be authorised and its grants be used. */
-  async oauthClientAllowed(client: { clientId: string; clientName: string }): Promise<boolean> {
-    return oauthClientAllowed((await this.current()).allowedOAuthClients, client);
+  /**
+   * Whether the admin policy lets this OAuth client be authorised and its grants be used; `perCall` (a tool call of a
+   * grant) reads the policy of at most a second ago, the OAuth endpoints the stored one.
+   */
+  async oauthClientAllowed(client: { clientId: string; clientName: string }, perCall = false): Promise<boolean> {
+    return oauthClientAllowed((await (perCall ? this.current() : this.fresh())).allowedOAuthClients, client);
   }
 
   /** The usable API keys and OAuth grants a user may hold at once. */
   async maxCredentialsPerUser(): Promise<number> {
-    return (await this.current()).maxCredentialsPerUser;
+    return (await this.fresh()).maxCredentialsPerUser;
+  }
+
+  /** The stored policy, read now: for what is not done on every tool call (creation, consent, views). */
+  private async fresh(): Promise<AdminPolicy> {
+    return this.effective(await this.repository.find());
   }
 
   /** Canonical CIDR ranges for a credential's own `allowedIps`; 400 naming the field for a bad one. */

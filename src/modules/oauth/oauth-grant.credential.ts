@@ -67,7 +67,7 @@ export class OAuthGrantCredential implements CredentialPlugin {
    */
   async authenticate(token: string, from?: PresentedFrom): Promise<Authenticated> {
     const grant = await this.grants.authenticateAccessToken(token);
-    if (!(await this.policy.oauthClientAllowed(grant)))
+    if (!(await this.policy.oauthClientAllowed(grant, true)))
       throw new AppException(
         ErrorCode.OAuthClientNotAllowed,
         `The admin policy no longer allows the app "${grant.clientName}" (allowedOAuthClients)`,
