@@ -19,20 +19,10 @@
  */
 
 /** Feature tiers, lowest first; a module not named here is a domain feature (the top tier). */
-const TIERS = [
-  ['tool-kit'],
-  ['credentials'],
-  ['auth'],
-  ['audit'],
-  ['admin-policy'],
-  ['api-keys'],
-  ['oauth'],
-  ['tools'],
-];
+const TIERS = [['tool-kit'], ['credentials'], ['auth'], ['audit'], ['admin-policy'], ['api-keys'], ['oauth'], ['tools']];
 
 /** Doors: the HTTP entry points. The tool doors are the JSON and MCP controllers and what only they use. */
-const DOOR =
-  '^src/(modules/[^/]+/.+\\.controller\\.ts|modules/tools/(mcp-[^/]+|scope\\.guard|tool-call-body|mcp\\.schemas)\\.ts)$';
+const DOOR = '^src/(modules/[^/]+/.+\\.controller\\.ts|modules/tools/(mcp-[^/]+|scope\\.guard|tool-call-body|mcp\\.schemas)\\.ts)$';
 
 /** Current violations, kept so CI passes today; each is debt to pay, never a pattern to copy. */
 const KNOWN_DEBT = [
@@ -68,29 +58,12 @@ function forbid(name, comment, from, to) {
   // Files with known debt: every target but their known ones is forbidden.
   for (const file of knownFroms) {
     const targets = known.filter(([f]) => f === file).map(([, target]) => exact(target));
-    forbidden.push({
-      name,
-      comment,
-      severity: 'error',
-      from: { path: exact(file) },
-      to: { path: to, pathNot: targets },
-    });
+    forbidden.push({ name, comment, severity: 'error', from: { path: exact(file) }, to: { path: to, pathNot: targets } });
   }
-  forbidden.push({
-    name,
-    comment,
-    severity: 'error',
-    from: { path: from, pathNot: knownFroms.map(exact) },
-    to: { path: to },
-  });
+  forbidden.push({ name, comment, severity: 'error', from: { path: from, pathNot: knownFroms.map(exact) }, to: { path: to } });
 }
 
-forbid(
-  'platform-imports-feature',
-  'src/common, config, database and queue sit below every feature (docs/architecture.md)',
-  PLATFORM,
-  `${FEATURES}|${ROOTS}`,
-);
+forbid('platform-imports-feature', 'src/common, config, database and queue sit below every feature (docs/architecture.md)', PLATFORM, `${FEATURES}|${ROOTS}`);
 forbid('feature-imports-root', 'features never import a composition root', FEATURES, ROOTS);
 
 // Feature tiers: a tier imports no higher tier; the domain features are above every named tier.
@@ -99,12 +72,7 @@ TIERS.forEach((tier, index) => {
   const higher = [...TIERS.slice(index + 1).flat()];
   const from = `^src/modules/(${tier.join('|')})/`;
   const upward = `^src/modules/(${higher.length ? `${higher.join('|')}|` : ''}(?!(${named.join('|')})/)[^/]+)/`;
-  forbid(
-    `upward-from-${tier.join('-')}`,
-    `${tier.join(', ')} may import only lower tiers: ${TIERS.slice(0, index).flat().join(', ') || 'platform'} (docs/architecture.md)`,
-    from,
-    upward,
-  );
+  forbid(`upward-from-${tier.join('-')}`, `${tier.join(', ')} may import only lower tiers: ${TIERS.slice(0, index).flat().join(', ') || 'platform'} (docs/architecture.md)`, from, upward);
 });
 
 forbid(

@@ -13,13 +13,15 @@ describe('client ID metadata documents: the SSRF guard', () => {
   beforeAll(async () => {
     server = createServer((req, res) => {
       hits += 1;
-      res.writeHead(200, { 'content-type': 'application/json' }).end(
-        JSON.stringify({
-          client_id: `http://localhost:${port}${req.url}`,
-          redirect_uris: ['http://127.0.0.1:1/cb'],
-          client_name: 'Local',
-        }),
-      );
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(
+          JSON.stringify({
+            client_id: `http://localhost:${port}${req.url}`,
+            redirect_uris: ['http://127.0.0.1:1/cb'],
+            client_name: 'Local',
+          }),
+        );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as { port: number }).port;
