@@ -104,8 +104,10 @@ export class ApiKeysService {
       expiresAt: expiryDate(input.expiresIn, now),
     };
     await this.policy.assertNewKeyAllowed({ ...access, createdAt: now });
+    // Read before the transaction: with a one-connection pool, a read beside it would wait for it forever.
+    const cap = await this.policy.maxCredentialsPerUser();
     return this.db.transaction().execute(async (trx) => {
-      await this.assertUnderCap(userId, 0, trx);
+      await this.assertUnderCap(userId, cap, 0, trx);
       return this.insert(userId, access, now, trx, 'api_key.create');
     });
   }
@@ -135,10 +137,11 @@ export class ApiKeysService {
     };
     await this.policy.assertNewKeyAllowed({ ...access, createdAt: now });
     const retiresAt = new Date(now.getTime() + ROLL_OVERLAPS[overlap]);
+    const cap = await this.policy.maxCredentialsPerUser();
     return this.db.transaction().execute(async (trx) => {
       // The key being rolled is replaced, so it is not counted; a key still in its overlap is, which bounds how
       // many working keys a chain of rolls can make.
-      await this.assertUnderCap(userId, 1, trx);
+      await this.assertUnderCap(userId, cap, 1, trx);
       const created = await this.insert(userId, access, now, trx);
       // Another roll or a revocation of the same key meanwhile: only the first wins.
       if (!(await this.keys.markRolled(userId, old.id, created.id, retiresAt, trx)))
@@ -153,9 +156,8 @@ export class ApiKeysService {
     });
   }
 
-  /** 409 when the user holds the admin policy's maxCredentialsPerUser usable credentials, `replaced` of them aside. */
-  private async assertUnderCap(userId: string, replaced: number, trx: DbExecutor): Promise<void> {
-    const cap = await this.policy.maxCredentialsPerUser();
+  /** 409 when the user holds `cap` (the admin policy's maxCredentialsPerUser) usable credentials, `replaced` aside. */
+  private async assertUnderCap(userId: string, cap: number, replaced: number, trx: DbExecutor): Promise<void> {
     if ((await this.credentials.countActiveLocked(userId, trx)) - replaced >= cap)
       throw new AppException(
         ErrorCode.Conflict,
