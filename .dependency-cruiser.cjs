@@ -6,7 +6,7 @@
  *   features           src/modules/*, in tiers, lowest first:
  *                        tool-kit (what every feature imports to declare tools, and the scope catalog)
  *                        < credentials (the credential registry every kind plugs into)
- *                        < auth < audit < api-keys < oauth < tools (the registry's doors and ToolsService)
+ *                        < auth < audit < admin-policy < api-keys < oauth < tools (the registry's doors and ToolsService)
  *                        < the domain features (projects, documents, tasks, rag, github, agent, health)
  *                      so no import between auth, api-keys, oauth, audit and the tool doors runs upward: a credential
  *                      kind plugs into the registry below them all, the audit log takes the Caller from the platform
@@ -19,7 +19,7 @@
  */
 
 /** Feature tiers, lowest first; a module not named here is a domain feature (the top tier). */
-const TIERS = [['tool-kit'], ['credentials'], ['auth'], ['audit'], ['api-keys'], ['oauth'], ['tools']];
+const TIERS = [['tool-kit'], ['credentials'], ['auth'], ['audit'], ['admin-policy'], ['api-keys'], ['oauth'], ['tools']];
 
 /** Doors: the HTTP entry points. The tool doors are the JSON and MCP controllers and what only they use. */
 const DOOR = '^src/(modules/[^/]+/.+\\.controller\\.ts|modules/tools/(mcp-[^/]+|scope\\.guard|tool-call-body|mcp\\.schemas)\\.ts)$';

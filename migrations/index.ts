@@ -30,6 +30,7 @@ import { SlotLeases1795827591618 } from './1795827591618-slot-leases.js';
 import { RagBulkWrites1795827626768 } from './1795827626768-rag-bulk-writes.js';
 import { McpClientAttribution1795829237441 } from './1795829237441-mcp-client-attribution.js';
 import { RagSqlDefinitionsInSrc1795829676575 } from './1795829676575-rag-sql-definitions-in-src.js';
+import { KeyRollingAndAdminPolicy1795830000000 } from './1795830000000-key-rolling-and-admin-policy.js';
 import { CredentialToolRestrictions1795831000000 } from './1795831000000-credential-tool-restrictions.js';
 
 /**
@@ -69,5 +70,6 @@ export const ALL_MIGRATIONS = [
   RagBulkWrites1795827626768,
   McpClientAttribution1795829237441,
   RagSqlDefinitionsInSrc1795829676575,
+  KeyRollingAndAdminPolicy1795830000000,
   CredentialToolRestrictions1795831000000,
 ];

@@ -281,6 +281,18 @@ function expiryText(key) {
   return `${date} (${days === 1 ? 'in 1 day' : `in ${days} days`})`;
 }
 
+/** A row's action button; the list's click handler finds the action and the key by the data attributes. */
+function keyButton(key, action, text, label, className) {
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.className = className;
+  button.dataset.action = action;
+  button.dataset.keyId = key.id;
+  button.textContent = text;
+  button.setAttribute('aria-label', label);
+  return button;
+}
+
 function renderKeys(keys) {
   const body = $('keys-body');
   // A refresh in the background must not take the keyboard focus away from a row's button.
@@ -325,11 +337,17 @@ function renderKeys(keys) {
       p.textContent = 'Writes need your confirmation';
       scopesCell.append(p);
     }
+    const notes = [];
     const narrowing = restrictionText(key);
-    if (narrowing) {
+    if (narrowing) notes.push({ text: narrowing, className: 'pins-note key-restriction' });
+    if (key.allowedIps && key.allowedIps.length) notes.push({ text: `Only from ${key.allowedIps.join(', ')}` });
+    if (key.retiresAt) notes.push({ text: `Rolled: stops working ${new Date(key.retiresAt).toLocaleString()}` });
+    if (key.outOfPolicy && key.outOfPolicy.length)
+      notes.push({ text: `Outside the admin policy (${key.outOfPolicy.join(', ')})` });
+    for (const note of notes) {
       const p = document.createElement('p');
-      p.className = 'pins-note key-restriction';
-      p.textContent = narrowing;
+      p.className = note.className || 'pins-note';
+      p.textContent = note.text;
       scopesCell.append(p);
     }
     cell(tr, timeEl(key.createdAt, ''), 'key-created', 'Created');
@@ -343,24 +361,10 @@ function renderKeys(keys) {
 
     const actions = document.createElement('div');
     actions.className = 'row-actions';
-    const usageBtn = document.createElement('button');
-    usageBtn.type = 'button';
-    usageBtn.className = 'secondary small';
-    usageBtn.dataset.action = 'usage';
-    usageBtn.dataset.keyId = key.id;
-    usageBtn.textContent = 'Recent calls';
-    usageBtn.setAttribute('aria-label', `Recent calls of ${key.name}`);
-    actions.append(usageBtn);
-    if (key.status !== 'revoked') {
-      const del = document.createElement('button');
-      del.type = 'button';
-      del.className = 'danger small';
-      del.dataset.action = 'delete';
-      del.dataset.keyId = key.id;
-      del.textContent = 'Delete';
-      del.setAttribute('aria-label', `Delete ${key.name}`);
-      actions.append(del);
-    }
+    actions.append(keyButton(key, 'usage', 'Recent calls', `Recent calls of ${key.name}`, 'secondary small'));
+    // A rolled key keeps working until its overlap ends, but is rolled only once.
+    if (key.status === 'active' && !key.rolledTo) actions.append(keyButton(key, 'roll', 'Roll', `Roll ${key.name}`, 'secondary small'));
+    if (key.status !== 'revoked') actions.append(keyButton(key, 'delete', 'Delete', `Delete ${key.name}`, 'danger small'));
     cell(tr, actions, 'key-actions');
     body.append(tr);
   }
@@ -627,6 +631,8 @@ async function onCreate(event) {
     ? checkedValues('#repo-pins input[name="repos"]')
     : $('repo-text').value.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
   if (repos.length) body.repos = repos;
+  const allowedIps = $('key-allowed-ips').value.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
+  if (allowedIps.length) body.allowedIps = allowedIps;
 
   const submit = $('create-submit');
   submit.disabled = true;
@@ -808,6 +814,36 @@ function onAskDelete(keyId, trigger) {
   $('confirm-cancel').focus();
 }
 
+/** Rolling: a new key with the same settings, shown once like a created one; the old one works for the chosen overlap. */
+function onAskRoll(keyId, trigger) {
+  const key = keysById.get(keyId);
+  if (!key) return;
+  const dialog = $('roll-dialog');
+  $('roll-text').textContent =
+    `A new key replaces "${key.name}" (atr_${key.prefix}…) with the same scopes and limits. Put it into your clients before the old one stops working.`;
+  dialog.returnValue = '';
+  dialog.onclose = async () => {
+    dialog.onclose = null;
+    if (dialog.returnValue !== 'roll') {
+      if (trigger.isConnected) trigger.focus();
+      return;
+    }
+    const created = await guarded(() =>
+      api('POST', `/api/api-keys/${encodeURIComponent(keyId)}/roll`, { overlap: $('roll-overlap').value }),
+    );
+    if (!created) {
+      if (trigger.isConnected) trigger.focus();
+      return;
+    }
+    $('create-panel').hidden = true;
+    showCreatedKey(created);
+    await loadKeys();
+    announce(`Key "${key.name}" rolled. Copy the new key now: it will not be shown again.`);
+  };
+  dialog.showModal();
+  $('roll-cancel').focus();
+}
+
 // ---- connected apps (OAuth grants) -----------------------------------------------------------------
 
 function renderConnectedApps(apps) {
@@ -869,7 +905,7 @@ let backgroundRefresh = null;
  */
 function refreshInBackground() {
   // Not behind the delete dialog: a re-render would replace the button that focus returns to.
-  if (!session || document.visibilityState !== 'visible' || backgroundRefresh || $('confirm-dialog').open) return;
+  if (!session || document.visibilityState !== 'visible' || backgroundRefresh || $('confirm-dialog').open || $('roll-dialog').open) return;
   const owner = session;
   const usageKeyId = $('usage-panel').hidden ? null : $('usage-panel').dataset.keyId;
   backgroundRefresh = (async () => {
@@ -921,13 +957,14 @@ function init() {
     if (!button) return;
     if (button.dataset.action === 'usage') void onShowUsage(button.dataset.keyId, button);
     if (button.dataset.action === 'delete') onAskDelete(button.dataset.keyId, button);
+    if (button.dataset.action === 'roll') onAskRoll(button.dataset.keyId, button);
   });
   for (const button of document.querySelectorAll('button[data-copy-from]')) {
     button.addEventListener('click', () => void onCopy(button));
   }
   // Escape closes the open side panel (the dialog handles its own Escape).
   document.addEventListener('keydown', (event) => {
-    if (event.key !== 'Escape' || $('confirm-dialog').open) return;
+    if (event.key !== 'Escape' || $('confirm-dialog').open || $('roll-dialog').open) return;
     if (!$('usage-panel').hidden) onCloseUsage();
     else if (!$('create-panel').hidden) onCancelCreate();
   });

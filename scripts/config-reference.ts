@@ -148,7 +148,7 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   MAX_CREDENTIALS_PER_USER: {
     group: 'Limits',
-    text: 'active API keys and OAuth grants per user; creating a key beyond is 409 `CONFLICT`',
+    text: 'active API keys and OAuth grants per user; creating a key beyond is 409 `CONFLICT`. The default of the admin policy `maxCredentialsPerUser`, which replaces it once an admin saves a policy',
   },
   RATE_LIMIT_LOGIN_PER_15_MIN: { group: 'Limits', text: 'login attempts per IP + email' },
   MCP_ALLOWED_ORIGINS: {

@@ -9,6 +9,7 @@ import type { AppConfig } from './config/app-config.js';
 import { ConfigModule } from './config/config.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { AgentModule } from './modules/agent/agent.module.js';
+import { AdminPolicyModule } from './modules/admin-policy/admin-policy.module.js';
 import { ApiKeysModule } from './modules/api-keys/api-keys.module.js';
 import { ScopeCatalogModule } from './modules/tool-kit/scope-catalog.js';
 import { ToolRegistryModule } from './modules/tool-kit/tool-registry.js';
@@ -53,6 +54,7 @@ export class AppModule {
         AuthModule,
         ScopeCatalogModule,
         ToolRegistryModule,
+        AdminPolicyModule,
         ApiKeysModule,
         OAuthModule,
         ToolsModule,

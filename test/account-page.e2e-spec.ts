@@ -372,6 +372,50 @@ describe('account page (dist/public of the built server) in a real browser', () 
     await expectNoSecretsInUrlOrStorage();
   });
 
+  it('creates a key limited to client addresses, rolls it with a chosen overlap and shows the new secret once', async () => {
+    await page.getByRole('button', { name: 'Create a key' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('rolling key');
+    await page.getByRole('checkbox', { name: 'Read tasks:read' }).check();
+    await page.getByLabel(/Allowed client addresses/).fill('127.0.0.1, ::1');
+    await page.getByRole('button', { name: 'Create key', exact: true }).click();
+    await page.getByRole('heading', { name: 'Your new key' }).waitFor();
+    const oldKey = await page.locator('#created-key').inputValue();
+    secrets.push(oldKey);
+    await page.getByRole('button', { name: 'I have saved the key' }).click();
+    const row = keyRow('rolling key');
+    await row.locator('.pins-note', { hasText: 'Only from 127.0.0.1/32, ::1/128' }).waitFor();
+
+    await row.getByRole('button', { name: 'Roll rolling key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Roll API key?' });
+    await dialog.waitFor();
+    await dialog.getByLabel('The old key keeps working for').selectOption('1h');
+    await dialog.getByRole('button', { name: 'Roll key' }).click();
+    await page.getByRole('heading', { name: 'Your new key' }).waitFor();
+    const newKey = await page.locator('#created-key').inputValue();
+    expect(newKey).toMatch(/^atr_[0-9A-Za-z]{38}$/);
+    expect(newKey).not.toBe(oldKey);
+    secrets.push(newKey);
+    // Both work during the overlap; the old row says when it stops and offers no second roll.
+    await app.http.get('/api/v1/public/mcp/tools').set(bearer(newKey)).expect(200);
+    await app.http.get('/api/v1/public/mcp/tools').set(bearer(oldKey)).expect(200);
+    const oldRow = page.locator('#keys-body tr', {
+      has: page.locator('.pins-note', { hasText: 'Rolled: stops working' }),
+    });
+    await oldRow.waitFor();
+    expect(await oldRow.getByRole('button', { name: 'Roll rolling key' }).count()).toBe(0);
+    expect(
+      await page.locator('#keys-body tr', { has: page.getByRole('button', { name: 'Roll rolling key' }) }).count(),
+    ).toBe(1);
+
+    // Shown once: gone from the page after Done, and never in the list.
+    await page.getByRole('button', { name: 'I have saved the key' }).click();
+    expect(await page.locator('#created-key').inputValue()).toBe('');
+    expect(await page.content()).not.toContain(newKey);
+    await page.getByRole('button', { name: 'Reload list' }).click();
+    expect(await page.content()).not.toContain(newKey);
+    await expectNoSecretsInUrlOrStorage();
+  });
+
   it('has a favicon: /favicon.ico and every icon the page links answer 200 with an image', async () => {
     const icons = await page
       .locator('link[rel="icon"]')

@@ -55,6 +55,7 @@ describe('API keys (/api/api-keys) and key authentication on Area A', () => {
       confirmWrites: false,
       tools: null,
       readOnly: false,
+      allowedIps: null,
       key: expect.stringMatching(/^atr_[0-9A-Za-z]{38}$/),
     });
     const days = (Date.parse(created.expiresAt) - Date.now()) / 86_400_000;

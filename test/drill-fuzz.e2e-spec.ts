@@ -301,6 +301,12 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     { method: 'GET', path: '/api/api-keys', token: user.token },
     { method: 'GET', path: '/api/api-keys/:id', token: user.token },
     { method: 'DELETE', path: '/api/api-keys/:id', token: user.token },
+    { method: 'POST', path: '/api/api-keys/:id/roll', token: user.token },
+    // The drill's user is the first account, an admin: the policy's validation is what is fuzzed.
+    { method: 'GET', path: '/api/admin/policy', token: user.token },
+    { method: 'PUT', path: '/api/admin/policy', token: user.token },
+    { method: 'PUT', path: '/api/admin/policy', token: projectToken },
+    { method: 'GET', path: '/api/admin/api-keys/out-of-policy', token: user.token },
     { method: 'POST', path: '/api/rag/search', token: user.token },
     { method: 'POST', path: '/api/rag/ingest', token: user.token },
     { method: 'GET', path: '/api/rag/ingest/:id', token: user.token },
@@ -339,6 +345,13 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
     'maxSteps',
     'owner',
     'token',
+    'overlap',
+    'allowedIps',
+    'maxKeyLifetimeDays',
+    'allowedKeyScopes',
+    'requireConfirmWritesForWriteScopes',
+    'allowedOAuthClients',
+    'maxCredentialsPerUser',
   ];
   const fuzzBody = (): Record<string, unknown> => {
     const body: Record<string, unknown> = {};
@@ -670,6 +683,13 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
           });
       }
     }
+    // No fuzzed body saved an admin policy, and the drill's key was neither rolled nor cut off.
+    const policy = await call(t.baseUrl, { method: 'GET', path: '/api/admin/policy', token: user.token });
+    if (policy.json?.data?.updatedAt !== null)
+      problems.push(`a fuzzed body saved a policy: ${excerpt(policy.text, 300)}`);
+    const keyView = await call(t.baseUrl, { method: 'GET', path: `/api/api-keys/${keyId}`, token: user.token });
+    if (keyView.json?.data?.rolledTo !== null)
+      problems.push(`the drill's key was rolled: ${excerpt(keyView.text, 300)}`);
     // Broken and odd multipart uploads.
     const boundary = 'drillboundary';
     const part = (name: string, value: string, file?: string) =>

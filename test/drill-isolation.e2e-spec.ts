@@ -798,6 +798,8 @@ describe(`isolation drill (seed ${seed})`, () => {
       'keys',
       'key',
       'keydel',
+      'keyroll',
+      'policy',
     ]);
     const req = (method: string, path: string, body?: unknown): RawRequest => ({ method, path, token, body });
     const probe = (request: RawRequest, expect: Expectation): Probe => ({
@@ -1019,6 +1021,36 @@ describe(`isolation drill (seed ${seed})`, () => {
               ? ok((body) => (body.data.id === id ? null : 'key: wrong id'))
               : fail(404, 'NOT_FOUND'),
           ),
+        );
+      }
+      case 'keyroll': {
+        // Rolling another user's key: 404 as for a key that does not exist, and nothing is rolled (its next call
+        // works, the model's probes of it go on). One's own keys are left alone: a roll changes the model.
+        const k = rng.pick(apiKeys());
+        if (a && k.userId === a.userId) return areaBProbe();
+        return probe(
+          req('POST', `/api/api-keys/${k.id}/roll`, { overlap: rng.pick(['1h', '24h', '7d']) }),
+          userOnly(fail(404, 'NOT_FOUND')),
+        );
+      }
+      case 'policy': {
+        // Only an admin reads the policy; nobody in the drill may change it (a member's PUT would lock everyone out).
+        const isAdmin = cred.kind === 'user' && cred.u.role === 'admin';
+        if (isAdmin || rng.chance(0.5))
+          return probe(
+            req('GET', rng.chance(0.5) ? '/api/admin/policy' : '/api/admin/api-keys/out-of-policy'),
+            userOnly(isAdmin ? ok() : fail(403, 'FORBIDDEN')),
+          );
+        return probe(
+          req('PUT', '/api/admin/policy', {
+            maxKeyLifetimeDays: 1,
+            allowedKeyScopes: null,
+            requireConfirmWritesForWriteScopes: true,
+            allowedIps: ['192.0.2.0/24'],
+            allowedOAuthClients: [],
+            maxCredentialsPerUser: 1,
+          }),
+          userOnly(fail(403, 'FORBIDDEN')),
         );
       }
       default: {

@@ -146,6 +146,29 @@ describe('secrets drill', () => {
     const projectToken = tokenRes.json.data.token as string;
     secrets.projectToken = projectToken;
 
+    // A roll's new key is a secret like any other: in its one answer only, never logged, listed or audited.
+    const key2Id = key2Res.json.data.id as string;
+    const rolled = await b('roll key2', 'POST', `/api/api-keys/${key2Id}/roll`, { overlap: '7d' }, true);
+    expect(rolled.status).toBe(201);
+    expect(rolled.headers.get('cache-control')).toBe('no-store');
+    secrets.rolledApiKey = rolled.json.data.key as string;
+    expect((await b('roll key2 again', 'POST', `/api/api-keys/${key2Id}/roll`, { overlap: '1h' })).status).toBe(409);
+    await b('keys after roll', 'GET', '/api/api-keys');
+    await b('rolled key view', 'GET', `/api/api-keys/${rolled.json.data.id as string}`);
+    await b('audit after roll', 'GET', '/api/audit?action=api_key.roll');
+    await b('policy', 'GET', '/api/admin/policy');
+    await b('out of policy', 'GET', '/api/admin/api-keys/out-of-policy');
+    expect(
+      (
+        await scanned('rolled key call', {
+          method: 'POST',
+          path: '/api/v1/public/mcp/call',
+          token: secrets.rolledApiKey,
+          body: { name: 'list_tasks', arguments: {} },
+        })
+      ).status,
+    ).toBe(200);
+
     // Use everything, including failures that log.
     const tool = (
       what: string,

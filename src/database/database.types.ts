@@ -78,7 +78,20 @@ export interface AgentRunWebhookDeliveries {
   type: string;
 }
 
+export interface AdminPolicy {
+  allowed_ips: string[] | null;
+  allowed_key_scopes: string[] | null;
+  allowed_oauth_clients: string[] | null;
+  id: Generated<boolean>;
+  max_credentials_per_user: number | null;
+  max_key_lifetime_days: number | null;
+  require_confirm_writes_for_write_scopes: Generated<boolean>;
+  updated_at: Generated<Timestamp>;
+  updated_by: string | null;
+}
+
 export interface ApiKeys {
+  allowed_ips: string[] | null;
   call_count: Generated<Int8>;
   confirm_writes: Generated<boolean>;
   created_at: Generated<Timestamp>;
@@ -92,6 +105,7 @@ export interface ApiKeys {
   read_only: Generated<boolean>;
   repos: string[] | null;
   revoked_at: Timestamp | null;
+  rolled_to: string | null;
   scopes: string[];
   tools: string[] | null;
   user_id: string;
@@ -268,6 +282,7 @@ export interface OauthCodes {
 }
 
 export interface OauthGrants {
+  allowed_ips: string[] | null;
   call_count: Generated<Int8>;
   client_id: string;
   client_name: string;
@@ -397,6 +412,7 @@ export interface Users {
 }
 
 export interface DB {
+  admin_policy: AdminPolicy;
   agent_run_events: AgentRunEvents;
   agent_run_webhook_deliveries: AgentRunWebhookDeliveries;
   agent_runs: AgentRuns;

@@ -53,8 +53,18 @@ export async function consent(
 ): Promise<URL> {
   const url = new URL(authorizationUrl);
   const page = await app.http.get(`${url.pathname}${url.search}`).expect(200);
-  const request = consentRequestOf(page.text);
-  const res = await app.http
+  const res = await approveConsent(app, user, consentRequestOf(page.text), answer).expect(200);
+  return new URL(res.body.data.redirectTo as string);
+}
+
+/** POST /api/oauth/authorize approving the consent page's request (with the user's answer), as the page's script does. */
+export function approveConsent(
+  app: TestApp,
+  user: TestUser,
+  request: Record<string, any>,
+  answer: Record<string, unknown> = {},
+) {
+  return app.http
     .post('/api/oauth/authorize')
     .set(bearer(user.token))
     .send({
@@ -67,9 +77,24 @@ export async function consent(
       ...(request.state !== null ? { state: request.state } : {}),
       approve: true,
       ...answer,
-    })
-    .expect(200);
-  return new URL(res.body.data.redirectTo as string);
+    });
+}
+
+/** The query of an authorization request of a public client (code, PKCE S256) to REDIRECT_URI unless told. */
+export function authorizeQuery(
+  clientId: string,
+  challenge: string,
+  options: { scope?: string; redirectUri?: string; state?: string } = {},
+): URLSearchParams {
+  return new URLSearchParams({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: options.redirectUri ?? REDIRECT_URI,
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    state: options.state ?? 'st-1',
+    ...(options.scope ? { scope: options.scope } : {}),
+  });
 }
 
 /** Consent through the raw routes for a registered client: returns the code. */
@@ -80,15 +105,7 @@ export async function codeFor(
   challenge: string,
   options: { scope?: string; redirectUri?: string; answer?: Record<string, unknown> } = {},
 ): Promise<string> {
-  const query = new URLSearchParams({
-    response_type: 'code',
-    client_id: clientId,
-    redirect_uri: options.redirectUri ?? REDIRECT_URI,
-    code_challenge: challenge,
-    code_challenge_method: 'S256',
-    state: 'st-1',
-    ...(options.scope ? { scope: options.scope } : {}),
-  });
+  const query = authorizeQuery(clientId, challenge, options);
   const redirect = await consent(app, user, `${app.baseUrl}/oauth/authorize?${query}`, options.answer);
   const code = redirect.searchParams.get('code');
   if (!code) throw new Error(`no code in ${redirect.toString()}`);

@@ -17,6 +17,10 @@ export enum ErrorCode {
   Forbidden = 'forbidden',
   /** A tool outside the credential's tools allowlist or read-only choice, or outside the request's toolsets. */
   ToolNotAllowed = 'tool_not_allowed',
+  /** An Area A call from a client address outside the admin policy's or the credential's allowedIps. */
+  IpNotAllowed = 'ip_not_allowed',
+  /** An OAuth grant of a client the admin policy no longer allows (allowedOAuthClients). */
+  OAuthClientNotAllowed = 'oauth_client_not_allowed',
   /** A write tool of a "confirm writes" credential, on a door that cannot ask the user. */
   ConfirmationRequired = 'confirmation_required',
   /** The user declined to confirm a write tool call (MCP elicitation). */
@@ -57,6 +61,12 @@ export const ERROR_CODE_MAPPING: Record<ErrorCode, ErrorCodeMapping> = {
   [ErrorCode.InsufficientScope]: { status: 403, toolApiCode: 'insufficient_scope', backendCode: 'FORBIDDEN' },
   [ErrorCode.Forbidden]: { status: 403, toolApiCode: 'forbidden', backendCode: 'FORBIDDEN' },
   [ErrorCode.ToolNotAllowed]: { status: 403, toolApiCode: 'tool_not_allowed', backendCode: 'FORBIDDEN' },
+  [ErrorCode.IpNotAllowed]: { status: 403, toolApiCode: 'ip_not_allowed', backendCode: 'FORBIDDEN' },
+  [ErrorCode.OAuthClientNotAllowed]: {
+    status: 403,
+    toolApiCode: 'oauth_client_not_allowed',
+    backendCode: 'FORBIDDEN',
+  },
   [ErrorCode.ConfirmationRequired]: { status: 403, toolApiCode: 'confirmation_required', backendCode: 'FORBIDDEN' },
   [ErrorCode.Declined]: { status: 403, toolApiCode: 'declined', backendCode: 'FORBIDDEN' },
   [ErrorCode.UnknownTool]: { status: 404, toolApiCode: 'unknown_tool', backendCode: 'NOT_FOUND' },

@@ -59,7 +59,7 @@ export class ApiKeyAuthGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<UsageRequest>();
     let authenticated: Authenticated;
     try {
-      authenticated = await this.credentials.authenticateTool(bearerToken(request));
+      authenticated = await this.credentials.authenticateTool(bearerToken(request), { ip: request.ip });
     } catch (error) {
       if (error instanceof AppException && ERROR_CODE_MAPPING[error.code].status === 401) {
         const sent = bearerToken(request) !== undefined;

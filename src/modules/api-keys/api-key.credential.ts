@@ -5,7 +5,9 @@ import {
   type Authenticated,
   type CallUsage,
   type CredentialPlugin,
+  type PresentedFrom,
 } from '../credentials/credential-kind.js';
+import { AdminPolicyService } from '../admin-policy/admin-policy.service.js';
 import { API_KEY_PREFIX } from './api-key-format.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
 import { ApiKeysService } from './api-keys.service.js';
@@ -17,7 +19,8 @@ const NAMING: ToolCallerNaming = { kind: 'api-key', via: 'api_key', budget: 'key
 /**
  * A personal API key (`atr_…`): both tool doors, no backend route. Its lookup counts the call (the count is also its
  * revocation and expiry check, ApiKeysService.authenticate); it spends its own budget and its owner's
- * (KeyCallLimiterService); its calls go to its usage log; its expiry is reported on every answer.
+ * (KeyCallLimiterService); its calls go to its usage log; its expiry is reported on every answer. A call from outside
+ * the admin policy's or the key's allowedIps is refused 403 ip_not_allowed (AdminPolicyService.assertCallFrom).
  */
 @Injectable()
 @CredentialKind()
@@ -35,6 +38,7 @@ export class ApiKeyCredential implements CredentialPlugin {
     private readonly keys: ApiKeysService,
     private readonly limiter: KeyCallLimiterService,
     private readonly usage: ApiKeyUsageRecorder,
+    private readonly policy: AdminPolicyService,
   ) {}
 
   describe(): string {
@@ -45,9 +49,13 @@ export class ApiKeyCredential implements CredentialPlugin {
     return 'API keys (atr_…) work only on the tool API under /api/v1/public/mcp; this route expects a user access token from POST /api/auth/login';
   }
 
-  async authenticate(token: string): Promise<Authenticated> {
+  async authenticate(token: string, from?: PresentedFrom): Promise<Authenticated> {
     const key = await this.keys.authenticate(token);
-    const caller = toolCaller(NAMING, key, key.expiresAt);
+    // After the lookup: the key's own ranges come with it (the call is counted either way, as an attempt).
+    if (from) await this.policy.assertCallFrom(from.ip, key.allowedIps);
+    // A rolled key in its overlap reports when it stops working, if that comes before its expiry.
+    const endsAt = key.revokedAt && (!key.expiresAt || key.revokedAt < key.expiresAt) ? key.revokedAt : key.expiresAt;
+    const caller = toolCaller(NAMING, key, endsAt);
     return { caller, user: { trackerId: caller.budgetKey } };
   }
 

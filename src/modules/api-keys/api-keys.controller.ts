@@ -1,4 +1,5 @@
-import { Body, Delete, Get, Param, Post, Query } from '@nestjs/common';
+import { Body, Delete, Get, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { AdminOnly } from '../auth/guards/admin-only.guard.js';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
 import type { Principal } from '../auth/principal.js';
@@ -7,7 +8,7 @@ import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { ApiKeysService } from './api-keys.service.js';
 import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
-import { CreateApiKeyDto } from './dto/create-api-key.dto.js';
+import { CreateApiKeyDto, RollApiKeyDto } from './dto/create-api-key.dto.js';
 import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { page } from '../../common/openapi/openapi-schema.js';
@@ -15,7 +16,9 @@ import {
   ApiKeyDetailSchema,
   ApiKeySchema,
   CreatedApiKeySchema,
+  OutOfPolicyKeySchema,
   RevokedApiKeySchema,
+  RolledApiKeySchema,
   ScopeCatalogSchema,
 } from './api-keys.schemas.js';
 import { BackendController } from '../../common/http/backend-controller.js';
@@ -33,7 +36,7 @@ export class ApiKeysController {
   @Post()
   @ApiOperation({
     summary:
-      'Create a personal API key; the plaintext key is in this response only. 409 CONFLICT at MAX_CREDENTIALS_PER_USER active keys and OAuth grants',
+      'Create a personal API key; the plaintext key is in this response only. 400 naming the admin policy rule it would break; 409 CONFLICT at the policy maxCredentialsPerUser active keys and OAuth grants',
   })
   @ApiData(201, CreatedApiKeySchema, 'The key with its plaintext (Cache-Control: no-store)')
   @ApiErrors(404, 409)
@@ -66,12 +69,43 @@ export class ApiKeysController {
     return this.apiKeys.get(userOnly(principal), id);
   }
 
+  @CarriesSecret()
+  @Post(':id/roll')
+  @ApiOperation({
+    summary:
+      'Roll a key: a new key with the same name, scopes, pins, settings and lifetime (plaintext in this response only); the old key works until the overlap ends, then answers 401 revoked_api_key. 409 CONFLICT for a key already rolled, revoked or expired; 400 when the new key would break the admin policy',
+  })
+  @ApiData(201, RolledApiKeySchema, 'The new key with its plaintext (Cache-Control: no-store)')
+  @ApiErrors(404, 409)
+  roll(@CurrentPrincipal() principal: Principal, @Param('id') id: string, @Body() body: RollApiKeyDto) {
+    return this.apiKeys.roll(userOnly(principal), id, body.overlap);
+  }
+
   @Delete(':id')
   @ApiOperation({ summary: 'Revoke a key; it answers 401 revoked_api_key from the next request on' })
   @ApiData(200, RevokedApiKeySchema, 'The key, now revoked')
   @ApiErrors(404)
   revoke(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
     return this.apiKeys.revoke(userOnly(principal), id);
+  }
+}
+
+/** The admin's view of everyone's keys against the admin policy. */
+@ApiTags('admin: policy')
+@UseGuards(AdminOnly("list everyone's keys"))
+@BackendController('api/admin/api-keys')
+export class AdminApiKeysController {
+  constructor(private readonly apiKeys: ApiKeysService) {}
+
+  @Get('out-of-policy')
+  @ApiOperation({
+    summary:
+      "Everyone's usable keys that break the admin policy, newest first, with the rules each breaks: {items, nextCursor} (a page may hold fewer items than limit; nextCursor continues)",
+  })
+  @ApiData(200, page(OutOfPolicyKeySchema), 'A page of keys out of policy')
+  @ApiErrors(403)
+  outOfPolicy(@Query() query: PageQueryDto) {
+    return this.apiKeys.outOfPolicy(query);
   }
 }
 

@@ -1,9 +1,10 @@
 import { Module } from '@nestjs/common';
+import { AdminPolicyModule } from '../admin-policy/admin-policy.module.js';
 import { ApiKeyAuthGuard } from './api-key-auth.guard.js';
 import { ApiKeyCallCounterService } from './api-key-call-counter.service.js';
 import { ApiKeyCredential } from './api-key.credential.js';
 import { ApiKeyUsageRecorder } from './api-key-usage.recorder.js';
-import { ApiKeysController } from './api-keys.controller.js';
+import { AdminApiKeysController, ApiKeysController } from './api-keys.controller.js';
 import { ApiKeysRepository } from './api-keys.repository.js';
 import { ApiKeysService } from './api-keys.service.js';
 import { ToolCredentialsModule } from './tool-credentials.module.js';
@@ -12,8 +13,8 @@ import { KeyRateLimitGuard } from './key-rate-limit.guard.js';
 import { VerifiedKeyCache } from './verified-key-cache.js';
 
 @Module({
-  imports: [ToolCredentialsModule],
-  controllers: [ApiKeysController],
+  imports: [ToolCredentialsModule, AdminPolicyModule],
+  controllers: [ApiKeysController, AdminApiKeysController],
   providers: [
     ApiKeysRepository,
     ApiKeysService,

@@ -18,25 +18,30 @@ export const toolRestrictionFields = {
   readOnly: { type: 'boolean', description: 'Only tools marked readOnlyHint: true, whatever the scopes' },
 };
 
-export const CreatedApiKeySchema = named(
-  'CreatedApiKey',
-  object({
-    id: uuid,
-    name: { type: 'string' },
-    scopes,
-    prefix: { type: 'string', description: 'The first 8 characters after atr_, for display' },
-    createdAt: timestamp,
-    expiresAt: nullable(timestamp),
-    ...pins,
-    confirmWrites: { type: 'boolean' },
-    ...toolRestrictionFields,
-    key: {
-      type: 'string',
-      pattern: '^atr_[0-9A-Za-z]{38}$',
-      description: 'The plaintext key, returned this once only',
-    },
-  }),
-);
+const createdKeyFields = {
+  id: uuid,
+  name: { type: 'string' },
+  scopes,
+  prefix: { type: 'string', description: 'The first 8 characters after atr_, for display' },
+  createdAt: timestamp,
+  expiresAt: nullable(timestamp),
+  ...pins,
+  confirmWrites: { type: 'boolean' },
+  ...toolRestrictionFields,
+  allowedIps: { ...nullable(stringArray), description: 'CIDR ranges the key may be used from (null: anywhere)' },
+  key: {
+    type: 'string',
+    pattern: '^atr_[0-9A-Za-z]{38}$',
+    description: 'The plaintext key, returned this once only',
+  },
+};
+
+export const CreatedApiKeySchema = named('CreatedApiKey', object(createdKeyFields));
+
+const policyRules = {
+  type: 'array',
+  items: { type: 'string', enum: ['maxKeyLifetimeDays', 'allowedKeyScopes', 'requireConfirmWritesForWriteScopes'] },
+};
 
 const keyFields = {
   id: uuid,
@@ -52,6 +57,16 @@ const keyFields = {
   ...pins,
   confirmWrites: { type: 'boolean' },
   ...toolRestrictionFields,
+  allowedIps: { ...nullable(stringArray), description: 'CIDR ranges the key may be used from (null: anywhere)' },
+  rolledTo: { ...nullable(uuid), description: 'The key that replaced this one by a roll' },
+  retiresAt: {
+    ...nullable(timestamp),
+    description: 'When a rolled key stops working (the end of its overlap); null otherwise',
+  },
+  outOfPolicy: {
+    ...policyRules,
+    description: 'The admin policy rules this active key breaks (it keeps working; a new key could not be made so)',
+  },
 };
 
 export const ApiKeySchema = named('ApiKey', object(keyFields));
@@ -75,6 +90,30 @@ export const ApiKeyDetailSchema = named(
         clientVersion: { type: ['string', 'null'] },
       }),
     },
+  }),
+);
+
+export const RolledApiKeySchema = named(
+  'RolledApiKey',
+  object({
+    ...createdKeyFields,
+    retiresAt: { ...timestamp, description: 'When the old key stops working' },
+  }),
+);
+
+export const OutOfPolicyKeySchema = named(
+  'OutOfPolicyKey',
+  object({
+    id: uuid,
+    userId: uuid,
+    userEmail: { type: 'string' },
+    name: { type: 'string' },
+    prefix: { type: 'string' },
+    scopes,
+    confirmWrites: { type: 'boolean' },
+    createdAt: timestamp,
+    expiresAt: nullable(timestamp),
+    outOfPolicy: { ...policyRules, description: 'The admin policy rules the key breaks' },
   }),
 );
 

@@ -30,7 +30,10 @@ export interface ToolCredentialAuthorisation extends ToolCredentialAccess {
   id: string;
   userId: string;
   expiresAt: Date | null;
+  /** When it stops working; in the future for a rolled API key still in its overlap. */
   revokedAt: Date | null;
+  /** Client address ranges (CIDR) it may be used from; null: anywhere the admin policy allows. */
+  allowedIps: string[] | null;
 }
 
 /** A credential as listed on the account page: its authorisation, when it was made and how much it is used. */
@@ -84,6 +87,7 @@ export const AUTHORISATION_COLUMNS = [
   'read_only',
   'expires_at',
   'revoked_at',
+  'allowed_ips',
 ] as const satisfies readonly (keyof ApiKeys)[];
 
 /** The columns behind {@link ToolCredential}, selectable from either credential table. */
@@ -109,6 +113,7 @@ export function toAuthorisation(row: AuthorisationRow): ToolCredentialAuthorisat
     readOnly: row.read_only,
     expiresAt: row.expires_at,
     revokedAt: row.revoked_at,
+    allowedIps: row.allowed_ips,
   };
 }
 
@@ -140,8 +145,9 @@ export class ToolCredentialsRepository {
       const none: string[] = [];
       // Only a usable credential is counted, and its authorisation comes back from the row as it is now:
       // whoever counts a call learns in the same round trip whether the credential is still revoked-free,
-      // unexpired and what it may do (the key cache in ApiKeysService relies on this).
-      const usable = sql`k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`;
+      // unexpired and what it may do (the key cache in ApiKeysService relies on this). A revocation time in the
+      // future is a rolled key's overlap: it works until then, on every instance, with no cache to expire.
+      const usable = sql`(k.revoked_at IS NULL OR k.revoked_at > now()) AND (k.expires_at IS NULL OR k.expires_at > now())`;
       return sql`WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)),
        calls AS (SELECT * FROM unnest(${none}::uuid[], ${none}::bigint[]) AS c(id, n)),
        locked AS (
@@ -211,7 +217,8 @@ export class ToolCredentialsRepository {
   }
 
   /**
-   * Revokes one of the user's credentials; an already revoked one keeps its first revocation time.
+   * Revokes one of the user's credentials; an already revoked one keeps its first revocation time, a rolled one
+   * in its overlap stops now.
    * Its id, or undefined when the user has no such credential. Revocation is a column every lookup reads:
    * it holds on every instance at once.
    */
@@ -223,7 +230,7 @@ export class ToolCredentialsRepository {
   ): Promise<string | undefined> {
     const row = await executor
       .updateTable(TABLES[kind].credentials as 'api_keys')
-      .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
+      .set({ revoked_at: sql<Date>`least(coalesce(revoked_at, now()), now())` })
       .where('id', '=', id)
       .where('user_id', '=', userId)
       .returning('id')
@@ -275,14 +282,15 @@ export class ToolCredentialsRepository {
   }
 
   /**
-   * A user's usable credentials of both kinds (API keys and OAuth grants, neither revoked nor expired), counted
-   * under a per-user transaction lock so two creations at once cannot both pass a cap.
+   * A user's usable credentials of both kinds (API keys and OAuth grants, neither revoked nor expired; a rolled key in
+   * its overlap still counts), counted under a per-user transaction lock so two creations at once cannot both pass a
+   * cap.
    */
   async countActiveLocked(userId: string, executor: DbExecutor): Promise<number> {
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`credentials:${userId}`}, 0))`.execute(executor);
     const { rows } = await sql<{ n: string | number }>`
-      SELECT (SELECT count(*) FROM api_keys WHERE user_id = ${userId} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()))
-           + (SELECT count(*) FROM oauth_grants WHERE user_id = ${userId} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())) AS n`.execute(
+      SELECT (SELECT count(*) FROM api_keys WHERE user_id = ${userId} AND (revoked_at IS NULL OR revoked_at > now()) AND (expires_at IS NULL OR expires_at > now()))
+           + (SELECT count(*) FROM oauth_grants WHERE user_id = ${userId} AND (revoked_at IS NULL OR revoked_at > now()) AND (expires_at IS NULL OR expires_at > now())) AS n`.execute(
       executor,
     );
     return Number(rows[0]?.n ?? 0);

@@ -6,6 +6,8 @@ export const AUDIT_ACTIONS = [
   'tool.call',
   'api_key.create',
   'api_key.revoke',
+  'api_key.roll',
+  'policy.update',
   'oauth.grant',
   'oauth.revoke',
   'project.create',

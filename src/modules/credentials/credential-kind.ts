@@ -19,6 +19,11 @@ export interface Authenticated {
   user: object;
 }
 
+/** Where a tool-door bearer was presented from: the client address (Express `req.ip`, under TRUST_PROXY). */
+export interface PresentedFrom {
+  ip: string | undefined;
+}
+
 /** After a call of a tool-door caller: what its usage log records. */
 export interface CallUsage {
   tool: string | null;
@@ -58,8 +63,11 @@ export interface CredentialPlugin {
   wrongDoor(door: CredentialDoor): string;
   /** The 401 message when the bearer is not a usable credential of this kind (a kind may throw a more precise one). */
   readonly invalidMessage: string;
-  /** The caller of a usable credential, else null; throws AppException for a refusal it can name (revoked, expired). */
-  authenticate(token: string): Promise<Authenticated | null>;
+  /**
+   * The caller of a usable credential, else null; throws AppException for a refusal it can name (revoked, expired,
+   * a client address outside the admin policy's or the credential's allowedIps). `from` is given on the tool doors.
+   */
+  authenticate(token: string, from?: PresentedFrom): Promise<Authenticated | null>;
   /** Whether the credential still works, and until when, for work that outlives its request (a run stream). */
   liveness?(token: string): Promise<{ expiresAt: Date } | null>;
   /** Spends one call of the caller's budget on the tool doors; throws 429 when it is spent. */

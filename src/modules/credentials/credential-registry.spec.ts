@@ -97,21 +97,23 @@ describe('CredentialRegistry', () => {
     expect(registry(key).kindOf('eyJ.x.y')).toBeUndefined();
   });
 
+  const LOCAL = { ip: '127.0.0.1' };
+
   it('names the tool doors kinds in position order, and what it got', async () => {
-    expect(await refusal(all.authenticateTool(undefined))).toEqual({
+    expect(await refusal(all.authenticateTool(undefined, LOCAL))).toEqual({
       code: 'missing_api_key',
       message: 'This route needs a key (get one at /keys) or a grant token',
     });
     const wrong =
       'This route expects a key (atk_…) or a grant (atg_…), got %s; user and project tokens work only on the backend routes under /api';
-    expect((await refusal(all.authenticateTool('atp_x'))).message).toBe(wrong.replace('%s', 'a pinned'));
-    expect((await refusal(all.authenticateTool('atq_x'))).message).toBe(wrong.replace('%s', 'a refresh token'));
-    expect((await refusal(all.authenticateTool('plain'))).message).toBe(wrong.replace('%s', 'a session'));
-    expect(await refusal(all.authenticateTool('atk_bad'))).toEqual({
+    expect((await refusal(all.authenticateTool('atp_x', LOCAL))).message).toBe(wrong.replace('%s', 'a pinned'));
+    expect((await refusal(all.authenticateTool('atq_x', LOCAL))).message).toBe(wrong.replace('%s', 'a refresh token'));
+    expect((await refusal(all.authenticateTool('plain', LOCAL))).message).toBe(wrong.replace('%s', 'a session'));
+    expect(await refusal(all.authenticateTool('atk_bad', LOCAL))).toEqual({
       code: 'invalid_api_key',
       message: 'key is not valid',
     });
-    expect((await all.authenticateTool('atk_good')).caller.kind).toBe('key');
+    expect((await all.authenticateTool('atk_good', LOCAL)).caller.kind).toBe('key');
   });
 
   it('opens the backend only to kinds that open it, opted-in routes only to opted-in kinds', async () => {

@@ -3,7 +3,13 @@ import { DiscoveryService, Reflector } from '@nestjs/core';
 import type { Caller } from '../../common/auth/caller.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
-import { CREDENTIAL_KIND, type Authenticated, type CallUsage, type CredentialPlugin } from './credential-kind.js';
+import {
+  CREDENTIAL_KIND,
+  type Authenticated,
+  type CallUsage,
+  type CredentialPlugin,
+  type PresentedFrom,
+} from './credential-kind.js';
 
 /**
  * Every credential kind of the app, found at start-up among the providers marked @CredentialKind(). The one place a
@@ -93,9 +99,10 @@ export class CredentialRegistry implements OnModuleInit {
 
   /**
    * The caller of a tool-door bearer (undefined: none was sent); throws the 401 that names what is wrong. A usable
-   * credential's call is counted by its kind before this resolves (the count is also the revocation check).
+   * credential's call is counted by its kind before this resolves (the count is also the revocation check). `from`
+   * is where it came from: each kind checks it against the admin policy and the credential's own allowedIps.
    */
-  async authenticateTool(token: string | undefined): Promise<Authenticated> {
+  async authenticateTool(token: string | undefined, from: PresentedFrom): Promise<Authenticated> {
     if (!token)
       throw new AppException(
         ErrorCode.MissingApiKey,
@@ -113,7 +120,7 @@ export class CredentialRegistry implements OnModuleInit {
           .join(' or ')}, got ${got}; user and project tokens work only on the backend routes under /api`,
       );
     }
-    const found = await kind.authenticate(token);
+    const found = await kind.authenticate(token, from);
     if (!found) throw new AppException(ErrorCode.InvalidApiKey, kind.invalidMessage);
     return found;
   }

@@ -11,7 +11,9 @@ import {
   type Authenticated,
   type CallUsage,
   type CredentialPlugin,
+  type PresentedFrom,
 } from '../credentials/credential-kind.js';
+import { AdminPolicyService } from '../admin-policy/admin-policy.service.js';
 import { OAuthGrantsService } from './oauth-grants.service.js';
 import { OAUTH_SECRET_PREFIX } from './oauth-secret-format.js';
 
@@ -46,6 +48,7 @@ export class OAuthGrantCredential implements CredentialPlugin {
     private readonly callCounter: ApiKeyCallCounterService,
     private readonly limiter: KeyCallLimiterService,
     private readonly usage: ApiKeyUsageRecorder,
+    private readonly policy: AdminPolicyService,
   ) {}
 
   describe(token: string): string {
@@ -59,10 +62,17 @@ export class OAuthGrantCredential implements CredentialPlugin {
   /**
    * The grant's lookup reads revocation and expiry; its call is then counted (committed) before the call is answered,
    * and the count refuses a grant revoked or expired meanwhile (ApiKeyCallCounterService makes concurrent calls
-   * share one write).
+   * share one write). A grant of a client the admin policy no longer allows is refused 403 oauth_client_not_allowed,
+   * a call from outside the allowed addresses 403 ip_not_allowed.
    */
-  async authenticate(token: string): Promise<Authenticated> {
+  async authenticate(token: string, from?: PresentedFrom): Promise<Authenticated> {
     const grant = await this.grants.authenticateAccessToken(token);
+    if (!(await this.policy.oauthClientAllowed(grant, true)))
+      throw new AppException(
+        ErrorCode.OAuthClientNotAllowed,
+        `The admin policy no longer allows the app "${grant.clientName}" (allowedOAuthClients)`,
+      );
+    if (from) await this.policy.assertCallFrom(from.ip, grant.allowedIps);
     if (!(await this.callCounter.count(NAMING.kind, grant.id))) {
       // The grant was revoked or expired between the lookup and the count: a second lookup names which.
       await this.grants.authenticateAccessToken(token);

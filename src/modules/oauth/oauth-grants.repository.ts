@@ -38,6 +38,12 @@ export type OAuthTokenKind = 'access' | 'refresh';
  * as HMACs only. Single use (codes, refresh tokens) is one conditional UPDATE, so two instances can never
  * both win. Counts, usage, revocation and listing, shared with API keys, are ToolCredentialsRepository's.
  */
+/** A grant's authorisation with the client it was given to (the admin policy may stop allowing that client). */
+export interface GrantAuthorisation extends ToolCredentialAuthorisation {
+  clientId: string;
+  clientName: string;
+}
+
 @Injectable()
 export class OAuthGrantsRepository {
   /** The hot-path lookup, built and compiled once: each call only swaps in the hash. */
@@ -58,6 +64,9 @@ export class OAuthGrantsRepository {
         'g.read_only',
         'g.expires_at',
         'g.revoked_at',
+        'g.allowed_ips',
+        'g.client_id',
+        'g.client_name',
         't.token_hash',
         't.expires_at as token_expires_at',
       ])
@@ -189,6 +198,7 @@ export class OAuthGrantsRepository {
         'read_only',
         'expires_at',
         'revoked_at',
+        'allowed_ips',
       ])
       .where('id', '=', grantId)
       .where('revoked_at', 'is', null)
@@ -203,10 +213,16 @@ export class OAuthGrantsRepository {
    */
   async findByAccessToken(
     tokenHash: Buffer,
-  ): Promise<{ grant: ToolCredentialAuthorisation; tokenHash: Buffer; tokenExpiresAt: Date | null } | undefined> {
+  ): Promise<{ grant: GrantAuthorisation; tokenHash: Buffer; tokenExpiresAt: Date | null } | undefined> {
     const query: typeof this.byAccessToken = { ...this.byAccessToken, parameters: [tokenHash] };
     const [row] = (await this.db.executeQuery(query)).rows;
-    return row && { grant: toAuthorisation(row), tokenHash: row.token_hash, tokenExpiresAt: row.token_expires_at };
+    return (
+      row && {
+        grant: { ...toAuthorisation(row), clientId: row.client_id, clientName: row.client_name },
+        tokenHash: row.token_hash,
+        tokenExpiresAt: row.token_expires_at,
+      }
+    );
   }
 
   /** The grant and client of a token of this kind; undefined when there is none. */

@@ -17,14 +17,11 @@ import { sameHash } from '../api-keys/api-key-format.js';
 import { expiryDate, type ApiKeyExpiry } from '../api-keys/api-key-scopes.js';
 import { isMcpResource, type AuthorizationRequest } from './authorization-request.js';
 import { toToolCredentialView, type ToolCredentialView } from '../api-keys/tool-credential-view.js';
-import {
-  ToolCredentialsRepository,
-  type ToolCredentialAccess,
-  type ToolCredentialAuthorisation,
-} from '../api-keys/tool-credentials.repository.js';
+import { ToolCredentialsRepository, type ToolCredentialAccess } from '../api-keys/tool-credentials.repository.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { AuditService } from '../audit/audit.service.js';
-import { OAuthGrantsRepository } from './oauth-grants.repository.js';
+import { AdminPolicyService } from '../admin-policy/admin-policy.service.js';
+import { OAuthGrantsRepository, type GrantAuthorisation } from './oauth-grants.repository.js';
 import type { OAuthClient } from './oauth-clients.service.js';
 import {
   generateOAuthSecret,
@@ -61,14 +58,16 @@ export class OAuthGrantsService {
     private readonly credentials: ToolCredentialsRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly audit: AuditService,
+    private readonly policy: AdminPolicyService,
   ) {}
 
   private hash(secret: string): Buffer {
     return hashOAuthSecret(secret, this.config.secrets.tokenPepper);
   }
 
-  /** The consent page approved: a 60-second single-use code carrying the approval. */
+  /** The consent page approved: a 60-second single-use code carrying the approval (400 if the admin policy forbids it). */
   async issueCode(userId: string, request: AuthorizationRequest, consent: Consent): Promise<string> {
+    await this.policy.assertNewGrantAllowed(consent);
     const code = generateOAuthSecret('code');
     await this.grants.insertCode(this.hash(code), {
       userId,
@@ -225,7 +224,7 @@ export class OAuthGrantsService {
    * Area A: an access token to its grant's authorisation, the same an API key gives. Grant revocation and expiry are
    * columns read on every call (no cache can outlive a revoke on any instance).
    */
-  async authenticateAccessToken(token: string): Promise<ToolCredentialAuthorisation> {
+  async authenticateAccessToken(token: string): Promise<GrantAuthorisation> {
     if (!isWellFormedOAuthSecret(token, 'accessToken'))
       throw new AppException(ErrorCode.InvalidApiKey, 'The OAuth access token is not valid');
     const hash = this.hash(token);

@@ -21,8 +21,10 @@ import {
 import {
   InvalidRequestError,
   OAuthError,
+  UnauthorizedClientError,
   UnsupportedGrantTypeError,
 } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { AdminPolicyService } from '../admin-policy/admin-policy.service.js';
 import type { OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Request, Response } from 'express';
 import { readFileSync } from 'node:fs';
@@ -67,6 +69,7 @@ export class OAuthServerController {
     private readonly clients: OAuthClientsService,
     private readonly grants: OAuthGrantsService,
     private readonly scopes: ScopeCatalog,
+    private readonly policy: AdminPolicyService,
   ) {}
 
   @Get(['.well-known/oauth-protected-resource', '.well-known/oauth-protected-resource/api/v1/public/mcp'])
@@ -191,6 +194,9 @@ export class OAuthServerController {
       throw error;
     }
     try {
+      // RFC 6749 §4.1.2.1: a valid client the organisation does not allow gets unauthorized_client.
+      if (!(await this.policy.oauthClientAllowed(client)))
+        throw new UnauthorizedClientError('the organisation’s admin policy does not allow this app');
       const checked = checkAuthorizationParams(
         client,
         redirectUri,
@@ -244,13 +250,17 @@ export class OAuthServerController {
   })
   @ApiResponse({
     status: 400,
-    description: 'invalid_request, invalid_grant, unsupported_grant_type, invalid_scope',
+    description:
+      'invalid_request, invalid_grant, unsupported_grant_type, invalid_scope, unauthorized_client (the admin policy allowedOAuthClients)',
     schema: { $ref: OAuthErrorSchema.$ref },
   })
   @ApiResponse({ status: 401, description: 'invalid_client', schema: { $ref: OAuthErrorSchema.$ref } })
   async token(@Req() request: Request, @Res() response: Response): Promise<void> {
     const body = formBody(request);
     const client = await this.clients.authenticate(request, body);
+    // RFC 6749 §5.2: neither a code nor a refresh token of a client the admin policy no longer allows is honoured.
+    if (!(await this.policy.oauthClientAllowed(client)))
+      throw new UnauthorizedClientError('The organisation’s admin policy does not allow this app');
     let tokens;
     if (body.grant_type === 'authorization_code') tokens = await this.grants.exchangeCode(client, body);
     else if (body.grant_type === 'refresh_token') tokens = await this.grants.refresh(client, body);

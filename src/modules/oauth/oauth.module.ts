@@ -1,4 +1,5 @@
 import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
+import { AdminPolicyModule } from '../admin-policy/admin-policy.module.js';
 import { ApiKeysModule } from '../api-keys/api-keys.module.js';
 import { ToolCredentialsModule } from '../api-keys/tool-credentials.module.js';
 import { ClientMetadataFetcher } from './client-metadata-fetcher.js';
@@ -16,7 +17,7 @@ import { OAuthServerController } from './oauth-server.controller.js';
  * registry (OAuthGrantCredential), so an OAuth access token is one more kind of tool-door caller (see README.md).
  */
 @Module({
-  imports: [ToolCredentialsModule, ApiKeysModule],
+  imports: [ToolCredentialsModule, ApiKeysModule, AdminPolicyModule],
   controllers: [OAuthServerController, OAuthAccountController],
   providers: [
     OAuthClientsRepository,
