@@ -30,6 +30,7 @@ import { SlotLeases1795827591618 } from './1795827591618-slot-leases.js';
 import { RagBulkWrites1795827626768 } from './1795827626768-rag-bulk-writes.js';
 import { McpClientAttribution1795829237441 } from './1795829237441-mcp-client-attribution.js';
 import { RagSqlDefinitionsInSrc1795829676575 } from './1795829676575-rag-sql-definitions-in-src.js';
+import { FairClaimIndex1795838678426 } from './1795838678426-fair-claim-index.js';
 
 /**
  * Every migration, in order. Listed by class (not a glob) so the app, the CLI and the tests load the
@@ -68,4 +69,5 @@ export const ALL_MIGRATIONS = [
   RagBulkWrites1795827626768,
   McpClientAttribution1795829237441,
   RagSqlDefinitionsInSrc1795829676575,
+  FairClaimIndex1795838678426,
 ];
