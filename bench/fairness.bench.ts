@@ -211,9 +211,11 @@ async function main(): Promise<void> {
       const runsLeft = (await Promise.all(runs.map((id) => runStatus(bulk, id)))).filter(
         (status) => status === 'queued' || status === 'running',
       ).length;
-      backlog.push(
-        `${runsLeft} bulk runs unfinished, large documents ${(await Promise.all(larges.map((id) => documentStatus(bulk, id)))).join(', ')}`,
+      const largeViews = await Promise.all(
+        larges.map(async (id) => (await ok('document', http(baseUrl, 'GET', `/api/documents/${id}`, bulk))) as any),
       );
+      const states = largeViews.map((view) => (view.error ? `${view.status} (${view.error})` : view.status));
+      backlog.push(`${runsLeft} bulk runs unfinished, large documents ${states.join(', ')}`);
     }
 
     const fmt = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
