@@ -35,10 +35,7 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
     env: () => ({
       RATE_LIMIT_KEY_PER_MIN: '1000000',
       RATE_LIMIT_USER_PER_MIN: '1000000',
-      EMBEDDINGS_PROVIDER: 'openai',
-      EMBEDDINGS_BASE_URL: embeddings.baseUrl,
-      EMBEDDINGS_MODEL: 'fake-embed',
-      EMBEDDINGS_DIMENSIONS: '8',
+      ...embeddings.env(),
       EMBEDDINGS_BATCH_SIZE: '2',
       RAG_CHUNK_TARGET_CHARS: '200',
       RAG_CHUNK_OVERLAP_CHARS: '0',

@@ -16,10 +16,7 @@ describeOnSharedServices(
     let embeddings: FakeEmbeddings;
     const deployment = useProcessDeployment('resume', {
       env: () => ({
-        EMBEDDINGS_PROVIDER: 'openai',
-        EMBEDDINGS_BASE_URL: embeddings.baseUrl,
-        EMBEDDINGS_MODEL: 'fake-embed',
-        EMBEDDINGS_DIMENSIONS: '8',
+        ...embeddings.env(),
         RAG_CHUNK_TARGET_CHARS: '200',
         RAG_CHUNK_OVERLAP_CHARS: '0',
         RAG_STALE_AFTER_MS: '3000',

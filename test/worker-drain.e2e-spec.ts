@@ -35,10 +35,7 @@ describeOnSharedServices(
     let llm: FakeLlmServer;
     const deployment = useProcessDeployment('drain', {
       env: () => ({
-        EMBEDDINGS_PROVIDER: 'openai',
-        EMBEDDINGS_BASE_URL: embeddings.baseUrl,
-        EMBEDDINGS_MODEL: 'fake-embed',
-        EMBEDDINGS_DIMENSIONS: '8',
+        ...embeddings.env(),
         RAG_CHUNK_TARGET_CHARS: String(CHUNK_CHARS),
         RAG_CHUNK_OVERLAP_CHARS: '0',
         // The stale-claim bound of a crashed worker, far above the resume time asserted: only a release can explain it.
@@ -341,10 +338,7 @@ describe('worker drain on the embedded default: SIGTERM mid-ingest, then a resta
       DATA_DIR: dataDir,
       LOG_LEVEL: 'info',
       SHUTDOWN_DRAIN_DELAY_MS: '1000',
-      EMBEDDINGS_PROVIDER: 'openai',
-      EMBEDDINGS_BASE_URL: embeddings.baseUrl,
-      EMBEDDINGS_MODEL: 'fake-embed',
-      EMBEDDINGS_DIMENSIONS: '8',
+      ...embeddings.env(),
       RAG_CHUNK_TARGET_CHARS: String(CHUNK_CHARS),
       RAG_CHUNK_OVERLAP_CHARS: '0',
       RAG_STALE_AFTER_MS: '60000',
