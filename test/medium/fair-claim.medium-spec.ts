@@ -103,7 +103,6 @@ describe('ClaimableJobsRepository.claimNext behind a long backlog (medium: real 
         (sum, node) => sum + (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops'],
         0,
       );
-      console.log('ROWSREAD', rowsRead, scans.length);
       expect(rowsRead).toBeLessThan(200);
 
       const first = await jobs().claimNext(spec, STALE_AFTER_MS, '00000000-0000-4000-8000-000000000002');
