@@ -32,6 +32,7 @@ import { McpClientAttribution1795829237441 } from './1795829237441-mcp-client-at
 import { RagSqlDefinitionsInSrc1795829676575 } from './1795829676575-rag-sql-definitions-in-src.js';
 import { KeyRollingAndAdminPolicy1795830000000 } from './1795830000000-key-rolling-and-admin-policy.js';
 import { CredentialToolRestrictions1795831000000 } from './1795831000000-credential-tool-restrictions.js';
+import { FairClaimIndex1795838678426 } from './1795838678426-fair-claim-index.js';
 
 /**
  * Every migration, in order. Listed by class (not a glob) so the app, the CLI and the tests load the
@@ -72,4 +73,5 @@ export const ALL_MIGRATIONS = [
   RagSqlDefinitionsInSrc1795829676575,
   KeyRollingAndAdminPolicy1795830000000,
   CredentialToolRestrictions1795831000000,
+  FairClaimIndex1795838678426,
 ];

@@ -331,7 +331,7 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   AGENT_MAX_STREAMS_PER_USER: {
     group: 'Agent runs and webhooks',
-    text: "a user's open run streams (across instances with Redis, else per process); beyond, 429 `RATE_LIMITED`",
+    text: "a user's open run streams, across all instances (Redis, else PostgreSQL leases); beyond, 429 `RATE_LIMITED`",
   },
   GITHUB_API_URL: {
     group: 'GitHub',

@@ -374,6 +374,24 @@ describe.each(variants.filter((v) => v.enabled))('built server: $name', ({ name 
     expect((await http(base, 'GET', '/api/auth/signup')).body.data).toEqual({ open: true });
   });
 
+  it('answers an upload declared far over UPLOAD_MAX_BYTES with a 413 its client reads while still sending', async () => {
+    // In another process than the client, the refusal before the body is read closes the connection: without a
+    // lingering close, fetch reported EPIPE instead of the answer.
+    const project = await http(base, 'POST', '/api/projects', { token, json: { name: 'Too large' } });
+    for (let i = 0; i < 3; i += 1) {
+      const form = new FormData();
+      form.append('projectId', project.body.data.id);
+      form.append('file', new Blob([Buffer.alloc(24 * 1024 * 1024, 'a')], { type: 'text/plain' }), 'huge.txt');
+      const answer = await fetch(`${base}/api/documents/upload`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        body: form,
+      });
+      expect(answer.status).toBe(413);
+      expect(((await answer.json()) as { error: { code: string } }).error.code).toBe('PAYLOAD_TOO_LARGE');
+    }
+  }, 60_000);
+
   it('indexes an uploaded document in the background and finds it by search', async () => {
     const project = await http(base, 'POST', '/api/projects', { token, json: { name: 'Built project' } });
     expect(project.status).toBe(201);

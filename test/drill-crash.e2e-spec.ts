@@ -1,12 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client } from 'pg';
-import { buildOnce, startAppProcess, type AppProcess } from './support/app-process';
+import type { Client } from 'pg';
+import type { AppProcess } from './support/app-process';
 import { call } from './support/drill-helpers';
 import { FakeEmbeddings } from './support/fake-embeddings-server';
 import { FakeLlmServer } from './support/fake-llm-server';
-import { createTestDatabase, deploymentEnv, describeOnSharedServices, type TestDatabase } from './support/test-app';
+import { signUp, useProcessDeployment, type ProcessDeployment } from './support/process-deployment';
+import { describeOnSharedServices } from './support/test-app';
 import { sleep, waitFor as waitUntil } from './support/wait';
 
 /**
@@ -27,22 +25,30 @@ if (!process.env.TEST_DATABASE_URL) {
 }
 
 describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
-  let database: TestDatabase;
   let db: Client;
   let llm: FakeLlmServer;
   let embeddings: FakeEmbeddings;
   let api: AppProcess;
-  let env: Record<string, string>;
-  const dataDir = mkdtempSync(join(tmpdir(), 'atrium-crash-'));
-  const processes: AppProcess[] = [];
-  const figures: Record<string, string | number> = {};
+  let figures: ProcessDeployment['figures'];
   let token = '';
-
-  async function start(role: 'api' | 'worker' | 'all'): Promise<AppProcess> {
-    const p = await startAppProcess({ ...env, APP_ROLE: role });
-    processes.push(p);
-    return p;
-  }
+  const deployment = useProcessDeployment('crash', {
+    env: () => ({
+      RATE_LIMIT_KEY_PER_MIN: '1000000',
+      RATE_LIMIT_USER_PER_MIN: '1000000',
+      ...embeddings.env(),
+      EMBEDDINGS_BATCH_SIZE: '2',
+      RAG_CHUNK_TARGET_CHARS: '200',
+      RAG_CHUNK_OVERLAP_CHARS: '0',
+      RAG_STALE_AFTER_MS: '1500',
+      RAG_RECOVERY_INTERVAL_MS: '300',
+      LLM_PROVIDER: 'openai',
+      LLM_BASE_URL: llm.baseUrl,
+      LLM_MODEL: 'fake-model-1',
+      AGENT_STALE_AFTER_MS: '1500',
+      AGENT_RECOVERY_INTERVAL_MS: '300',
+    }),
+  });
+  const start = (role: 'api' | 'worker' | 'all'): Promise<AppProcess> => deployment().start(role);
 
   async function kill9(p: AppProcess): Promise<void> {
     p.child.kill('SIGKILL');
@@ -85,67 +91,18 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
   }
 
   beforeAll(async () => {
-    buildOnce();
-    database = await createTestDatabase();
-    db = new Client({ connectionString: database.url });
-    await db.connect();
+    ({ db, figures } = deployment());
     llm = await new FakeLlmServer().start();
     embeddings = await new FakeEmbeddings(8).start();
     // Slow enough that ingest is still under way when a second worker has started (start-up is seconds on a busy machine).
     embeddings.delayMs = 400;
-    env = {
-      NODE_ENV: 'test',
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'info',
-      DATABASE_URL: database.url,
-      DATABASE_POOL_SIZE: '5',
-      ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
-      ...deploymentEnv('crash'),
-      RATE_LIMIT_KEY_PER_MIN: '1000000',
-      RATE_LIMIT_USER_PER_MIN: '1000000',
-      EMBEDDINGS_PROVIDER: 'openai',
-      EMBEDDINGS_BASE_URL: embeddings.baseUrl,
-      EMBEDDINGS_MODEL: 'fake-embed',
-      EMBEDDINGS_DIMENSIONS: '8',
-      EMBEDDINGS_BATCH_SIZE: '2',
-      RAG_CHUNK_TARGET_CHARS: '200',
-      RAG_CHUNK_OVERLAP_CHARS: '0',
-      RAG_STALE_AFTER_MS: '1500',
-      RAG_RECOVERY_INTERVAL_MS: '300',
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: llm.baseUrl,
-      LLM_MODEL: 'fake-model-1',
-      AGENT_STALE_AFTER_MS: '1500',
-      AGENT_RECOVERY_INTERVAL_MS: '300',
-    };
     api = await start('api');
-    const credentials = { email: 'crash@example.com', password: 'crash-drill-password', name: 'Crash' };
-    expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(
-      201,
-    );
-    const login = await call(api.baseUrl, {
-      method: 'POST',
-      path: '/api/auth/login',
-      body: { email: credentials.email, password: credentials.password },
-    });
-    if (login.status !== 200) throw new Error(`login → ${login.status} ${login.text}`);
-    token = login.json.data.accessToken;
+    token = await signUp(api.baseUrl, 'crash');
   }, 240_000);
 
   afterAll(async () => {
-    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-    await Promise.all(processes.map((p) => p.exited));
-    await db?.end();
-    await database?.drop();
     await llm?.stop();
     await embeddings?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-    // eslint-disable-next-line no-console
-    console.log(
-      `drill-crash figures:\n${Object.entries(figures)
-        .map(([k, v]) => `  ${k}: ${v}`)
-        .join('\n')}`,
-    );
   });
 
   /** Documents long enough for several chunks each; each upload queues one ingest job (no worker yet). */
@@ -276,7 +233,7 @@ describeOnSharedServices('crash drill: kill -9 mid-job and mid-call', () => {
     if (takeOver === 'restart') await start('worker');
     await verify(label, projectId, documentIds, runId, title, embeddedBefore);
     figures[`${label}: recovered within`] = `${Date.now() - killedAt} ms`;
-    for (const p of processes)
+    for (const p of deployment().processes)
       if (p !== api && p.child.exitCode === null && p.child.signalCode === null) await kill9(p);
     void w2;
   }

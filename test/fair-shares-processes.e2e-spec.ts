@@ -1,12 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, get as httpGet, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client } from 'pg';
-import { buildOnce, startAppProcess, type AppProcess } from './support/app-process';
 import { call } from './support/drill-helpers';
-import { createTestDatabase, deploymentEnv, describeOnSharedServices, type TestDatabase } from './support/test-app';
+import { signUpWithProject, useProcessDeployment } from './support/process-deployment';
+import { describeOnSharedServices } from './support/test-app';
 import { waitFor } from './support/wait';
 
 /**
@@ -56,78 +52,85 @@ describeOnSharedServices(
   `fair shares across worker processes (${process.env.TEST_REDIS_URL ? 'BullMQ and leases on Redis' : 'BullMQ and leases on PostgreSQL'})`,
   () => {
     const DEADLINE_MS = 3_000;
-    let database: TestDatabase;
-    let db: Client;
     let receivers: CountingReceivers;
-    const dataDir = mkdtempSync(join(tmpdir(), 'atrium-fair-processes-'));
-    const processes: AppProcess[] = [];
-    const figures: Record<string, string | number> = {};
-
-    beforeAll(async () => {
-      buildOnce();
-      database = await createTestDatabase();
-      db = new Client({ connectionString: database.url });
-      await db.connect();
-      receivers = await new CountingReceivers().start();
-    }, 300_000);
-
-    afterAll(async () => {
-      for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-      await Promise.all(processes.map((p) => p.exited));
-      await db?.end();
-      await database?.drop();
-      await receivers?.stop();
-      rmSync(dataDir, { recursive: true, force: true });
-      // eslint-disable-next-line no-console
-      console.log(
-        `fair-shares-processes figures:\n${Object.entries(figures)
-          .map(([k, v]) => `  ${k}: ${v}`)
-          .join('\n')}`,
-      );
-    });
-
-    it("one user's deliveries are at most WEBHOOK_MAX_IN_FLIGHT_PER_USER (1) under way across two workers; another user's webhook is not held", async () => {
-      const env = {
-        NODE_ENV: 'test',
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'info',
-        DATABASE_URL: database.url,
-        DATABASE_POOL_SIZE: '5',
-        ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
-        ...deploymentEnv('fair-processes'),
+    const deployment = useProcessDeployment('fair-processes', {
+      env: () => ({
         WEBHOOK_ALLOW_PRIVATE: 'true',
         WEBHOOK_TIMEOUT_MS: String(DEADLINE_MS),
         WEBHOOK_RETRY_BASE_MS: '500',
         WEBHOOK_MAX_ATTEMPTS: '2',
         RATE_LIMIT_USER_PER_MIN: '100000',
-      };
-      const start = async (role: 'api' | 'worker') => {
-        const p = await startAppProcess({ ...env, APP_ROLE: role });
-        processes.push(p);
-        return p;
-      };
+      }),
+    });
+
+    beforeAll(async () => {
+      receivers = await new CountingReceivers().start();
+    });
+
+    afterAll(async () => {
+      await receivers?.stop();
+    });
+
+    it('AGENT_MAX_STREAMS_PER_USER (1) holds across two API processes: a second stream on the other one is 429 until the first closes', async () => {
+      const { start, db } = deployment();
+      const apis = await Promise.all([0, 1].map(() => start('api', { AGENT_MAX_STREAMS_PER_USER: '1' })));
+      const streamer = await signUpWithProject(apis[0].baseUrl, 'streamer');
+      const executed = await call(apis[0].baseUrl, {
+        method: 'POST',
+        path: '/api/agent/execute',
+        token: streamer.token,
+        body: { projectId: streamer.projectId, input: 'stream me' },
+      });
+      expect(executed.status).toBe(202);
+      const jobId = executed.json.data.jobId as string;
+      const open = (baseUrl: string) =>
+        new Promise<IncomingMessage>((resolve, reject) => {
+          const req = httpGet(
+            `${baseUrl}/api/agent/stream/${jobId}`,
+            { headers: { authorization: `Bearer ${streamer.token}`, accept: 'text/event-stream' } },
+            resolve,
+          );
+          req.on('error', reject);
+        });
+      const first = await open(apis[0].baseUrl);
+      expect(first.statusCode).toBe(200); // no worker: the run stays queued and its stream open
+
+      const refused = await open(apis[1].baseUrl);
+      const body = await new Promise<string>((resolve) => {
+        let text = '';
+        refused.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+        refused.on('close', () => resolve(text));
+        if (refused.statusCode === 200) refused.destroy(); // the cap did not hold: fail below, not hang
+      });
+      expect(refused.statusCode).toBe(429);
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(JSON.parse(body).error.code).toBe('RATE_LIMITED');
+      if (!process.env.TEST_REDIS_URL) {
+        const { rows } = await db.query(`SELECT count(*)::int AS n FROM slot_leases WHERE key LIKE 'streams:%'`);
+        expect(rows[0].n).toBe(1);
+      }
+
+      first.destroy(); // the client leaves: its slot is freed on every process
+      const again = await waitFor(
+        'a stream slot on the other process',
+        async () => {
+          const res = await open(apis[1].baseUrl);
+          if (res.statusCode === 200) return res;
+          res.resume();
+          return undefined;
+        },
+        { timeoutMs: 15_000, intervalMs: 200 },
+      );
+      again.destroy();
+      for (const api of apis) api.child.kill('SIGTERM');
+      await Promise.all(apis.map((api) => api.exited));
+    }, 180_000);
+
+    it("one user's deliveries are at most WEBHOOK_MAX_IN_FLIGHT_PER_USER (1) under way across two workers; another user's webhook is not held", async () => {
+      const { start, db, figures } = deployment();
       const api = await start('api');
       await Promise.all([start('worker'), start('worker')]);
-
-      const account = async (name: string) => {
-        const credentials = { email: `${name}@example.com`, password: 'fair-processes-password', name };
-        expect(
-          (await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status,
-        ).toBe(201);
-        const token = (
-          await call(api.baseUrl, {
-            method: 'POST',
-            path: '/api/auth/login',
-            body: { email: credentials.email, password: credentials.password },
-          })
-        ).json as any;
-        const accessToken = token.data.accessToken as string;
-        const projectId = (
-          (await call(api.baseUrl, { method: 'POST', path: '/api/projects', token: accessToken, body: { name } }))
-            .json as any
-        ).data.id as string;
-        return { token: accessToken, projectId };
-      };
+      const account = (name: string) => signUpWithProject(api.baseUrl, name);
       const execute = async (who: { token: string; projectId: string }, webhookUrl: string) => {
         const res = await call(api.baseUrl, {
           method: 'POST',

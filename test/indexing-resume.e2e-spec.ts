@@ -1,11 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client } from 'pg';
-import { buildOnce, startAppProcess, type AppProcess } from './support/app-process';
 import { call } from './support/drill-helpers';
 import { FakeEmbeddings } from './support/fake-embeddings-server';
-import { createTestDatabase, deploymentEnv, describeOnSharedServices, type TestDatabase } from './support/test-app';
+import { signUpWithProject, useProcessDeployment } from './support/process-deployment';
+import { describeOnSharedServices } from './support/test-app';
 import { waitFor } from './support/wait';
 
 /**
@@ -17,71 +13,30 @@ import { waitFor } from './support/wait';
 describeOnSharedServices(
   `indexing resume after a crash (${process.env.TEST_REDIS_URL ? 'BullMQ on Redis' : "BullMQ's PostgreSQL backend"})`,
   () => {
-    let database: TestDatabase;
-    let db: Client;
     let embeddings: FakeEmbeddings;
-    const dataDir = mkdtempSync(join(tmpdir(), 'atrium-resume-'));
-    const processes: AppProcess[] = [];
-
-    beforeAll(async () => {
-      buildOnce();
-      database = await createTestDatabase();
-      db = new Client({ connectionString: database.url });
-      await db.connect();
-      embeddings = await new FakeEmbeddings(8).start();
-    }, 300_000);
-
-    afterAll(async () => {
-      for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-      await Promise.all(processes.map((p) => p.exited));
-      await db?.end();
-      await database?.drop();
-      await embeddings?.stop();
-      rmSync(dataDir, { recursive: true, force: true });
-    });
-
-    it('a reindex killed between two progress records resumes after its committed chunks: none is embedded twice', async () => {
-      const env = {
-        NODE_ENV: 'test',
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'info',
-        DATABASE_URL: database.url,
-        DATABASE_POOL_SIZE: '5',
-        ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
-        ...deploymentEnv('resume'),
-        EMBEDDINGS_PROVIDER: 'openai',
-        EMBEDDINGS_BASE_URL: embeddings.baseUrl,
-        EMBEDDINGS_MODEL: 'fake-embed',
-        EMBEDDINGS_DIMENSIONS: '8',
+    const deployment = useProcessDeployment('resume', {
+      env: () => ({
+        ...embeddings.env(),
         RAG_CHUNK_TARGET_CHARS: '200',
         RAG_CHUNK_OVERLAP_CHARS: '0',
         RAG_STALE_AFTER_MS: '3000',
         RAG_RECOVERY_INTERVAL_MS: '500',
-      };
-      const start = async (role: 'api' | 'worker') => {
-        const p = await startAppProcess({ ...env, APP_ROLE: role });
-        processes.push(p);
-        return p;
-      };
+      }),
+    });
+
+    beforeAll(async () => {
+      embeddings = await new FakeEmbeddings(8).start();
+    });
+
+    afterAll(async () => {
+      await embeddings?.stop();
+    });
+
+    it('a reindex killed between two progress records resumes after its committed chunks: none is embedded twice', async () => {
+      const { start, db } = deployment();
       const api = await start('api');
       const first = await start('worker');
-      const credentials = { email: 'resume@example.com', password: 'resume-test-password', name: 'Resume' };
-      expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(
-        201,
-      );
-      const token = (
-        (
-          await call(api.baseUrl, {
-            method: 'POST',
-            path: '/api/auth/login',
-            body: { email: credentials.email, password: credentials.password },
-          })
-        ).json as any
-      ).data.accessToken as string;
-      const projectId = (
-        (await call(api.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Resume' } }))
-          .json as any
-      ).data.id as string;
+      const { token, projectId } = await signUpWithProject(api.baseUrl, 'resume', 'Resume');
       const text = Array.from(
         { length: 1_500 },
         (_, i) => `Paragraph ${i}: a reindex taken over after a crash embeds each chunk once (${i}).`,

@@ -3,13 +3,13 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'nod
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from 'pg';
 import { chunkText } from '../src/modules/rag/chunking/chunker';
 import { buildOnce, startAppProcess, type AppProcess } from './support/app-process';
 import { call } from './support/drill-helpers';
 import { FakeEmbeddings } from './support/fake-embeddings-server';
 import { FakeLlmServer } from './support/fake-llm-server';
-import { createTestDatabase, deploymentEnv, describeOnSharedServices, type TestDatabase } from './support/test-app';
+import { signUpWithProject, useProcessDeployment } from './support/process-deployment';
+import { describeOnSharedServices } from './support/test-app';
 import { jsonLines } from './support/json-lines';
 import { waitFor } from './support/wait';
 
@@ -31,40 +31,11 @@ const PARAGRAPHS = 14_500;
 describeOnSharedServices(
   `worker drain on SIGTERM (${process.env.TEST_REDIS_URL ? 'BullMQ on Redis' : "BullMQ's PostgreSQL backend"})`,
   () => {
-    let database: TestDatabase;
-    let db: Client;
     let embeddings: FakeEmbeddings;
     let llm: FakeLlmServer;
-    let env: Record<string, string>;
-    const dataDir = mkdtempSync(join(tmpdir(), 'atrium-drain-'));
-    const processes: AppProcess[] = [];
-    const figures: Record<string, string | number> = {};
-
-    async function start(role: 'api' | 'worker', extra: Record<string, string> = {}): Promise<AppProcess> {
-      const p = await startAppProcess({ ...env, APP_ROLE: role, ...extra });
-      processes.push(p);
-      return p;
-    }
-
-    beforeAll(async () => {
-      buildOnce();
-      database = await createTestDatabase();
-      db = new Client({ connectionString: database.url });
-      await db.connect();
-      embeddings = await new FakeEmbeddings(8).start();
-      llm = await new FakeLlmServer().start();
-      env = {
-        NODE_ENV: 'test',
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'info',
-        DATABASE_URL: database.url,
-        DATABASE_POOL_SIZE: '5',
-        ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
-        ...deploymentEnv('drain'),
-        EMBEDDINGS_PROVIDER: 'openai',
-        EMBEDDINGS_BASE_URL: embeddings.baseUrl,
-        EMBEDDINGS_MODEL: 'fake-embed',
-        EMBEDDINGS_DIMENSIONS: '8',
+    const deployment = useProcessDeployment('drain', {
+      env: () => ({
+        ...embeddings.env(),
         RAG_CHUNK_TARGET_CHARS: String(CHUNK_CHARS),
         RAG_CHUNK_OVERLAP_CHARS: '0',
         // The stale-claim bound of a crashed worker, far above the resume time asserted: only a release can explain it.
@@ -75,42 +46,25 @@ describeOnSharedServices(
         LLM_MODEL: 'fake-model-1',
         AGENT_STALE_AFTER_MS: '60000',
         AGENT_RECOVERY_INTERVAL_MS: '30000',
-      };
-    }, 240_000);
+      }),
+    });
+    const start = (role: 'api' | 'worker', extra: Record<string, string> = {}) => deployment().start(role, extra);
+
+    beforeAll(async () => {
+      embeddings = await new FakeEmbeddings(8).start();
+      llm = await new FakeLlmServer().start();
+    });
 
     afterAll(async () => {
-      for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-      await Promise.all(processes.map((p) => p.exited));
-      await db?.end();
-      await database?.drop();
       await embeddings?.stop();
       await llm?.stop();
-      rmSync(dataDir, { recursive: true, force: true });
-      // eslint-disable-next-line no-console
-      console.log(
-        `worker-drain figures:\n${Object.entries(figures)
-          .map(([k, v]) => `  ${k}: ${v}`)
-          .join('\n')}`,
-      );
     });
 
     it('SIGTERM mid-ingest: exit 0 within the grace period, another worker resumes within 5 s, every chunk stored once, every line JSON', async () => {
+      const { db, figures } = deployment();
       const api = await start('api');
       const first = await start('worker');
-      const credentials = { email: 'drain@example.com', password: 'drain-test-password', name: 'Drain' };
-      expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(
-        201,
-      );
-      const token = (
-        await call(api.baseUrl, {
-          method: 'POST',
-          path: '/api/auth/login',
-          body: { email: credentials.email, password: credentials.password },
-        })
-      ).json.data.accessToken as string;
-      const projectId = (
-        await call(api.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain' } })
-      ).json.data.id as string;
+      const { token, projectId } = await signUpWithProject(api.baseUrl, 'drain', 'Drain');
 
       // Unique paragraphs: a chunk embedded twice (work redone after the takeover) shows in the embeddings server's record.
       const text = Array.from(
@@ -217,22 +171,10 @@ describeOnSharedServices(
     }, 600_000);
 
     it('SIGTERM mid agent run: exit 0, another worker resumes the run from its recorded steps within 5 s, no tool call twice', async () => {
+      const { db, figures } = deployment();
       const api = await start('api');
       const first = await start('worker');
-      const credentials = { email: 'drain-agent@example.com', password: 'drain-test-password', name: 'Drain Agent' };
-      expect((await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status).toBe(
-        201,
-      );
-      const token = (
-        await call(api.baseUrl, {
-          method: 'POST',
-          path: '/api/auth/login',
-          body: { email: credentials.email, password: credentials.password },
-        })
-      ).json.data.accessToken as string;
-      const projectId = (
-        await call(api.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain agent' } })
-      ).json.data.id as string;
+      const { token, projectId } = await signUpWithProject(api.baseUrl, 'drain-agent', 'Drain agent');
 
       // The model asks for one write, then its second turn hangs: the run is mid-way when the worker is stopped.
       llm.play(
@@ -303,6 +245,7 @@ describeOnSharedServices(
     }, 300_000);
 
     it('SIGTERM during a webhook delivery to a receiver that never answers: exit 0, the next worker delivers it', async () => {
+      const { figures } = deployment();
       // The first delivery gets no answer at all: a status line alone completes a delivery (its body is never read), and
       // WEBHOOK_TIMEOUT_MS (10 s) is well past the drain's grace.
       const received: IncomingHttpHeaders[] = [];
@@ -320,20 +263,7 @@ describeOnSharedServices(
       try {
         const api = await start('api', { WEBHOOK_ALLOW_PRIVATE: 'true' });
         const first = await start('worker', { WEBHOOK_ALLOW_PRIVATE: 'true' });
-        const credentials = { email: 'drain-hook@example.com', password: 'drain-test-password', name: 'Drain Hook' };
-        expect(
-          (await call(api.baseUrl, { method: 'POST', path: '/api/auth/register', body: credentials })).status,
-        ).toBe(201);
-        const token = (
-          await call(api.baseUrl, {
-            method: 'POST',
-            path: '/api/auth/login',
-            body: { email: credentials.email, password: credentials.password },
-          })
-        ).json.data.accessToken as string;
-        const projectId = (
-          await call(api.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain hook' } })
-        ).json.data.id as string;
+        const { token, projectId } = await signUpWithProject(api.baseUrl, 'drain-hook', 'Drain hook');
         llm.play({ content: 'Done, tell the hook.' });
         const runId = (
           await call(api.baseUrl, {
@@ -408,10 +338,7 @@ describe('worker drain on the embedded default: SIGTERM mid-ingest, then a resta
       DATA_DIR: dataDir,
       LOG_LEVEL: 'info',
       SHUTDOWN_DRAIN_DELAY_MS: '1000',
-      EMBEDDINGS_PROVIDER: 'openai',
-      EMBEDDINGS_BASE_URL: embeddings.baseUrl,
-      EMBEDDINGS_MODEL: 'fake-embed',
-      EMBEDDINGS_DIMENSIONS: '8',
+      ...embeddings.env(),
       RAG_CHUNK_TARGET_CHARS: String(CHUNK_CHARS),
       RAG_CHUNK_OVERLAP_CHARS: '0',
       RAG_STALE_AFTER_MS: '60000',

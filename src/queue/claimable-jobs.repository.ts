@@ -54,6 +54,12 @@ export interface StaleJob {
   attempts: number;
 }
 
+/** Stands for "no owner" and "no project" in the fair claim's index (`*_waiting_idx`, written with the same expression). */
+const NO_ONE = sql.raw(`'00000000-0000-0000-0000-000000000000'::uuid`);
+
+/** How many of each (owner, project)'s oldest queued jobs the fair claim ranks: enough that workers claiming at once, each skipping the others' locked rows, still find one. */
+const CANDIDATES_PER_SHARE = 8;
+
 /** A `running` row whose worker is gone: no heartbeat, or none for `staleAfterMs`. The one stale rule of every job table. */
 export function staleHeartbeat(staleAfterMs: number): RawBuilder<boolean> {
   return sql<boolean>`(heartbeat_at IS NULL OR heartbeat_at < now() - make_interval(secs => ${staleAfterMs / 1000}))`;
@@ -93,25 +99,63 @@ export class ClaimableJobsRepository {
    * whose worker died), the one whose owner has the fewest running jobs and was served longest ago (never served
    * first), then the same within the owner's projects, then the oldest. So a user's backlog, however long, delays
    * another user's first job by at most the jobs already running. SKIP LOCKED lets several workers claim at once.
-   * The claim also stamps `claimed_at`, the owner's "last served" time. Owners are compared with `=` so each lookup is
-   * an index probe (`*_claimed_idx`, `*_active_idx`); a job without an owner (a system reindex) counts as never served.
+   * The claim also stamps `claimed_at`, the owner's "last served" time. See {@link claimNextStatement}.
    */
   async claimNext<T extends ClaimableTableName>(
     spec: ClaimableTable<T>,
     staleAfterMs: number,
     newToken: string,
   ): Promise<{ row: Selectable<DB[T]>; token: string | number } | undefined> {
+    const { rows } = await this.claimNextStatement(spec, staleAfterMs, newToken).execute(this.db);
+    const row = rows[0];
+    if (!row) return undefined;
+    return { row, token: spec.fencedBy === 'claim_token' ? newToken : (row as { attempts: number }).attempts };
+  }
+
+  /**
+   * The statement of {@link claimNext} (public so that its plan can be examined). Only the few jobs that could come
+   * first are ranked, so a claim costs the same behind one job or behind thousands of one owner: the distinct
+   * (owner, project) pairs with queued work are walked through `*_waiting_idx` (one probe per pair), each pair
+   * offers its oldest {@link CANDIDATES_PER_SHARE} jobs, and running jobs with a dead worker join them. Each candidate
+   * is then ranked by index probes (`*_active_idx`, `*_claimed_idx`). Owners are compared with `=`, so a job
+   * without an owner (a system reindex) counts as never served.
+   */
+  claimNextStatement<T extends ClaimableTableName>(
+    spec: ClaimableTable<T>,
+    staleAfterMs: number,
+    newToken: string,
+  ): RawBuilder<Selectable<DB[T]>> {
     const table = sql.table(spec.table);
     const owner = sql.ref(spec.owner);
     const project = sql.ref(spec.project);
+    const ownerKey = sql`coalesce(${owner}, ${NO_ONE})`;
+    const projectKey = sql`coalesce(${project}, ${NO_ONE})`;
     const setToken = spec.fencedBy === 'claim_token' ? sql`, claim_token = ${newToken}` : sql``;
-    const claimable = sql`(status = 'queued' OR (status = 'running' AND ${staleHeartbeat(staleAfterMs)}))`;
+    const stale = staleHeartbeat(staleAfterMs);
+    const claimable = sql`(status = 'queued' OR (status = 'running' AND ${stale}))`;
     const live = sql`(o.status = 'running' AND o.heartbeat_at IS NOT NULL AND o.heartbeat_at >= now() - make_interval(secs => ${staleAfterMs / 1000}))`;
-    const { rows } = await sql<Selectable<DB[T]>>`
+    return sql<Selectable<DB[T]>>`
       UPDATE ${table} SET status = 'running', started_at = coalesce(started_at, now()), heartbeat_at = now(), claimed_at = clock_timestamp(), attempts = attempts + 1${setToken}
       WHERE id = (
+        WITH RECURSIVE shares(owner, project) AS (
+          (SELECT ${ownerKey}, ${projectKey} FROM ${table} WHERE status = 'queued' ORDER BY 1, 2 LIMIT 1)
+          UNION ALL
+          SELECT n.* FROM shares s CROSS JOIN LATERAL (
+            SELECT ${ownerKey}, ${projectKey} FROM ${table}
+            WHERE status = 'queued' AND (${ownerKey}, ${projectKey}) > (s.owner, s.project)
+            ORDER BY 1, 2 LIMIT 1
+          ) n
+        ), candidates AS (
+          SELECT h.id FROM shares s CROSS JOIN LATERAL (
+            SELECT id FROM ${table}
+            WHERE status = 'queued' AND ${ownerKey} = s.owner AND ${projectKey} = s.project
+            ORDER BY created_at, id LIMIT ${sql.lit(CANDIDATES_PER_SHARE)}
+          ) h
+          UNION ALL
+          SELECT id FROM ${table} WHERE status = 'running' AND ${stale}
+        )
         SELECT q.id FROM ${table} q
-        WHERE ${claimable}
+        WHERE q.id = ANY (ARRAY(SELECT id FROM candidates)) AND ${claimable}
         ORDER BY
           (SELECT count(*) FROM ${table} o WHERE o.${owner} = q.${owner} AND ${live}),
           (SELECT max(o.claimed_at) FROM ${table} o WHERE o.${owner} = q.${owner}) NULLS FIRST,
@@ -121,26 +165,33 @@ export class ClaimableJobsRepository {
         LIMIT 1
         FOR UPDATE SKIP LOCKED
       ) AND ${claimable}
-      RETURNING *`.execute(this.db);
-    const row = rows[0];
-    if (!row) return undefined;
-    return { row, token: spec.fencedBy === 'claim_token' ? newToken : (row as { attempts: number }).attempts };
+      RETURNING *`;
   }
 
   /**
    * Whether a job of another owner, or of another project of the same owner, than job `exceptId` waits to be claimed
-   * (a slice of work makes way only for those: two large documents of one project would only trade places).
+   * (a slice of work makes way only for those: two large documents of one project would only trade places). Asked
+   * after every batch, so it probes `*_waiting_idx` on either side of the job's own (owner, project) instead of
+   * reading that pair's backlog.
    */
   async othersWaiting(spec: ClaimableTable, exceptId: string, staleAfterMs: number): Promise<boolean> {
+    const table = sql.table(spec.table);
     const owner = sql.ref(spec.owner);
     const project = sql.ref(spec.project);
-    const table = sql.table(spec.table);
+    const share = sql`(coalesce(${owner}, ${NO_ONE}), coalesce(${project}, ${NO_ONE}))`;
     const { rows } = await sql<{ waiting: boolean }>`
       SELECT EXISTS (
+        SELECT 1 FROM (SELECT coalesce(${owner}, ${NO_ONE}) AS owner, coalesce(${project}, ${NO_ONE}) AS project FROM ${table} WHERE id = ${exceptId}) m
+        CROSS JOIN LATERAL (
+          (SELECT 1 FROM ${table} WHERE status = 'queued' AND ${share} < (m.owner, m.project) LIMIT 1)
+          UNION ALL
+          (SELECT 1 FROM ${table} WHERE status = 'queued' AND ${share} > (m.owner, m.project) LIMIT 1)
+        ) w
+      ) OR EXISTS (
         SELECT 1 FROM ${table} w, ${table} x
         WHERE x.id = ${exceptId} AND w.id <> x.id
+          AND w.status = 'running' AND (w.heartbeat_at IS NULL OR w.heartbeat_at < now() - make_interval(secs => ${staleAfterMs / 1000}))
           AND (w.${owner} IS DISTINCT FROM x.${owner} OR w.${project} IS DISTINCT FROM x.${project})
-          AND (w.status = 'queued' OR (w.status = 'running' AND (w.heartbeat_at IS NULL OR w.heartbeat_at < now() - make_interval(secs => ${staleAfterMs / 1000}))))
       ) AS waiting`.execute(this.db);
     return rows[0]?.waiting === true;
   }

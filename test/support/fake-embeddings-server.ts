@@ -45,6 +45,16 @@ export class FakeEmbeddings {
     return this;
   }
 
+  /** The environment that points an Atrium process at this server (after start()). */
+  env(): Record<string, string> {
+    return {
+      EMBEDDINGS_PROVIDER: 'openai',
+      EMBEDDINGS_BASE_URL: this.baseUrl,
+      EMBEDDINGS_MODEL: 'fake-embed',
+      EMBEDDINGS_DIMENSIONS: String(this.dims),
+    };
+  }
+
   async stop(): Promise<void> {
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());

@@ -10,9 +10,10 @@ export interface StreamSlot {
 }
 
 /**
- * The per-user cap on open run streams (AGENT_MAX_STREAMS_PER_USER), as counted leases (SlotLeases): with REDIS_URL
- * the count holds across every instance (leases renewed with the stream's keep-alive); without it, per process.
- * Redis being down does not close the door on streams: the cap is then not applied.
+ * The per-user cap on open run streams (AGENT_MAX_STREAMS_PER_USER), as counted leases (SlotLeases) renewed with the
+ * stream's keep-alive: in Redis with REDIS_URL, else in PostgreSQL, so the count holds across every instance either
+ * way (on the embedded engine there is one process). A store that is down does not close the door on streams: the
+ * cap is then not applied.
  */
 @Injectable()
 export class RunStreamSlots {
@@ -30,7 +31,7 @@ export class RunStreamSlots {
     const lease = await this.leases.acquire(`streams:${userId}`, {
       limit: this.config.agent.maxStreamsPerUser,
       leaseMs: this.leaseMs,
-      withoutRedis: 'process',
+      withoutRedis: 'database',
     });
     if (!lease) return null;
     return { renew: () => void lease.renew(), release: () => void lease.release() };

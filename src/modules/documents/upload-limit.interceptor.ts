@@ -8,6 +8,7 @@ import {
 } from '@nestjs/common';
 import type { Request } from 'express';
 import { catchError, type Observable, throwError } from 'rxjs';
+import { lingerOnClose } from '../../common/http/lingering-close.js';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
@@ -18,8 +19,8 @@ const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
 /**
  * Wraps the multer interceptor of an upload route: a declared Content-Length far above the limit is
- * refused before a byte of the body is read, and multer's own stop at `fileSize` (for chunked or lying
- * requests) becomes the same 413 naming the limit.
+ * refused before a byte of the body is read (then the connection closes lingering, see lingerOnClose), and
+ * multer's own stop at `fileSize` (for chunked or lying requests) becomes the same 413 naming the limit.
  */
 @Injectable()
 export class UploadLimitInterceptor implements NestInterceptor {
@@ -30,8 +31,10 @@ export class UploadLimitInterceptor implements NestInterceptor {
     const request = context.switchToHttp().getRequest<Request>();
     const declared = Number(request.headers['content-length']);
     if (Number.isFinite(declared) && declared > limit + MULTIPART_OVERHEAD_BYTES) {
-      // The client may still be sending: close the connection after answering instead of draining the body.
+      // The client may still be sending: close the connection after answering instead of draining the body, but
+      // lingering, so that the client reads the 413 before the close.
       request.res?.setHeader('Connection', 'close');
+      lingerOnClose(request.socket);
       throw this.tooLarge(limit);
     }
     return next
