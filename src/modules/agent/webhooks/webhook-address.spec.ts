@@ -25,7 +25,7 @@ describe('webhook URL (the default configuration: https to a public address only
   ])('%s → VALIDATION_FAILED on webhookUrl', async (_label, webhookUrl) => {
     await expect(assertWebhookUrl(webhookUrl, false)).rejects.toMatchObject({
       code: ErrorCode.ValidationFailed,
-      details: [{ field: 'webhookUrl', message: expect.any(String) }],
+      details: [{ field: 'webhookUrl' }],
     });
   });
 
