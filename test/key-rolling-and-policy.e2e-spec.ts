@@ -91,6 +91,7 @@ describe('Key rolling and the admin policy', () => {
           name: 'ci runner',
           scopes: ['tasks:read', 'tasks:write'],
           confirmWrites: true,
+          tools: ['list_tasks', 'create_task'],
           allowedIps: ['127.0.0.0/8', '::1'],
           expiresIn: '90d',
         }).expect(201)
@@ -114,6 +115,8 @@ describe('Key rolling and the admin policy', () => {
         projectIds: null,
         repos: null,
         confirmWrites: true,
+        tools: ['list_tasks', 'create_task'],
+        readOnly: false,
         allowedIps: ['127.0.0.0/8', '::1/128'],
         key: expect.stringMatching(/^atr_[0-9A-Za-z]{38}$/),
         retiresAt: expect.any(String),
