@@ -1,4 +1,3 @@
-import { auditActorOf } from '../audit/audit-entry.js';
 import { AgentRunCredential } from './agent-run.credential.js';
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
@@ -10,7 +9,7 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
 import { WorkerDrain } from '../../queue/worker-drain.js';
 import { ProjectsService } from '../projects/projects.service.js';
-import { observeToolCall } from '../tools/tool-call-telemetry.js';
+import { ToolCallPipeline } from '../tools/tool-call-pipeline.js';
 import { ToolsService } from '../tools/tools.service.js';
 import {
   CANCEL_POLL_MS,
@@ -81,6 +80,7 @@ export class AgentRunner implements OnModuleDestroy {
     private readonly repository: AgentRunsRepository,
     private readonly claims: ClaimableJobsService,
     private readonly tools: ToolsService,
+    private readonly pipeline: ToolCallPipeline,
     private readonly runCredential: AgentRunCredential,
     private readonly projects: ProjectsService,
     @Inject(LLM_CLIENT) private readonly llm: LlmClient,
@@ -292,7 +292,10 @@ export class AgentRunner implements OnModuleDestroy {
     return `The run timed out after ${this.config.agent.runTimeoutMs} ms (AGENT_RUN_TIMEOUT_MS)`;
   }
 
-  /** One tool call: recorded as started, executed through ToolsService (caller's scopes, pinned actor), then recorded with its outcome. */
+  /**
+   * One tool call: recorded as started, run through ToolCallPipeline as the run's caller (its scopes, its pinned actor;
+   * the same steps, audit entry and telemetry as a call on either door), then recorded with its outcome.
+   */
   private async runTool(
     steps: StepRecorder,
     index: number,
@@ -300,7 +303,7 @@ export class AgentRunner implements OnModuleDestroy {
     scope: RunScope,
     approved?: StoredStep,
   ): Promise<StoredStep> {
-    // An approved call runs with the owner's (possibly edited) arguments, validated again by ToolsService.call.
+    // An approved call runs with the owner's (possibly edited) arguments, validated again by the pipeline.
     const { args, parseError } = approved
       ? { args: approved.arguments, parseError: null }
       : parseArguments(call.arguments);
@@ -326,7 +329,8 @@ export class AgentRunner implements OnModuleDestroy {
     };
     const refuse = (code: string, message: string) =>
       settle('error', JSON.stringify({ error: { code, message } }), `error: ${code}: ${message}`);
-    const tool = this.tools.find(call.name);
+    const resolved = this.pipeline.resolve(call.name);
+    const tool = resolved.tool;
     // An approved call runs within the rights of both the run and whoever approved it.
     const actor = approved?.approval?.approverActor
       ? narrowestActor(scope.actor, { ...approved.approval.approverActor })
@@ -347,20 +351,14 @@ export class AgentRunner implements OnModuleDestroy {
     }
     await record(step); // recorded before it runs: a retry never executes it twice
     try {
-      const outcome = await observeToolCall(
-        { door: 'agent', tool, statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined) },
-        () =>
-          withTimeout(
-            this.tools.call(
-              call.name,
-              args as Record<string, unknown>,
-              actor,
-              scope.scopes,
-              auditActorOf(this.runCredential.callerFor(scope.runId, scope.actor, scope.scopes)),
-            ),
-            this.config.agent.stepTimeoutMs,
-          ),
-      );
+      const { outcome } = await this.pipeline.run({
+        door: 'agent',
+        caller: this.runCredential.callerFor(scope.runId, actor, scope.scopes),
+        tool: resolved,
+        args: args as Record<string, unknown>,
+        within: (work) => withTimeout(work, this.config.agent.stepTimeoutMs),
+        statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined),
+      });
       settle('ok', toModelContent(outcome.result, outcome.truncated), summarize(outcome.result, outcome.truncated));
       const foreign = foreignTextIn(tool, args, outcome.result, scope.actor.userId);
       if (foreign) step.untrusted = foreign;

@@ -14,14 +14,14 @@ import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { JSON_RPC_SERVER_ERROR } from '../../common/errors/json-rpc-error-body.js';
 import { ApiKeyAuthGuard, setUsageStatus, setUsageTool } from '../api-keys/api-key-auth.guard.js';
-import { KeyCallLimiterService } from '../api-keys/key-call-limiter.service.js';
 import { Caller, type KeyCaller } from '../api-keys/key-caller.js';
-import { setMcpClient, toMcpClientInfo } from './mcp-client-info.js';
+import { setMcpClient, toMcpClientInfo, type McpClientInfo } from './mcp-client-info.js';
 import { fastMcpCall, type FastMcpCall } from './mcp-fast-path.js';
 import { McpOriginGuard } from './mcp-origin.guard.js';
 import { McpServerFactory, type McpRequestContext } from './mcp-server.factory.js';
 import { McpSessions, McpWriteConfirmations } from './mcp-sessions.service.js';
 import { AnyKeyScope, ScopeGuard } from './scope.guard.js';
+import { ToolCallPipeline, type LimitOutcome, type ResolvedTool } from './tool-call-pipeline.js';
 
 /**
  * Area A, second door: MCP Streamable HTTP on the same registry. Each POST gets its own Server + transport, so
@@ -39,7 +39,7 @@ import { AnyKeyScope, ScopeGuard } from './scope.guard.js';
 export class McpController {
   constructor(
     private readonly servers: McpServerFactory,
-    private readonly keyLimit: KeyCallLimiterService,
+    private readonly pipeline: ToolCallPipeline,
     private readonly sessions: McpSessions,
     private readonly confirmations: McpWriteConfirmations,
   ) {}
@@ -122,12 +122,17 @@ export class McpController {
   ): Promise<void> {
     const body: unknown = request.body;
     const fast = body === undefined ? undefined : fastMcpCall(request.headers, body);
-    if (fast && (await this.servedFast(fast, caller, request, response, idempotencyKey))) return;
+    // The resolve step, once per call: a tools/call's tool decides which path answers it, and the pipeline takes it.
+    let resolved = fast?.method === 'tools/call' ? this.pipeline.resolve(fast.name) : undefined;
+    if (fast && (await this.servedFast(fast, resolved, caller, request, response, idempotencyKey))) return;
     const toolCall = body === undefined ? undefined : inspectBody(body);
     if (toolCall?.label) setUsageTool(request, toolCall.label);
+    if (toolCall?.tool !== undefined && resolved?.name !== toolCall.tool)
+      resolved = this.pipeline.resolve(toolCall.tool);
     const context: McpRequestContext = {
       caller,
-      rateLimited: await this.deferredRateLimit(caller, toolCall),
+      limited: await this.limit(caller, toolCall),
+      resolved,
       idempotencyKey,
       onToolCall: (tool: string, status: number) => {
         setUsageTool(request, tool);
@@ -147,23 +152,25 @@ export class McpController {
    */
   private async servedFast(
     call: FastMcpCall,
+    resolved: ResolvedTool | undefined,
     caller: KeyCaller,
     request: Request,
     response: Response,
     idempotencyKey: string | undefined,
   ): Promise<boolean> {
-    const context: McpRequestContext = { caller, idempotencyKey };
+    const context: McpRequestContext = { caller, idempotencyKey, resolved };
+    let client: McpClientInfo | undefined;
     if (call.era === 'modern') {
-      context.client = toMcpClientInfo(
+      client = toMcpClientInfo(
         (request.body as { params: { _meta: Record<string, unknown> } }).params._meta[CLIENT_INFO_META_KEY],
       );
     } else if (!(await this.presentedSession(request, response, context))) {
       return true;
     }
     if (!this.servers.servesFast(call, context)) return false;
-    setMcpClient(request, context.client);
+    if (client) nameClient(request, context, client);
     setUsageTool(request, call.method === 'tools/call' ? call.name.slice(0, 100) : call.method);
-    context.rateLimited = await this.deferredRateLimit(caller, { isSingleToolCall: call.method === 'tools/call' });
+    context.limited = await this.limit(caller, { isSingleToolCall: call.method === 'tools/call' });
     context.onToolCall = (_tool: string, status: number) => setUsageStatus(request, status);
     const text = await this.servers.serveFast(call, context);
     response.statusCode = 200;
@@ -186,26 +193,22 @@ export class McpController {
       return false;
     }
     context.session = session;
-    context.client = session.client;
-    setMcpClient(request, session.client);
+    nameClient(request, context, session.client);
     return true;
   }
 
   /**
-   * Counts the call. Over the limit, a single tools/call is answered in-band (an isError result, so the
-   * limit reaches the model), anything else as HTTP 429: the exception is returned for the former, thrown otherwise.
+   * The pipeline's limit step, once per POST (every POST counts, whatever it carries). Over the limit, a single
+   * tools/call is answered in-band (an isError result, so the limit reaches the model): the outcome goes to the
+   * pipeline with the call; anything else is answered HTTP 429 here.
    */
-  private async deferredRateLimit(
+  private async limit(
     caller: KeyCaller,
     toolCall: Pick<BodyInfo, 'isSingleToolCall'> | undefined,
-  ): Promise<AppException | undefined> {
-    try {
-      await this.keyLimit.enforce(caller.keyId, caller.actor.userId);
-      return undefined;
-    } catch (error) {
-      if (!(error instanceof AppException) || !toolCall?.isSingleToolCall) throw error;
-      return error;
-    }
+  ): Promise<LimitOutcome> {
+    const limited = await this.pipeline.limit(caller);
+    if (limited.refused && !toolCall?.isSingleToolCall) throw limited.refused;
+    return limited;
   }
 
   /**
@@ -220,10 +223,11 @@ export class McpController {
   ): Promise<boolean> {
     const webRequest = toWebRequest(request, body);
     if (await isLegacyRequest(webRequest, body)) return false;
-    context.client = toMcpClientInfo(
-      (body as { params?: { _meta?: Record<string, unknown> } }).params?._meta?.['io.modelcontextprotocol/clientInfo'],
+    nameClient(
+      request,
+      context,
+      toMcpClientInfo((body as { params?: { _meta?: Record<string, unknown> } }).params?._meta?.[CLIENT_INFO_META_KEY]),
     );
-    setMcpClient(request, context.client);
     await sendWebResponse(response, await this.servers.serveModern(webRequest, body, context));
     return true;
   }
@@ -241,8 +245,7 @@ export class McpController {
   ): Promise<{ answered: true } | { answered: false; id?: string }> {
     if (isInitializeRequest(body)) {
       // A new initialize starts over: a session header on it is not looked at (the spec has none there).
-      context.client = toMcpClientInfo(body.params.clientInfo);
-      setMcpClient(request, context.client);
+      nameClient(request, context, toMcpClientInfo(body.params.clientInfo));
       const opening = this.sessions.openingFor(body.params, (capabilities) =>
         this.servers.extensionWantsSession(capabilities),
       );
@@ -278,7 +281,7 @@ export class McpController {
     const transport = new StreamableHTTPServerTransport({
       // Sessions are checked against PostgreSQL (legacySession); the transport's own check is in-memory, one instance only.
       sessionIdGenerator: sessionId === undefined ? undefined : () => sessionId,
-      enableJsonResponse: !this.servers.mayAskMidCall(context, toolCall?.tool, toolCall?.hasProgressToken),
+      enableJsonResponse: !this.servers.mayAskMidCall(context, toolCall?.hasProgressToken),
     });
     response.on('close', () => {
       closed.abort();
@@ -409,6 +412,17 @@ function methodNotAllowed(response: Response, allow: string, message: string): v
     .status(405)
     .setHeader('Allow', allow)
     .json({ jsonrpc: '2.0', id: null, error: { code: JSON_RPC_SERVER_ERROR, message } });
+}
+
+/**
+ * The client of this request, once known: on the request (usage log) and on the caller the pipeline is handed (audit
+ * log), so both name it.
+ */
+function nameClient(request: Request, context: McpRequestContext, client: McpClientInfo | undefined): void {
+  if (!client) return;
+  context.client = client;
+  context.caller = Object.freeze({ ...context.caller, client });
+  setMcpClient(request, client);
 }
 
 /** The SDK's own answer for a session it does not know (-32001), so clients recognise it and initialize again. */
