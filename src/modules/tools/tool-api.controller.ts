@@ -11,7 +11,7 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ApiKeyAuthGuard, protectedResourceMetadataUrl, setUsageTool } from '../api-keys/api-key-auth.guard.js';
 import { Caller, type KeyCaller } from '../api-keys/key-caller.js';
 import { AnyKeyScope, ScopeInPipeline, ScopeGuard } from './scope.guard.js';
-import { parseToolCallBody, type ToolCallBody } from './tool-call-body.js';
+import { toolCallBody, type ToolCallBody } from './tool-call-body.js';
 import { ToolCallPipeline } from './tool-call-pipeline.js';
 import { ToolsService } from './tools.service.js';
 
@@ -87,7 +87,7 @@ export class ToolApiController {
     await this.limit(caller);
     let call: ToolCallBody;
     try {
-      call = parseToolCallBody(body);
+      call = toolCallBody.parse(body);
     } catch (error) {
       this.pipeline.refuse('json', caller, (body as { name?: unknown } | undefined)?.name, error);
       throw error;
