@@ -124,13 +124,17 @@ export class McpController {
     const fast = body === undefined ? undefined : fastMcpCall(request.headers, body);
     // The resolve step, once per call: a tools/call's tool decides which path answers it, and the pipeline takes it.
     let resolved = fast?.method === 'tools/call' ? this.pipeline.resolve(fast.name) : undefined;
-    if (fast && (await this.servedFast(fast, resolved, caller, request, response, idempotencyKey))) return;
+    // A request the fast path hands back keeps what it learnt: its 2025-era session is not looked up again.
+    const learnt = fast ? await this.servedFast(fast, resolved, caller, request, response, idempotencyKey) : false;
+    if (learnt === true) return;
     const toolCall = body === undefined ? undefined : inspectBody(body);
     if (toolCall?.label) setUsageTool(request, toolCall.label);
     if (toolCall?.tool !== undefined && resolved?.name !== toolCall.tool)
       resolved = this.pipeline.resolve(toolCall.tool);
     const context: McpRequestContext = {
-      caller,
+      caller: learnt ? learnt.caller : caller,
+      session: learnt ? learnt.session : undefined,
+      client: learnt ? learnt.client : undefined,
       limited: await this.limit(caller, toolCall),
       resolved,
       idempotencyKey,
@@ -140,15 +144,22 @@ export class McpController {
       },
     };
     if (body !== undefined && (await this.servedAsModern(request, response, body, context))) return;
-    const session = await this.legacySession(request, response, body, context);
+    const session = await this.legacySession(
+      request,
+      response,
+      body,
+      context,
+      learnt !== false && learnt.era === 'legacy',
+    );
     if (session.answered) return;
     await this.serveLegacy(request, response, body, context, session.id, toolCall);
   }
 
   /**
    * The common case without an SDK server (mcp-fast-path.ts): the same session check, limit, attribution, usage and
-   * tool call as below, answered as the SDK would. False when this request needs the SDK after all (a call that may ask
-   * the user, a tool an extension serves); nothing has been counted then.
+   * tool call as below, answered as the SDK would. True when answered (or refused: an unknown session). Otherwise this
+   * request needs the SDK after all (a call that may ask the user, a tool an extension serves): nothing has been counted,
+   * and what was learnt (the caller, its session) is handed back.
    */
   private async servedFast(
     call: FastMcpCall,
@@ -157,7 +168,7 @@ export class McpController {
     request: Request,
     response: Response,
     idempotencyKey: string | undefined,
-  ): Promise<boolean> {
+  ): Promise<true | (McpRequestContext & { era: FastMcpCall['era'] })> {
     const context: McpRequestContext = { caller, idempotencyKey, resolved };
     let client: McpClientInfo | undefined;
     if (call.era === 'modern') {
@@ -167,7 +178,7 @@ export class McpController {
     } else if (!(await this.presentedSession(request, response, context))) {
       return true;
     }
-    if (!this.servers.servesFast(call, context)) return false;
+    if (!this.servers.servesFast(call, context)) return { ...context, era: call.era };
     if (client) nameClient(request, context, client);
     setUsageTool(request, call.method === 'tools/call' ? call.name.slice(0, 100) : call.method);
     context.limited = await this.limit(caller, { isSingleToolCall: call.method === 'tools/call' });
@@ -242,6 +253,8 @@ export class McpController {
     response: Response,
     body: unknown,
     context: McpRequestContext,
+    /** The fast path already checked the session this request presents. */
+    sessionChecked = false,
   ): Promise<{ answered: true } | { answered: false; id?: string }> {
     if (isInitializeRequest(body)) {
       // A new initialize starts over: a session header on it is not looked at (the spec has none there).
@@ -255,7 +268,7 @@ export class McpController {
       await this.sessions.open(id, context.caller.keyId, opening);
       return { answered: false, id };
     }
-    if (!(await this.presentedSession(request, response, context))) return { answered: true };
+    if (!sessionChecked && !(await this.presentedSession(request, response, context))) return { answered: true };
     const session = context.session;
     if (session && (isJSONRPCResultResponse(body) || isJSONRPCErrorResponse(body))) {
       // The call waiting for this answer may be on another instance.
