@@ -9,7 +9,7 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
 import { WorkerDrain } from '../../queue/worker-drain.js';
 import { ProjectsService } from '../projects/projects.service.js';
-import { ToolCallPipeline } from '../tools/tool-call-pipeline.js';
+import { ToolCallPipeline, type ResolvedTool } from '../tools/tool-call-pipeline.js';
 import { ToolsService } from '../tools/tools.service.js';
 import {
   CANCEL_POLL_MS,
@@ -27,7 +27,7 @@ import {
   type Conversation,
 } from './agent-run.conversation.js';
 import { narrowestActor } from '../../common/access/access-rules.js';
-import { isWriteTool } from '../tool-kit/tool-definition.js';
+import { isWriteTool, type RegisteredTool } from '../tool-kit/tool-definition.js';
 import { foreignTextIn, foreignTextInFailure } from '../tool-kit/tool-provenance.js';
 import { LostClaim, StepRecorder } from './agent-run.steps.js';
 import type { AgentRun, ModelToolCall, StoredStep } from './agent-run.types.js';
@@ -209,10 +209,19 @@ export class AgentRunner implements OnModuleDestroy {
       for (const call of pending) {
         attempt.stepLabel = `tool call ${call.name}`;
         const decided = conversation.approved.get(call.id);
+        // The pipeline's resolve step, once per call: the approval rule and the call read the same tool.
+        const resolved = this.pipeline.resolve(call.name);
         // Stop before the write: the row holds the question, no worker waits; approve/reject re-enqueues.
-        if (!decided && this.needsApproval(run, conversation, scope, call))
+        if (!decided && this.needsApproval(run, conversation, scope, call, resolved.tool))
           return steps.pause(awaitingApprovalStep(conversation.nextIndex, call));
-        const step = await this.runTool(steps, decided?.index ?? conversation.nextIndex, call, scope, decided);
+        const step = await this.runTool(
+          steps,
+          decided?.index ?? conversation.nextIndex,
+          call,
+          resolved,
+          scope,
+          decided,
+        );
         if (!decided) conversation.nextIndex += 1;
         if (step.untrusted) conversation.untrusted = true;
         conversation.messages.push(toolMessage(step));
@@ -251,12 +260,18 @@ export class AgentRunner implements OnModuleDestroy {
   }
 
   /** `writes`: before every write; `auto`: before every write once the run has read text its starter did not write. */
-  private needsApproval(run: AgentRun, conversation: Conversation, scope: RunScope, call: ModelToolCall): boolean {
+  private needsApproval(
+    run: AgentRun,
+    conversation: Conversation,
+    scope: RunScope,
+    call: ModelToolCall,
+    tool: RegisteredTool | undefined,
+  ): boolean {
     const asks = run.approval === 'writes' || (run.approval === 'auto' && conversation.untrusted);
     return (
       asks &&
       scope.offeredNames.has(call.name) &&
-      isWriteTool(this.tools.find(call.name)) &&
+      isWriteTool(tool) &&
       parseArguments(call.arguments).parseError === null
     );
   }
@@ -300,6 +315,7 @@ export class AgentRunner implements OnModuleDestroy {
     steps: StepRecorder,
     index: number,
     call: ModelToolCall,
+    resolved: ResolvedTool,
     scope: RunScope,
     approved?: StoredStep,
   ): Promise<StoredStep> {
@@ -329,7 +345,6 @@ export class AgentRunner implements OnModuleDestroy {
     };
     const refuse = (code: string, message: string) =>
       settle('error', JSON.stringify({ error: { code, message } }), `error: ${code}: ${message}`);
-    const resolved = this.pipeline.resolve(call.name);
     const tool = resolved.tool;
     // An approved call runs within the rights of both the run and whoever approved it.
     const actor = approved?.approval?.approverActor

@@ -265,7 +265,7 @@ export class ToolCallPipeline {
   }
 }
 
-export function confirmationRequired(prepared: PreparedToolCall): AppException {
+function confirmationRequired(prepared: PreparedToolCall): AppException {
   return new AppException(
     ErrorCode.ConfirmationRequired,
     `${prepared.tool.definition.name} writes, and this credential asks the user to confirm every write: call it over MCP from a client that declared elicitation (revision 2026-07-28, or 2025-06-18/2025-11-25 with the session the server then issues)`,
