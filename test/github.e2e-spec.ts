@@ -318,18 +318,18 @@ describe('GitHub: admin-registered repositories and the GitHub tools', () => {
         'list_pull_requests',
         'list_workflow_runs',
       ]) {
-        expect(tools.schemaView(tools.require(name))).toMatchObject({
+        expect(tools.schemaView(tools.find(name)!)).toMatchObject({
           scope: 'github:read',
           annotations: { readOnlyHint: true, openWorldHint: true },
         });
       }
       for (const name of ['create_issue', 'create_issue_comment']) {
-        expect(tools.schemaView(tools.require(name))).toMatchObject({
+        expect(tools.schemaView(tools.find(name)!)).toMatchObject({
           scope: 'github:write',
           annotations: { readOnlyHint: false, openWorldHint: true },
         });
       }
-      expect(tools.schemaView(tools.require('create_issue_comment')).inputSchema).toMatchObject({
+      expect(tools.schemaView(tools.find('create_issue_comment')!).inputSchema).toMatchObject({
         required: ['repo', 'issue_number', 'body'],
       });
       const write = await call(readOnly, 'create_issue', { repo: 'acme/widgets', title: 'x' }).expect(403);

@@ -468,8 +468,7 @@ describe('confirmWrites on API keys and OAuth grants', () => {
   itOnSharedServices(
     'a session opened on one instance serves on another, and the answer may land on the first',
     async () => {
-      // Closed in afterAll, not here: passport's strategy registry is one per process, so the JWT strategy of the
-      // app booted last serves every app in this process, and later tests need its database connection alive.
+      // Closed in afterAll with the first instance, whose database it shares.
       second = await startTestApp({ env: deployment, database: app.database });
       {
         const opened = await legacyClient(confirming.key, { answer: 'accept' });

@@ -118,7 +118,7 @@ describe('operations of the built server', () => {
         method: 'GET',
         route: '/api/auth/me',
         status: 200,
-        credential: { kind: 'user', id: userId },
+        credential: { kind: 'user-token', id: userId },
       });
       const everything = app.output();
       for (const secret of [secretKey, secretPassword, login.data.accessToken, 'not-a-real-token', 'Bearer'])

@@ -1,5 +1,7 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
+import { AppException } from '../errors/app.exception.js';
+import { ErrorCode } from '../errors/error-code.js';
 import type { Actor } from './actor.js';
 
 /** The client program behind a call, as it named itself (MCP `clientInfo`): a label for attribution, never trusted. */
@@ -50,6 +52,45 @@ export interface Caller {
   client?: CallerClient;
   /** Set for a caller acting inside an agent run. */
   runId?: string;
+  /** Installation-wide power (the admin routes): set only by a kind that signs in an admin user. */
+  admin?: true;
+}
+
+/**
+ * The Actor a backend request acts as. `projectId` is the project the request names (route param, query or body), when
+ * it names one: a caller pinned to other projects is the wrong credential for that request, so 401, not 404.
+ */
+export function actorFor(caller: Caller, projectId?: string | null): Actor {
+  const pins = caller.actor.projectIds;
+  if (projectId != null && pins !== null && !pins.includes(projectId)) {
+    throw new AppException(
+      ErrorCode.AuthInvalid,
+      'This credential belongs to another project; use a project session token of that project or a user access token from POST /api/auth/login',
+    );
+  }
+  return caller.actor;
+}
+
+/**
+ * The account a route manages (keys, connected apps): only a caller that is not pinned to a project manages its
+ * account. `what` completes the 401's message: "… are managed with a user access token".
+ */
+export function accountHolder(caller: Caller, what: string): string {
+  if (caller.actor.projectIds !== null) {
+    throw new AppException(
+      ErrorCode.AuthInvalid,
+      `${what} are managed with a user access token from POST /api/auth/login`,
+    );
+  }
+  return caller.userId;
+}
+
+/**
+ * Whose Idempotency-Key space a request uses: each credential has its own, so a project session token never replays
+ * what its minting user (or another token of that user) was answered. A credential without an id is its user's.
+ */
+export function idempotencyKeySpace(caller: Caller, operation: string): string {
+  return caller.credentialId === null ? operation : `${operation}@token:${caller.credentialId}`;
 }
 
 const CALLER = Symbol('atrium:caller');

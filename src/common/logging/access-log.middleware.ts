@@ -2,6 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { pinoHttp } from 'pino-http';
+import { callerOf } from '../auth/caller.js';
 import { RequestContext } from '../request-context/request-context.js';
 import type { JsonLogger } from './json-logger.js';
 
@@ -10,12 +11,10 @@ function plannedDrain(res: ServerResponse): boolean {
   return (res as Response).locals?.plannedDrain === true;
 }
 
-/** The caller as far as authentication got: the principal's tracker id is "<kind>:<id>" (never a secret). */
+/** The caller as far as authentication got: its credential kind and the credential's id (its user's without one). */
 function credentialOf(req: Request): { kind: string; id: string } | null {
-  const trackerId = (req as Request & { user?: { trackerId?: string } }).user?.trackerId;
-  if (!trackerId) return null;
-  const colon = trackerId.indexOf(':');
-  return { kind: trackerId.slice(0, colon), id: trackerId.slice(colon + 1) };
+  const caller = callerOf(req);
+  return caller ? { kind: caller.kind, id: caller.credentialId ?? caller.userId } : null;
 }
 
 /**

@@ -3,8 +3,7 @@ import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { BackendController } from '../../common/http/backend-controller.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { AdminOnly } from '../auth/guards/admin-only.guard.js';
-import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
-import type { UserPrincipal } from '../auth/principal.js';
+import { CurrentCaller, type Caller } from '../../common/auth/caller.js';
 import { AdminPolicySchema } from './admin-policy.schemas.js';
 import { AdminPolicyService } from './admin-policy.service.js';
 import { UpdateAdminPolicyDto } from './dto/update-admin-policy.dto.js';
@@ -31,8 +30,8 @@ export class AdminPolicyController {
   })
   @ApiData(200, AdminPolicySchema, 'The policy as saved')
   @ApiErrors(403)
-  put(@CurrentPrincipal() principal: UserPrincipal, @Body() body: UpdateAdminPolicyDto) {
+  put(@CurrentCaller() caller: Caller, @Body() body: UpdateAdminPolicyDto) {
     // AdminOnly let only a signed-in admin user through.
-    return this.policy.update(principal.userId, body);
+    return this.policy.update(caller.userId, body);
   }
 }

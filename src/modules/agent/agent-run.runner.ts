@@ -1,4 +1,3 @@
-import { auditActorOf } from '../audit/audit-entry.js';
 import { AgentRunCredential } from './agent-run.credential.js';
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import type { Actor } from '../../common/auth/actor.js';
@@ -10,7 +9,7 @@ import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ClaimableJobsService } from '../../queue/claimable-jobs.service.js';
 import { WorkerDrain } from '../../queue/worker-drain.js';
 import { ProjectsService } from '../projects/projects.service.js';
-import { observeToolCall } from '../tools/tool-call-telemetry.js';
+import { ToolCallPipeline, type ResolvedTool } from '../tools/tool-call-pipeline.js';
 import { ToolsService } from '../tools/tools.service.js';
 import {
   CANCEL_POLL_MS,
@@ -28,7 +27,7 @@ import {
   type Conversation,
 } from './agent-run.conversation.js';
 import { narrowestActor } from '../../common/access/access-rules.js';
-import { isWriteTool } from '../tool-kit/tool-definition.js';
+import { isWriteTool, type RegisteredTool } from '../tool-kit/tool-definition.js';
 import { foreignTextIn, foreignTextInFailure } from '../tool-kit/tool-provenance.js';
 import { LostClaim, StepRecorder } from './agent-run.steps.js';
 import type { AgentRun, ModelToolCall, StoredStep } from './agent-run.types.js';
@@ -81,6 +80,7 @@ export class AgentRunner implements OnModuleDestroy {
     private readonly repository: AgentRunsRepository,
     private readonly claims: ClaimableJobsService,
     private readonly tools: ToolsService,
+    private readonly pipeline: ToolCallPipeline,
     private readonly runCredential: AgentRunCredential,
     private readonly projects: ProjectsService,
     @Inject(LLM_CLIENT) private readonly llm: LlmClient,
@@ -209,10 +209,19 @@ export class AgentRunner implements OnModuleDestroy {
       for (const call of pending) {
         attempt.stepLabel = `tool call ${call.name}`;
         const decided = conversation.approved.get(call.id);
+        // The pipeline's resolve step, once per call: the approval rule and the call read the same tool.
+        const resolved = this.pipeline.resolve(call.name);
         // Stop before the write: the row holds the question, no worker waits; approve/reject re-enqueues.
-        if (!decided && this.needsApproval(run, conversation, scope, call))
+        if (!decided && this.needsApproval(run, conversation, scope, call, resolved.tool))
           return steps.pause(awaitingApprovalStep(conversation.nextIndex, call));
-        const step = await this.runTool(steps, decided?.index ?? conversation.nextIndex, call, scope, decided);
+        const step = await this.runTool(
+          steps,
+          decided?.index ?? conversation.nextIndex,
+          call,
+          resolved,
+          scope,
+          decided,
+        );
         if (!decided) conversation.nextIndex += 1;
         if (step.untrusted) conversation.untrusted = true;
         conversation.messages.push(toolMessage(step));
@@ -251,12 +260,18 @@ export class AgentRunner implements OnModuleDestroy {
   }
 
   /** `writes`: before every write; `auto`: before every write once the run has read text its starter did not write. */
-  private needsApproval(run: AgentRun, conversation: Conversation, scope: RunScope, call: ModelToolCall): boolean {
+  private needsApproval(
+    run: AgentRun,
+    conversation: Conversation,
+    scope: RunScope,
+    call: ModelToolCall,
+    tool: RegisteredTool | undefined,
+  ): boolean {
     const asks = run.approval === 'writes' || (run.approval === 'auto' && conversation.untrusted);
     return (
       asks &&
       scope.offeredNames.has(call.name) &&
-      isWriteTool(this.tools.find(call.name)) &&
+      isWriteTool(tool) &&
       parseArguments(call.arguments).parseError === null
     );
   }
@@ -292,15 +307,19 @@ export class AgentRunner implements OnModuleDestroy {
     return `The run timed out after ${this.config.agent.runTimeoutMs} ms (AGENT_RUN_TIMEOUT_MS)`;
   }
 
-  /** One tool call: recorded as started, executed through ToolsService (caller's scopes, pinned actor), then recorded with its outcome. */
+  /**
+   * One tool call: recorded as started, run through ToolCallPipeline as the run's caller (its scopes, its pinned actor;
+   * the same steps, audit entry and telemetry as a call on either door), then recorded with its outcome.
+   */
   private async runTool(
     steps: StepRecorder,
     index: number,
     call: ModelToolCall,
+    resolved: ResolvedTool,
     scope: RunScope,
     approved?: StoredStep,
   ): Promise<StoredStep> {
-    // An approved call runs with the owner's (possibly edited) arguments, validated again by ToolsService.call.
+    // An approved call runs with the owner's (possibly edited) arguments, validated again by the pipeline.
     const { args, parseError } = approved
       ? { args: approved.arguments, parseError: null }
       : parseArguments(call.arguments);
@@ -326,7 +345,7 @@ export class AgentRunner implements OnModuleDestroy {
     };
     const refuse = (code: string, message: string) =>
       settle('error', JSON.stringify({ error: { code, message } }), `error: ${code}: ${message}`);
-    const tool = this.tools.find(call.name);
+    const tool = resolved.tool;
     // An approved call runs within the rights of both the run and whoever approved it.
     const actor = approved?.approval?.approverActor
       ? narrowestActor(scope.actor, { ...approved.approval.approverActor })
@@ -347,20 +366,14 @@ export class AgentRunner implements OnModuleDestroy {
     }
     await record(step); // recorded before it runs: a retry never executes it twice
     try {
-      const outcome = await observeToolCall(
-        { door: 'agent', tool, statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined) },
-        () =>
-          withTimeout(
-            this.tools.call(
-              call.name,
-              args as Record<string, unknown>,
-              actor,
-              { scopes: scope.scopes },
-              auditActorOf(this.runCredential.callerFor(scope.runId, scope.actor, scope.scopes)),
-            ),
-            this.config.agent.stepTimeoutMs,
-          ),
-      );
+      const { outcome } = await this.pipeline.run({
+        door: 'agent',
+        caller: this.runCredential.callerFor(scope.runId, actor, scope.scopes),
+        tool: resolved,
+        args: args as Record<string, unknown>,
+        within: (work) => withTimeout(work, this.config.agent.stepTimeoutMs),
+        statusOfError: (error) => (error instanceof StepTimeout ? 'timeout' : undefined),
+      });
       settle('ok', toModelContent(outcome.result, outcome.truncated), summarize(outcome.result, outcome.truncated));
       const foreign = foreignTextIn(tool, args, outcome.result, scope.actor.userId);
       if (foreign) step.untrusted = foreign;

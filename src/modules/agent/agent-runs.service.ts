@@ -16,7 +16,9 @@ import { RequestContext } from '../../common/request-context/request-context.js'
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ProjectsService } from '../projects/projects.service.js';
+import { ToolCallPipeline } from '../tools/tool-call-pipeline.js';
 import { ToolsService } from '../tools/tools.service.js';
+import { AgentRunCredential } from './agent-run.credential.js';
 import { AGENT_RUNS_QUEUE } from './agent.constants.js';
 import {
   DEFAULT_AGENT_RUN_APPROVAL,
@@ -87,6 +89,8 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
     @InjectQueue(AGENT_RUNS_QUEUE) private readonly queue: Queue,
     private readonly projects: ProjectsService,
     private readonly tools: ToolsService,
+    private readonly pipeline: ToolCallPipeline,
+    private readonly runCredential: AgentRunCredential,
     @Inject(LLM_CLIENT) private readonly llm: LlmClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly webhooks: AgentWebhooksService,
@@ -267,9 +271,15 @@ export class AgentRunsService implements OnApplicationBootstrap, OnModuleDestroy
       // 400/403 as any call would be, under the scopes both the run and the approver's role hold.
       const approverScopes = this.tools.scopesForRole(role);
       if (edited)
-        this.tools.prepare(waiting.tool ?? '', input.arguments, {
-          scopes: run.scopes.filter((scope) => approverScopes.includes(scope)),
-        });
+        this.pipeline.vet(
+          this.runCredential.callerFor(
+            jobId,
+            actor,
+            run.scopes.filter((scope) => approverScopes.includes(scope)),
+          ),
+          waiting.tool ?? '',
+          input.arguments,
+        );
       step = {
         ...waiting,
         status: 'approved',

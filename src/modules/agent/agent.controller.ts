@@ -1,13 +1,10 @@
-import { CurrentCaller, type Caller } from '../../common/auth/caller.js';
+import { CurrentCaller, type Caller, actorFor, idempotencyKeySpace } from '../../common/auth/caller.js';
 import { Body, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { bearerToken } from '../auth/guards/backend-auth.guard.js';
 import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
-import { actorFromPrincipal } from '../auth/actor-from-principal.js';
 import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
-import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
-import { idempotencyKeySpace, type Principal } from '../auth/principal.js';
 import { AgentRunStreamService } from './agent-run-stream.service.js';
 import { AgentRunsService, deciderOf } from './agent-runs.service.js';
 import { AgentHistoryQueryDto } from './dto/agent-history-query.dto.js';
@@ -44,12 +41,12 @@ export class AgentController {
   )
   @ApiErrors(403, 404, 409)
   async execute(
-    @CurrentPrincipal() principal: Principal,
+    @CurrentCaller() caller: Caller,
     @Body() body: ExecuteAgentDto,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Res({ passthrough: true }) response: Response,
   ) {
-    const actor = actorFromPrincipal(principal, body.projectId);
+    const actor = actorFor(caller, body.projectId);
     const input = {
       projectId: body.projectId,
       input: body.input,
@@ -62,7 +59,7 @@ export class AgentController {
     let webhookSecret: string | undefined;
     const outcome = await this.idempotency.runAuthorized({
       ownerId: actor.userId,
-      scope: idempotencyKeySpace(principal, 'agent:execute'),
+      scope: idempotencyKeySpace(caller, 'agent:execute'),
       key: idempotencyKey,
       request: {
         ...input,
@@ -87,8 +84,8 @@ export class AgentController {
   @ApiOperation({ summary: 'One of your runs, with its steps so far' })
   @ApiData(200, AgentRunSchema, 'The run')
   @ApiErrors(404)
-  status(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
-    return this.runs.get(actorFromPrincipal(principal), jobId);
+  status(@CurrentCaller() caller: Caller, @Param('jobId') jobId: string) {
+    return this.runs.get(actorFor(caller), jobId);
   }
 
   @Get('stream/:jobId')
@@ -104,14 +101,14 @@ export class AgentController {
   })
   @ApiErrors(404)
   async stream(
-    @CurrentPrincipal() principal: Principal,
+    @CurrentCaller() caller: Caller,
     @Param('jobId') jobId: string,
     @Headers('last-event-id') lastEventId: string | undefined,
     @Req() request: Request,
     @Res() response: Response,
   ): Promise<void> {
     // The guard accepted this bearer token; the stream keeps checking it and ends when it expires or is revoked.
-    await this.streams.stream(actorFromPrincipal(principal), jobId, lastEventId, response, bearerToken(request) ?? '');
+    await this.streams.stream(actorFor(caller), jobId, lastEventId, response, bearerToken(request) ?? '');
   }
 
   @Post('cancel/:jobId')
@@ -122,8 +119,8 @@ export class AgentController {
   })
   @ApiData(202, AgentRunStateSchema, 'Cancelled, or cancelling (the run ends cancelled)')
   @ApiErrors(403, 404, 409)
-  cancel(@CurrentPrincipal() principal: Principal, @CurrentCaller() caller: Caller, @Param('jobId') jobId: string) {
-    return this.runs.cancel(actorFromPrincipal(principal), deciderOf(caller), jobId);
+  cancel(@CurrentCaller() caller: Caller, @Param('jobId') jobId: string) {
+    return this.runs.cancel(actorFor(caller), deciderOf(caller), jobId);
   }
 
   @Post('approve/:jobId')
@@ -138,19 +135,14 @@ export class AgentController {
     'The decision is recorded (on the step as decidedBy, and in the audit log); the run goes on',
   )
   @ApiErrors(400, 403, 404, 409)
-  approve(
-    @CurrentPrincipal() principal: Principal,
-    @CurrentCaller() caller: Caller,
-    @Param('jobId') jobId: string,
-    @Body() body: ApproveStepDto,
-  ) {
-    return this.runs.approve(actorFromPrincipal(principal), deciderOf(caller), jobId, body);
+  approve(@CurrentCaller() caller: Caller, @Param('jobId') jobId: string, @Body() body: ApproveStepDto) {
+    return this.runs.approve(actorFor(caller), deciderOf(caller), jobId, body);
   }
 
   @Get('history')
   @ApiOperation({ summary: 'Your runs, newest first' })
   @ApiData(200, page(AgentRunSummarySchema), 'A page of runs (without steps)')
-  history(@CurrentPrincipal() principal: Principal, @Query() query: AgentHistoryQueryDto) {
-    return this.runs.history(actorFromPrincipal(principal, query.projectId), query);
+  history(@CurrentCaller() caller: Caller, @Query() query: AgentHistoryQueryDto) {
+    return this.runs.history(actorFor(caller, query.projectId), query);
   }
 }

@@ -1,11 +1,8 @@
+import { accountHolder, CurrentCaller, type Caller } from '../../common/auth/caller.js';
 import { Body, Delete, Get, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { AdminOnly } from '../auth/guards/admin-only.guard.js';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
-import type { Principal } from '../auth/principal.js';
-import { AppException } from '../../common/errors/app.exception.js';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
-import { ErrorCode } from '../../common/errors/error-code.js';
 import { ApiKeysService } from './api-keys.service.js';
 import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
 import { CreateApiKeyDto, RollApiKeyDto } from './dto/create-api-key.dto.js';
@@ -40,15 +37,15 @@ export class ApiKeysController {
   })
   @ApiData(201, CreatedApiKeySchema, 'The key with its plaintext (Cache-Control: no-store)')
   @ApiErrors(404, 409)
-  create(@CurrentPrincipal() principal: Principal, @Body() body: CreateApiKeyDto) {
-    return this.apiKeys.create(userOnly(principal), body);
+  create(@CurrentCaller() caller: Caller, @Body() body: CreateApiKeyDto) {
+    return this.apiKeys.create(userOnly(caller), body);
   }
 
   @Get()
   @ApiOperation({ summary: "The caller's API keys, newest first: {items, nextCursor}" })
   @ApiData(200, page(ApiKeySchema), 'A page of keys')
-  list(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto) {
-    return this.apiKeys.list(userOnly(principal), query);
+  list(@CurrentCaller() caller: Caller, @Query() query: PageQueryDto) {
+    return this.apiKeys.list(userOnly(caller), query);
   }
 
   @Get('scopes')
@@ -56,8 +53,8 @@ export class ApiKeysController {
     summary: 'The scopes a key can carry, in catalog order: {items: [{name, group, access, allows, exampleTool}]}',
   })
   @ApiData(200, ScopeCatalogSchema, 'The scope catalog (what the account and consent pages show)')
-  scopes(@CurrentPrincipal() principal: Principal) {
-    userOnly(principal);
+  scopes(@CurrentCaller() caller: Caller) {
+    userOnly(caller);
     return { items: this.scopeCatalog.list() };
   }
 
@@ -65,8 +62,8 @@ export class ApiKeysController {
   @ApiOperation({ summary: 'One key with its last 50 calls' })
   @ApiData(200, ApiKeyDetailSchema, 'The key and its recent usage')
   @ApiErrors(404)
-  get(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
-    return this.apiKeys.get(userOnly(principal), id);
+  get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
+    return this.apiKeys.get(userOnly(caller), id);
   }
 
   @CarriesSecret()
@@ -77,16 +74,16 @@ export class ApiKeysController {
   })
   @ApiData(201, RolledApiKeySchema, 'The new key with its plaintext (Cache-Control: no-store)')
   @ApiErrors(404, 409)
-  roll(@CurrentPrincipal() principal: Principal, @Param('id') id: string, @Body() body: RollApiKeyDto) {
-    return this.apiKeys.roll(userOnly(principal), id, body.overlap);
+  roll(@CurrentCaller() caller: Caller, @Param('id') id: string, @Body() body: RollApiKeyDto) {
+    return this.apiKeys.roll(userOnly(caller), id, body.overlap);
   }
 
   @Delete(':id')
   @ApiOperation({ summary: 'Revoke a key; it answers 401 revoked_api_key from the next request on' })
   @ApiData(200, RevokedApiKeySchema, 'The key, now revoked')
   @ApiErrors(404)
-  revoke(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
-    return this.apiKeys.revoke(userOnly(principal), id);
+  revoke(@CurrentCaller() caller: Caller, @Param('id') id: string) {
+    return this.apiKeys.revoke(userOnly(caller), id);
   }
 }
 
@@ -109,13 +106,7 @@ export class AdminApiKeysController {
   }
 }
 
-/** Keys belong to the account: a project session token may never manage them. */
-function userOnly(principal: Principal): string {
-  if (principal.kind !== 'user') {
-    throw new AppException(
-      ErrorCode.AuthInvalid,
-      'API keys are managed with a user access token from POST /api/auth/login',
-    );
-  }
-  return principal.userId;
+/** Keys belong to the account: a caller pinned to a project (a project session token) never manages them. */
+function userOnly(caller: Caller): string {
+  return accountHolder(caller, 'API keys');
 }

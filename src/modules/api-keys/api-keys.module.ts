@@ -9,7 +9,6 @@ import { ApiKeysRepository } from './api-keys.repository.js';
 import { ApiKeysService } from './api-keys.service.js';
 import { ToolCredentialsModule } from './tool-credentials.module.js';
 import { KeyCallLimiterService } from './key-call-limiter.service.js';
-import { KeyRateLimitGuard } from './key-rate-limit.guard.js';
 import { VerifiedKeyCache } from './verified-key-cache.js';
 
 @Module({
@@ -23,16 +22,8 @@ import { VerifiedKeyCache } from './verified-key-cache.js';
     ApiKeyCredential,
     ApiKeyAuthGuard,
     KeyCallLimiterService,
-    KeyRateLimitGuard,
     VerifiedKeyCache,
   ],
-  exports: [
-    ApiKeysService,
-    ApiKeyCallCounterService,
-    ApiKeyUsageRecorder,
-    ApiKeyAuthGuard,
-    KeyCallLimiterService,
-    KeyRateLimitGuard,
-  ],
+  exports: [ApiKeysService, ApiKeyCallCounterService, ApiKeyUsageRecorder, ApiKeyAuthGuard, KeyCallLimiterService],
 })
 export class ApiKeysModule {}

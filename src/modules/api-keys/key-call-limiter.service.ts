@@ -9,8 +9,8 @@ const USER_SPENT =
 
 /**
  * The per-credential call limit (RATE_LIMIT_KEY_PER_MIN), shared across instances through Redis when configured.
- * The JSON door applies it as a guard (KeyRateLimitGuard); the MCP door calls it itself, because a limited
- * `tools/call` is answered in-band (an isError result) rather than as HTTP 429.
+ * The API key and OAuth grant kinds spend it (their `spend`); the doors reach it only through the credential
+ * registry, in ToolCallPipeline's limit step.
  */
 @Injectable()
 export class KeyCallLimiterService {

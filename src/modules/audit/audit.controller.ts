@@ -1,12 +1,10 @@
+import { actorFor, CurrentCaller, type Caller } from '../../common/auth/caller.js';
 import { Get, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { page } from '../../common/openapi/openapi-schema.js';
-import { actorFromPrincipal } from '../auth/actor-from-principal.js';
-import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
-import type { Principal } from '../auth/principal.js';
 import { AdminOnly } from '../auth/guards/admin-only.guard.js';
 import type { AuditFilter } from './audit-log.repository.js';
 import { AuditEntrySchema } from './audit.schemas.js';
@@ -23,8 +21,8 @@ export class AuditController {
   @Get()
   @ApiOperation({ summary: "The caller's own audit entries, newest first (filters: action, from, to)" })
   @ApiData(200, page(AuditEntrySchema), 'A page of entries')
-  list(@Query() query: AuditQueryDto, @CurrentPrincipal() principal: Principal) {
-    return this.audit.page({ ...filterOf(query), visibleTo: actorFromPrincipal(principal) }, query);
+  list(@Query() query: AuditQueryDto, @CurrentCaller() caller: Caller) {
+    return this.audit.page({ ...filterOf(query), visibleTo: actorFor(caller) }, query);
   }
 }
 

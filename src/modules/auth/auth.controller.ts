@@ -1,11 +1,10 @@
+import { CurrentCaller, type Caller } from '../../common/auth/caller.js';
 import { Body, Get, HttpCode, Ip, Post } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AuthService } from './auth.service.js';
 import { LoginDto } from './dto/login.dto.js';
 import { RegisterDto } from './dto/register.dto.js';
-import { CurrentPrincipal } from './guards/current-principal.decorator.js';
 import { Public } from './guards/public.decorator.js';
-import type { Principal } from './principal.js';
 import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 import { ApiData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { LoginResultSchema, SignupStateSchema, UserSchema } from './auth.schemas.js';
@@ -50,7 +49,7 @@ export class AuthController {
   @Get('me')
   @ApiOperation({ summary: 'The signed-in user' })
   @ApiData(200, UserSchema, 'The user')
-  me(@CurrentPrincipal() principal: Principal) {
-    return this.auth.me(principal.userId);
+  me(@CurrentCaller() caller: Caller) {
+    return this.auth.me(caller.userId);
   }
 }

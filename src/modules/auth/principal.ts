@@ -29,11 +29,3 @@ export interface ProjectTokenPrincipal {
 }
 
 export type Principal = UserPrincipal | ProjectTokenPrincipal;
-
-/**
- * Whose Idempotency-Key space a request uses: each credential has its own, so a project session token
- * never replays what its minting user (or another token of that user) was answered.
- */
-export function idempotencyKeySpace(principal: Principal, operation: string): string {
-  return principal.kind === 'project-token' ? `${operation}@token:${principal.tokenId}` : operation;
-}

@@ -1,13 +1,11 @@
+import { actorFor, idempotencyKeySpace, CurrentCaller, type Caller } from '../../common/auth/caller.js';
 import { Body, Delete, Get, Headers, Param, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
 import { ApiBody, ApiConsumes, ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { createHash } from 'node:crypto';
 import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
 import { AppException } from '../../common/errors/app.exception.js';
-import { actorFromPrincipal } from '../auth/actor-from-principal.js';
 import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
-import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
-import { idempotencyKeySpace, type Principal } from '../auth/principal.js';
 import { DocumentsService } from './documents.service.js';
 import { ListDocumentsDto } from './dto/list-documents.dto.js';
 import { UploadDocumentDto } from './dto/upload-document.dto.js';
@@ -58,19 +56,19 @@ export class DocumentsController {
   @ApiData(201, DocumentSchema, 'The document, status uploaded')
   @ApiErrors(403, 404, 409, 413, 415)
   async upload(
-    @CurrentPrincipal() principal: Principal,
+    @CurrentCaller() caller: Caller,
     @UploadedFile() file: UploadedMulterFile | undefined,
     @Body() body: UploadDocumentDto,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
   ) {
-    const actor = actorFromPrincipal(principal, body.projectId);
+    const actor = actorFor(caller, body.projectId);
     if (!file)
       throw AppException.validation('A file is required in the multipart field "file"', [
         { field: 'file', message: 'required' },
       ]);
     const outcome = await this.idempotency.runAuthorized({
       ownerId: actor.userId,
-      scope: idempotencyKeySpace(principal, 'documents:upload'),
+      scope: idempotencyKeySpace(caller, 'documents:upload'),
       key: idempotencyKey,
       request: {
         projectId: body.projectId,
@@ -95,23 +93,23 @@ export class DocumentsController {
   @ApiOperation({ summary: 'Documents of a project visible to the caller, newest first' })
   @ApiData(200, page(DocumentSchema), 'A page of documents')
   @ApiErrors(404)
-  list(@CurrentPrincipal() principal: Principal, @Query() query: ListDocumentsDto) {
-    return this.documents.list(actorFromPrincipal(principal, query.projectId), query);
+  list(@CurrentCaller() caller: Caller, @Query() query: ListDocumentsDto) {
+    return this.documents.list(actorFor(caller, query.projectId), query);
   }
 
   @Get(':id')
   @ApiOperation({ summary: 'One document (its author, or any member of its project when public)' })
   @ApiData(200, DocumentSchema, 'The document')
   @ApiErrors(404)
-  get(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
-    return this.documents.get(actorFromPrincipal(principal), id);
+  get(@CurrentCaller() caller: Caller, @Param('id') id: string) {
+    return this.documents.get(actorFor(caller), id);
   }
 
   @Delete(':id')
   @ApiOperation({ summary: 'Delete a document and its chunks (author only)' })
   @ApiData(200, DeletedSchema, 'Deleted')
   @ApiErrors(403, 404)
-  remove(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
-    return this.documents.delete(actorFromPrincipal(principal), id);
+  remove(@CurrentCaller() caller: Caller, @Param('id') id: string) {
+    return this.documents.delete(actorFor(caller), id);
   }
 }

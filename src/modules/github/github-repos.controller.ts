@@ -1,8 +1,7 @@
+import { CurrentCaller, type Caller } from '../../common/auth/caller.js';
 import { Body, Delete, Get, HttpCode, Param, ParseUUIDPipe, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
-import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
-import type { Principal } from '../auth/principal.js';
 import { RegisterRepoDto } from './dto/register-repo.dto.js';
 import { GithubReposService } from './github-repos.service.js';
 import { AdminOnly } from '../auth/guards/admin-only.guard.js';
@@ -22,8 +21,8 @@ export class GithubReposController {
   @ApiOperation({ summary: 'Register a shared repository (checked with GitHub first; the token is stored encrypted)' })
   @ApiData(201, RegisteredRepoSchema, 'The registered repository (never its token)')
   @ApiErrors(403, 409, 502)
-  register(@Body() body: RegisterRepoDto, @CurrentPrincipal() principal: Principal) {
-    return this.repos.register(body, principal.userId);
+  register(@Body() body: RegisterRepoDto, @CurrentCaller() caller: Caller) {
+    return this.repos.register(body, caller.userId);
   }
 
   @Get()

@@ -1,12 +1,10 @@
+import { accountHolder, CurrentCaller, type Caller } from '../../common/auth/caller.js';
 import { Body, Delete, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { Response } from 'express';
 import { AppException } from '../../common/errors/app.exception.js';
-import { ErrorCode } from '../../common/errors/error-code.js';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
-import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
-import type { Principal } from '../auth/principal.js';
 import { ScopeCatalog } from '../tool-kit/scope-catalog.js';
 import { ToolRegistry } from '../tool-kit/tool-registry.js';
 import { checkedAllowlist } from '../tool-kit/tool-restriction.js';
@@ -45,11 +43,11 @@ export class OAuthAccountController {
   })
   @ApiData(200, AuthorizeAnswerSchema, 'Where to send the browser (Cache-Control: no-store)')
   async authorize(
-    @CurrentPrincipal() principal: Principal,
+    @CurrentCaller() caller: Caller,
     @Body() body: AuthorizeConsentDto,
     @Res({ passthrough: true }) response: Response,
   ): Promise<{ redirectTo: string }> {
-    const userId = userOnly(principal);
+    const userId = userOnly(caller);
     if (body.scopes) this.scopes.assertKnown(body.scopes);
     // The answer carries a one-time code.
     response.setHeader('Cache-Control', 'no-store');
@@ -116,16 +114,16 @@ export class OAuthAccountController {
   @Get('grants')
   @ApiOperation({ summary: "The caller's connected apps (OAuth grants), newest first: {items, nextCursor}" })
   @ApiData(200, page(OAuthGrantSchema), 'A page of grants')
-  list(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto) {
-    return this.grants.list(userOnly(principal), query);
+  list(@CurrentCaller() caller: Caller, @Query() query: PageQueryDto) {
+    return this.grants.list(userOnly(caller), query);
   }
 
   @Delete('grants/:id')
   @ApiOperation({ summary: 'Disconnect an app: every token of the grant stops working at once, on every instance' })
   @ApiData(200, RevokedGrantSchema, 'Revoked')
   @ApiErrors(404)
-  revoke(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
-    return this.grants.revoke(userOnly(principal), id);
+  revoke(@CurrentCaller() caller: Caller, @Param('id') id: string) {
+    return this.grants.revoke(userOnly(caller), id);
   }
 }
 
@@ -136,13 +134,7 @@ function fieldOf(error: Error): string {
   return code === 'invalid_scope' ? 'scope' : code === 'invalid_target' ? 'resource' : 'codeChallenge';
 }
 
-/** Apps are connected to the account: a project session token may never authorise or list them. */
-function userOnly(principal: Principal): string {
-  if (principal.kind !== 'user') {
-    throw new AppException(
-      ErrorCode.AuthInvalid,
-      'Connected apps are managed with a user access token from POST /api/auth/login',
-    );
-  }
-  return principal.userId;
+/** Apps are connected to the account: a caller pinned to a project (a project session token) never authorises or lists them. */
+function userOnly(caller: Caller): string {
+  return accountHolder(caller, 'Connected apps');
 }

@@ -1,11 +1,9 @@
+import { actorFor, CurrentCaller, type Caller } from '../../common/auth/caller.js';
 import { Body, Delete, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CarriesSecret } from '../../common/http/carries-secret.decorator.js';
 import { PageQueryDto } from '../../common/pagination/page-query.dto.js';
-import { actorFromPrincipal } from '../auth/actor-from-principal.js';
 import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
-import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
-import type { Principal } from '../auth/principal.js';
 import { AddMemberDto } from './dto/add-member.dto.js';
 import { CreateProjectDto } from './dto/create-project.dto.js';
 import { CreateSessionTokenDto } from './dto/create-session-token.dto.js';
@@ -32,15 +30,15 @@ export class ProjectsController {
   @Get()
   @ApiOperation({ summary: 'Projects the caller is a member of, newest first' })
   @ApiData(200, page(ProjectSchema), 'A page of projects')
-  list(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto) {
-    return this.projects.list(actorFromPrincipal(principal), query);
+  list(@CurrentCaller() caller: Caller, @Query() query: PageQueryDto) {
+    return this.projects.list(actorFor(caller), query);
   }
 
   @Post()
   @ApiOperation({ summary: 'Create a project; the caller becomes its owner' })
   @ApiData(201, ProjectSchema, 'The new project (role owner)')
-  create(@CurrentPrincipal() principal: Principal, @Body() body: CreateProjectDto) {
-    return this.projects.create(actorFromPrincipal(principal), body);
+  create(@CurrentCaller() caller: Caller, @Body() body: CreateProjectDto) {
+    return this.projects.create(actorFor(caller), body);
   }
 
   @Get(':id')
@@ -48,24 +46,24 @@ export class ProjectsController {
   @ApiOperation({ summary: 'One project with the caller’s role and counts (members only)' })
   @ApiData(200, ProjectSchema, 'The project')
   @ApiErrors(404)
-  get(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string) {
-    return this.projects.get(actorFromPrincipal(principal, id), id);
+  get(@CurrentCaller() caller: Caller, @Param('id', projectId) id: string) {
+    return this.projects.get(actorFor(caller, id), id);
   }
 
   @Patch(':id')
   @ApiOperation({ summary: 'Rename or describe a project (owner or editor)' })
   @ApiData(200, ProjectSchema, 'The updated project')
   @ApiErrors(403, 404)
-  update(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Body() body: UpdateProjectDto) {
-    return this.projects.update(actorFromPrincipal(principal, id), id, body);
+  update(@CurrentCaller() caller: Caller, @Param('id', projectId) id: string, @Body() body: UpdateProjectDto) {
+    return this.projects.update(actorFor(caller, id), id, body);
   }
 
   @Post(':id/members')
   @ApiOperation({ summary: 'Add a member or change a member’s role (owner only)' })
   @ApiData(201, ProjectMemberSchema, 'The membership')
   @ApiErrors(403, 404, 409)
-  addMember(@CurrentPrincipal() principal: Principal, @Param('id', projectId) id: string, @Body() body: AddMemberDto) {
-    return this.projects.setMember(actorFromPrincipal(principal, id), id, body);
+  addMember(@CurrentCaller() caller: Caller, @Param('id', projectId) id: string, @Body() body: AddMemberDto) {
+    return this.projects.setMember(actorFor(caller, id), id, body);
   }
 
   @Post(':id/session-tokens')
@@ -74,11 +72,11 @@ export class ProjectsController {
   @ApiData(201, ProjectSessionTokenSchema, 'The token, shown this once (Cache-Control: no-store)')
   @ApiErrors(403, 404)
   mintSessionToken(
-    @CurrentPrincipal() principal: Principal,
+    @CurrentCaller() caller: Caller,
     @Param('id', projectId) id: string,
     @Body() body: CreateSessionTokenDto,
   ) {
-    return this.projects.mintSessionToken(actorFromPrincipal(principal, id), id, body);
+    return this.projects.mintSessionToken(actorFor(caller, id), id, body);
   }
 
   @Get(':id/session-tokens')
@@ -89,12 +87,8 @@ export class ProjectsController {
     'A page of tokens: id, name, role, display prefix, dates, creator',
   )
   @ApiErrors(403, 404)
-  listSessionTokens(
-    @CurrentPrincipal() principal: Principal,
-    @Param('id', projectId) id: string,
-    @Query() query: PageQueryDto,
-  ) {
-    return this.projects.listSessionTokens(actorFromPrincipal(principal, id), id, query);
+  listSessionTokens(@CurrentCaller() caller: Caller, @Param('id', projectId) id: string, @Query() query: PageQueryDto) {
+    return this.projects.listSessionTokens(actorFor(caller, id), id, query);
   }
 
   @Delete(':id/session-tokens/:tokenId')
@@ -105,10 +99,10 @@ export class ProjectsController {
   @ApiData(200, RevokedSessionTokenSchema, 'The token is revoked: it answers 401 from now on')
   @ApiErrors(403, 404)
   revokeSessionToken(
-    @CurrentPrincipal() principal: Principal,
+    @CurrentCaller() caller: Caller,
     @Param('id', projectId) id: string,
     @Param('tokenId', new ParseUUIDPipe()) token: string,
   ) {
-    return this.projects.revokeSessionToken(actorFromPrincipal(principal, id), id, token);
+    return this.projects.revokeSessionToken(actorFor(caller, id), id, token);
   }
 }

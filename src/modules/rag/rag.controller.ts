@@ -1,11 +1,9 @@
+import { actorFor, idempotencyKeySpace, CurrentCaller, type Caller } from '../../common/auth/caller.js';
 import { Body, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiHeader, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
-import { actorFromPrincipal } from '../auth/actor-from-principal.js';
 import { AllowProjectToken } from '../auth/guards/allow-project-token.decorator.js';
-import { CurrentPrincipal } from '../auth/guards/current-principal.decorator.js';
-import { idempotencyKeySpace, type Principal } from '../auth/principal.js';
 import { IndexingRequestDto } from './dto/indexing-request.dto.js';
 import { SearchDto } from './dto/search.dto.js';
 import { IndexingJobsService, type IndexingJobKind } from './indexing-jobs.service.js';
@@ -29,8 +27,8 @@ export class RagController {
   @ApiOperation({ summary: 'Hybrid / vector / keyword search over the chunks of documents the caller may see' })
   @ApiData(200, SearchResultSchema, 'Best chunks first')
   @ApiErrors(404, 502)
-  async searchChunks(@CurrentPrincipal() principal: Principal, @Body() body: SearchDto) {
-    return this.search.search(actorFromPrincipal(principal, body.projectId), {
+  async searchChunks(@CurrentCaller() caller: Caller, @Body() body: SearchDto) {
+    return this.search.search(actorFor(caller, body.projectId), {
       query: body.query,
       projectId: body.projectId,
       topK: body.topK ?? 5,
@@ -47,12 +45,8 @@ export class RagController {
   })
   @ApiData(202, IndexingJobStartedSchema, 'Queued')
   @ApiErrors(403, 404, 409)
-  ingest(
-    @CurrentPrincipal() principal: Principal,
-    @Body() body: IndexingRequestDto,
-    @Headers('idempotency-key') key?: string,
-  ) {
-    return this.start('ingest', principal, body, key);
+  ingest(@CurrentCaller() caller: Caller, @Body() body: IndexingRequestDto, @Headers('idempotency-key') key?: string) {
+    return this.start('ingest', caller, body, key);
   }
 
   @Post('reindex')
@@ -61,20 +55,16 @@ export class RagController {
   @ApiOperation({ summary: 'Rebuild chunks and vectors of a project; one at a time per project (409 otherwise)' })
   @ApiData(202, IndexingJobStartedSchema, 'Queued')
   @ApiErrors(403, 404, 409)
-  reindex(
-    @CurrentPrincipal() principal: Principal,
-    @Body() body: IndexingRequestDto,
-    @Headers('idempotency-key') key?: string,
-  ) {
-    return this.start('reindex', principal, body, key);
+  reindex(@CurrentCaller() caller: Caller, @Body() body: IndexingRequestDto, @Headers('idempotency-key') key?: string) {
+    return this.start('reindex', caller, body, key);
   }
 
   @Get('ingest/:jobId')
   @ApiOperation({ summary: 'An indexing job (ingest or reindex): status, progress, per-document errors' })
   @ApiData(200, IndexingJobSchema, 'The job')
   @ApiErrors(404)
-  getJob(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
-    return this.jobs.get(actorFromPrincipal(principal), jobId);
+  getJob(@CurrentCaller() caller: Caller, @Param('jobId') jobId: string) {
+    return this.jobs.get(actorFor(caller), jobId);
   }
 
   @Post('ingest/:jobId/cancel')
@@ -82,15 +72,15 @@ export class RagController {
   @ApiOperation({ summary: 'Cancel a queued or running indexing job; a finished one is 409 STATE_CONFLICT' })
   @ApiData(202, IndexingJobSchema, 'The job, cancelled or cancelling')
   @ApiErrors(403, 404, 409)
-  cancel(@CurrentPrincipal() principal: Principal, @Param('jobId') jobId: string) {
-    return this.jobs.cancel(actorFromPrincipal(principal), jobId);
+  cancel(@CurrentCaller() caller: Caller, @Param('jobId') jobId: string) {
+    return this.jobs.cancel(actorFor(caller), jobId);
   }
 
-  private async start(kind: IndexingJobKind, principal: Principal, body: IndexingRequestDto, key: string | undefined) {
-    const actor = actorFromPrincipal(principal, body.projectId);
+  private async start(kind: IndexingJobKind, caller: Caller, body: IndexingRequestDto, key: string | undefined) {
+    const actor = actorFor(caller, body.projectId);
     const outcome = await this.idempotency.runAuthorized({
       ownerId: actor.userId,
-      scope: idempotencyKeySpace(principal, `rag:${kind}`),
+      scope: idempotencyKeySpace(caller, `rag:${kind}`),
       key,
       request: { projectId: body.projectId, documentIds: body.documentIds ?? null },
       authorize: () => this.jobs.plan(actor, kind, body.projectId, body.documentIds),

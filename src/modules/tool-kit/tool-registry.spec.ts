@@ -9,6 +9,10 @@ import { Tool, ToolProvider } from './tool.decorators.js';
 import { ToolExplorer } from './tool.explorer.js';
 import { ToolRegistry } from './tool-registry.js';
 import { ToolsService } from '../tools/tools.service.js';
+import { ToolCallPipeline } from '../tools/tool-call-pipeline.js';
+import { CredentialRegistry } from '../credentials/credential-registry.js';
+import { IdempotencyService } from '../../common/idempotency/idempotency.service.js';
+import type { Caller } from '../../common/auth/caller.js';
 import type { AuditEntry } from '../audit/audit-entry.js';
 import { AuditLogRepository } from '../audit/audit-log.repository.js';
 import { AuditRecorder } from '../audit/audit.recorder.js';
@@ -105,6 +109,9 @@ async function boot(...providers: unknown[]) {
       ToolRegistry,
       ToolExplorer,
       ToolsService,
+      ToolCallPipeline,
+      CredentialRegistry,
+      { provide: IdempotencyService, useValue: {} },
       ScopeCatalog,
       memoryAuditLog,
       AuditRecorder,
@@ -120,40 +127,58 @@ async function boot(...providers: unknown[]) {
 }
 
 const actor: Actor = { userId: 'u-1', projectIds: null, repos: null };
+/** A caller of a kind with no budget to spend (like an agent run), holding these scopes. */
+const callerWith = (scopes: string[]): Caller => ({
+  kind: 'test',
+  via: 'agent_run',
+  credentialId: null,
+  userId: actor.userId,
+  actor,
+  scopes,
+  confirmWrites: false,
+  expiresAt: null,
+  budgetKey: 'test',
+});
 
 describe('tool registry', () => {
   it('discovers @Tool methods, orders them by provider position then declaration, validates and dispatches', async () => {
     const ref = await boot(LettersProvider, NumbersProvider);
     const tools = ref.get(ToolsService);
+    const pipeline = ref.get(ToolCallPipeline);
+    ref.get(CredentialRegistry).register([{ name: 'test', via: 'agent_run', prefixes: [], doors: {} } as never]);
+    const call = async (name: string, args: Record<string, unknown> | undefined, scopes: string[]) => {
+      const ran = await pipeline.run({ door: 'agent', caller: callerWith(scopes), tool: name, args });
+      return { ...ran.outcome };
+    };
     expect(tools.toolsFor({ scopes: ['numbers:read', 'letters:read'] }).map((t) => t.definition.name)).toEqual([
       'zzz_numbers',
       'aaa_whoami',
       'bbb_letters',
     ]);
     expect(tools.toolsFor({ scopes: ['docs:read'] })).toEqual([]);
-    expect(await tools.call('zzz_numbers', { limit: '3' }, actor, { scopes: ['numbers:read'] })).toEqual({
+    expect(await call('zzz_numbers', { limit: '3' }, ['numbers:read'])).toEqual({
       result: [1, 2, 3],
       truncated: true,
     });
-    expect(await tools.call('aaa_whoami', undefined, actor, { scopes: ['numbers:read'] })).toEqual({
+    expect(await call('aaa_whoami', undefined, ['numbers:read'])).toEqual({
       result: { user: 'u-1' },
       truncated: false,
     });
-    await expect(tools.call('zzz_numbers', {}, actor, { scopes: ['numbers:write'] })).rejects.toMatchObject({
+    await expect(call('zzz_numbers', {}, ['numbers:write'])).rejects.toMatchObject({
       code: 'insufficient_scope',
     });
-    await expect(tools.call('nope', {}, actor, { scopes: ['numbers:read'] })).rejects.toMatchObject({
-      code: 'unknown_tool',
-    });
-    // Every dispatched call left its tool.call entry (written behind: flushed here).
+    await expect(call('nope', {}, ['numbers:read'])).rejects.toMatchObject({ code: 'unknown_tool' });
+    // Every dispatched call left its tool.call entry, and every refused one its error (written behind: flushed here).
     await ref.get(AuditService).flush();
     expect(
       audited.filter((e) => e.actor.userId === 'u-1').map((e) => [e.action, e.details.tool, e.outcome.status]),
     ).toEqual([
       ['tool.call', 'zzz_numbers', 'ok'],
       ['tool.call', 'aaa_whoami', 'ok'],
+      ['tool.call', 'zzz_numbers', 'error'],
+      ['tool.call', 'nope', 'error'],
     ]);
-    const view = tools.schemaView(tools.require('zzz_numbers'));
+    const view = tools.schemaView(tools.find('zzz_numbers')!);
     expect(view.outputSchema).toEqual({
       type: 'object',
       properties: { items: { type: 'array', items: { type: 'integer' } } },
@@ -164,7 +189,7 @@ describe('tool registry', () => {
       ['aaa_whoami', { type: 'object', properties: {}, additionalProperties: false }],
       ['bbb_letters', view.inputSchema],
     ]);
-    expect(Object.isFrozen(tools.require('zzz_numbers').definition)).toBe(true);
+    expect(Object.isFrozen(tools.find('zzz_numbers')!.definition)).toBe(true);
     await ref.close();
   });
 

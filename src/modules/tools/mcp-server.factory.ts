@@ -40,10 +40,9 @@ import { redactValue } from '../../common/secrets/secret-redactor.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import type { KeyCaller } from '../api-keys/key-caller.js';
-import { isWriteTool, type RegisteredTool } from '../tool-kit/tool-definition.js';
+import type { RegisteredTool } from '../tool-kit/tool-definition.js';
 import type { JsonSchema } from '../tool-kit/tool-parameters.js';
 import { portableSchema } from '../tool-kit/portable-schema.js';
-import { KeyToolCallsService } from './key-tool-calls.service.js';
 import type { McpClientInfo } from './mcp-client-info.js';
 import {
   MCP_RESOURCE_NOT_FOUND,
@@ -55,15 +54,25 @@ import {
 import { McpSessionsRepository } from './mcp-sessions.repository.js';
 import { McpWriteConfirmations, type ElicitOutcome, type McpSession } from './mcp-sessions.service.js';
 import type { FastMcpCall } from './mcp-fast-path.js';
-import { mcpToolCallStatus, observeToolCall } from './tool-call-telemetry.js';
-import { ToolsService, type PreparedToolCall, type ToolAccess, type ToolCallOutcome } from './tools.service.js';
+import {
+  ToolCallPipeline,
+  type ConfirmationStep,
+  type LimitOutcome,
+  type PreparedToolCall,
+  type ResolvedTool,
+  type ToolCallOutcome,
+} from './tool-call-pipeline.js';
+import { ToolsService, type ToolAccess } from './tools.service.js';
 import { pinsKey, restrictionKey, toolAllowed } from '../tool-kit/tool-restriction.js';
 
 /** What one HTTP request brings to the MCP server built for it. */
 export interface McpRequestContext {
+  /** Named with its client once the door knows it (the audit log names what the pipeline is handed). */
   caller: KeyCaller;
-  /** The key's call limit was exceeded by this request: a tools/call answers it as an `isError` result. */
-  rateLimited?: AppException;
+  /** The limit step, run once for the whole POST by the door: a spent budget is a tools/call's `isError` result. */
+  limited?: LimitOutcome;
+  /** The tool of this request's tools/call, as the door resolved it to choose its path (resolved once per call). */
+  resolved?: ResolvedTool;
   /** `Idempotency-Key` header of the HTTP request (write tools replay their first result, as on the JSON door). */
   idempotencyKey?: string;
   /** Told the outcome of a tools/call (tool name, Area A-equivalent HTTP status) for the usage log. */
@@ -155,7 +164,7 @@ export class McpServerFactory implements OnApplicationShutdown {
 
   constructor(
     private readonly tools: ToolsService,
-    private readonly keyCalls: KeyToolCallsService,
+    private readonly pipeline: ToolCallPipeline,
     private readonly confirmations: McpWriteConfirmations,
     private readonly extensions: McpExtensions,
     private readonly sessionsRepository: McpSessionsRepository,
@@ -240,7 +249,8 @@ export class McpServerFactory implements OnApplicationShutdown {
       ),
     );
     server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
-      const owner = this.extensionOfTool(request.params.name);
+      const resolved = this.resolvedFor(context, request.params.name);
+      const owner = this.extensionOfTool(resolved);
       if (owner)
         return this.callExtensionTool(
           owner,
@@ -266,7 +276,7 @@ export class McpServerFactory implements OnApplicationShutdown {
           }
         : undefined;
       return this.callTool(
-        request.params.name,
+        resolved,
         request.params.arguments,
         context,
         confirmation,
@@ -280,13 +290,20 @@ export class McpServerFactory implements OnApplicationShutdown {
    * Whether a 2025-era tools/call of this tool may ask the user mid-call, so its POST must be answered as an SSE
    * stream (the question goes out before the result). Every other request keeps its JSON answer.
    */
-  mayAskMidCall(context: McpRequestContext, toolName: string | undefined, hasProgressToken = false): boolean {
-    if (toolName !== undefined && this.extensionOfTool(toolName)?.streamsTool?.(toolName)) return true;
+  mayAskMidCall(context: McpRequestContext, hasProgressToken = false): boolean {
+    const resolved = context.resolved;
+    if (resolved === undefined) return false;
+    if (this.extensionOfTool(resolved)?.streamsTool?.(resolved.name)) return true;
+    const tool = resolved.tool;
     // Progress notifications go out before the result, on the POST's SSE stream.
-    if (hasProgressToken && toolName !== undefined && this.tools.find(toolName) !== undefined) return true;
-    if (!context.session?.canElicit || !context.caller.confirmWrites || toolName === undefined) return false;
-    const tool = this.tools.find(toolName);
-    return tool !== undefined && isWriteTool(tool);
+    if (hasProgressToken && tool !== undefined) return true;
+    if (!context.session?.canElicit || tool === undefined) return false;
+    return this.pipeline.needsConfirmation(context.caller, tool);
+  }
+
+  /** The tool of a tools/call: the one the door resolved for this request, else resolved now. */
+  private resolvedFor(context: McpRequestContext, name: string): ResolvedTool {
+    return context.resolved?.name === name ? context.resolved : this.pipeline.resolve(name);
   }
 
   /** Serves one 2026-07-28 request for this caller through the v2 SDK entry. */
@@ -342,7 +359,8 @@ export class McpServerFactory implements OnApplicationShutdown {
       ),
     );
     server.setRequestHandler('tools/call', (request, ctx) => {
-      const owner = this.extensionOfTool(request.params.name);
+      const resolved = this.resolvedFor(context, request.params.name);
+      const owner = this.extensionOfTool(resolved);
       if (owner)
         return this.callExtensionTool(owner, request.params.name, request.params.arguments, requestOf(ctx), context);
       const confirmation: WriteConfirmation = {
@@ -353,7 +371,7 @@ export class McpServerFactory implements OnApplicationShutdown {
         mint: (payload) => codec.mint(payload, ctx),
       };
       return this.callTool(
-        request.params.name,
+        resolved,
         request.params.arguments,
         context,
         confirmation,
@@ -418,9 +436,9 @@ export class McpServerFactory implements OnApplicationShutdown {
     return this.extensions.all.some((extension) => extension.wantsSession?.(capabilities) === true);
   }
 
-  private extensionOfTool(name: string): McpExtension | undefined {
-    if (this.tools.find(name)) return undefined;
-    return this.extensions.all.find((extension) => extension.ownsTool?.(name));
+  private extensionOfTool(resolved: ResolvedTool): McpExtension | undefined {
+    if (resolved.tool) return undefined;
+    return this.extensions.all.find((extension) => extension.ownsTool?.(resolved.name));
   }
 
   private async callExtensionTool(
@@ -431,7 +449,8 @@ export class McpServerFactory implements OnApplicationShutdown {
     context: McpRequestContext,
   ): Promise<McpToolAnswer> {
     // The per-credential limit holds for every tool, as for the registry's (an in-band rate_limited result).
-    if (context.rateLimited) return errorResult(context.rateLimited).result;
+    const limited = context.limited ?? (await this.pipeline.limit(context.caller));
+    if (limited.refused) return errorResult(limited.refused).result;
     if (context.caller.restriction && !this.extensionTools(context).some((tool) => tool.name === name)) {
       // Outside the caller's restriction (an extension's tool is in no toolset): the same refusal as a registry tool's.
       const refused = new AppException(ErrorCode.ToolNotAllowed, `${name} is not allowed here`, { tool: name });
@@ -523,22 +542,15 @@ export class McpServerFactory implements OnApplicationShutdown {
     }
   }
 
-  /** A tools/call of either revision through an SDK server, counted and traced as the MCP door's (tool-call-telemetry.ts). */
+  /** A tools/call of either revision through an SDK server: ToolCallPipeline's call, its answer as an MCP result. */
   private async callTool(
-    name: string,
+    resolved: ResolvedTool,
     args: Record<string, unknown> | undefined,
     context: McpRequestContext,
     confirmation?: WriteConfirmation,
     progress?: ProgressReporter,
   ): Promise<CallToolResult | InputRequiredResult> {
-    // An unknown name is a protocol error (the client asked for something not offered), not a tool failure; it is
-    // still one of the door's calls, counted under `unknown`.
-    if (!this.tools.find(name)) {
-      return observeToolCall({ door: 'mcp', tool: undefined }, () =>
-        Promise.reject(new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`)),
-      );
-    }
-    const answer = await this.observedToolCall(name, args, context, confirmation, progress);
+    const answer = await this.runToolCall(resolved, args, context, confirmation, progress);
     return 'outcome' in answer ? successResult(answer.outcome) : answer.result;
   }
 
@@ -554,66 +566,62 @@ export class McpServerFactory implements OnApplicationShutdown {
     if (call.method === 'tools/list') {
       result = this.toolListJson(context, modern);
     } else {
-      const answer = await this.observedToolCall(call.name, call.args, context, undefined, undefined);
+      const answer = await this.runToolCall(this.resolvedFor(context, call.name), call.args, context);
       const body = 'outcome' in answer ? successJson(answer.outcome) : JSON.stringify(answer.result);
       result = modern ? `${body.slice(0, -1)},${this.modernResultTail}` : body;
     }
     return `{"result":${result},"jsonrpc":"2.0","id":${JSON.stringify(call.id)}}`;
   }
 
-  /** Whether the fast path may answer this tools/call: a registry tool that asks the user nothing on this request. */
+  /**
+   * Whether the fast path may answer this tools/call (whose tool the door resolved on the context): a registry tool
+   * that asks the user nothing on this request.
+   */
   servesFast(call: FastMcpCall, context: McpRequestContext): boolean {
     if (call.method === 'tools/list') return true;
-    const tool = this.tools.find(call.name);
+    const tool = context.resolved?.tool;
     if (!tool) return false;
-    if (call.era === 'legacy') return !this.mayAskMidCall(context, call.name, false);
+    if (call.era === 'legacy') return !this.mayAskMidCall(context, false);
     // 2026-07-28: a write of a "confirm writes" credential answers input_required, which the SDK's codec mints.
-    return !(context.caller.confirmWrites && isWriteTool(tool));
+    return !this.pipeline.needsConfirmation(context.caller, tool);
   }
 
-  private observedToolCall(
-    name: string,
-    args: Record<string, unknown> | undefined,
-    context: McpRequestContext,
-    confirmation?: WriteConfirmation,
-    progress?: ProgressReporter,
-  ): Promise<ToolCallAnswer> {
-    return observeToolCall({ door: 'mcp', tool: this.tools.find(name), statusOfResult: answerStatus }, () =>
-      this.runToolCall(name, args, context, confirmation, progress),
-    );
-  }
-
+  /**
+   * One registry tools/call through ToolCallPipeline; a failure becomes an `isError` result carrying the Area A error,
+   * an unknown name a protocol error (the client asked for something not offered).
+   */
   private async runToolCall(
-    name: string,
+    resolved: ResolvedTool,
     args: Record<string, unknown> | undefined,
     context: McpRequestContext,
     confirmation?: WriteConfirmation,
     progress?: ProgressReporter,
   ): Promise<ToolCallAnswer> {
+    const { caller } = context;
     try {
-      if (context.rateLimited) throw context.rateLimited;
-      const { caller } = context;
-      const prepared = this.keyCalls.prepare(name, args, caller);
-      let confirmed = false;
-      if (this.keyCalls.needsConfirmation(prepared, caller)) {
-        const step = await this.confirmWrite(prepared, caller.keyId, confirmation);
-        if (typeof step === 'object') return { result: step };
-        // 'cannot-ask' leaves confirmed false: KeyToolCallsService refuses with confirmation_required.
-        confirmed = step === 'confirmed';
-      }
-      await progress?.(0, `Running ${name}`);
-      const outcome = await this.keyCalls.invoke(prepared, caller, context.idempotencyKey, { confirmed });
-      await progress?.(1, `${name} finished`);
-      context.onToolCall?.(name, 200);
-      return { outcome };
+      const ran = await this.pipeline.run<InputRequiredResult>({
+        door: 'mcp',
+        caller,
+        tool: resolved,
+        args,
+        idempotencyKey: context.idempotencyKey,
+        limited: context.limited,
+        confirm: (prepared) => this.confirmWrite(prepared, caller.keyId, confirmation),
+        progress,
+      });
+      if (ran.kind === 'answered') return { result: ran.answer };
+      context.onToolCall?.(resolved.name, 200);
+      return { outcome: ran.outcome };
     } catch (error) {
       let exception = toAppException(error);
+      if (exception?.code === ErrorCode.UnknownTool)
+        throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${resolved.name}`);
       if (!exception) {
-        this.logger.error({ msg: 'Tool failed', tool: name }, error instanceof Error ? error : undefined);
+        this.logger.error({ msg: 'Tool failed', tool: resolved.name }, error instanceof Error ? error : undefined);
         exception = new AppException(ErrorCode.Internal, 'Internal server error; quote the traceId when reporting it');
       }
       const failure = errorResult(exception);
-      context.onToolCall?.(name, failure.status);
+      context.onToolCall?.(resolved.name, failure.status);
       return { result: failure.result };
     }
   }
@@ -623,13 +631,13 @@ export class McpServerFactory implements OnApplicationShutdown {
    * `input_required` result, with a requestState binding the question to this credential, tool and arguments);
    * retried call with the user's answer → 'confirmed', or a `declined` error. 2025-era session: ask mid-call and
    * wait for the answer → 'confirmed', `declined`, or confirmation_required when nobody answered in time. A client
-   * that cannot be asked falls through to KeyToolCallsService, which refuses with confirmation_required.
+   * that cannot be asked answers 'cannot-ask': the pipeline refuses with confirmation_required.
    */
   private async confirmWrite(
     prepared: PreparedToolCall,
     keyId: string,
     confirmation: WriteConfirmation | undefined,
-  ): Promise<'confirmed' | 'cannot-ask' | InputRequiredResult> {
+  ): Promise<ConfirmationStep<InputRequiredResult>> {
     const name = prepared.tool.definition.name;
     if (confirmation?.kind === 'elicit') {
       const outcome = await confirmation.ask(confirmationQuestion(prepared));
@@ -667,10 +675,12 @@ export class McpServerFactory implements OnApplicationShutdown {
       if (answer.action === 'accept') return 'confirmed';
       throw declined(name);
     }
-    return inputRequired({
-      inputRequests: { [CONFIRM_WRITE]: inputRequired.elicit(confirmationQuestion(prepared)) },
-      requestState: await confirmation.mint({ kind: CONFIRM_WRITE, tool: name, digest, nonce: randomUUID() }),
-    });
+    return {
+      answer: inputRequired({
+        inputRequests: { [CONFIRM_WRITE]: inputRequired.elicit(confirmationQuestion(prepared)) },
+        requestState: await confirmation.mint({ kind: CONFIRM_WRITE, tool: name, digest, nonce: randomUUID() }),
+      }),
+    };
   }
 
   /** The MCP view of a tool, built once per tool and pinned parameters (the registry is immutable after start-up). */
@@ -723,10 +733,6 @@ function errorResult(exception: AppException): { result: CallToolResult; status:
 
 /** What a registry tools/call came to: the tool's outcome, or a result already shaped (an error, an elicitation). */
 type ToolCallAnswer = { outcome: ToolCallOutcome } | { result: CallToolResult | InputRequiredResult };
-
-function answerStatus(answer: ToolCallAnswer): string {
-  return 'outcome' in answer ? 'ok' : mcpToolCallStatus(answer.result);
-}
 
 /**
  * successResult as JSON text. A list the tool wrote as JSON text is spliced in as it is, not parsed and written again;

@@ -14,14 +14,14 @@ import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { JSON_RPC_SERVER_ERROR } from '../../common/errors/json-rpc-error-body.js';
 import { ApiKeyAuthGuard, setUsageStatus, setUsageTool } from '../api-keys/api-key-auth.guard.js';
-import { KeyCallLimiterService } from '../api-keys/key-call-limiter.service.js';
 import { Caller, type KeyCaller } from '../api-keys/key-caller.js';
-import { setMcpClient, toMcpClientInfo } from './mcp-client-info.js';
+import { setMcpClient, toMcpClientInfo, type McpClientInfo } from './mcp-client-info.js';
 import { fastMcpCall, type FastMcpCall } from './mcp-fast-path.js';
 import { McpOriginGuard } from './mcp-origin.guard.js';
 import { McpServerFactory, type McpRequestContext } from './mcp-server.factory.js';
 import { McpSessions, McpWriteConfirmations } from './mcp-sessions.service.js';
 import { AnyKeyScope, ScopeGuard } from './scope.guard.js';
+import { ToolCallPipeline, type LimitOutcome, type ResolvedTool } from './tool-call-pipeline.js';
 
 /**
  * The endpoint and its narrowed URLs, one transport: `/readonly` (read-only tools), `/x/{toolset}` (one toolset's
@@ -62,7 +62,7 @@ function ApiNarrowing(): MethodDecorator {
 export class McpController {
   constructor(
     private readonly servers: McpServerFactory,
-    private readonly keyLimit: KeyCallLimiterService,
+    private readonly pipeline: ToolCallPipeline,
     private readonly sessions: McpSessions,
     private readonly confirmations: McpWriteConfirmations,
   ) {}
@@ -146,12 +146,21 @@ export class McpController {
   ): Promise<void> {
     const body: unknown = request.body;
     const fast = body === undefined ? undefined : fastMcpCall(request.headers, body);
-    if (fast && (await this.servedFast(fast, caller, request, response, idempotencyKey))) return;
+    // The resolve step, once per call: a tools/call's tool decides which path answers it, and the pipeline takes it.
+    let resolved = fast?.method === 'tools/call' ? this.pipeline.resolve(fast.name) : undefined;
+    // A request the fast path hands back keeps what it learnt: its 2025-era session is not looked up again.
+    const learnt = fast ? await this.servedFast(fast, resolved, caller, request, response, idempotencyKey) : false;
+    if (learnt === true) return;
     const toolCall = body === undefined ? undefined : inspectBody(body);
     if (toolCall?.label) setUsageTool(request, toolCall.label);
+    if (toolCall?.tool !== undefined && resolved?.name !== toolCall.tool)
+      resolved = this.pipeline.resolve(toolCall.tool);
     const context: McpRequestContext = {
-      caller,
-      rateLimited: await this.deferredRateLimit(caller, toolCall),
+      caller: learnt ? learnt.caller : caller,
+      session: learnt ? learnt.session : undefined,
+      client: learnt ? learnt.client : undefined,
+      limited: await this.limit(caller, toolCall),
+      resolved,
       idempotencyKey,
       onToolCall: (tool: string, status: number) => {
         setUsageTool(request, tool);
@@ -159,35 +168,44 @@ export class McpController {
       },
     };
     if (body !== undefined && (await this.servedAsModern(request, response, body, context))) return;
-    const session = await this.legacySession(request, response, body, context);
+    const session = await this.legacySession(
+      request,
+      response,
+      body,
+      context,
+      learnt !== false && learnt.era === 'legacy',
+    );
     if (session.answered) return;
     await this.serveLegacy(request, response, body, context, session.id, toolCall);
   }
 
   /**
    * The common case without an SDK server (mcp-fast-path.ts): the same session check, limit, attribution, usage and
-   * tool call as below, answered as the SDK would. False when this request needs the SDK after all (a call that may ask
-   * the user, a tool an extension serves); nothing has been counted then.
+   * tool call as below, answered as the SDK would. True when answered (or refused: an unknown session). Otherwise this
+   * request needs the SDK after all (a call that may ask the user, a tool an extension serves): nothing has been counted,
+   * and what was learnt (the caller, its session) is handed back.
    */
   private async servedFast(
     call: FastMcpCall,
+    resolved: ResolvedTool | undefined,
     caller: KeyCaller,
     request: Request,
     response: Response,
     idempotencyKey: string | undefined,
-  ): Promise<boolean> {
-    const context: McpRequestContext = { caller, idempotencyKey };
+  ): Promise<true | (McpRequestContext & { era: FastMcpCall['era'] })> {
+    const context: McpRequestContext = { caller, idempotencyKey, resolved };
+    let client: McpClientInfo | undefined;
     if (call.era === 'modern') {
-      context.client = toMcpClientInfo(
+      client = toMcpClientInfo(
         (request.body as { params: { _meta: Record<string, unknown> } }).params._meta[CLIENT_INFO_META_KEY],
       );
     } else if (!(await this.presentedSession(request, response, context))) {
       return true;
     }
-    if (!this.servers.servesFast(call, context)) return false;
-    setMcpClient(request, context.client);
+    if (!this.servers.servesFast(call, context)) return { ...context, era: call.era };
+    if (client) nameClient(request, context, client);
     setUsageTool(request, call.method === 'tools/call' ? call.name.slice(0, 100) : call.method);
-    context.rateLimited = await this.deferredRateLimit(caller, { isSingleToolCall: call.method === 'tools/call' });
+    context.limited = await this.limit(caller, { isSingleToolCall: call.method === 'tools/call' });
     context.onToolCall = (_tool: string, status: number) => setUsageStatus(request, status);
     const text = await this.servers.serveFast(call, context);
     response.statusCode = 200;
@@ -210,26 +228,22 @@ export class McpController {
       return false;
     }
     context.session = session;
-    context.client = session.client;
-    setMcpClient(request, session.client);
+    nameClient(request, context, session.client);
     return true;
   }
 
   /**
-   * Counts the call. Over the limit, a single tools/call is answered in-band (an isError result, so the
-   * limit reaches the model), anything else as HTTP 429: the exception is returned for the former, thrown otherwise.
+   * The pipeline's limit step, once per POST (every POST counts, whatever it carries). Over the limit, a single
+   * tools/call is answered in-band (an isError result, so the limit reaches the model): the outcome goes to the
+   * pipeline with the call; anything else is answered HTTP 429 here.
    */
-  private async deferredRateLimit(
+  private async limit(
     caller: KeyCaller,
     toolCall: Pick<BodyInfo, 'isSingleToolCall'> | undefined,
-  ): Promise<AppException | undefined> {
-    try {
-      await this.keyLimit.enforce(caller.keyId, caller.actor.userId);
-      return undefined;
-    } catch (error) {
-      if (!(error instanceof AppException) || !toolCall?.isSingleToolCall) throw error;
-      return error;
-    }
+  ): Promise<LimitOutcome> {
+    const limited = await this.pipeline.limit(caller);
+    if (limited.refused && !toolCall?.isSingleToolCall) throw limited.refused;
+    return limited;
   }
 
   /**
@@ -244,10 +258,11 @@ export class McpController {
   ): Promise<boolean> {
     const webRequest = toWebRequest(request, body);
     if (await isLegacyRequest(webRequest, body)) return false;
-    context.client = toMcpClientInfo(
-      (body as { params?: { _meta?: Record<string, unknown> } }).params?._meta?.['io.modelcontextprotocol/clientInfo'],
+    nameClient(
+      request,
+      context,
+      toMcpClientInfo((body as { params?: { _meta?: Record<string, unknown> } }).params?._meta?.[CLIENT_INFO_META_KEY]),
     );
-    setMcpClient(request, context.client);
     await sendWebResponse(response, await this.servers.serveModern(webRequest, body, context));
     return true;
   }
@@ -262,11 +277,12 @@ export class McpController {
     response: Response,
     body: unknown,
     context: McpRequestContext,
+    /** The fast path already checked the session this request presents. */
+    sessionChecked = false,
   ): Promise<{ answered: true } | { answered: false; id?: string }> {
     if (isInitializeRequest(body)) {
       // A new initialize starts over: a session header on it is not looked at (the spec has none there).
-      context.client = toMcpClientInfo(body.params.clientInfo);
-      setMcpClient(request, context.client);
+      nameClient(request, context, toMcpClientInfo(body.params.clientInfo));
       const opening = this.sessions.openingFor(body.params, (capabilities) =>
         this.servers.extensionWantsSession(capabilities),
       );
@@ -276,7 +292,7 @@ export class McpController {
       await this.sessions.open(id, context.caller.keyId, opening);
       return { answered: false, id };
     }
-    if (!(await this.presentedSession(request, response, context))) return { answered: true };
+    if (!sessionChecked && !(await this.presentedSession(request, response, context))) return { answered: true };
     const session = context.session;
     if (session && (isJSONRPCResultResponse(body) || isJSONRPCErrorResponse(body))) {
       // The call waiting for this answer may be on another instance.
@@ -302,7 +318,7 @@ export class McpController {
     const transport = new StreamableHTTPServerTransport({
       // Sessions are checked against PostgreSQL (legacySession); the transport's own check is in-memory, one instance only.
       sessionIdGenerator: sessionId === undefined ? undefined : () => sessionId,
-      enableJsonResponse: !this.servers.mayAskMidCall(context, toolCall?.tool, toolCall?.hasProgressToken),
+      enableJsonResponse: !this.servers.mayAskMidCall(context, toolCall?.hasProgressToken),
     });
     response.on('close', () => {
       closed.abort();
@@ -433,6 +449,17 @@ function methodNotAllowed(response: Response, allow: string, message: string): v
     .status(405)
     .setHeader('Allow', allow)
     .json({ jsonrpc: '2.0', id: null, error: { code: JSON_RPC_SERVER_ERROR, message } });
+}
+
+/**
+ * The client of this request, once known: on the request (usage log) and on the caller the pipeline is handed (audit
+ * log), so both name it.
+ */
+function nameClient(request: Request, context: McpRequestContext, client: McpClientInfo | undefined): void {
+  if (!client) return;
+  context.client = client;
+  context.caller = Object.freeze({ ...context.caller, client });
+  setMcpClient(request, client);
 }
 
 /** The SDK's own answer for a session it does not know (-32001), so clients recognise it and initialize again. */

@@ -1,31 +1,41 @@
-import { Body, Controller, Get, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Inject, Post, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { sendJson, sendJsonResult } from '../../common/http/send-json.js';
 import { ApiBareData, ApiErrors } from '../../common/openapi/api-responses.decorators.js';
 import { TOOL_CALL_REQUEST, TOOL_CALL_RESPONSE, TOOL_LIST_RESPONSE } from './tool-openapi.js';
-import type { Response } from 'express';
-import { ApiKeyAuthGuard } from '../api-keys/api-key-auth.guard.js';
-import { KeyRateLimitGuard } from '../api-keys/key-rate-limit.guard.js';
+import type { Request, Response } from 'express';
+import { AppException } from '../../common/errors/app.exception.js';
+import { ErrorCode } from '../../common/errors/error-code.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG } from '../../config/app-config.token.js';
+import { ApiKeyAuthGuard, protectedResourceMetadataUrl, setUsageTool } from '../api-keys/api-key-auth.guard.js';
 import { Caller, type KeyCaller } from '../api-keys/key-caller.js';
-import { AnyKeyScope, RequiresToolScope, ScopeGuard } from './scope.guard.js';
-import { parseToolCallBody } from './tool-call-body.js';
-import { KeyToolCallsService } from './key-tool-calls.service.js';
+import { AnyKeyScope, ScopeInPipeline, ScopeGuard } from './scope.guard.js';
+import { toolCallBody, type ToolCallBody } from './tool-call-body.js';
+import { ToolCallPipeline } from './tool-call-pipeline.js';
 import { ToolsService } from './tools.service.js';
-import { observeToolCall } from './tool-call-telemetry.js';
 
 /**
- * Area A: the JSON door to the tool registry. Guards run in order: key (401) → per-key limit (429) →
- * body, tool and scope (400/404/403); the key guard hands the owner to the handler as an Actor (`@Caller()`).
+ * Area A: the JSON door to the tool registry. It translates HTTP in and out; the call itself is ToolCallPipeline's.
+ * In order: key (401, the guard) → the caller's limit (429) → body (400) → tool, scope, arguments (404/403/400) →
+ * confirmation, idempotency, the tool. The key guard hands the caller to the handler (`@Caller()`).
  * Bodies are bare; errors are rendered by the global filter in the Area A shape.
  */
 @ApiTags('tool API (Area A)')
 @Controller('api/v1/public/mcp')
-@UseGuards(ApiKeyAuthGuard, KeyRateLimitGuard, ScopeGuard)
+@UseGuards(ApiKeyAuthGuard, ScopeGuard)
 export class ToolApiController {
   constructor(
     private readonly tools: ToolsService,
-    private readonly keyCalls: KeyToolCallsService,
+    private readonly pipeline: ToolCallPipeline,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
+
+  /** The limit step, answered as HTTP 429 on this door. */
+  private async limit(caller: KeyCaller): Promise<void> {
+    const limited = await this.pipeline.limit(caller);
+    if (limited.refused) throw limited.refused;
+  }
 
   @Get('tools')
   @AnyKeyScope('tools/list')
@@ -40,14 +50,15 @@ export class ToolApiController {
       "The tools this key may use (its scopes, tools allowlist, read-only choice, the request's X-MCP-Toolsets/X-MCP-Readonly), with their parameters",
   })
   @ApiBareData(200, { $ref: `#/components/schemas/${TOOL_LIST_RESPONSE}` }, 'The tools, in catalog order')
-  list(@Caller() caller: KeyCaller) {
+  async list(@Caller() caller: KeyCaller) {
+    await this.limit(caller);
     const tools = this.tools.toolsFor(caller).map((tool) => this.tools.descriptor(tool, caller));
     return { scopes: caller.scopes, tool_count: tools.length, tools };
   }
 
   @Post('call')
   @HttpCode(200)
-  @RequiresToolScope()
+  @ScopeInPipeline()
   @ApiOperation({
     summary: 'Call one tool: {name, arguments} → {result}',
     description:
@@ -85,17 +96,41 @@ export class ToolApiController {
     @Caller() caller: KeyCaller,
     @Body() body: unknown,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Req() request: Request,
     @Res() response: Response,
   ): Promise<void> {
-    const { name, arguments: args } = parseToolCallBody(body);
-    const outcome = await observeToolCall({ door: 'json', tool: this.tools.find(name) }, () =>
-      this.keyCalls.invoke(this.keyCalls.prepare(name, args, caller), caller, idempotencyKey),
-    );
-    if (outcome.replayed) response.setHeader('Idempotent-Replayed', 'true');
+    await this.limit(caller);
+    let call: ToolCallBody;
+    try {
+      call = toolCallBody.parse(body);
+    } catch (error) {
+      this.pipeline.refuse('json', caller, (body as { name?: unknown } | undefined)?.name, error);
+      throw error;
+    }
+    setUsageTool(request, call.name);
+    // The limit step ran above, before the body was read.
+    const ran = await this.pipeline
+      .run({ door: 'json', caller, tool: call.name, args: call.arguments, idempotencyKey, limited: {} })
+      .catch((error: unknown) => {
+        throw this.withScopeChallenge(error);
+      });
+    const { outcome } = ran;
+    if (ran.replayed) response.setHeader('Idempotent-Replayed', 'true');
     if (outcome.truncated) response.setHeader('X-Truncated', 'true');
     // Answered here rather than returned: a POST answer needs no ETag (see sendJson). Errors thrown above
     // still go through the exception filter. A result the tool had written as JSON text goes out as it is.
     if (outcome.resultJson === undefined) sendJson(response, 200, { result: outcome.result });
     else sendJsonResult(response, outcome.resultJson);
+  }
+
+  /** A 403 insufficient_scope carries the RFC 6750 challenge naming the scope, so an OAuth client can step up. */
+  private withScopeChallenge(error: unknown): unknown {
+    if (!(error instanceof AppException) || error.code !== ErrorCode.InsufficientScope) return error;
+    const scope = (error.details as { required_scope?: string } | undefined)?.required_scope;
+    const challenge = `Bearer error="insufficient_scope", scope="${scope}", resource_metadata="${protectedResourceMetadataUrl(this.config)}"`;
+    return new AppException(error.code, error.message, error.details, {
+      ...error.headers,
+      'WWW-Authenticate': challenge,
+    });
   }
 }

@@ -2,7 +2,7 @@ import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { toolCallsTotal } from '../../common/metrics/metrics.registry.js';
 import type { RegisteredTool } from '../tool-kit/tool-definition.js';
-import { countRefusedToolCall, mcpToolCallStatus, observeToolCall } from './tool-call-telemetry.js';
+import { countRefusedToolCall, observeToolCall } from './tool-call-telemetry.js';
 
 const tool = (name: string) => ({ definition: { name } }) as unknown as RegisteredTool;
 
@@ -51,14 +51,5 @@ describe('observeToolCall', () => {
     expect(await count({ tool: 'unknown', status: 'unknown_tool' })).toBe(before + 2);
     const { values } = await toolCallsTotal.get();
     expect(values.some((v) => String(v.labels.tool).includes('rm_rf'))).toBe(false);
-  });
-
-  it('reads an MCP result: ok, the Area A code of an isError result, or an elicitation round trip', () => {
-    expect(mcpToolCallStatus({ content: [], structuredContent: {} })).toBe('ok');
-    expect(
-      mcpToolCallStatus({ content: [], isError: true, structuredContent: { error: { code: 'rate_limited' } } }),
-    ).toBe('rate_limited');
-    expect(mcpToolCallStatus({ content: [], isError: true })).toBe('internal');
-    expect(mcpToolCallStatus({ resultType: 'input_required', inputRequests: {} })).toBe('input_required');
   });
 });

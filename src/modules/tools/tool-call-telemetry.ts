@@ -61,7 +61,7 @@ async function measured<T>(
   }
 }
 
-/** A call a door refused before running it (the JSON door's ScopeGuard: bad body, unknown tool, missing scope). */
+/** A call a door refused before handing it to the pipeline (the JSON door: a body that is not a call). */
 export function countRefusedToolCall(door: ToolDoor, tool: RegisteredTool | undefined, error: unknown): void {
   toolCallsTotal.inc({ tool: tool?.definition.name ?? UNKNOWN_TOOL, status: errorStatus(error, tool), door });
 }
@@ -71,13 +71,4 @@ function errorStatus(error: unknown, tool: RegisteredTool | undefined): string {
   if (exception) return ERROR_CODE_MAPPING[exception.code].toolApiCode;
   // The MCP door refuses an unknown name as a JSON-RPC protocol error, not an AppException.
   return tool ? INTERNAL : ERROR_CODE_MAPPING[ErrorCode.UnknownTool].toolApiCode;
-}
-
-/** An MCP tools/call result: `isError` carries the Area A error body; an elicitation round trip is `input_required`. */
-export function mcpToolCallStatus(result: object): string {
-  if ('isError' in result && result.isError) {
-    const code = (result as { structuredContent?: { error?: { code?: unknown } } }).structuredContent?.error?.code;
-    return typeof code === 'string' ? code : INTERNAL;
-  }
-  return 'content' in result ? 'ok' : 'input_required';
 }

@@ -2,7 +2,6 @@ import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { IdempotencyModule } from '../../common/idempotency/idempotency.module.js';
 import { ApiKeysModule } from '../api-keys/api-keys.module.js';
-import { KeyToolCallsService } from './key-tool-calls.service.js';
 import { McpController } from './mcp.controller.js';
 import { McpExtensions } from './server-extensions.js';
 import { McpOriginGuard } from './mcp-origin.guard.js';
@@ -12,6 +11,7 @@ import { McpAnswerListener, McpSessions, McpWriteConfirmations } from './mcp-ses
 import { ScopeGuard } from './scope.guard.js';
 import { ToolApiController } from './tool-api.controller.js';
 import { ToolExplorer } from '../tool-kit/tool.explorer.js';
+import { ToolCallPipeline } from './tool-call-pipeline.js';
 import { ToolsService } from './tools.service.js';
 
 /**
@@ -24,7 +24,7 @@ import { ToolsService } from './tools.service.js';
   providers: [
     ToolExplorer,
     ToolsService,
-    KeyToolCallsService,
+    ToolCallPipeline,
     ScopeGuard,
     McpServerFactory,
     McpOriginGuard,
@@ -34,6 +34,6 @@ import { ToolsService } from './tools.service.js';
     McpWriteConfirmations,
     McpExtensions,
   ],
-  exports: [ToolsService, McpExtensions],
+  exports: [ToolsService, ToolCallPipeline, McpExtensions],
 })
 export class ToolsModule {}

@@ -4,7 +4,7 @@ import type { Caller } from '../../../common/auth/caller.js';
 import { isUuid } from '../../../common/validation/uuid.js';
 import { CredentialKind, type Authenticated, type CredentialPlugin } from '../../credentials/credential-kind.js';
 import type { AccessTokenClaims } from '../auth.service.js';
-import type { UserPrincipal } from '../principal.js';
+import type { UserPrincipal, UserRole } from '../principal.js';
 import { UsersService } from '../users.service.js';
 
 type Claims = AccessTokenClaims & { exp?: number };
@@ -40,7 +40,7 @@ export class UserTokenCredential implements CredentialPlugin {
     const found = await this.verify(token);
     if (!found) return null;
     const { principal } = found;
-    return { caller: callerOfUser(principal.userId), user: principal };
+    return { caller: callerOfUser(principal.userId, principal.role), user: principal };
   }
 
   async liveness(token: string): Promise<{ expiresAt: Date } | null> {
@@ -67,9 +67,10 @@ export class UserTokenCredential implements CredentialPlugin {
   }
 }
 
-/** A signed-in user's caller: unpinned, no tool scopes, its own budget. */
-export function callerOfUser(userId: string): Caller {
+/** A signed-in user's caller: unpinned, no tool scopes, its own budget; an admin user's holds the admin routes. */
+export function callerOfUser(userId: string, role: UserRole): Caller {
   return {
+    ...(role === 'admin' ? { admin: true as const } : {}),
     kind: 'user-token',
     via: 'user_token',
     credentialId: null,

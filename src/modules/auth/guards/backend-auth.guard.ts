@@ -21,8 +21,7 @@ export function bearerToken(request: Pick<Request, 'headers'>): string | undefin
  * @AllowProjectToken() also take a project session token (atp_…). Area A routes are skipped here; their own guard
  * checks tool credentials. Which kind a bearer is, whether it opens this route and who it names is the credential
  * registry's answer (each kind's plug-in); a credential of the wrong kind gets a 401 that names the credential the
- * route expects. The caller is put on the request for the audit log and the limits (attachCaller), the principal
- * as `request.user` for @CurrentPrincipal().
+ * route expects. The caller is put on the request for the audit log and the limits (attachCaller), which handlers receive with @CurrentCaller().
  */
 @Injectable()
 export class BackendAuthGuard implements CanActivate {
