@@ -431,6 +431,8 @@ async function cpuSeconds(dataSource: DataSource): Promise<{ node: number; backe
   const backends = new Map<number, number>();
   for (const { pid } of rows) {
     try {
+      // An embedded engine's pids are not processes of this machine: count only PostgreSQL's own.
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
       const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
       backends.set(pid, (Number(fields[11]) + Number(fields[12])) / 100);
     } catch {
