@@ -156,6 +156,14 @@ async function main(): Promise<void> {
     const embedderForIndex = app.get<EmbeddingProvider>(EMBEDDING_PROVIDER);
     const indexName = `document_chunks_embedding_hnsw_${embedderForIndex.dimensions}`;
     await dataSource.query(`DROP INDEX IF EXISTS ${indexName}`);
+    // The keyword index too (most of a posting's cost: docs/perf/ingest.md), rebuilt from its own definition after the
+    // load in one sorted pass, unless BENCH_BULK_KEYWORD_INDEX=keep (the per-posting inserts a live upload pays).
+    const keepKeywordIndex = process.env.BENCH_BULK_KEYWORD_INDEX === 'keep';
+    const [{ definition: keywordIndex }] = (await dataSource.query(
+      `SELECT pg_get_indexdef('rag_postings_impact_idx'::regclass) AS definition`,
+    )) as { definition: string }[];
+    if (!keepKeywordIndex) await dataSource.query(`DROP INDEX rag_postings_impact_idx`);
+    const cpuBefore = await cpuSeconds(dataSource);
     const loadStarted = performance.now();
     let chunks = progress.chunks;
     for (let d = ingestDocuments; chunks < targetChunks; d += 1) {
@@ -173,6 +181,10 @@ async function main(): Promise<void> {
           `bulk load: ${chunks} chunks, ${(chunks / ((performance.now() - loadStarted) / 1000)).toFixed(0)} chunks/s`,
         );
     }
+    const loadCpu = cpuSeconds.since(cpuBefore, await cpuSeconds(dataSource));
+    const loadSeconds = (performance.now() - loadStarted) / 1000;
+    let hnswBuildSeconds = 0;
+    let keywordIndexBuildSeconds: number | null = null;
     const indexStarted = performance.now();
     // One connection without the pool's 30 s statement timeout: building HNSW over 100k vectors takes minutes.
     const runner = dataSource.createQueryRunner();
@@ -182,14 +194,29 @@ async function main(): Promise<void> {
       await runner.query(
         `CREATE INDEX IF NOT EXISTS ${indexName} ON document_chunks USING hnsw ((embedding::vector(${embedderForIndex.dimensions})) vector_cosine_ops) WHERE embedding_dims = ${embedderForIndex.dimensions}`,
       );
+      const hnswBuilt = performance.now();
+      if (!keepKeywordIndex) await runner.query(keywordIndex);
+      keywordIndexBuildSeconds = keepKeywordIndex ? null : round((performance.now() - hnswBuilt) / 1000);
+      hnswBuildSeconds = round((hnswBuilt - indexStarted) / 1000);
       await runner.query(`RESET statement_timeout`);
     } finally {
       await runner.release();
     }
+    const loaded = chunks - progress.chunks;
     const bulk = {
       chunks,
-      loadSeconds: round((performance.now() - loadStarted) / 1000),
-      hnswBuildSeconds: round((performance.now() - indexStarted) / 1000),
+      loadSeconds: round(loadSeconds),
+      chunksPerSecond: round(loaded / loadSeconds),
+      keywordIndex: keepKeywordIndex ? 'kept' : 'built after the load',
+      // CPU per loaded chunk of this process (all its threads) and of the database's PostgreSQL backends: on a
+      // shared machine the figure to compare, wall time being mostly the other processes' turn.
+      cpuMsPerChunk: {
+        node: round((loadCpu.node * 1000) / loaded),
+        postgres: round((loadCpu.postgres * 1000) / loaded),
+      },
+      hnswBuildSeconds,
+      keywordIndexBuildSeconds,
+      load: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
     };
     log(`bulk: ${JSON.stringify(bulk)}`);
     // Let the worker drain the queued (now no-op) jobs of the bulk documents before measuring search.
@@ -394,6 +421,36 @@ async function main(): Promise<void> {
     );
   }
 }
+
+/** CPU seconds so far of this process (every thread) and of the PostgreSQL backends connected to its database, by pid. */
+async function cpuSeconds(dataSource: DataSource): Promise<{ node: number; backends: Map<number, number> }> {
+  const usage = process.cpuUsage();
+  const rows = (await dataSource.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)) as {
+    pid: number;
+  }[];
+  const backends = new Map<number, number>();
+  for (const { pid } of rows) {
+    try {
+      // An embedded engine's pids are not processes of this machine: count only PostgreSQL's own.
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      backends.set(pid, (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      // Not on this machine (a remote server) or already gone.
+    }
+  }
+  return { node: (usage.user + usage.system) / 1e6, backends };
+}
+
+/** CPU seconds between two readings; a backend that started in between counts from zero, one that ended is lost. */
+cpuSeconds.since = (
+  before: Awaited<ReturnType<typeof cpuSeconds>>,
+  after: Awaited<ReturnType<typeof cpuSeconds>>,
+): { node: number; postgres: number } => {
+  let postgres = 0;
+  for (const [pid, seconds] of after.backends) postgres += seconds - (before.backends.get(pid) ?? 0);
+  return { node: after.node - before.node, postgres };
+};
 
 function round(value: number): number {
   return Math.round(value * 100) / 100;
