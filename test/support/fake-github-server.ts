@@ -573,3 +573,99 @@ function readBody(req: IncomingMessage): Promise<string> {
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
+
+/**
+ * acme/widgets as the GitHub suites know it: seven issues (two of them pull requests, labels on some), two pull
+ * requests, five commits on trunk and one on a feature branch, three workflow runs.
+ */
+export function seedWidgets(github: FakeGithubServer): FakeRepo {
+  const acme = github.addRepo('acme', 'widgets', { description: 'Widgets', defaultBranch: 'trunk', private: true });
+  for (let n = 1; n <= 7; n += 1) {
+    acme.issues.push({
+      number: n,
+      title: `Issue ${n}`,
+      body: 'text',
+      state: n === 2 ? 'closed' : 'open',
+      labels: n % 2 === 0 ? ['bug'] : n === 5 ? ['bug', 'ui'] : [],
+      user: 'octocat',
+      isPull: n === 3 || n === 6,
+      createdAt: `2026-01-0${n}T10:00:00Z`,
+    });
+  }
+  acme.pulls.push(
+    {
+      number: 3,
+      title: 'Fix A',
+      state: 'open',
+      draft: false,
+      user: 'dev',
+      head: 'fix-a',
+      base: 'trunk',
+      createdAt: '2026-01-03T10:00:00Z',
+      mergedAt: null,
+    },
+    {
+      number: 6,
+      title: 'Merged B',
+      state: 'closed',
+      draft: false,
+      user: 'dev',
+      head: 'b',
+      base: 'trunk',
+      createdAt: '2026-01-06T10:00:00Z',
+      mergedAt: '2026-01-07T10:00:00Z',
+    },
+  );
+  for (let n = 1; n <= 5; n += 1) {
+    acme.commits.push({
+      sha: `${n}`.repeat(40),
+      message: `commit ${n}`,
+      author: 'Ada Lovelace',
+      date: `2026-02-0${n}T12:00:00Z`,
+      branch: 'trunk',
+    });
+  }
+  acme.commits.push({
+    sha: 'f'.repeat(40),
+    message: 'feature work',
+    author: 'Grace',
+    date: '2026-02-09T12:00:00Z',
+    branch: 'feature',
+  });
+  acme.runs.push(
+    {
+      id: 11,
+      name: 'CI',
+      status: 'completed',
+      conclusion: 'success',
+      branch: 'trunk',
+      event: 'push',
+      sha: '1'.repeat(40),
+      runNumber: 1,
+      createdAt: '2026-03-01T00:00:00Z',
+    },
+    {
+      id: 12,
+      name: 'CI',
+      status: 'completed',
+      conclusion: 'failure',
+      branch: 'feature',
+      event: 'push',
+      sha: 'f'.repeat(40),
+      runNumber: 2,
+      createdAt: '2026-03-02T00:00:00Z',
+    },
+    {
+      id: 13,
+      name: 'CI',
+      status: 'in_progress',
+      conclusion: null,
+      branch: 'trunk',
+      event: 'pull_request',
+      sha: '2'.repeat(40),
+      runNumber: 3,
+      createdAt: '2026-03-03T00:00:00Z',
+    },
+  );
+  return acme;
+}
