@@ -198,6 +198,30 @@ describe('Tool allowlists, read-only credentials, toolsets and pinned parameters
     expect(usage.body.data.recentUsage.some((row: { status: number }) => row.status === 400)).toBe(true);
   });
 
+  it("a request narrowed to toolsets sees only those toolsets' resources (documents are the docs toolset's)", async () => {
+    const key = await makeApiKey(app, alice, { scopes: ALL_SCOPES });
+    const created = await app.http
+      .post(`${MCP}/call`)
+      .set(bearer(key.key))
+      .send({ name: 'create_document', arguments: { title: 'Narrowed notes', content: 'resource text' } })
+      .expect(200);
+    const uri = `atrium://documents/${created.body.result.id}`;
+    const resources = async (era: Era, options: Parameters<typeof mcp>[4] = {}) => {
+      const res = await mcp(era, key.key, 'resources/list', {}, options);
+      expect(res.status).toBe(200);
+      return (res.body.result.resources as { uri: string }[]).map((resource) => resource.uri);
+    };
+    for (const era of ERAS) {
+      expect(await resources(era)).toContain(uri);
+      expect(await resources(era, { path: `${MCP}/x/docs/readonly` })).toContain(uri);
+      expect(await resources(era, { path: `${MCP}/x/tasks` })).toEqual([]);
+      expect(await resources(era, { headers: { 'X-MCP-Toolsets': 'github' } })).toEqual([]);
+      const read = await mcp(era, key.key, 'resources/read', { uri }, { path: `${MCP}/x/tasks` });
+      expect(read.body.error).toBeDefined();
+      expect(JSON.stringify(read.body)).not.toContain('resource text');
+    }
+  });
+
   it('the server instructions name the toolsets, and a 2025-era session works on a narrowed URL', async () => {
     const key = await makeApiKey(app, alice, { scopes: ALL_SCOPES });
     const init = await app.http

@@ -36,6 +36,8 @@ const COMPLETION_LIMIT = 100;
  */
 @Injectable()
 export class DocumentsMcpResources implements McpExtension, OnModuleInit {
+  readonly toolset = 'docs';
+
   constructor(
     private readonly extensions: McpExtensions,
     private readonly documents: DocumentsService,

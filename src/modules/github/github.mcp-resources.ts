@@ -27,6 +27,8 @@ const COMPLETION_LIMIT = 100;
  */
 @Injectable()
 export class GithubMcpResources implements McpExtension, OnModuleInit {
+  readonly toolset = 'github';
+
   constructor(
     private readonly extensions: McpExtensions,
     private readonly github: GithubService,

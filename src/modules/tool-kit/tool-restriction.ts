@@ -25,9 +25,18 @@ export function refusalOf(tool: RestrictableTool, restriction: ToolRestriction |
   if (restriction.tools !== null && !restriction.tools.includes(tool.name))
     return `it is not among the tools this credential may use (${restriction.tools.join(', ') || 'none'})`;
   if (restriction.readOnly && !tool.readOnly) return 'it writes, and this credential or request is read-only';
-  if (restriction.toolsets !== null && (tool.toolset === null || !restriction.toolsets.includes(tool.toolset)))
-    return `this request is narrowed to the toolsets ${restriction.toolsets.join(', ') || '(none)'}`;
+  if (!toolsetAllowed(tool.toolset, restriction))
+    return `this request is narrowed to the toolsets ${restriction.toolsets?.join(', ') || '(none)'}`;
   return null;
+}
+
+/**
+ * Whether what belongs to this toolset (a tool, or an MCP extension's resources and completions) is inside the
+ * request's toolsets; something in no toolset only when the request names none.
+ */
+export function toolsetAllowed(toolset: string | null, restriction: ToolRestriction | undefined): boolean {
+  if (!restriction || restriction.toolsets === null) return true;
+  return toolset !== null && restriction.toolsets.includes(toolset);
 }
 
 /**

@@ -63,7 +63,7 @@ import {
   type ToolCallOutcome,
 } from './tool-call-pipeline.js';
 import { ToolsService, type ToolAccess } from './tools.service.js';
-import { pinsKey, restrictionKey, toolAllowed } from '../tool-kit/tool-restriction.js';
+import { pinsKey, restrictionKey, toolAllowed, toolsetAllowed } from '../tool-kit/tool-restriction.js';
 
 /** What one HTTP request brings to the MCP server built for it. */
 export interface McpRequestContext {
@@ -475,23 +475,27 @@ export class McpServerFactory implements OnApplicationShutdown {
       handler: (params: Record<string, unknown>, request: McpExtensionRequest) => Promise<unknown>,
     ) => void,
   ): void {
-    const all = this.extensions.all;
+    // The extensions inside the request's toolsets: a narrowed request sees only its toolsets' resources and completions.
+    const extensionsFor = (request: McpExtensionRequest) =>
+      this.extensions.all.filter((extension) => toolsetAllowed(extension.toolset ?? null, request.caller.restriction));
     const modern = (request: McpExtensionRequest, hints: Record<string, unknown>): Record<string, unknown> =>
       request.era === 'modern' ? hints : {};
     if (capabilities.resources) {
       register('resources/list', async (_params, request) => {
         const lists = await Promise.all(
-          all.map((extension) => extension.listResources?.(request) ?? Promise.resolve([])),
+          extensionsFor(request).map((extension) => extension.listResources?.(request) ?? Promise.resolve([])),
         );
         return { resources: lists.flat(), ...modern(request, CACHE_HINTS.list) };
       });
       register('resources/templates/list', async (_params, request) => ({
-        resourceTemplates: all.flatMap((extension) => extension.listResourceTemplates?.(request) ?? []),
+        resourceTemplates: extensionsFor(request).flatMap(
+          (extension) => extension.listResourceTemplates?.(request) ?? [],
+        ),
         ...modern(request, CACHE_HINTS.list),
       }));
       register('resources/read', async (params, request) => {
         const uri = typeof params.uri === 'string' ? params.uri : '';
-        for (const extension of all) {
+        for (const extension of extensionsFor(request)) {
           const result = await extension.readResource?.(uri, request);
           // A resource's text leaves like a tool result: credential shapes in it are redacted here, for every provider.
           if (result) return { ...redactValue(result, 'resource_read'), ...modern(request, CACHE_HINTS.read) };
@@ -505,7 +509,7 @@ export class McpServerFactory implements OnApplicationShutdown {
         ] as const) {
           register(method, async (params, request) => {
             const uri = typeof params.uri === 'string' ? params.uri : '';
-            for (const extension of all) await extension.subscribe?.(uri, subscribed, request);
+            for (const extension of extensionsFor(request)) await extension.subscribe?.(uri, subscribed, request);
             return {};
           });
         }
@@ -513,12 +517,12 @@ export class McpServerFactory implements OnApplicationShutdown {
     }
     if (capabilities.prompts) {
       register('prompts/list', async (_params, request) => ({
-        prompts: all.flatMap((extension) => extension.prompts?.(request) ?? []),
+        prompts: extensionsFor(request).flatMap((extension) => extension.prompts?.(request) ?? []),
         ...modern(request, CACHE_HINTS.list),
       }));
       register('prompts/get', async (params, request) => {
         const name = typeof params.name === 'string' ? params.name : '';
-        for (const extension of all) {
+        for (const extension of extensionsFor(request)) {
           const result = extension.getPrompt?.(name, params.arguments as Record<string, string> | undefined, request);
           if (result) return result;
         }
@@ -527,7 +531,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     }
     if (capabilities.completions) {
       register('completion/complete', async (params, request) => {
-        for (const extension of all) {
+        for (const extension of extensionsFor(request)) {
           const result = await extension.complete?.(params as never, request);
           if (result) return result;
         }
@@ -536,7 +540,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     }
     if (capabilities.logging) {
       register('logging/setLevel', async (params, request) => {
-        for (const extension of all) await extension.setLogLevel?.(String(params.level), request);
+        for (const extension of this.extensions.all) await extension.setLogLevel?.(String(params.level), request);
         return {};
       });
     }

@@ -57,6 +57,11 @@ export const MCP_RESOURCE_NOT_FOUND = -32002;
 export interface McpExtension {
   /** Whether a 2025-era client declaring these capabilities at initialize gets a session (one is kept for elicitation anyway). */
   wantsSession?(clientCapabilities: Record<string, unknown>): boolean;
+  /**
+   * The toolset its resources, prompts and completions belong to: a request narrowed to other toolsets
+   * (X-MCP-Toolsets, /x/{toolset}) does not see them. None: only an unnarrowed request does.
+   */
+  readonly toolset?: string;
   /** The capabilities this extension serves to this caller (merged into the server's own). */
   capabilities(caller: KeyCaller): ServerCapabilities;
   tools?(caller: KeyCaller): Tool[];
