@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { sql } from 'kysely';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import {
+  AUTHORISATION_COLUMNS,
   toAuthorisation,
   type ToolCredentialAccess,
   type ToolCredentialAuthorisation,
@@ -186,20 +187,7 @@ export class OAuthGrantsRepository {
   async findActive(grantId: string, executor: DbExecutor = this.db): Promise<OAuthGrantAuthorisation | undefined> {
     const row = await executor
       .selectFrom('oauth_grants')
-      .select([
-        'id',
-        'user_id',
-        'client_id',
-        'scopes',
-        'project_ids',
-        'repos',
-        'confirm_writes',
-        'tools',
-        'read_only',
-        'expires_at',
-        'revoked_at',
-        'allowed_ips',
-      ])
+      .select([...AUTHORISATION_COLUMNS, 'client_id'])
       .where('id', '=', grantId)
       .where('revoked_at', 'is', null)
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]))
