@@ -19,6 +19,40 @@ function transitions(output: string, jobId: string): Record<string, any>[] {
 }
 
 const CHUNK_CHARS = 200;
+
+/**
+ * Uploads a Markdown text of `paragraphs` unique paragraphs (a chunk embedded twice shows in the embeddings server's
+ * record) with its own X-Request-Id, and answers what the chunker will make of it.
+ */
+async function uploadLargeText(
+  baseUrl: string,
+  token: string,
+  projectId: string,
+  { paragraphs, label }: { paragraphs: number; label: string },
+): Promise<{ documentId: string; expectedChunks: number; requestId: string }> {
+  const text = Array.from(
+    { length: paragraphs },
+    (_, i) => `Paragraph ${i}: the ${label} test stores every chunk exactly once, after a takeover too (${i}).`,
+  ).join('\n\n');
+  const requestId = `drain-${label.replace(/ /g, '-')}-${Date.now()}`;
+  const form = new FormData();
+  form.append('file', new Blob([text], { type: 'text/markdown' }), 'large.md');
+  form.append('projectId', projectId);
+  form.append('title', 'Large');
+  const upload = await call(baseUrl, {
+    method: 'POST',
+    path: '/api/documents/upload',
+    token,
+    rawBody: form,
+    headers: { 'X-Request-Id': requestId },
+  });
+  expect(upload.status).toBe(201);
+  return {
+    documentId: upload.json.data.id as string,
+    expectedChunks: chunkText(text, { targetChars: CHUNK_CHARS, overlapChars: 0 }).length,
+    requestId,
+  };
+}
 /** About 9,500 chunks: the size of the ingest in the report that led here. */
 const PARAGRAPHS = 14_500;
 
@@ -67,25 +101,10 @@ describeOnSharedServices(
       const { token, projectId } = await signUpWithProject(api.baseUrl, 'drain', 'Drain');
 
       // Unique paragraphs: a chunk embedded twice (work redone after the takeover) shows in the embeddings server's record.
-      const text = Array.from(
-        { length: PARAGRAPHS },
-        (_, i) => `Paragraph ${i}: the worker drain test stores every chunk exactly once, after a takeover too (${i}).`,
-      ).join('\n\n');
-      const expectedChunks = chunkText(text, { targetChars: CHUNK_CHARS, overlapChars: 0 }).length;
-      const requestId = `drain-upload-${Date.now()}`;
-      const form = new FormData();
-      form.append('file', new Blob([text], { type: 'text/markdown' }), 'large.md');
-      form.append('projectId', projectId);
-      form.append('title', 'Large');
-      const upload = await call(api.baseUrl, {
-        method: 'POST',
-        path: '/api/documents/upload',
-        token,
-        rawBody: form,
-        headers: { 'X-Request-Id': requestId },
+      const { documentId, expectedChunks, requestId } = await uploadLargeText(api.baseUrl, token, projectId, {
+        paragraphs: PARAGRAPHS,
+        label: 'worker drain',
       });
-      expect(upload.status).toBe(201);
-      const documentId = upload.json.data.id as string;
       const jobId = (await db.query(`SELECT id FROM indexing_jobs WHERE $1 = ANY(document_ids)`, [documentId])).rows[0]
         .id as string;
 
@@ -362,25 +381,10 @@ describe('worker drain on the embedded default: SIGTERM mid-ingest, then a resta
     const projectId = (
       await call(first.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain' } })
     ).json.data.id as string;
-    const text = Array.from(
-      { length: 4_000 },
-      (_, i) => `Paragraph ${i}: the embedded drain test stores every chunk exactly once, after a restart too (${i}).`,
-    ).join('\n\n');
-    const expectedChunks = chunkText(text, { targetChars: CHUNK_CHARS, overlapChars: 0 }).length;
-    const requestId = `drain-embedded-${Date.now()}`;
-    const form = new FormData();
-    form.append('file', new Blob([text], { type: 'text/markdown' }), 'large.md');
-    form.append('projectId', projectId);
-    form.append('title', 'Large');
-    const upload = await call(first.baseUrl, {
-      method: 'POST',
-      path: '/api/documents/upload',
-      token,
-      rawBody: form,
-      headers: { 'X-Request-Id': requestId },
+    const { documentId, expectedChunks, requestId } = await uploadLargeText(first.baseUrl, token, projectId, {
+      paragraphs: 4_000,
+      label: 'embedded drain',
     });
-    expect(upload.status).toBe(201);
-    const documentId = upload.json.data.id as string;
     const documentOn = async (baseUrl: string) =>
       (await call(baseUrl, { method: 'GET', path: `/api/documents/${documentId}`, token })).json.data;
     await waitFor(
