@@ -1024,7 +1024,11 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
         { method: 'POST', path: '/api/api-keys', body: { tools: excerpt(JSON.stringify(tools), 80) } },
         res,
       );
-      if (res.status !== 400) problems.push(`key tools ${excerpt(JSON.stringify(tools), 80)} → ${res.status}`);
+      // null is the absent value of every optional field: a key with every tool of its scopes.
+      const expected = tools === null ? 201 : 400;
+      if (res.status !== expected) problems.push(`key tools ${excerpt(JSON.stringify(tools), 80)} → ${res.status}`);
+      if (res.status === 201 && res.json?.data?.tools !== null)
+        problems.push(`key tools null → tools ${res.json?.data?.tools}`);
     }
     for (const readOnly of hostileReadOnly) {
       const res = await call(t.baseUrl, {
@@ -1034,7 +1038,12 @@ describe(`input fuzzing drill (seed ${seed})`, () => {
         body: { name: 'narrow fuzz', scopes: ['tasks:read'], expiresIn: 'never', readOnly },
       });
       verify('key readOnly', { method: 'POST', path: '/api/api-keys', body: { readOnly } }, res);
-      if (res.status !== 400) problems.push(`key readOnly ${excerpt(JSON.stringify(readOnly), 80)} → ${res.status}`);
+      const expected = readOnly === null || typeof readOnly === 'boolean' ? 201 : 400;
+      if (res.status !== expected)
+        problems.push(`key readOnly ${excerpt(JSON.stringify(readOnly), 80)} → ${res.status}`);
+      if (res.status === 201 && res.json?.data?.readOnly !== (readOnly === true)) {
+        problems.push(`key readOnly ${JSON.stringify(readOnly)} → readOnly ${res.json?.data?.readOnly}`);
+      }
     }
     const mcpList = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
     const accept = { accept: 'application/json, text/event-stream' };

@@ -1,4 +1,5 @@
 import {
+  checkedAllowlist,
   narrowRestriction,
   pinnedArguments,
   requestNarrowing,
@@ -8,6 +9,7 @@ import {
   withPinnedArguments,
 } from './tool-restriction.js';
 import { param } from './tool-parameters.js';
+import type { RegisteredTool } from './tool-definition.js';
 
 const TOOLSETS = ['tasks', 'docs', 'github'];
 const listTasks = { name: 'list_tasks', readOnly: true, toolset: 'tasks' };
@@ -27,6 +29,17 @@ describe('tool restriction', () => {
     expect(toolAllowed(listDocs, docsOnly)).toBe(true);
     expect(toolAllowed(listTasks, docsOnly)).toBe(false);
     expect(toolAllowed({ name: 'fixture', readOnly: true, toolset: null }, docsOnly)).toBe(false);
+  });
+
+  it('stores an allowlist as given, no allowlist for an absent or null one, and refuses unknown or out-of-scope names', () => {
+    const scopeOf: Record<string, string> = { list_tasks: 'tasks:read', create_task: 'tasks:write' };
+    const find = (name: string) =>
+      scopeOf[name] === undefined ? undefined : ({ definition: { scope: scopeOf[name] } } as unknown as RegisteredTool);
+    expect(checkedAllowlist(['list_tasks', 'list_tasks'], ['tasks:read'], find)).toEqual(['list_tasks']);
+    expect(checkedAllowlist(undefined, ['tasks:read'], find)).toBeNull();
+    expect(checkedAllowlist(null, ['tasks:read'], find)).toBeNull();
+    expect(() => checkedAllowlist(['drop_database'], ['tasks:read'], find)).toThrow(/unknown tools: drop_database/);
+    expect(() => checkedAllowlist(['create_task'], ['tasks:read'], find)).toThrow(/outside them: create_task/);
   });
 
   it('narrows only: lists intersect, read-only sticks, a credential restriction is kept', () => {

@@ -213,11 +213,12 @@ export function pinsKey(actor: Pick<Actor, 'projectIds' | 'repos'> | undefined):
  * the order given; null when none was chosen. 400 naming the unknown tools, or those outside the scopes.
  */
 export function checkedAllowlist(
-  tools: readonly string[] | undefined,
+  tools: readonly string[] | null | undefined,
   scopes: readonly string[],
   find: (name: string) => RegisteredTool | undefined,
 ): string[] | null {
-  if (tools === undefined) return null;
+  // Null is JSON's absent value, as the validators treat it: no allowlist, not an empty one.
+  if (tools === undefined || tools === null) return null;
   const names = [...new Set(tools)];
   const unknown = names.filter((name) => find(name) === undefined);
   if (unknown.length > 0) {

@@ -50,7 +50,7 @@ export class CredentialPinsDto {
     minItems: 1,
     maxItems: MAX_ALLOWED_TOOLS,
     description:
-      'Only these tools (names as GET /api/v1/public/mcp/tools lists them), each within the scopes; absent: every tool of the scopes. An unknown name, or one outside the scopes, is 400 naming it',
+      'Only these tools (names as GET /api/v1/public/mcp/tools lists them), each within the scopes; absent or null: every tool of the scopes. An unknown name, or one outside the scopes, is 400 naming it',
   })
   @IsOptional()
   @IsArray()
