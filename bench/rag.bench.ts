@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client, type Pool } from 'pg';
-import { DataSource } from 'typeorm';
+import { DatabasePool } from '../src/database/database-pool.js';
 import { createWorkerContext } from '../src/app.factory.js';
 import type { Actor } from '../src/common/auth/actor.js';
 import { JsonLogger } from '../src/common/logging/json-logger.js';
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     logger: new JsonLogger(config.logLevel),
   });
   try {
-    const dataSource = app.get(DataSource);
+    const dataSource = app.get(DatabasePool);
     if (args.includes('--search-only')) {
       const [existing] = await dataSource.query(
         `SELECT d.project_id, p.owner_id, count(c.id)::int AS chunks, count(DISTINCT d.id)::int AS documents
@@ -123,7 +123,7 @@ async function main(): Promise<void> {
       };
     };
     const countChunks = async (): Promise<{ finished: number; total: number; chunks: number }> => {
-      const [row] = await dataSource.query(
+      const [row] = await dataSource.query<{ finished: number; total: number; chunks: number }>(
         `SELECT count(*) FILTER (WHERE status IN ('indexed', 'failed'))::int AS finished, count(*)::int AS total, coalesce(sum(chunk_count), 0)::int AS chunks
          FROM documents WHERE project_id = $1`,
         [project.id],
@@ -187,7 +187,7 @@ async function main(): Promise<void> {
     let keywordIndexBuildSeconds: number | null = null;
     const indexStarted = performance.now();
     // One connection without the pool's 30 s statement timeout: building HNSW over 100k vectors takes minutes.
-    const runner = dataSource.createQueryRunner();
+    const runner = await dataSource.pool.connect();
     try {
       await runner.query(`SET statement_timeout = 0`);
       await runner.query(`SET maintenance_work_mem = '512MB'`);
@@ -230,7 +230,7 @@ async function main(): Promise<void> {
     // fetch every posting's heap row while the visibility map is empty. Measured at 100k chunks: without it hybrid
     // p50 was 3–5× the bare HNSW query (each query's first search paid ~3,500 random reads of a 700 MB heap),
     // with it 1.6–1.9×, for the code before and after the per-viewer statistics alike.
-    const vacuum = dataSource.createQueryRunner();
+    const vacuum = await dataSource.pool.connect();
     try {
       await vacuum.query(`SET statement_timeout = 0`);
       await vacuum.query(
@@ -257,7 +257,7 @@ async function main(): Promise<void> {
     ingest: unknown,
     bulk: unknown,
   ): Promise<void> {
-    const dataSource = app.get(DataSource);
+    const dataSource = app.get(DatabasePool);
     const embedder = app.get<EmbeddingProvider>(EMBEDDING_PROVIDER);
     const search = app.get(RagSearchService);
     const dims = embedder.dimensions;
@@ -319,7 +319,7 @@ async function main(): Promise<void> {
     }
     // Then each query's variants in a rotating order (query i starts with variant i mod their number): whichever runs first
     // after another query may still find a page evicted, and no variant is always that one.
-    const pool = (dataSource.driver as unknown as { master: Pool & { _clients?: { processID?: number }[] } }).master;
+    const pool = dataSource.pool as Pool & { _clients?: { processID?: number }[] };
     const backendPids = (): number[] => [
       ...(pool._clients ?? []).map((client) => client.processID ?? 0),
       ...[bareClient, ...listClients].map((client) => (client as unknown as { processID?: number }).processID ?? 0),
@@ -423,7 +423,7 @@ async function main(): Promise<void> {
 }
 
 /** CPU seconds so far of this process (every thread) and of the PostgreSQL backends connected to its database, by pid. */
-async function cpuSeconds(dataSource: DataSource): Promise<{ node: number; backends: Map<number, number> }> {
+async function cpuSeconds(dataSource: DatabasePool): Promise<{ node: number; backends: Map<number, number> }> {
   const usage = process.cpuUsage();
   const rows = (await dataSource.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)) as {
     pid: number;

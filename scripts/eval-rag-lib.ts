@@ -2,7 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DataSource } from 'typeorm';
+import { DatabasePool } from '../src/database/database-pool.js';
 import type { Actor } from '../src/common/auth/actor.js';
 import { UsersService } from '../src/modules/auth/users.service.js';
 import { DocumentsService } from '../src/modules/documents/documents.service.js';
@@ -127,7 +127,7 @@ export async function runEval(
   const log = options.log ?? (() => undefined);
   const modes = options.modes ?? ['keyword', 'vector', 'hybrid'];
   const subset = selectSubset(collection, options);
-  const dataSource = app.get(DataSource);
+  const dataSource = app.get(DatabasePool);
   const users = app.get(UsersService);
   const projects = app.get(ProjectsService);
   const documents = app.get(DocumentsService);

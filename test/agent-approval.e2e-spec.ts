@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
-import { DataSource } from 'typeorm';
+import { DatabasePool } from '../src/database/database-pool.js';
 import { Client } from 'pg';
 import { buildOnce, startAppProcess, type AppProcess } from './support/app-process';
 import { call } from './support/drill-helpers';
@@ -37,7 +37,7 @@ describe('agent runs: approval before writes (fake model)', () => {
   let ownerKey: string;
   let colleagueKey: string;
   let projectId: string;
-  let db: DataSource;
+  let db: DatabasePool;
   let github: FakeGithubServer;
   let widgets: FakeRepo;
 
@@ -86,7 +86,7 @@ describe('agent runs: approval before writes (fake model)', () => {
         GITHUB_TOKEN: 'ghp_server',
       }),
     });
-    db = app.app.get(DataSource);
+    db = app.app.get(DatabasePool);
     owner = await makeUser(app);
     stranger = await makeUser(app);
     projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Approvals' }).expect(201))

@@ -1,4 +1,4 @@
-import { DataSource } from 'typeorm';
+import { DatabasePool } from '../src/database/database-pool.js';
 import { bearer, makeApiKey, makeUser, toolResult, type TestUser } from './support/factories.js';
 import { FakeGithubServer, type FakeRepo } from './support/fake-github-server.js';
 import {
@@ -162,7 +162,7 @@ describe('agent runs: prompt-injection eval (obedient model, default approval mo
   let llm: FakeLlmServer;
   let github: FakeGithubServer;
   let widgets: FakeRepo;
-  let db: DataSource;
+  let db: DatabasePool;
   let starter: TestUser;
   let other: TestUser;
   let starterKey: string;
@@ -197,7 +197,7 @@ describe('agent runs: prompt-injection eval (obedient model, default approval mo
         RATE_LIMIT_KEY_PER_MIN: '100000',
       }),
     });
-    db = app.app.get(DataSource);
+    db = app.app.get(DatabasePool);
     starter = await makeUser(app);
     other = await makeUser(app);
     await app.http

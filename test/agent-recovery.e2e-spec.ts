@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
+import { DatabasePool } from '../src/database/database-pool.js';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { FakeLlmServer, toolData } from './support/fake-llm-server.js';
 import {
@@ -47,12 +47,12 @@ describe('agent runs: recovery after a worker died', () => {
   let llm: FakeLlmServer;
   let owner: TestUser;
   let projectId: string;
-  let db: DataSource;
+  let db: DatabasePool;
 
   beforeAll(async () => {
     llm = await new FakeLlmServer().start();
     app = await startTestApp({ env: llmEnv(llm) });
-    db = app.app.get(DataSource);
+    db = app.app.get(DatabasePool);
     owner = await makeUser(app);
     projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'Recovery' }).expect(201))
       .body.data.id;
@@ -208,7 +208,7 @@ describeOnSharedServices(
         const run = await waitFor(second, owner, jobId);
         expect(run).toMatchObject({ status: 'succeeded', output: 'Finished by the second instance.' });
         expect(run.steps.filter((s: any) => s.type === 'tool_call').map((s: any) => s.status)).toEqual(['ok']);
-        const db = second.app.get(DataSource);
+        const db = second.app.get(DatabasePool);
         const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM tasks WHERE title = 'Handover task'`);
         expect(n).toBe(1);
       } finally {

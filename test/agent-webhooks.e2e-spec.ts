@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DataSource } from 'typeorm';
+import { DatabasePool } from '../src/database/database-pool.js';
 import { metricsRegistry } from '../src/common/metrics/metrics.registry.js';
 import { guardedLookup } from '../src/common/net/outbound-guard.js';
 import { bearer, makeApiKey, makeUser, type TestUser } from './support/factories.js';
@@ -151,7 +151,7 @@ describe('agent runs: signed webhooks (local receiver, WEBHOOK_ALLOW_PRIVATE=tru
       final.headers['atrium-delivery-id'],
     ]);
     expect(JSON.stringify(view)).not.toContain(webhookSecret);
-    const [row] = await app.app.get(DataSource).query(`SELECT webhook_secret FROM agent_runs WHERE id = $1`, [jobId]);
+    const [row] = await app.app.get(DatabasePool).query(`SELECT webhook_secret FROM agent_runs WHERE id = $1`, [jobId]);
     expect(row.webhook_secret).not.toContain(webhookSecret.slice(6));
   });
 
@@ -247,7 +247,7 @@ describe('agent runs: signed webhooks (local receiver, WEBHOOK_ALLOW_PRIVATE=tru
 
     // A stored output written before redaction existed is redacted again as the webhook body leaves.
     const webhookBefore = await redactions('webhook_body');
-    const db = app.app.get(DataSource);
+    const db = app.app.get(DatabasePool);
     await db.query(`UPDATE agent_runs SET output = $2 WHERE id = $1`, [jobId, `legacy ${FAKE_AWS_KEY}`]);
     await db.query(`INSERT INTO agent_run_webhook_deliveries (run_id, type) VALUES ($1, 'agent_run.succeeded')`, [
       jobId,
@@ -330,7 +330,7 @@ describe('agent runs: webhook URLs are checked against SSRF (default configurati
       .expect(400);
     expect(res.body.error.code).toBe('VALIDATION_FAILED');
     expect(JSON.stringify(res.body.error)).toContain('webhookUrl');
-    const [row] = await app.app.get(DataSource).query(`SELECT count(*)::int AS n FROM agent_runs`);
+    const [row] = await app.app.get(DatabasePool).query(`SELECT count(*)::int AS n FROM agent_runs`);
     expect(row.n).toBe(0);
   });
 
@@ -346,13 +346,13 @@ describe('agent runs: webhook URLs are checked against SSRF (default configurati
     ).body.data;
     const port = new URL(receiver.url).port;
     await app.app
-      .get(DataSource)
+      .get(DatabasePool)
       .query(`UPDATE agent_runs SET webhook_url = $2 WHERE id = $1`, [jobId, `https://localhost:${port}/hooks/atrium`]);
     const refused = await waitFor(
       'a delivery attempt refused by the connect-time lookup',
       async () => {
         const rows: { last_error: string | null }[] = await app.app
-          .get(DataSource)
+          .get(DatabasePool)
           .query(`SELECT last_error FROM agent_run_webhook_deliveries WHERE run_id = $1`, [jobId]);
         return rows.find((row) => /resolves to a private or special-purpose address/.test(row.last_error ?? ''));
       },

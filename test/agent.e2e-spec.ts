@@ -1,4 +1,4 @@
-import { DataSource } from 'typeorm';
+import { DatabasePool } from '../src/database/database-pool.js';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { raceExecuteAndCancel } from './support/cancel-race.js';
 import { FakeLlmServer, toolData } from './support/fake-llm-server.js';
@@ -13,7 +13,7 @@ describe('agent runs (openai provider, fake model)', () => {
   let viewer: TestUser;
   let stranger: TestUser;
   let projectId: string;
-  let db: DataSource;
+  let db: DatabasePool;
 
   const FINAL = ['succeeded', 'failed', 'cancelled'];
 
@@ -51,7 +51,7 @@ describe('agent runs (openai provider, fake model)', () => {
         AGENT_STEP_TIMEOUT_MS: '2500',
       },
     });
-    db = app.app.get(DataSource);
+    db = app.app.get(DatabasePool);
     owner = await makeUser(app);
     viewer = await makeUser(app);
     stranger = await makeUser(app);

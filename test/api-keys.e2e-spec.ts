@@ -1,4 +1,4 @@
-import { DataSource } from 'typeorm';
+import { DatabasePool } from '../src/database/database-pool.js';
 import { Client } from 'pg';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import {
@@ -22,11 +22,11 @@ async function makeApiKey(app: TestApp, user: TestUser, body: Record<string, unk
 
 describe('API keys (/api/api-keys) and key authentication on Area A', () => {
   let app: TestApp;
-  let db: DataSource;
+  let db: DatabasePool;
 
   beforeAll(async () => {
     app = await startTestApp();
-    db = app.app.get(DataSource);
+    db = app.app.get(DatabasePool);
   }, 180_000);
   afterAll(async () => {
     await app.close();
@@ -314,7 +314,7 @@ describeOnSharedServices('API key call counts across two instances of one deploy
       instance.http.post('/api/v1/public/mcp/call').set(bearer(key.key)).send({ name, arguments: args });
     for (const instance of [first, second, first, second]) await call(instance).expect(200);
     // The scopes change in the database (as an operator or a later feature might): the next call on either instance sees it.
-    const db = first.app.get(DataSource);
+    const db = first.app.get(DatabasePool);
     await db.query(`UPDATE api_keys SET scopes = ARRAY['tasks:write'] WHERE id = $1`, [key.id]);
     for (const instance of [second, first]) {
       const narrowed = await call(instance).expect(403);
@@ -347,7 +347,7 @@ describeOnSharedServices('the call count has a lane of its own (real PostgreSQL 
   it('commits a call’s count while every connection of the shared pool is busy: the count never queues behind reads', async () => {
     const user = await makeUser(app);
     const key = await makeApiKey(app, user);
-    const dataSource = app.app.get(DataSource);
+    const dataSource = app.app.get(DatabasePool);
     // A first call: the process verifies the key once (a lookup on the shared pool); later calls are only counted.
     await app.http
       .post('/api/v1/public/mcp/call')

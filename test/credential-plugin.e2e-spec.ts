@@ -1,6 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { DataSource } from 'typeorm';
+import { buildDataSourceOptions } from '../src/database/data-source-options.js';
+import { DatabasePool } from '../src/database/database-pool.js';
 import { CredentialRegistry } from '../src/modules/credentials/credential-registry.js';
 import { FixtureCredentialModule } from './fixtures/fixture-credential/fixture-credential.module.js';
 import { FixtureTokenCredential } from './fixtures/fixture-credential/fixture-token.credential.js';
@@ -22,11 +24,14 @@ describe('a credential kind added as a plug-in (e2e)', () => {
 
   beforeAll(async () => {
     app = await startTestApp({ extraModules: [FixtureCredentialModule] });
-    const runner = app.app.get(DataSource).createQueryRunner();
+    // Through TypeORM's migration runner, as a real kind's migration in migrations/ would run.
+    const migrations = await new DataSource(buildDataSourceOptions(app.app.get(DatabasePool).url, 1)).initialize();
+    const runner = migrations.createQueryRunner();
     try {
       await new FixtureTokens1795900000000().up(runner);
     } finally {
       await runner.release();
+      await migrations.destroy();
     }
     fixture = app.app.get(FixtureTokenCredential);
     admin = await makeUser(app);

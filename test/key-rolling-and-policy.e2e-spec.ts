@@ -1,4 +1,4 @@
-import { DataSource } from 'typeorm';
+import { DatabasePool } from '../src/database/database-pool.js';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import {
   approveConsent,
@@ -60,7 +60,7 @@ async function bothDoors(app: TestApp, key: string): Promise<{ json: string; mcp
 
 describe('Key rolling and the admin policy', () => {
   let app: TestApp;
-  let db: DataSource;
+  let db: DatabasePool;
   let admin: TestUser;
   let alice: TestUser;
 
@@ -72,7 +72,7 @@ describe('Key rolling and the admin policy', () => {
 
   beforeAll(async () => {
     app = await startTestApp({ env: EMBEDDED_SAFE_ENV });
-    db = app.app.get(DataSource);
+    db = app.app.get(DatabasePool);
     admin = await makeUser(app);
     expect(admin.role).toBe('admin');
     alice = await makeUser(app);
@@ -394,7 +394,7 @@ describeOnSharedServices('Rolling and the admin policy across two instances (rea
     ).body.data;
     expect(await bothDoors(second, old.key)).toEqual({ json: '200', mcp: '200' });
     await first.app
-      .get(DataSource)
+      .get(DatabasePool)
       .query(`UPDATE api_keys SET revoked_at = now() - interval '1 second' WHERE id = $1`, [old.id]);
     expect(await bothDoors(second, old.key)).toEqual({ json: '401 revoked_api_key', mcp: '401 revoked_api_key' });
     expect(await bothDoors(second, rolled.key)).toEqual({ json: '200', mcp: '200' });

@@ -1,4 +1,4 @@
-import { DataSource } from 'typeorm';
+import { DatabasePool } from '../src/database/database-pool.js';
 import { metricsRegistry } from '../src/common/metrics/metrics.registry.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -298,7 +298,7 @@ describe('MCP Streamable HTTP at /api/v1/public/mcp', () => {
       expect(JSON.stringify([viaMcp, mcpList])).not.toMatch(/ghp_Mcp|MIIEvQ/);
       expect((await metric()) - before).toBe(5);
       // Only what leaves is redacted: the task keeps its text (its creator edits the real thing).
-      const [row] = await app.app.get(DataSource).query(`SELECT description FROM tasks WHERE id = $1`, [created.id]);
+      const [row] = await app.app.get(DatabasePool).query(`SELECT description FROM tasks WHERE id = $1`, [created.id]);
       expect(row.description).toContain(secret);
     });
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { DataSource } from 'typeorm';
+import { DatabasePool } from '../src/database/database-pool.js';
 import { KYSELY, type Db } from '../src/database/kysely.provider.js';
 import { IndexingJobRunner } from '../src/modules/rag/indexing-job.runner.js';
 import { IndexingJobsService } from '../src/modules/rag/indexing-jobs.service.js';
@@ -221,7 +221,7 @@ describe('RAG (e2e)', () => {
     });
     // The moment the update is answered, the old chunks are gone (the re-index may not have run yet).
     const [{ stale }] = await app.app
-      .get(DataSource)
+      .get(DatabasePool)
       .query(
         `SELECT count(*)::int AS stale FROM document_chunks c JOIN documents d ON d.id = c.document_id WHERE d.id = $1 AND c.content_sha256 <> d.sha256`,
         [doc.id],
@@ -324,7 +324,7 @@ describe('RAG (e2e)', () => {
   });
 
   it('honours Idempotency-Key on ingest and reindex: a repeat answers the first job, other arguments are a 409', async () => {
-    const dataSource = app.app.get(DataSource);
+    const dataSource = app.app.get(DatabasePool);
     const jobsBefore = Number(
       (await dataSource.query(`SELECT count(*) AS n FROM indexing_jobs WHERE project_id = $1`, [projectId]))[0].n,
     );
@@ -378,7 +378,7 @@ describe('RAG (e2e)', () => {
   it('picks up a job whose worker died mid-run and finishes it from where it stopped', async () => {
     const doc = await upload(owner, 'resume.txt', 'Resumable narwhal inventory.', true);
     await waitIndexed(owner, doc.id);
-    const dataSource = app.app.get(DataSource);
+    const dataSource = app.app.get(DatabasePool);
     const jobId = randomUUID();
     // What a killed worker leaves behind: running, half done, heartbeat long stale, no live queue entry.
     await dataSource.query(
@@ -395,7 +395,7 @@ describe('RAG (e2e)', () => {
   it('a worker that lost its job to another claim stops counting; the holder finishes it: every document counted once', async () => {
     const doc = await upload(owner, 'takeover.txt', 'Slow walrus takeover.', true);
     await waitIndexed(owner, doc.id);
-    const dataSource = app.app.get(DataSource);
+    const dataSource = app.app.get(DatabasePool);
     const runner = app.app.get(IndexingJobRunner);
     const jobId = randomUUID();
     const total = 300;
@@ -428,10 +428,10 @@ describe('RAG (e2e)', () => {
   (process.env.TEST_DATABASE_URL ? it : it.skip)(
     'a statement canceled while a document indexes (a timeout under load) retries the job: the document ends indexed, not failed',
     async () => {
-      const dataSource = app.app.get(DataSource);
-      const blocker = dataSource.createQueryRunner();
-      await blocker.connect();
-      await blocker.startTransaction();
+      const dataSource = app.app.get(DatabasePool);
+      const blocker = await dataSource.pool.connect();
+      await blocker.query('BEGIN');
+      let open = true;
       try {
         // INSERTs into document_chunks wait behind this lock; reads do not.
         await blocker.query(`LOCK TABLE document_chunks IN SHARE ROW EXCLUSIVE MODE`);
@@ -444,14 +444,15 @@ describe('RAG (e2e)', () => {
         });
         // What statement_timeout does to a statement that waited too long: SQLSTATE 57014, "canceling statement".
         await dataSource.query(`SELECT pg_cancel_backend($1)`, [waiting.pid]);
-        await blocker.commitTransaction();
+        await blocker.query('COMMIT');
+        open = false;
         const indexed = await waitIndexed(owner, doc.id);
         expect(indexed).toMatchObject({ status: 'indexed', error: null });
         const hits = (await search(owner, 'patient narwhal').expect(200)).body.data.results;
         expect(hits.map((hit: { documentId: string }) => hit.documentId)).toContain(doc.id);
       } finally {
-        if (blocker.isTransactionActive) await blocker.rollbackTransaction();
-        await blocker.release();
+        if (open) await blocker.query('ROLLBACK');
+        blocker.release();
       }
     },
   );

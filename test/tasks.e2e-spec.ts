@@ -1,4 +1,4 @@
-import { DataSource } from 'typeorm';
+import { DatabasePool } from '../src/database/database-pool.js';
 import {
   bearer,
   callTool,
@@ -26,7 +26,7 @@ interface Task {
  */
 describe('task tools through the gateway', () => {
   let app: TestApp;
-  let db: DataSource;
+  let db: DatabasePool;
   let alice: TestUser;
   let bob: TestUser;
   let carol: TestUser;
@@ -41,7 +41,7 @@ describe('task tools through the gateway', () => {
 
   beforeAll(async () => {
     app = await startTestApp();
-    db = app.app.get(DataSource);
+    db = app.app.get(DatabasePool);
     alice = await makeUser(app);
     bob = await makeUser(app);
     carol = await makeUser(app);

@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
+import { DatabasePool } from '../src/database/database-pool.js';
 import { IdempotencyService } from '../src/common/idempotency/idempotency.service.js';
 import { bearer, callTool, makeApiKey, makeUser, type ApiKeyOptions, type TestUser } from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -10,7 +10,7 @@ import { WidgetsToolModule } from './fixtures/widgets-tool.module.js';
 /** See api-keys.e2e-spec.ts: one pooled connection keeps the embedded engine correct under concurrency. */
 describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency, truncation', () => {
   let app: TestApp;
-  let db: DataSource;
+  let db: DatabasePool;
   let alice: TestUser;
   let bob: TestUser;
   let rw: string;
@@ -34,7 +34,7 @@ describe('Area A gateway (/api/v1/public/mcp): descriptors, errors, idempotency,
   beforeAll(async () => {
     // The throw-away provider (a new module under a new scope) rides along: see 'a provider added in its own module'.
     app = await startTestApp({ extraModules: [WidgetsToolModule] });
-    db = app.app.get(DataSource);
+    db = app.app.get(DatabasePool);
     alice = await makeUser(app);
     bob = await makeUser(app);
     rw = (await makeKey(alice, ['tasks:read', 'tasks:write'])).key;

@@ -1,11 +1,10 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { getDataSourceToken } from '@nestjs/typeorm';
 import { Kysely, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
-import type { DataSource } from 'typeorm';
 import type { DB } from './database.types.js';
 import { EmbeddedEngine } from './embedded-engine.js';
-import { KYSELY, keepCheckedOutClientErrorsHandled, type Db } from './kysely.provider.js';
+import { DatabasePool, keepCheckedOutClientErrorsHandled } from './database-pool.js';
+import { KYSELY, type Db } from './kysely.provider.js';
 
 /**
  * Where the per-call count statement runs (ApiKeyCallCounterService → ToolCredentialsRepository.addCalls): on
@@ -22,13 +21,11 @@ export class CallCountDb implements OnApplicationShutdown {
 
   constructor(
     @Inject(KYSELY) private readonly shared: Db,
-    @Inject(getDataSourceToken()) dataSource: DataSource,
+    database: DatabasePool,
     private readonly engine: EmbeddedEngine,
   ) {
-    const options = dataSource.options as { url?: string; extra?: Record<string, unknown> };
     // The shared pool's settings (timeouts, statement_timeout), not its size. Connections open only when used.
-    const { max: _sharedSize, ...extra } = options.extra ?? {};
-    this.ownPool = new Pool({ ...extra, connectionString: options.url, max: CALL_COUNT_CONNECTIONS });
+    this.ownPool = new Pool({ ...database.settings(), max: CALL_COUNT_CONNECTIONS });
     keepCheckedOutClientErrorsHandled(this.ownPool);
     // An idle connection that dies (the database restarting) is dropped by the pool, which then emits 'error'
     // on itself: unheard, Node would turn that into an uncaught exception (drill-outages).

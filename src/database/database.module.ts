@@ -1,16 +1,38 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
-import { buildDataSourceOptions } from './data-source-options.js';
 import { CallCountDb } from './call-count-db.js';
+import { DatabasePool } from './database-pool.js';
 import { EmbeddedEngine } from './embedded-engine.js';
 import { kyselyProvider } from './kysely.provider.js';
+import { migrateIfPending } from './migrations-runner.js';
 import { namedStatementsProvider } from './named-statements.js';
-import { runMigrationsUnderLock } from './migrations-runner.js';
+
+/**
+ * The pool in a module of its own, one level below DatabaseModule, so Nest's shutdown hooks end it after those of
+ * the features that still write while they drain.
+ */
+@Module({})
+class DatabasePoolModule {
+  static forRoot(databaseUrl: string, poolSize: number): DynamicModule {
+    return {
+      module: DatabasePoolModule,
+      global: true,
+      providers: [
+        {
+          provide: DatabasePool,
+          // Migrations run before the app serves, under an advisory lock (several processes may start at once).
+          useFactory: async () => {
+            await migrateIfPending(databaseUrl);
+            return new DatabasePool(databaseUrl, poolSize);
+          },
+        },
+      ],
+      exports: [DatabasePool],
+    };
+  }
+}
 
 @Module({})
 export class DatabaseModule {
-  /** Migrations run before the app serves, under an advisory lock (several processes may start at once). */
   static forRoot(databaseUrl: string, poolSize: number): DynamicModule {
     return {
       module: DatabaseModule,
@@ -18,26 +40,7 @@ export class DatabaseModule {
       global: true,
       providers: [kyselyProvider, EmbeddedEngine, namedStatementsProvider, CallCountDb],
       exports: [kyselyProvider, namedStatementsProvider, CallCountDb],
-      imports: [
-        TypeOrmModule.forRootAsync({
-          useFactory: () => ({
-            ...buildDataSourceOptions(databaseUrl, poolSize),
-            autoLoadEntities: true,
-            retryAttempts: 3,
-            retryDelay: 1000,
-          }),
-          dataSourceFactory: async (options) => {
-            const dataSource = await new DataSource(options!).initialize();
-            try {
-              await runMigrationsUnderLock(dataSource, databaseUrl);
-            } catch (error) {
-              await dataSource.destroy();
-              throw error;
-            }
-            return dataSource;
-          },
-        }),
-      ],
+      imports: [DatabasePoolModule.forRoot(databaseUrl, poolSize)],
     };
   }
 }

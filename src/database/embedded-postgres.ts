@@ -10,7 +10,7 @@ import { PgliteWireServer } from './pglite-wire-server.js';
 /**
  * The zero-config default: PostgreSQL (PGlite, WebAssembly) with pgvector, in this process,
  * persisted under DATA_DIR/pglite, served on a loopback port so the app's ordinary `pg` pools,
- * TypeORM and BullMQ's PostgreSQL backend all talk to it as to any server.
+ * TypeORM's migrations and BullMQ's PostgreSQL backend all talk to it as to any server.
  *
  * Only this process can open a session: the wire server asks for a password generated here at each
  * start and kept only in `url` (never logged, never written anywhere). DATA_DIR is locked for the

@@ -1,5 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import type { DataSource, Migration } from 'typeorm';
+import { ALL_MIGRATIONS } from '../../migrations/index.js';
+import { MIGRATIONS_TABLE } from './data-source-options.js';
 
 /** Advisory lock key of "schema migrations of this database": "atrium-m" in ASCII (0x61747269756d2d6d). */
 export const MIGRATIONS_LOCK_KEY = '7022363516244667757';
@@ -26,4 +29,57 @@ export async function runMigrationsUnderLock(dataSource: DataSource, databaseUrl
   } finally {
     await lock.end();
   }
+}
+
+/**
+ * What a process runs before it serves: the names of the applied migrations are read first, and TypeORM is
+ * loaded and run (under the lock) only when one of ALL_MIGRATIONS is missing. A migration commits its row in
+ * `schema_migrations` with its changes, so a name found there is a migration fully applied. The first reads are
+ * retried, as the database may still be starting beside the process.
+ */
+export async function migrateIfPending(databaseUrl: string, attempts = 3, retryDelayMs = 1000): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      if ((await pendingMigrations(databaseUrl)).length === 0) return;
+      break;
+    } catch (error) {
+      if (attempt >= attempts) throw error;
+      await sleep(retryDelayMs);
+    }
+  }
+  const [{ DataSource }, { buildDataSourceOptions }] = await Promise.all([
+    import('typeorm'),
+    import('./data-source-options.js'),
+  ]);
+  const dataSource = await new DataSource(buildDataSourceOptions(databaseUrl, 1)).initialize();
+  try {
+    await runMigrationsUnderLock(dataSource, databaseUrl);
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
+/** The names of ALL_MIGRATIONS not recorded as applied in this database. */
+export async function pendingMigrations(databaseUrl: string): Promise<string[]> {
+  const client = new Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    const table = await client.query<{ exists: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS exists`, [
+      MIGRATIONS_TABLE,
+    ]);
+    const applied = new Set<string>();
+    if (table.rows[0]?.exists) {
+      const { rows } = await client.query<{ name: string }>(`SELECT name FROM ${MIGRATIONS_TABLE}`);
+      for (const row of rows) applied.add(row.name);
+    }
+    return ALL_MIGRATIONS.map(migrationName).filter((name) => !applied.has(name));
+  } finally {
+    await client.end();
+  }
+}
+
+/** The name TypeORM records for a migration class: its `name` property, else the class name. */
+function migrationName(migration: (typeof ALL_MIGRATIONS)[number]): string {
+  const instance = new (migration as new () => { name?: string })();
+  return instance.name ?? (migration as { name: string }).name;
 }

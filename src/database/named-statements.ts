@@ -1,12 +1,11 @@
 import { createHash } from 'node:crypto';
 import { Inject, type Provider } from '@nestjs/common';
-import { getDataSourceToken } from '@nestjs/typeorm';
 import type { CompiledQuery, DatabaseConnection, QueryResult, RawBuilder } from 'kysely';
 import type { ClientBase, Pool, PoolClient } from 'pg';
-import type { DataSource } from 'typeorm';
 import { phaseClock, phaseSince } from '../common/timing/phase-timer.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/app-config.token.js';
+import { DatabasePool } from './database-pool.js';
 import { EmbeddedEngine } from './embedded-engine.js';
 import { KYSELY, onNewConnection, type Db } from './kysely.provider.js';
 
@@ -39,7 +38,7 @@ export class NamedStatements {
 
   constructor(
     private readonly db: Db,
-    /** TypeORM's pool when named statements are on (DATABASE_NAMED_STATEMENTS), else null. */
+    /** The process's pool when named statements are on (DATABASE_NAMED_STATEMENTS), else null. */
     private readonly configuredPool: Pool | null,
     private readonly engine: EmbeddedEngine,
   ) {}
@@ -130,13 +129,8 @@ export function asKyselyConnection(client: ClientBase): DatabaseConnection {
 
 export const namedStatementsProvider: Provider = {
   provide: NAMED_STATEMENTS,
-  inject: [KYSELY, getDataSourceToken(), APP_CONFIG, EmbeddedEngine],
-  useFactory: (db: Db, dataSource: DataSource, config: AppConfig, engine: EmbeddedEngine): NamedStatements => {
-    // TypeORM's pg pool, as for Kysely (kysely.provider.ts).
-    return new NamedStatements(
-      db,
-      config.database.namedStatements ? (dataSource.driver as unknown as { master: Pool }).master : null,
-      engine,
-    );
-  },
+  inject: [KYSELY, DatabasePool, APP_CONFIG, EmbeddedEngine],
+  // The process's one pool, as for Kysely (kysely.provider.ts).
+  useFactory: (db: Db, { pool }: DatabasePool, config: AppConfig, engine: EmbeddedEngine): NamedStatements =>
+    new NamedStatements(db, config.database.namedStatements ? pool : null, engine),
 };

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { Client } from 'pg';
-import type { DataSource } from 'typeorm';
+import type { DatabasePool } from './database-pool.js';
 
 /**
  * One LISTEN connection per process and channel, shared by every waiter of that process; a notification's
@@ -18,7 +18,7 @@ export abstract class PgChannelListener {
   private closed = false;
 
   protected constructor(
-    private readonly dataSource: DataSource,
+    private readonly database: DatabasePool,
     /** A constant identifier (it is spliced into `LISTEN`). */
     private readonly channel: string,
   ) {
@@ -50,8 +50,7 @@ export abstract class PgChannelListener {
 
   private connect(): Promise<Client | null> {
     if (this.client || this.closed) return this.client ?? Promise.resolve(null);
-    const url = (this.dataSource.options as { url?: string }).url;
-    const client = new Client({ connectionString: url });
+    const client = new Client({ connectionString: this.database.url });
     this.current = client;
     this.client = (async () => {
       try {

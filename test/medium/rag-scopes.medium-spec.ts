@@ -2,14 +2,12 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { createHash, randomUUID } from 'node:crypto';
-import type { Pool } from 'pg';
-import { DataSource } from 'typeorm';
 import { viewerStatScopes, visibleDocument } from '../../src/common/access/access-rules.js';
 import type { Actor } from '../../src/common/auth/actor.js';
-import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
 import type { DB } from '../../src/database/database.types.js';
 import { EmbeddedEngine } from '../../src/database/embedded-engine.js';
-import { runMigrationsUnderLock } from '../../src/database/migrations-runner.js';
+import { DatabasePool } from '../../src/database/database-pool.js';
+import { migrateIfPending } from '../../src/database/migrations-runner.js';
 import { NamedStatements } from '../../src/database/named-statements.js';
 import { DocumentChunksRepository } from '../../src/modules/rag/document-chunks.repository.js';
 import { toVectorBatch, toVectorParam } from '../../src/modules/rag/embeddings/embedding-provider.js';
@@ -26,7 +24,7 @@ import { createTestDatabase, type TestDatabase } from '../support/test-app.js';
  */
 describe('RAG statistic scopes agree with document visibility (medium)', () => {
   let database: TestDatabase;
-  let dataSource: DataSource;
+  let databasePool: DatabasePool;
   let db: Kysely<DB>;
   const users = { a: randomUUID(), b: randomUUID() };
   const projects = { p1: randomUUID(), p2: randomUUID(), p3: randomUUID() };
@@ -73,11 +71,9 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
   beforeAll(async () => {
     Logger.overrideLogger(['error', 'warn']);
     database = await createTestDatabase();
-    dataSource = await new DataSource(buildDataSourceOptions(database.url, 2)).initialize();
-    await runMigrationsUnderLock(dataSource, database.url);
-    db = new Kysely<DB>({
-      dialect: new PostgresDialect({ pool: (dataSource.driver as unknown as { master: Pool }).master }),
-    });
+    await migrateIfPending(database.url);
+    databasePool = new DatabasePool(database.url, 2);
+    db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: databasePool.pool }) });
 
     await db
       .insertInto('users')
@@ -112,7 +108,7 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
   });
 
   afterAll(async () => {
-    await dataSource?.destroy();
+    await databasePool?.onApplicationShutdown();
     await database?.drop();
   });
 

@@ -16,13 +16,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import request from 'supertest';
-import { DataSource } from 'typeorm';
 import { createHttpApp, type CreateAppOptions } from '../../src/app.factory.js';
 import { JsonLogger } from '../../src/common/logging/json-logger.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
-import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
-import { runMigrationsUnderLock } from '../../src/database/migrations-runner.js';
+import { migrateIfPending } from '../../src/database/migrations-runner.js';
 import { failOnOpenApiMismatches, openApiValidator, watchResponses } from './openapi-validator.js';
 
 // Every answer an in-process app gives during a test must match the served OpenAPI document for its route
@@ -147,14 +145,7 @@ async function ensureTemplate(serverUrl: string): Promise<string> {
       const building = `${name}_building`;
       await admin.query(`DROP DATABASE IF EXISTS ${building}`);
       await admin.query(`CREATE DATABASE ${building}`);
-      const dataSource = await new DataSource(
-        buildDataSourceOptions(withDatabase(serverUrl, building), 1),
-      ).initialize();
-      try {
-        await runMigrationsUnderLock(dataSource, withDatabase(serverUrl, building));
-      } finally {
-        await dataSource.destroy();
-      }
+      await migrateIfPending(withDatabase(serverUrl, building));
       await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
     }
     // Keep the templates of the last few migration sets (branches tested side by side on one server), drop older ones.
@@ -198,12 +189,7 @@ export async function embeddedCluster(schema: 'migrated' | 'empty'): Promise<Blo
   let tarball: Blob;
   try {
     if (schema === 'migrated') {
-      const dataSource = await new DataSource(buildDataSourceOptions(engine.url, 1)).initialize();
-      try {
-        await runMigrationsUnderLock(dataSource, engine.url);
-      } finally {
-        await dataSource.destroy();
-      }
+      await migrateIfPending(engine.url);
     }
     tarball = await engine.dumpDataDir();
   } finally {

@@ -1,6 +1,5 @@
+import { DatabasePool } from '../../database/database-pool.js';
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { PgChannelListener } from '../../database/pg-channel-listener.js';
 
 /** The channel the `agent_run_events_record` trigger notifies (payload: the run id) when a run's events grow. */
@@ -9,7 +8,7 @@ const CHANNEL = 'agent_run_events';
 /** Wakes the open run streams of this process when their run's events grew (see PgChannelListener). */
 @Injectable()
 export class AgentRunEventsListener extends PgChannelListener implements OnModuleDestroy {
-  constructor(@InjectDataSource() dataSource: DataSource) {
-    super(dataSource, CHANNEL);
+  constructor(database: DatabasePool) {
+    super(database, CHANNEL);
   }
 }

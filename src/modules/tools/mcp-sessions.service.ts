@@ -1,7 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { DataSource } from 'typeorm';
 import {
   ElicitResultSchema,
   LATEST_PROTOCOL_VERSION,
@@ -15,6 +13,7 @@ import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
+import { DatabasePool } from '../../database/database-pool.js';
 import { PgChannelListener } from '../../database/pg-channel-listener.js';
 import { toMcpClientInfo, type McpClientInfo } from './mcp-client-info.js';
 import { MCP_ANSWER_CHANNEL, McpSessionsRepository, type StoredAnswer } from './mcp-sessions.repository.js';
@@ -72,8 +71,8 @@ export type ElicitOutcome =
 /** Wakes the tools/call waiting on an elicitation answer when any instance stored it (see PgChannelListener). */
 @Injectable()
 export class McpAnswerListener extends PgChannelListener implements OnModuleDestroy {
-  constructor(@InjectDataSource() dataSource: DataSource) {
-    super(dataSource, MCP_ANSWER_CHANNEL);
+  constructor(database: DatabasePool) {
+    super(database, MCP_ANSWER_CHANNEL);
   }
 }
 
