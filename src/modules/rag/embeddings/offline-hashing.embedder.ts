@@ -156,7 +156,12 @@ class FeatureTable {
   readonly stamp: number[] = [];
   private stamps = 0;
 
-  constructor(private readonly dimensions: number) {}
+  private readonly dimensions: number;
+
+  // No parameter property: the ingest thread runs this file with Node's type stripping, which does not accept them.
+  constructor(dimensions: number) {
+    this.dimensions = dimensions;
+  }
 
   get size(): number {
     return this.bucket.length;
