@@ -33,6 +33,7 @@ import { RagSqlDefinitionsInSrc1795829676575 } from './1795829676575-rag-sql-def
 import { KeyRollingAndAdminPolicy1795830000000 } from './1795830000000-key-rolling-and-admin-policy.js';
 import { CredentialToolRestrictions1795831000000 } from './1795831000000-credential-tool-restrictions.js';
 import { FairClaimIndex1795838678426 } from './1795838678426-fair-claim-index.js';
+import { RagPostingsChunkIndex1795850374092 } from './1795850374092-rag-postings-chunk-index.js';
 
 /**
  * Every migration, in order. Listed by class (not a glob) so the app, the CLI and the tests load the
@@ -74,4 +75,5 @@ export const ALL_MIGRATIONS = [
   KeyRollingAndAdminPolicy1795830000000,
   CredentialToolRestrictions1795831000000,
   FairClaimIndex1795838678426,
+  RagPostingsChunkIndex1795850374092,
 ];

@@ -141,18 +141,20 @@ export class DocumentChunksRepository {
         SELECT s.scope, rag_scope_id(s.scope) AS id
         FROM (SELECT rag_stat_scope(d.is_public, d.author_id, d.project_id) AS scope FROM documents d WHERE d.id = ${source.documentId}) s),
       prepared AS (SELECT input.*, to_tsvector(${sql.lit(TEXT_SEARCH_CONFIG)}, index_text) AS tsv FROM input),
+      -- Each chunk's terms, unnested once: they are its postings, and their frequencies sum to its token count.
+      terms AS (SELECT prepared.id, u.lexeme, ${TSV_TF_SQL} AS tf FROM prepared, unnest(prepared.tsv) u),
+      lengths AS (SELECT id, sum(tf)::int AS token_count FROM terms GROUP BY id),
       inserted AS (
         INSERT INTO document_chunks (id, document_id, chunk_index, text, start_offset, end_offset, content_sha256,
                                      embedding_model, embedding_dims, embedding, tsv, token_count, stat_scope)
-        SELECT id, ${source.documentId}, chunk_index, text, start_offset, end_offset, ${source.sha256}, ${source.embeddingModel},
-               ${source.embeddingDims}, embedding, tsv, (SELECT coalesce(sum(${TSV_TF_SQL}), 0) FROM unnest(tsv) u), (SELECT scope FROM scope)
-        FROM prepared
+        SELECT prepared.id, ${source.documentId}, chunk_index, text, start_offset, end_offset, ${source.sha256}, ${source.embeddingModel},
+               ${source.embeddingDims}, embedding, tsv, coalesce(lengths.token_count, 0), (SELECT scope FROM scope)
+        FROM prepared LEFT JOIN lengths ON lengths.id = prepared.id
         ON CONFLICT (document_id, chunk_index) DO NOTHING
-        RETURNING id, tsv, token_count)
+        RETURNING id, token_count)
       INSERT INTO rag_postings (lexeme, chunk_id, document_id, tf, dl, scope_id)
-      SELECT u.lexeme, inserted.id, ${source.documentId}, ${TSV_TF_SQL}, inserted.token_count, scope.id
-      FROM inserted CROSS JOIN scope, unnest(inserted.tsv) u
-      ORDER BY u.lexeme`.execute(executor);
+      SELECT terms.lexeme, inserted.id, ${source.documentId}, terms.tf, inserted.token_count, scope.id
+      FROM inserted JOIN terms ON terms.id = inserted.id CROSS JOIN scope`.execute(executor);
   }
 
   /** Documents (by project) with chunks in another vector space than `embeddingModel`. */
