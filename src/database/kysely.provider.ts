@@ -1,6 +1,6 @@
 import { Inject, type Provider } from '@nestjs/common';
 import { getDataSourceToken } from '@nestjs/typeorm';
-import { Kysely, PostgresDialect, type Transaction } from 'kysely';
+import { CamelCasePlugin, Kysely, PostgresDialect, type Dialect, type Transaction } from 'kysely';
 import type { Pool, PoolClient } from 'pg';
 import type { DataSource } from 'typeorm';
 import { applySearchSessionSettings } from '../modules/rag/search-session-settings.repository.js';
@@ -10,6 +10,7 @@ import type { DB } from './database.types.js';
  * The one query style of every repository: Kysely, typed end to end by `database.types.ts` (generated from
  * the migrated schema with `npm run db:types`). It runs on TypeORM's own pg pool, so there is one pool per
  * process, the embedded default (PGlite behind its wire server) works unchanged, and migrations stay TypeORM's.
+ * Code names tables and columns in camelCase; {@link columnNames} maps them to the schema's snake_case.
  * See docs/CONVENTIONS.md, "Data access".
  */
 export type Db = Kysely<DB>;
@@ -18,6 +19,32 @@ export type Db = Kysely<DB>;
 export type DbExecutor = Kysely<DB> | Transaction<DB>;
 
 export const KYSELY = Symbol('Kysely');
+
+/**
+ * The one place snake_case meets camelCase: every identifier Kysely writes (tables, columns, aliases, `sql.ref`,
+ * `sql.id`) is written in snake_case, and every result row's top-level keys come back in camelCase, raw `sql`
+ * statements' rows included (`SELECT count(*) AS chunk_count` reads as `chunkCount`). SQL text inside `sql`
+ * templates is not touched. A JSON value's own keys are kept as stored (maintainNestedObjectKeys): metadata,
+ * audit details and tool arguments are the users' data, and a `jsonb_build_object` is read as written. Digits
+ * take no underscore of their own (`contentSha256` is `content_sha256`).
+ */
+class ColumnNames extends CamelCasePlugin {
+  constructor() {
+    super({ maintainNestedObjectKeys: true });
+  }
+
+  /** A row read outside Kysely (a named statement run on a pg client), named as Kysely would name it. */
+  row<R>(row: object): R {
+    return this.mapRow(row as Record<string, unknown>) as R;
+  }
+}
+
+export const columnNames = new ColumnNames();
+
+/** A Kysely client over `dialect` with the naming every client of the schema shares ({@link columnNames}). */
+export function newDb(dialect: Dialect): Db {
+  return new Kysely<DB>({ dialect, plugins: [columnNames] });
+}
 
 /** Injects the shared {@link Db}. */
 export const InjectDb = (): ParameterDecorator => Inject(KYSELY);
@@ -36,7 +63,7 @@ export const kyselyProvider: Provider = {
     // TypeORM's postgres driver keeps its pg.Pool as `master`; TypeORM ends it on shutdown, so this client is never destroyed.
     const pool = (dataSource.driver as unknown as { master: Pool }).master;
     keepCheckedOutClientErrorsHandled(pool);
-    return new Kysely<DB>({ dialect: new PostgresDialect({ pool, onCreateConnection: onNewConnection }) });
+    return newDb(new PostgresDialect({ pool, onCreateConnection: onNewConnection }));
   },
 };
 

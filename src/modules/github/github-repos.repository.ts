@@ -34,17 +34,17 @@ const COLUMNS = [
   'r.id',
   'r.owner',
   'r.name',
-  'r.full_name',
-  'r.github_id',
-  'r.default_branch',
+  'r.fullName',
+  'r.githubId',
+  'r.defaultBranch',
   'r.description',
-  'r.is_private',
-  'r.created_by',
-  'r.created_at',
-  'r.updated_at',
+  'r.isPrivate',
+  'r.createdBy',
+  'r.createdAt',
+  'r.updatedAt',
 ] as const;
 
-type SelectedRepo = Omit<Selectable<GithubRepositories>, 'token_ciphertext'> & { has_own_token: boolean };
+type SelectedRepo = Omit<Selectable<GithubRepositories>, 'tokenCiphertext'> & { hasOwnToken: boolean };
 
 /** The github_repositories table. The token ciphertext is read by one method only, the one that calls GitHub. */
 @Injectable()
@@ -53,18 +53,18 @@ export class GithubReposRepository {
 
   async insert(repo: NewRegisteredRepo, executor: DbExecutor = this.db): Promise<void> {
     await executor
-      .insertInto('github_repositories')
+      .insertInto('githubRepositories')
       .values({
         id: repo.id,
         owner: repo.owner,
         name: repo.name,
-        full_name: repo.fullName,
-        github_id: repo.githubId,
-        default_branch: repo.defaultBranch,
+        fullName: repo.fullName,
+        githubId: repo.githubId,
+        defaultBranch: repo.defaultBranch,
         description: repo.description,
-        is_private: repo.isPrivate,
-        token_ciphertext: repo.tokenCiphertext,
-        created_by: repo.createdBy,
+        isPrivate: repo.isPrivate,
+        tokenCiphertext: repo.tokenCiphertext,
+        createdBy: repo.createdBy,
       })
       .execute();
   }
@@ -77,7 +77,7 @@ export class GithubReposRepository {
   /** By `owner/name` in any case. */
   async findByFullName(fullName: string): Promise<RegisteredRepo | undefined> {
     const row = await this.select()
-      .where((eb) => eb(eb.fn('lower', ['r.full_name']), '=', eb.fn('lower', [eb.val(fullName)])))
+      .where((eb) => eb(eb.fn('lower', ['r.fullName']), '=', eb.fn('lower', [eb.val(fullName)])))
       .executeTakeFirst();
     return row && toRecord(row);
   }
@@ -87,10 +87,10 @@ export class GithubReposRepository {
     fullName: string,
   ): Promise<{ repo: RegisteredRepo; tokenCiphertext: string | null } | undefined> {
     const row = await this.select()
-      .select('r.token_ciphertext')
-      .where((eb) => eb(eb.fn('lower', ['r.full_name']), '=', eb.fn('lower', [eb.val(fullName)])))
+      .select('r.tokenCiphertext')
+      .where((eb) => eb(eb.fn('lower', ['r.fullName']), '=', eb.fn('lower', [eb.val(fullName)])))
       .executeTakeFirst();
-    return row && { repo: toRecord(row), tokenCiphertext: row.token_ciphertext };
+    return row && { repo: toRecord(row), tokenCiphertext: row.tokenCiphertext };
   }
 
   /** One page of every registered repository (admins), newest first; `limit + 1` rows, see pageOrder. */
@@ -103,21 +103,21 @@ export class GithubReposRepository {
   async listVisible(actor: Actor): Promise<RegisteredRepo[]> {
     const rows = await this.select()
       .where(visibleRepo(actor, 'r'))
-      .orderBy((eb) => eb.fn('lower', ['r.full_name']), 'asc')
+      .orderBy((eb) => eb.fn('lower', ['r.fullName']), 'asc')
       .execute();
     return rows.map(toRecord);
   }
 
   async delete(id: string, executor: DbExecutor = this.db): Promise<boolean> {
-    const result = await executor.deleteFrom('github_repositories').where('id', '=', id).executeTakeFirst();
+    const result = await executor.deleteFrom('githubRepositories').where('id', '=', id).executeTakeFirst();
     return result.numDeletedRows > 0n;
   }
 
   private select() {
     return this.db
-      .selectFrom('github_repositories as r')
+      .selectFrom('githubRepositories as r')
       .select(COLUMNS)
-      .select(sql<boolean>`r.token_ciphertext IS NOT NULL`.as('has_own_token'));
+      .select(sql<boolean>`r.token_ciphertext IS NOT NULL`.as('hasOwnToken'));
   }
 }
 
@@ -126,14 +126,14 @@ function toRecord(row: SelectedRepo): RegisteredRepo {
     id: row.id,
     owner: row.owner,
     name: row.name,
-    fullName: row.full_name,
-    githubId: row.github_id,
-    defaultBranch: row.default_branch,
+    fullName: row.fullName,
+    githubId: row.githubId,
+    defaultBranch: row.defaultBranch,
     description: row.description,
-    isPrivate: row.is_private,
-    createdBy: row.created_by,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    hasOwnToken: row.has_own_token,
+    isPrivate: row.isPrivate,
+    createdBy: row.createdBy,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    hasOwnToken: row.hasOwnToken,
   };
 }
