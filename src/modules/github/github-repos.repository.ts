@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { sql, type Selectable } from 'kysely';
+import { sql } from 'kysely';
 import { visibleRepo } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import { pageOrder, type PageQuery } from '../../common/pagination/cursor-page.js';
-import type { GithubRepositories } from '../../database/database.types.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 
 /** A repository an admin registered; the GitHub tools only ever reach these. */
@@ -44,8 +43,6 @@ const COLUMNS = [
   'r.updatedAt',
 ] as const;
 
-type SelectedRepo = Omit<Selectable<GithubRepositories>, 'tokenCiphertext'> & { hasOwnToken: boolean };
-
 /** The github_repositories table. The token ciphertext is read by one method only, the one that calls GitHub. */
 @Injectable()
 export class GithubReposRepository {
@@ -70,16 +67,14 @@ export class GithubReposRepository {
   }
 
   async findById(id: string): Promise<RegisteredRepo | undefined> {
-    const row = await this.select().where('r.id', '=', id).executeTakeFirst();
-    return row && toRecord(row);
+    return this.select().where('r.id', '=', id).executeTakeFirst();
   }
 
   /** By `owner/name` in any case. */
   async findByFullName(fullName: string): Promise<RegisteredRepo | undefined> {
-    const row = await this.select()
+    return this.select()
       .where((eb) => eb(eb.fn('lower', ['r.fullName']), '=', eb.fn('lower', [eb.val(fullName)])))
       .executeTakeFirst();
-    return row && toRecord(row);
   }
 
   /** By `owner/name` in any case, with the stored token ciphertext (null = the server's token). */
@@ -90,22 +85,22 @@ export class GithubReposRepository {
       .select('r.tokenCiphertext')
       .where((eb) => eb(eb.fn('lower', ['r.fullName']), '=', eb.fn('lower', [eb.val(fullName)])))
       .executeTakeFirst();
-    return row && { repo: toRecord(row), tokenCiphertext: row.tokenCiphertext };
+    if (!row) return undefined;
+    const { tokenCiphertext, ...repo } = row;
+    return { repo, tokenCiphertext };
   }
 
   /** One page of every registered repository (admins), newest first; `limit + 1` rows, see pageOrder. */
   async page(query: PageQuery): Promise<RegisteredRepo[]> {
-    const rows = await pageOrder(this.select(), 'r', query).execute();
-    return rows.map(toRecord);
+    return pageOrder(this.select(), 'r', query).execute();
   }
 
   /** Every registered repository the actor may reach (its `repos` pins), by name. */
   async listVisible(actor: Actor): Promise<RegisteredRepo[]> {
-    const rows = await this.select()
+    return this.select()
       .where(visibleRepo(actor, 'r'))
       .orderBy((eb) => eb.fn('lower', ['r.fullName']), 'asc')
       .execute();
-    return rows.map(toRecord);
   }
 
   async delete(id: string, executor: DbExecutor = this.db): Promise<boolean> {
@@ -119,21 +114,4 @@ export class GithubReposRepository {
       .select(COLUMNS)
       .select(sql<boolean>`r.token_ciphertext IS NOT NULL`.as('hasOwnToken'));
   }
-}
-
-function toRecord(row: SelectedRepo): RegisteredRepo {
-  return {
-    id: row.id,
-    owner: row.owner,
-    name: row.name,
-    fullName: row.fullName,
-    githubId: row.githubId,
-    defaultBranch: row.defaultBranch,
-    description: row.description,
-    isPrivate: row.isPrivate,
-    createdBy: row.createdBy,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
-    hasOwnToken: row.hasOwnToken,
-  };
 }
