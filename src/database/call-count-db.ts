@@ -1,10 +1,9 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { Kysely, PostgresDialect } from 'kysely';
+import { PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
-import type { DB } from './database.types.js';
-import { EmbeddedEngine } from './embedded-engine.js';
 import { DatabasePool, keepCheckedOutClientErrorsHandled } from './database-pool.js';
-import { KYSELY, type Db } from './kysely.provider.js';
+import { EmbeddedEngine } from './embedded-engine.js';
+import { KYSELY, newDb, type Db } from './kysely.provider.js';
 
 /**
  * Where the per-call count statement runs (ApiKeyCallCounterService → ToolCredentialsRepository.addCalls): on
@@ -30,7 +29,7 @@ export class CallCountDb implements OnApplicationShutdown {
     // An idle connection that dies (the database restarting) is dropped by the pool, which then emits 'error'
     // on itself: unheard, Node would turn that into an uncaught exception (drill-outages).
     this.ownPool.on('error', () => undefined);
-    this.own = new Kysely<DB>({ dialect: new PostgresDialect({ pool: this.ownPool }) });
+    this.own = newDb(new PostgresDialect({ pool: this.ownPool }));
   }
 
   /** The client the count statement runs on: the own pool on PostgreSQL, the shared one on the embedded engine. */

@@ -7,7 +7,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/app-config.token.js';
 import { DatabasePool } from './database-pool.js';
 import { EmbeddedEngine } from './embedded-engine.js';
-import { KYSELY, onNewConnection, type Db } from './kysely.provider.js';
+import { columnNames, KYSELY, onNewConnection, type Db } from './kysely.provider.js';
 
 export const NAMED_STATEMENTS = Symbol('NamedStatements');
 
@@ -90,7 +90,8 @@ export class NamedStatements {
       clock = phaseClock();
       const result = await client.query<R & object>({ name, text: compiled.sql, values: [...compiled.parameters] });
       phaseSince('query', clock);
-      return result.rows;
+      // Past Kysely, so past its result plugins: the rows named as Kysely names them.
+      return result.rows.map((row) => columnNames.row<R>(row));
     } catch (error) {
       failure = error;
       throw error;

@@ -4,7 +4,7 @@ import type { DB } from '../database/database.types.js';
 import { InjectDb, type Db, type DbExecutor } from '../database/kysely.provider.js';
 
 /** The tables whose rows are jobs that workers claim. */
-export type ClaimableTableName = 'agent_runs' | 'indexing_jobs';
+export type ClaimableTableName = 'agentRuns' | 'indexingJobs';
 
 /**
  * A table of claimable jobs: every such table has `id`, `status` (`queued` → `running` → final), `attempts`
@@ -19,12 +19,12 @@ export interface ClaimableTable<T extends ClaimableTableName = ClaimableTableNam
    * (agent runs: a pause restarts `attempts`, so a claim number could come round again). `attempts`: the claim's
    * number, bumped by every claim (indexing jobs).
    */
-  fencedBy: 'claim_token' | 'attempts';
+  fencedBy: 'claimToken' | 'attempts';
   /** The column a claim holder watches for a cancel request while it runs, when the kind has one. */
-  cancelFlag?: 'cancel_requested';
+  cancelFlag?: 'cancelRequested';
   /** Whose job it is (fair shares between users: claimNext), and the project it belongs to (shares within a user). */
-  owner: 'user_id' | 'created_by';
-  project: 'project_id';
+  owner: 'userId' | 'createdBy';
+  project: 'projectId';
   /** A column counting claims handed back on purpose (a slice that yielded, a drain): they are not interruptions, so `StaleJob.attempts` leaves them out. */
   handBacks?: 'slices';
 }
@@ -84,14 +84,14 @@ export class ClaimableJobsRepository {
     staleAfterMs: number,
     newToken: string,
   ): Promise<{ row: Selectable<DB[T]>; token: string | number } | undefined> {
-    const setToken = spec.fencedBy === 'claim_token' ? sql`, claim_token = ${newToken}` : sql``;
+    const setToken = spec.fencedBy === 'claimToken' ? sql`, claim_token = ${newToken}` : sql``;
     const { rows } = await sql<Selectable<DB[T]>>`
       UPDATE ${sql.table(spec.table)} SET status = 'running', started_at = coalesce(started_at, now()), heartbeat_at = now(), attempts = attempts + 1${setToken}
       WHERE id = ${id} AND (status = 'queued' OR (status = 'running' AND ${staleHeartbeat(staleAfterMs)}))
       RETURNING *`.execute(this.db);
     const row = rows[0];
     if (!row) return undefined;
-    return { row, token: spec.fencedBy === 'claim_token' ? newToken : (row as { attempts: number }).attempts };
+    return { row, token: spec.fencedBy === 'claimToken' ? newToken : (row as { attempts: number }).attempts };
   }
 
   /**
@@ -109,7 +109,7 @@ export class ClaimableJobsRepository {
     const { rows } = await this.claimNextStatement(spec, staleAfterMs, newToken).execute(this.db);
     const row = rows[0];
     if (!row) return undefined;
-    return { row, token: spec.fencedBy === 'claim_token' ? newToken : (row as { attempts: number }).attempts };
+    return { row, token: spec.fencedBy === 'claimToken' ? newToken : (row as { attempts: number }).attempts };
   }
 
   /**
@@ -130,7 +130,7 @@ export class ClaimableJobsRepository {
     const project = sql.ref(spec.project);
     const ownerKey = sql`coalesce(${owner}, ${NO_ONE})`;
     const projectKey = sql`coalesce(${project}, ${NO_ONE})`;
-    const setToken = spec.fencedBy === 'claim_token' ? sql`, claim_token = ${newToken}` : sql``;
+    const setToken = spec.fencedBy === 'claimToken' ? sql`, claim_token = ${newToken}` : sql``;
     const stale = staleHeartbeat(staleAfterMs);
     const claimable = sql`(status = 'queued' OR (status = 'running' AND ${stale}))`;
     const live = sql`(o.status = 'running' AND o.heartbeat_at IS NOT NULL AND o.heartbeat_at >= now() - make_interval(secs => ${staleAfterMs / 1000}))`;
@@ -207,19 +207,19 @@ export class ClaimableJobsRepository {
 
   /** Keeps the claim alive; a claim no longer held (finished, cancelled, taken over) is not touched. */
   async heartbeat(claim: Claim): Promise<ClaimState> {
-    const { rows } = await sql<{ cancel_requested: boolean }>`
+    const { rows } = await sql<{ cancelRequested: boolean }>`
       UPDATE ${sql.table(claim.table.table)} SET heartbeat_at = now() WHERE ${claimedBy(claim)}
       RETURNING ${cancelRequested(claim.table)} AS cancel_requested`.execute(this.db);
-    return { held: rows.length > 0, cancelRequested: rows[0]?.cancel_requested === true };
+    return { held: rows.length > 0, cancelRequested: rows[0]?.cancelRequested === true };
   }
 
   /** Looks at the claim without refreshing its heartbeat. */
   async state(claim: Claim): Promise<ClaimState> {
-    const { rows } = await sql<{ cancel_requested: boolean }>`
+    const { rows } = await sql<{ cancelRequested: boolean }>`
       SELECT ${cancelRequested(claim.table)} AS cancel_requested FROM ${sql.table(claim.table.table)} WHERE ${claimedBy(claim)}`.execute(
       this.db,
     );
-    return { held: rows.length > 0, cancelRequested: rows[0]?.cancel_requested === true };
+    return { held: rows.length > 0, cancelRequested: rows[0]?.cancelRequested === true };
   }
 
   /**
@@ -230,12 +230,12 @@ export class ClaimableJobsRepository {
    */
   async release(claim: Claim, planned = false, executor: DbExecutor = this.db): Promise<void> {
     const spec = claim.table;
-    const clearToken = spec.fencedBy === 'claim_token' ? sql`, claim_token = NULL` : sql``;
+    const clearToken = spec.fencedBy === 'claimToken' ? sql`, claim_token = NULL` : sql``;
     const notCounted = !planned
       ? sql``
       : spec.handBacks
         ? sql`, ${sql.ref(spec.handBacks)} = ${sql.ref(spec.handBacks)} + 1`
-        : spec.fencedBy === 'claim_token'
+        : spec.fencedBy === 'claimToken'
           ? sql`, attempts = greatest(attempts - 1, 0)`
           : sql``;
     await sql`UPDATE ${sql.table(spec.table)} SET heartbeat_at = NULL${clearToken}${notCounted} WHERE ${claimedBy(claim)}`.execute(

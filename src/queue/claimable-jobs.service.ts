@@ -52,11 +52,11 @@ export type ReleaseReason = 'shutdown' | 'error' | 'slice';
 
 /** The row fields every claimable table has that the transition lines read. */
 interface ClaimedRowTimes {
-  created_at: Date | string;
-  started_at: Date | string | null;
-  heartbeat_at: Date | string | null;
+  createdAt: Date | string;
+  startedAt: Date | string | null;
+  heartbeatAt: Date | string | null;
   attempts: number;
-  trace_id?: string | null;
+  traceId?: string | null;
 }
 
 /**
@@ -97,13 +97,12 @@ export class ClaimableJobsService {
     claimed: { row: Selectable<DB[T]>; token: string | number },
   ): Claim<T> {
     const row = claimed.row as unknown as ClaimedRowTimes;
-    const claim: Claim<T> = { table, id, token: claimed.token, claimedAt: Date.now(), requestId: row.trace_id ?? null };
+    const claim: Claim<T> = { table, id, token: claimed.token, claimedAt: Date.now(), requestId: row.traceId ?? null };
     // The claim sets started_at only when it was empty, to the same now() as the heartbeat.
-    const resumed =
-      row.started_at !== null && row.heartbeat_at !== null && time(row.started_at) < time(row.heartbeat_at);
+    const resumed = row.startedAt !== null && row.heartbeatAt !== null && time(row.startedAt) < time(row.heartbeatAt);
     this.transition(claim, resumed ? 'resumed' : 'started', {
       attempt: row.attempts,
-      waitedMs: Math.max(0, claim.claimedAt! - time(row.created_at)),
+      waitedMs: Math.max(0, claim.claimedAt! - time(row.createdAt)),
     });
     return claim;
   }

@@ -254,17 +254,17 @@ describe('access rule table (medium: services and predicates on a real database)
     agentRuns = context.get(AgentRunsService);
     indexingJobs = context.get(IndexingJobsService);
     await db
-      .insertInto('github_repositories')
+      .insertInto('githubRepositories')
       .values({
         id: randomUUID(),
         owner: 'acme',
         name: 'allowed',
-        full_name: 'Acme/Allowed',
-        github_id: '1',
-        default_branch: 'main',
+        fullName: 'Acme/Allowed',
+        githubId: '1',
+        defaultBranch: 'main',
         description: null,
-        token_ciphertext: null,
-        created_by: null,
+        tokenCiphertext: null,
+        createdBy: null,
       })
       .execute();
     for (const caller of CALLERS) worlds.set(caller, await seedWorld(caller));
@@ -280,20 +280,20 @@ describe('access rule table (medium: services and predicates on a real database)
     const id = randomUUID();
     await db
       .insertInto('users')
-      .values({ id, email: `${id}@example.com`, name: 'U', password_hash: 'x' })
+      .values({ id, email: `${id}@example.com`, name: 'U', passwordHash: 'x' })
       .execute();
     return id;
   }
 
   async function insertProject(ownerId: string, members: [string, ProjectRole][]): Promise<string> {
     const id = randomUUID();
-    await db.insertInto('projects').values({ id, name: 'p', owner_id: ownerId }).execute();
+    await db.insertInto('projects').values({ id, name: 'p', ownerId }).execute();
     await db
-      .insertInto('project_members')
+      .insertInto('projectMembers')
       .values(
         [[ownerId, 'owner'] as [string, ProjectRole], ...members].map(([userId, role]) => ({
-          project_id: id,
-          user_id: userId,
+          projectId: id,
+          userId,
           role,
         })),
       )
@@ -303,10 +303,7 @@ describe('access rule table (medium: services and predicates on a real database)
 
   async function insertTask(creatorId: string, assigneeId: string | null, projectId: string | null): Promise<string> {
     const id = randomUUID();
-    await db
-      .insertInto('tasks')
-      .values({ id, title: 'task', creator_id: creatorId, assignee_id: assigneeId, project_id: projectId })
-      .execute();
+    await db.insertInto('tasks').values({ id, title: 'task', creatorId, assigneeId, projectId }).execute();
     return id;
   }
 
@@ -317,16 +314,16 @@ describe('access rule table (medium: services and predicates on a real database)
       .insertInto('documents')
       .values({
         id,
-        author_id: authorId,
-        project_id: projectId,
-        is_public: isPublic,
+        authorId,
+        projectId,
+        isPublic,
         title: 'doc',
-        mime_type: 'text/markdown',
-        size_bytes: content.length,
+        mimeType: 'text/markdown',
+        sizeBytes: content.length,
         sha256: id,
         origin: 'text',
         content,
-        text_content: content.toString(),
+        textContent: content.toString(),
         status: 'indexed',
       })
       .execute();
@@ -336,14 +333,14 @@ describe('access rule table (medium: services and predicates on a real database)
   async function insertAgentRun(userId: string, projectId: string): Promise<string> {
     const id = randomUUID();
     await db
-      .insertInto('agent_runs')
+      .insertInto('agentRuns')
       .values({
         id,
-        user_id: userId,
-        project_id: projectId,
+        userId,
+        projectId,
         actor: JSON.stringify({ userId, projectIds: [projectId], repos: null }),
         input: 'hi',
-        max_steps: 1,
+        maxSteps: 1,
         model: 'm',
         provider: 'p',
       })
@@ -354,8 +351,8 @@ describe('access rule table (medium: services and predicates on a real database)
   async function insertIndexingJob(createdBy: string, projectId: string | null): Promise<string> {
     const id = randomUUID();
     await db
-      .insertInto('indexing_jobs')
-      .values({ id, created_by: createdBy, project_id: projectId, kind: 'reindex', document_ids: [] })
+      .insertInto('indexingJobs')
+      .values({ id, createdBy, projectId, kind: 'reindex', documentIds: [] })
       .execute();
     return id;
   }
@@ -489,7 +486,7 @@ describe('access rule table (medium: services and predicates on a real database)
   async function viaModule(world: World, object: ObjectKind, action: Action): Promise<Expected> {
     const { actor, projectId } = world;
     const holds = async (
-      table: 'tasks' | 'documents' | 'projects' | 'github_repositories' | 'agent_runs' | 'indexing_jobs',
+      table: 'tasks' | 'documents' | 'projects' | 'githubRepositories' | 'agentRuns' | 'indexingJobs',
       alias: string,
       predicate: RawBuilder<SqlBool>,
       where: RawBuilder<SqlBool>,
@@ -511,7 +508,7 @@ describe('access rule table (medium: services and predicates on a real database)
 
     if (object === 'repo') {
       return (await holds(
-        'github_repositories',
+        'githubRepositories',
         'r',
         visibleRepo(actor, 'r'),
         sql<SqlBool>`lower(r.full_name) = ${REPO}`,
@@ -521,11 +518,11 @@ describe('access rule table (medium: services and predicates on a real database)
     }
     const id = world.ids[object];
     if (object.endsWith('_agent_run'))
-      return (await holds('agent_runs', 'r', visibleAgentRun(actor, 'r'), sql<SqlBool>`r.id = ${id}`))
+      return (await holds('agentRuns', 'r', visibleAgentRun(actor, 'r'), sql<SqlBool>`r.id = ${id}`))
         ? 'allowed'
         : 'not_found';
     if (object.endsWith('_job'))
-      return (await holds('indexing_jobs', 'j', visibleIndexingJob(actor, 'j'), sql<SqlBool>`j.id = ${id}`))
+      return (await holds('indexingJobs', 'j', visibleIndexingJob(actor, 'j'), sql<SqlBool>`j.id = ${id}`))
         ? 'allowed'
         : 'not_found';
     if (object.endsWith('_task')) {

@@ -25,20 +25,20 @@ describe('AgentRunsService (medium: real database, no HTTP)', () => {
   ): Promise<string> {
     const id = randomUUID();
     await medium()
-      .db.insertInto('agent_runs')
+      .db.insertInto('agentRuns')
       .values({
         id,
-        user_id: user.id,
-        project_id: project.id,
+        userId: user.id,
+        projectId: project.id,
         input: fields.input ?? 'do it',
         output: fields.output ?? null,
         provider: 'openai',
         model: 'fake-model-1',
         status: fields.status,
         actor: sql`${JSON.stringify({ userId: user.id, projectIds: null, repos: null })}::jsonb`,
-        max_steps: 5,
-        created_at: fields.at,
-        finished_at: ['succeeded', 'failed', 'cancelled'].includes(fields.status) ? fields.at : null,
+        maxSteps: 5,
+        createdAt: fields.at,
+        finishedAt: ['succeeded', 'failed', 'cancelled'].includes(fields.status) ? fields.at : null,
       })
       .execute();
     return id;

@@ -23,19 +23,19 @@ describe('agent run webhooks, read side (medium: real database, no HTTP)', () =>
     project = await make.project(owner);
     runId = randomUUID();
     await db
-      .insertInto('agent_runs')
+      .insertInto('agentRuns')
       .values({
         id: runId,
-        user_id: owner.id,
-        project_id: project.id,
+        userId: owner.id,
+        projectId: project.id,
         input: 'notify me',
         provider: 'openai',
         model: 'fake-model-1',
         status: 'queued',
         actor: sql`${JSON.stringify({ userId: owner.id, projectIds: null, repos: null })}::jsonb`,
-        max_steps: 3,
-        webhook_url: 'https://hooks.example.com/atrium',
-        webhook_secret: get(AgentWebhooksService).sealSecret(secret, runId),
+        maxSteps: 3,
+        webhookUrl: 'https://hooks.example.com/atrium',
+        webhookSecret: get(AgentWebhooksService).sealSecret(secret, runId),
       })
       .execute();
   });
@@ -45,28 +45,28 @@ describe('agent run webhooks, read side (medium: real database, no HTTP)', () =>
     const first = new Date(Date.UTC(2026, 3, 1, 10));
     const second = new Date(Date.UTC(2026, 3, 1, 11));
     const [failed] = await db
-      .insertInto('agent_run_webhook_deliveries')
+      .insertInto('agentRunWebhookDeliveries')
       .values({
-        run_id: runId,
+        runId,
         type: 'run.started',
         status: 'failed',
         attempts: 5,
-        last_status_code: 500,
-        last_error: 'HTTP 500',
-        occurred_at: first,
+        lastStatusCode: 500,
+        lastError: 'HTTP 500',
+        occurredAt: first,
       })
       .returning('id')
       .execute();
     const [delivered] = await db
-      .insertInto('agent_run_webhook_deliveries')
+      .insertInto('agentRunWebhookDeliveries')
       .values({
-        run_id: runId,
+        runId,
         type: 'run.succeeded',
         status: 'delivered',
         attempts: 1,
-        last_status_code: 204,
-        occurred_at: second,
-        delivered_at: second,
+        lastStatusCode: 204,
+        occurredAt: second,
+        deliveredAt: second,
       })
       .returning('id')
       .execute();
@@ -108,11 +108,11 @@ describe('agent run webhooks, read side (medium: real database, no HTTP)', () =>
   it('the stored secret is sealed: not the secret in the row, and bound to its run', async () => {
     const { db, get } = medium();
     const row = await db
-      .selectFrom('agent_runs')
-      .select('webhook_secret')
+      .selectFrom('agentRuns')
+      .select('webhookSecret')
       .where('id', '=', runId)
       .executeTakeFirstOrThrow();
-    expect(row.webhook_secret).not.toContain(secret);
-    expect(get(AgentWebhooksService).sealSecret(secret, randomUUID())).not.toBe(row.webhook_secret);
+    expect(row.webhookSecret).not.toContain(secret);
+    expect(get(AgentWebhooksService).sealSecret(secret, randomUUID())).not.toBe(row.webhookSecret);
   });
 });

@@ -23,15 +23,15 @@ describe('audit log (medium: real database, no HTTP)', () => {
   ): Promise<string> {
     const id = uuidV7(fields.at);
     await medium()
-      .db.insertInto('audit_log')
+      .db.insertInto('auditLog')
       .values({
         id,
-        created_at: fields.at,
+        createdAt: fields.at,
         action: fields.action ?? 'tool.call',
-        user_id: user.id,
-        credential_id: fields.credentialId ?? null,
+        userId: user.id,
+        credentialId: fields.credentialId ?? null,
         via: fields.via ?? 'api_key',
-        outcome_status: 'ok',
+        outcomeStatus: 'ok',
       })
       .execute();
     return id;
@@ -114,7 +114,7 @@ describe('audit log (medium: real database, no HTTP)', () => {
     const edge = await entry(alice, { at: new Date(now.getTime() - 364 * 86_400_000) });
     const before = await count();
     expect(await get(AuditRetentionService).prune(now)).toBe(1);
-    const left = await medium().db.selectFrom('audit_log').select('id').where('id', 'in', [old, edge]).execute();
+    const left = await medium().db.selectFrom('auditLog').select('id').where('id', 'in', [old, edge]).execute();
     expect(left.map((row) => row.id)).toEqual([edge]);
     expect(await count()).toBe(before - 1);
   });

@@ -49,7 +49,7 @@ describe('DocumentsService (medium: real database, no HTTP)', () => {
       publicDoc = await make.document(owner, { projectId: project.id, title: 'public.md', isPublic: true });
       await medium()
         .db.updateTable('documents')
-        .set({ created_at: new Date(Date.UTC(2026, 0, 1)) })
+        .set({ createdAt: new Date(Date.UTC(2026, 0, 1)) })
         .where('id', '=', privateDoc.id)
         .execute();
     });
@@ -102,10 +102,10 @@ describe('DocumentsService (medium: real database, no HTTP)', () => {
       const mine = await medium().make.document(editor, { projectId: project.id });
       const setRole = (role: 'viewer' | 'editor') =>
         medium()
-          .db.updateTable('project_members')
+          .db.updateTable('projectMembers')
           .set({ role })
-          .where('project_id', '=', project.id)
-          .where('user_id', '=', editor.id)
+          .where('projectId', '=', project.id)
+          .where('userId', '=', editor.id)
           .execute();
       await setRole('viewer');
       await expect(documents().delete(actorOf(editor), mine.id)).rejects.toMatchObject(forbidden);
@@ -127,7 +127,7 @@ describe('DocumentsService (medium: real database, no HTTP)', () => {
     for (const [i, doc] of [...notes, failed].entries()) {
       await medium()
         .db.updateTable('documents')
-        .set({ created_at: new Date(Date.UTC(2026, 0, 2, 0, 0, i)) })
+        .set({ createdAt: new Date(Date.UTC(2026, 0, 2, 0, 0, i)) })
         .where('id', '=', doc.id)
         .execute();
     }

@@ -48,7 +48,7 @@ describe('ClaimableJobsRepository.claimNext behind a long backlog (medium: real 
     const heartbeat = fields.live ? sql`now()` : sql`NULL`;
     const status = sql.lit(fields.status);
     const insert: RawBuilder<unknown> =
-      spec.table === 'agent_runs'
+      spec.table === 'agentRuns'
         ? sql`INSERT INTO agent_runs (id, user_id, project_id, status, input, provider, model, actor, max_steps, created_at, claimed_at, heartbeat_at)
             SELECT gen_random_uuid(), ${user.id}, ${project.id}, ${status}, 'bulk', 'openai', 'fake-model-1',
               ${JSON.stringify({ userId: user.id, projectIds: null, repos: null })}::jsonb, 5, ${when}, ${claimedAt}, ${heartbeat}
@@ -115,7 +115,7 @@ describe('ClaimableJobsRepository.claimNext behind a long backlog (medium: real 
         SELECT min(created_at) AS oldest FROM ${sql.table(spec.table)} WHERE ${sql.ref(spec.owner)} = ${bulk.id} AND status = 'queued'`.execute(
         db,
       );
-      expect(new Date((second!.row as { created_at: Date }).created_at).getTime()).toBeLessThan(
+      expect(new Date((second!.row as { createdAt: Date }).createdAt).getTime()).toBeLessThan(
         new Date(rows[0]!.oldest).getTime(),
       );
     },

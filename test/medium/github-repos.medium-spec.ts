@@ -23,19 +23,19 @@ describe('GithubReposService (medium: real database, no HTTP)', () => {
     const [owner, name] = fullName.split('/');
     const id = randomUUID();
     await medium()
-      .db.insertInto('github_repositories')
+      .db.insertInto('githubRepositories')
       .values({
         id,
         owner,
         name,
-        full_name: fullName,
-        github_id: String(Math.floor(Math.random() * 1e9)),
-        default_branch: 'main',
+        fullName,
+        githubId: String(Math.floor(Math.random() * 1e9)),
+        defaultBranch: 'main',
         description: null,
-        is_private: false,
-        token_ciphertext: null,
-        created_by: admin.id,
-        created_at: at,
+        isPrivate: false,
+        tokenCiphertext: null,
+        createdBy: admin.id,
+        createdAt: at,
       })
       .execute();
     return id;
@@ -91,11 +91,11 @@ describe('GithubReposService (medium: real database, no HTTP)', () => {
     expect(await asAdmin(() => repos().remove(made.tools))).toEqual({ id: made.tools, deleted: true });
     await expect(asAdmin(() => repos().remove(made.tools))).rejects.toMatchObject(notFound);
     const audit = await medium()
-      .db.selectFrom('audit_log')
-      .select(['action', 'user_id'])
-      .where('target_id', '=', made.tools)
+      .db.selectFrom('auditLog')
+      .select(['action', 'userId'])
+      .where('targetId', '=', made.tools)
       .execute();
-    expect(audit).toEqual([{ action: 'github_repo.delete', user_id: admin.id }]);
+    expect(audit).toEqual([{ action: 'github_repo.delete', userId: admin.id }]);
     await expect(repos().resolveForActor(actorOf(member), 'Other/Tools')).rejects.toMatchObject(notFound);
     expect((await repos().listForActor(actorOf(member))).map((r) => r.fullName)).not.toContain('Other/Tools');
   });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { AppException } from '../../src/common/errors/app.exception.js';
 import { ErrorCode } from '../../src/common/errors/error-code.js';
 import { IdempotencyService } from '../../src/common/idempotency/idempotency.service.js';
@@ -101,5 +102,26 @@ describe('IdempotencyService (medium: real database, no HTTP)', () => {
         idempotency().run({ ownerId: randomUUID(), scope: 'medium:test', key, request: {} }, async () => 'never'),
       ).rejects.toMatchObject({ code: ErrorCode.InvalidRequest });
     }
+  });
+
+  it('a stored answer replays as stored: the keys of a JSON value, snake_case or camelCase, nested or in arrays, are never renamed', async () => {
+    const ownerId = randomUUID();
+    const answer = {
+      project_id: 'snake',
+      projectId: 'camel',
+      due_date: null,
+      content_sha256: 'digits',
+      Mixed_Case: 1,
+      nested: { assignee_id: 'a', creatorId: 'b', rows: [{ created_at: '2026-01-01T00:00:00.000Z', updatedAt: 2 }] },
+      list: [{ snake_key: true }, [{ inner_key: 'x' }]],
+    };
+    const request = { ownerId, scope: 'medium:json', key: 'mixed-keys', request: {} };
+    expect(await idempotency().run(request, async () => answer)).toEqual({ value: answer, replayed: false });
+    const replay = await idempotency().run(request, async () => 'not run');
+    expect(replay).toEqual({ value: answer, replayed: true });
+    // What PostgreSQL holds, read past the column naming of the application's client: the same text.
+    const { rows } = await sql<{ response: { value: unknown } }>`
+      SELECT response FROM idempotency_records WHERE owner_id = ${ownerId}`.execute(medium().db.withoutPlugins());
+    expect(JSON.stringify(replay.value)).toBe(JSON.stringify(rows[0].response.value));
   });
 });

@@ -20,7 +20,7 @@ describe('cursor pagination (medium: real database, no HTTP)', () => {
     const made: string[] = [];
     for (const at of instants) {
       const project = await medium().make.project(user);
-      await medium().db.updateTable('projects').set({ created_at: at }).where('id', '=', project.id).execute();
+      await medium().db.updateTable('projects').set({ createdAt: at }).where('id', '=', project.id).execute();
       made.push(project.id);
     }
     return made;

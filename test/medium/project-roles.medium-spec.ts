@@ -74,11 +74,7 @@ describe('project roles (medium: real database, no HTTP)', () => {
     const leaver = await make.user();
     await make.member(project, leaver, 'editor');
     expect(await projects().memberRoleOf(project.id, leaver.id)).toBe('editor');
-    await db
-      .deleteFrom('project_members')
-      .where('project_id', '=', project.id)
-      .where('user_id', '=', leaver.id)
-      .execute();
+    await db.deleteFrom('projectMembers').where('projectId', '=', project.id).where('userId', '=', leaver.id).execute();
     expect(await projects().roleOf(actorOf(leaver), project.id)).toBeNull();
     expect(await projects().memberRoleOf(project.id, leaver.id)).toBeNull();
     expect(await projects().memberRoleOf(project.id, 'not-a-uuid')).toBeNull();

@@ -39,11 +39,11 @@ describe('ProjectsService (medium: real database, no HTTP)', () => {
     });
     expect(await projects().get(actorOf(owner), created.id)).toEqual(created);
     const audit = await medium()
-      .db.selectFrom('audit_log')
-      .select(['action', 'target_id'])
-      .where('target_id', '=', created.id)
+      .db.selectFrom('auditLog')
+      .select(['action', 'targetId'])
+      .where('targetId', '=', created.id)
       .execute();
-    expect(audit).toEqual([{ action: 'project.create', target_id: created.id }]);
+    expect(audit).toEqual([{ action: 'project.create', targetId: created.id }]);
   });
 
   it('hides a project from non-members (not_found) and shows it to members with their own role', async () => {
@@ -140,7 +140,7 @@ describe('ProjectsService (medium: real database, no HTTP)', () => {
       const project = await medium().make.project(user, { name: `P${i}` });
       await medium()
         .db.updateTable('projects')
-        .set({ created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)) })
+        .set({ createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)) })
         .where('id', '=', project.id)
         .execute();
       made.push(project.id);
@@ -168,7 +168,7 @@ describe('ProjectsService (medium: real database, no HTTP)', () => {
     for (const [i, id] of made.entries()) {
       await medium()
         .db.updateTable('projects')
-        .set({ created_at: `2026-01-01T07:00:00.12345${i + 1}Z` })
+        .set({ createdAt: `2026-01-01T07:00:00.12345${i + 1}Z` })
         .where('id', '=', id)
         .execute();
     }

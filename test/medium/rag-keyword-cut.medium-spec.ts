@@ -44,7 +44,7 @@ describe('keyword search with a term cut off (medium)', () => {
 
   /** Exact BM25 (k1 1.2, b 0.75) of every chunk with a query term, over all postings, with the caller's statistics. */
   const exactBm25 = async (terms: string[]): Promise<Map<string, number>> => {
-    const { rows } = await sql<{ chunk_id: string; score: number }>`
+    const { rows } = await sql<{ chunkId: string; score: number }>`
       WITH st AS (SELECT sum(chunk_count)::float8 AS n, sum(total_tokens)::float8 / sum(chunk_count) AS avgdl
                   FROM rag_scope_stats WHERE scope = rag_stat_scope(false, ${user.id}::uuid, NULL)),
            q AS (SELECT l.lexeme, ln(1 + (st.n - l.df + 0.5) / (l.df + 0.5)) AS idf
@@ -53,7 +53,7 @@ describe('keyword search with a term cut off (medium)', () => {
       SELECT p.chunk_id, sum(q.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / st.avgdl)))::float8 AS score
       FROM rag_postings p JOIN q ON q.lexeme = p.lexeme CROSS JOIN st
       GROUP BY p.chunk_id`.execute(medium().db);
-    return new Map(rows.map((row) => [row.chunk_id, Number(row.score)]));
+    return new Map(rows.map((row) => [row.chunkId, Number(row.score)]));
   };
 
   it('cuts the common term off, and still returns exact BM25 scores and exact BM25’s top 10', async () => {

@@ -1,12 +1,12 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { PostgresDialect, sql } from 'kysely';
 import { createHash, randomUUID } from 'node:crypto';
 import { viewerStatScopes, visibleDocument } from '../../src/common/access/access-rules.js';
 import type { Actor } from '../../src/common/auth/actor.js';
-import type { DB } from '../../src/database/database.types.js';
-import { EmbeddedEngine } from '../../src/database/embedded-engine.js';
 import { DatabasePool } from '../../src/database/database-pool.js';
+import { EmbeddedEngine } from '../../src/database/embedded-engine.js';
+import { newDb, type Db } from '../../src/database/kysely.provider.js';
 import { migrateIfPending } from '../../src/database/migrations-runner.js';
 import { NamedStatements } from '../../src/database/named-statements.js';
 import { DocumentChunksRepository } from '../../src/modules/rag/document-chunks.repository.js';
@@ -25,7 +25,7 @@ import { createTestDatabase, type TestDatabase } from '../support/test-app.js';
 describe('RAG statistic scopes agree with document visibility (medium)', () => {
   let database: TestDatabase;
   let databasePool: DatabasePool;
-  let db: Kysely<DB>;
+  let db: Db;
   const users = { a: randomUUID(), b: randomUUID() };
   const projects = { p1: randomUUID(), p2: randomUUID(), p3: randomUUID() };
   /** project → members. A left p3 after writing in it; p2 was never A's. */
@@ -47,12 +47,12 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
       .insertInto('documents')
       .values({
         id,
-        author_id: authorId,
-        project_id: projectId,
-        is_public: isPublic,
+        authorId,
+        projectId,
+        isPublic,
         title: 't',
-        mime_type: 'text/markdown',
-        size_bytes: 1,
+        mimeType: 'text/markdown',
+        sizeBytes: 1,
         sha256: createHash('sha256').update(id).digest('hex'),
         origin: 'text',
         content: Buffer.from('x'),
@@ -73,7 +73,7 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
     database = await createTestDatabase();
     await migrateIfPending(database.url);
     databasePool = new DatabasePool(database.url, 2);
-    db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: databasePool.pool }) });
+    db = newDb(new PostgresDialect({ pool: databasePool.pool }));
 
     await db
       .insertInto('users')
@@ -82,19 +82,19 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
           id,
           email: `${id}@example.com`,
           name: id.slice(0, 8),
-          password_hash: 'x',
+          passwordHash: 'x',
         })),
       )
       .execute();
     await db
       .insertInto('projects')
-      .values(Object.values(projects).map((id) => ({ id, name: id.slice(0, 8), owner_id: users.b })))
+      .values(Object.values(projects).map((id) => ({ id, name: id.slice(0, 8), ownerId: users.b })))
       .execute();
     await db
-      .insertInto('project_members')
+      .insertInto('projectMembers')
       .values(
         Object.entries(members).flatMap(([projectId, userIds]) =>
-          userIds.map((userId) => ({ project_id: projectId, user_id: userId, role: 'editor' })),
+          userIds.map((userId) => ({ projectId, userId, role: 'editor' })),
         ),
       )
       .execute();
@@ -140,12 +140,12 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
     const counted = new Set(
       (
         await db
-          .selectFrom('document_chunks as c')
-          .innerJoin('rag_scope_stats as s', 's.scope', 'c.stat_scope')
-          .select('c.document_id')
+          .selectFrom('documentChunks as c')
+          .innerJoin('ragScopeStats as s', 's.scope', 'c.statScope')
+          .select('c.documentId')
           .where(viewerStatScopes(actor, 's.scope'))
           .execute()
-      ).map((row) => row.document_id),
+      ).map((row) => row.documentId),
     );
     // The exception, stated independently: public, authored by the caller, in a project it is not a member of.
     const authorOnly = (document: (typeof documents)[number]) =>
@@ -234,16 +234,16 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
     const moved = documents.find((d) => d.authorId === users.b && d.projectId === projects.p2 && !d.isPublic)!;
     const outsider: Actor = { userId: users.a, projectIds: null, repos: null };
     try {
-      await db.updateTable('documents').set({ is_public: true, project_id: null }).where('id', '=', moved.id).execute();
+      await db.updateTable('documents').set({ isPublic: true, projectId: null }).where('id', '=', moved.id).execute();
       expect((await mismatched()).rows[0].n).toBe(0);
       expect((await foundBy({ actor: outsider, projectId: null, documentIds: null })).has(moved.id)).toBe(true);
-      await db.updateTable('documents').set({ is_public: false }).where('id', '=', moved.id).execute();
+      await db.updateTable('documents').set({ isPublic: false }).where('id', '=', moved.id).execute();
       expect((await mismatched()).rows[0].n).toBe(0);
       expect((await foundBy({ actor: outsider, projectId: null, documentIds: null })).has(moved.id)).toBe(false);
     } finally {
       await db
         .updateTable('documents')
-        .set({ is_public: false, project_id: projects.p2 })
+        .set({ isPublic: false, projectId: projects.p2 })
         .where('id', '=', moved.id)
         .execute();
     }
@@ -256,15 +256,15 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
     const c = randomUUID();
     await db
       .insertInto('users')
-      .values({ id: c, email: `${c}@example.com`, name: 'c', password_hash: 'x' })
+      .values({ id: c, email: `${c}@example.com`, name: 'c', passwordHash: 'x' })
       .execute();
     for (let index = 0; index < 40; index++) {
       const projectId = randomUUID();
       await db
         .insertInto('projects')
-        .values({ id: projectId, name: `c${index}`, owner_id: c })
+        .values({ id: projectId, name: `c${index}`, ownerId: c })
         .execute();
-      await db.insertInto('project_members').values({ project_id: projectId, user_id: c, role: 'owner' }).execute();
+      await db.insertInto('projectMembers').values({ projectId, userId: c, role: 'owner' }).execute();
       members[projectId] = [c];
       await addDocument(c, projectId, true);
     }
@@ -274,7 +274,7 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
     ] satisfies Actor[]) {
       const visible = [...(await visibleTo(actor))].sort();
       const scopes = await db
-        .selectFrom('rag_scope_stats as s')
+        .selectFrom('ragScopeStats as s')
         .select('s.scope')
         .where(viewerStatScopes(actor, 's.scope'))
         .execute();
@@ -291,16 +291,16 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
       Number(
         (
           await db
-            .selectFrom('rag_scope_stats as s')
+            .selectFrom('ragScopeStats as s')
             .select(sql<string>`coalesce(sum(s.chunk_count), 0)`.as('n'))
             .where(viewerStatScopes(actor, 's.scope'))
             .executeTakeFirstOrThrow()
         ).n,
       );
     const before = await chunksOfB();
-    await db.updateTable('documents').set({ is_public: true }).where('id', '=', privateOfA.id).execute();
+    await db.updateTable('documents').set({ isPublic: true }).where('id', '=', privateOfA.id).execute();
     expect(await chunksOfB()).toBe(before + 1);
-    await db.updateTable('documents').set({ is_public: false }).where('id', '=', privateOfA.id).execute();
+    await db.updateTable('documents').set({ isPublic: false }).where('id', '=', privateOfA.id).execute();
     expect(await chunksOfB()).toBe(before);
   });
 
@@ -334,7 +334,7 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
       counted: before.counted + 2,
       df: before.df + 2,
     });
-    await db.deleteFrom('document_chunks').where('document_id', 'in', [added[1].id, added[2].id]).execute();
+    await db.deleteFrom('documentChunks').where('documentId', 'in', [added[1].id, added[2].id]).execute();
     expect(await counts()).toEqual({ ...before, orphans: 0 });
   });
 
@@ -345,10 +345,10 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
               VALUES (${id}, ${document.id}, 99, 'word', 0, 4, 'x', 'm', 2, to_tsvector('english', 'word'), 1)`.execute(
       db,
     );
-    const { rows } = await sql<{ stat_scope: string }>`SELECT stat_scope FROM document_chunks WHERE id = ${id}`.execute(
+    const { rows } = await sql<{ statScope: string }>`SELECT stat_scope FROM document_chunks WHERE id = ${id}`.execute(
       db,
     );
-    expect(rows[0].stat_scope).toBe(`u:${users.b}:${projects.p2}`);
+    expect(rows[0].statScope).toBe(`u:${users.b}:${projects.p2}`);
     await sql`DELETE FROM document_chunks WHERE id = ${id}`.execute(db);
   });
 });

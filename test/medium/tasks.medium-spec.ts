@@ -238,9 +238,9 @@ describe('TasksService (medium: real database, no HTTP)', () => {
       expect((await tasks().update(actorOf(owner), personal.id, { assigneeId: owner.id })).assignee_id).toBe(owner.id);
       // A member who left can no longer be given the task.
       await medium()
-        .db.deleteFrom('project_members')
-        .where('project_id', '=', project.id)
-        .where('user_id', '=', editor.id)
+        .db.deleteFrom('projectMembers')
+        .where('projectId', '=', project.id)
+        .where('userId', '=', editor.id)
         .execute();
       await expect(tasks().update(actorOf(owner), inProject.id, { assigneeId: editor.id })).rejects.toMatchObject(
         refusedOnAssignee,

@@ -150,7 +150,7 @@ export class MediumFactories {
     };
     await this.db
       .insertInto('users')
-      .values({ ...row, password_hash: 'medium-test:no-login' })
+      .values({ ...row, passwordHash: 'medium-test:no-login' })
       .execute();
     return row;
   }
@@ -161,14 +161,14 @@ export class MediumFactories {
     options: { name?: string; members?: { user: { id: string }; role: ProjectMemberRole }[] } = {},
   ): Promise<ProjectRow> {
     const row = { id: randomUUID(), name: options.name ?? `Project ${next()}`, ownerId: owner.id };
-    await this.db.insertInto('projects').values({ id: row.id, name: row.name, owner_id: owner.id }).execute();
+    await this.db.insertInto('projects').values({ id: row.id, name: row.name, ownerId: owner.id }).execute();
     await this.member(row, owner, 'owner');
     for (const { user, role } of options.members ?? []) await this.member(row, user, role);
     return row;
   }
 
   async member(project: { id: string }, user: { id: string }, role: ProjectMemberRole): Promise<void> {
-    await this.db.insertInto('project_members').values({ project_id: project.id, user_id: user.id, role }).execute();
+    await this.db.insertInto('projectMembers').values({ projectId: project.id, userId: user.id, role }).execute();
   }
 
   /**
@@ -199,12 +199,12 @@ export class MediumFactories {
         description: fields.description ?? '',
         status: row.status,
         priority: row.priority,
-        due_date: row.dueDate,
-        creator_id: row.creatorId,
-        assignee_id: row.assigneeId,
-        project_id: row.projectId,
-        created_at: row.createdAt,
-        updated_at: row.createdAt,
+        dueDate: row.dueDate,
+        creatorId: row.creatorId,
+        assigneeId: row.assigneeId,
+        projectId: row.projectId,
+        createdAt: row.createdAt,
+        updatedAt: row.createdAt,
       })
       .execute();
     return row;
@@ -231,17 +231,17 @@ export class MediumFactories {
       .values({
         id: row.id,
         title: row.title,
-        author_id: row.authorId,
-        project_id: row.projectId,
-        is_public: row.isPublic,
+        authorId: row.authorId,
+        projectId: row.projectId,
+        isPublic: row.isPublic,
         status: row.status,
         origin: 'text',
-        mime_type: 'text/plain',
+        mimeType: 'text/plain',
         content: bytes,
-        size_bytes: bytes.length,
+        sizeBytes: bytes.length,
         sha256: createHash('sha256').update(bytes).digest('hex'),
-        text_content: text,
-        indexed_at: row.status === 'indexed' ? new Date() : null,
+        textContent: text,
+        indexedAt: row.status === 'indexed' ? new Date() : null,
       })
       .execute();
     return row;

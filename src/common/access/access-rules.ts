@@ -67,7 +67,7 @@ export function insidePins(actor: Actor, projectColumn: string): RawBuilder<SqlB
 
 /** Tasks `alias` the actor may see: created by or assigned to them, inside their pins. */
 export function visibleTask(actor: Actor, alias = 't'): RawBuilder<SqlBool> {
-  return sql<SqlBool>`((${ref(alias, 'creator_id')} = ${actor.userId} OR ${ref(alias, 'assignee_id')} = ${actor.userId}) AND ${insidePins(actor, `${alias}.project_id`)})`;
+  return sql<SqlBool>`((${ref(alias, 'creatorId')} = ${actor.userId} OR ${ref(alias, 'assigneeId')} = ${actor.userId}) AND ${insidePins(actor, `${alias}.project_id`)})`;
 }
 
 /** Tasks the actor may update: the same people who see them (creator and assignee). */
@@ -77,13 +77,13 @@ export function editableTask(actor: Actor, alias = 't'): RawBuilder<SqlBool> {
 
 /** Tasks the actor may delete: its creator only (an assignee sees the task but gets forbidden). */
 export function deletableTask(actor: Actor, alias = 't'): RawBuilder<SqlBool> {
-  return sql<SqlBool>`(${ref(alias, 'creator_id')} = ${actor.userId} AND ${insidePins(actor, `${alias}.project_id`)})`;
+  return sql<SqlBool>`(${ref(alias, 'creatorId')} = ${actor.userId} AND ${insidePins(actor, `${alias}.project_id`)})`;
 }
 
 /** Documents `alias` the actor may see: their own; a public one of a project they are a member of; a public one without a project. */
 export function visibleDocument(actor: Actor, alias = 'd'): RawBuilder<SqlBool> {
-  return sql<SqlBool>`((${ref(alias, 'author_id')} = ${actor.userId} OR (${ref(alias, 'is_public')} AND (${ref(alias, 'project_id')} IS NULL OR EXISTS (
-      SELECT 1 FROM project_members access_vm WHERE access_vm.project_id = ${ref(alias, 'project_id')} AND access_vm.user_id = ${actor.userId}))))
+  return sql<SqlBool>`((${ref(alias, 'authorId')} = ${actor.userId} OR (${ref(alias, 'isPublic')} AND (${ref(alias, 'projectId')} IS NULL OR EXISTS (
+      SELECT 1 FROM project_members access_vm WHERE access_vm.project_id = ${ref(alias, 'projectId')} AND access_vm.user_id = ${actor.userId}))))
     AND ${insidePins(actor, `${alias}.project_id`)})`;
 }
 
@@ -116,15 +116,15 @@ export function viewerStatScopes(actor: Actor, scopeColumn: string): RawBuilder<
  * covers exactly the documents the caller may see (checked in `test/medium/rag-scopes.medium-spec.ts`).
  */
 export function visibleOutsideStatScopes(actor: Actor, alias = 'd'): RawBuilder<SqlBool> {
-  return sql<SqlBool>`(${ref(alias, 'author_id')} = ${actor.userId} AND ${ref(alias, 'is_public')} AND ${ref(alias, 'project_id')} IS NOT NULL
-    AND NOT EXISTS (SELECT 1 FROM project_members access_om WHERE access_om.project_id = ${ref(alias, 'project_id')} AND access_om.user_id = ${actor.userId})
+  return sql<SqlBool>`(${ref(alias, 'authorId')} = ${actor.userId} AND ${ref(alias, 'isPublic')} AND ${ref(alias, 'projectId')} IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM project_members access_om WHERE access_om.project_id = ${ref(alias, 'projectId')} AND access_om.user_id = ${actor.userId})
     AND ${insidePins(actor, `${alias}.project_id`)})`;
 }
 
 /** Documents the actor may change or delete: its own, and inside a project only while at least an editor there (after the cap). */
 export function editableDocument(actor: Actor, alias = 'd'): RawBuilder<SqlBool> {
-  return sql<SqlBool>`(${ref(alias, 'author_id')} = ${actor.userId} AND ${insidePins(actor, `${alias}.project_id`)}
-    AND (${ref(alias, 'project_id')} IS NULL OR ${projectRoleAtLeast(actor, 'editor', `${alias}.project_id`)}))`;
+  return sql<SqlBool>`(${ref(alias, 'authorId')} = ${actor.userId} AND ${insidePins(actor, `${alias}.project_id`)}
+    AND (${ref(alias, 'projectId')} IS NULL OR ${projectRoleAtLeast(actor, 'editor', `${alias}.project_id`)}))`;
 }
 
 /** Projects `alias` the actor may see: it is a member, inside its pins. */
@@ -147,23 +147,23 @@ export function projectRoleAtLeast(actor: Actor, minimum: ProjectRole, projectCo
 /** Registered repositories `alias` the actor may reach: all when unpinned, else those named in its `repos` (any case). */
 export function visibleRepo(actor: Actor, alias = 'r'): RawBuilder<SqlBool> {
   if (actor.repos === null) return TRUE;
-  return sql<SqlBool>`lower(${ref(alias, 'full_name')}) = ANY(${actor.repos.map((repo) => repo.toLowerCase())}::text[])`;
+  return sql<SqlBool>`lower(${ref(alias, 'fullName')}) = ANY(${actor.repos.map((repo) => repo.toLowerCase())}::text[])`;
 }
 
 /** Agent runs `alias` the actor may see (and stop, answer, …): the ones it started, inside its pins. */
 export function visibleAgentRun(actor: Actor, alias = 'r'): RawBuilder<SqlBool> {
-  return sql<SqlBool>`(${ref(alias, 'user_id')} = ${actor.userId} AND ${insidePins(actor, `${alias}.project_id`)})`;
+  return sql<SqlBool>`(${ref(alias, 'userId')} = ${actor.userId} AND ${insidePins(actor, `${alias}.project_id`)})`;
 }
 
 /** Audit entries `alias` the actor may see: the ones its user made (with any credential). */
 export function visibleAuditEntry(actor: Actor, alias = 'a'): RawBuilder<SqlBool> {
-  return sql<SqlBool>`${ref(alias, 'user_id')} = ${actor.userId}`;
+  return sql<SqlBool>`${ref(alias, 'userId')} = ${actor.userId}`;
 }
 
 /** Indexing jobs `alias` the actor may see: a project's to its members; one without a project to its creator, when unpinned. */
 export function visibleIndexingJob(actor: Actor, alias = 'j'): RawBuilder<SqlBool> {
-  return sql<SqlBool>`(CASE WHEN ${ref(alias, 'project_id')} IS NULL
-      THEN ${ref(alias, 'created_by')} = ${actor.userId} AND ${insidePins(actor, `${alias}.project_id`)}
+  return sql<SqlBool>`(CASE WHEN ${ref(alias, 'projectId')} IS NULL
+      THEN ${ref(alias, 'createdBy')} = ${actor.userId} AND ${insidePins(actor, `${alias}.project_id`)}
       ELSE ${projectRoleAtLeast(actor, 'viewer', `${alias}.project_id`)} END)`;
 }
 

@@ -28,28 +28,28 @@ export class IdempotencyRepository {
   async claim(id: IdempotencyKey, requestHash: string, leaseMinutes: number): Promise<boolean> {
     const expiresAt = sql<Date>`now() + make_interval(mins => ${leaseMinutes})`;
     const claimed = await this.db
-      .insertInto('idempotency_records')
+      .insertInto('idempotencyRecords')
       .values({
-        owner_id: id.ownerId,
+        ownerId: id.ownerId,
         scope: id.scope,
         key: id.key,
-        request_hash: requestHash,
+        requestHash,
         state: 'pending',
         response: null,
-        created_at: sql<Date>`now()`,
-        expires_at: expiresAt,
+        createdAt: sql<Date>`now()`,
+        expiresAt,
       })
       .onConflict((conflict) =>
         conflict
-          .columns(['owner_id', 'scope', 'key'])
+          .columns(['ownerId', 'scope', 'key'])
           .doUpdateSet((eb) => ({
-            request_hash: eb.ref('excluded.request_hash'),
+            requestHash: eb.ref('excluded.requestHash'),
             state: 'pending',
             response: null,
-            created_at: sql<Date>`now()`,
-            expires_at: eb.ref('excluded.expires_at'),
+            createdAt: sql<Date>`now()`,
+            expiresAt: eb.ref('excluded.expiresAt'),
           }))
-          .where('idempotency_records.expires_at', '<=', sql<Date>`now()`),
+          .where('idempotencyRecords.expiresAt', '<=', sql<Date>`now()`),
       )
       .returning('key')
       .executeTakeFirst();
@@ -59,16 +59,16 @@ export class IdempotencyRepository {
   /** The live (unexpired) record under the key, if any. */
   async findLive(id: IdempotencyKey): Promise<IdempotencyRecord | undefined> {
     const row = await this.db
-      .selectFrom('idempotency_records')
-      .select(['request_hash', 'state', 'response'])
-      .where('owner_id', '=', id.ownerId)
+      .selectFrom('idempotencyRecords')
+      .select(['requestHash', 'state', 'response'])
+      .where('ownerId', '=', id.ownerId)
       .where('scope', '=', id.scope)
       .where('key', '=', id.key)
-      .where('expires_at', '>', sql<Date>`now()`)
+      .where('expiresAt', '>', sql<Date>`now()`)
       .executeTakeFirst();
     return (
       row && {
-        requestHash: row.request_hash,
+        requestHash: row.requestHash,
         state: row.state === 'completed' ? 'completed' : 'pending',
         response: row.response as IdempotencyRecord['response'],
       }
@@ -78,36 +78,36 @@ export class IdempotencyRepository {
   /** Drops this request's own pending claim (its work failed), so the client may retry at once. */
   async release(id: IdempotencyKey, requestHash: string): Promise<void> {
     await this.db
-      .deleteFrom('idempotency_records')
-      .where('owner_id', '=', id.ownerId)
+      .deleteFrom('idempotencyRecords')
+      .where('ownerId', '=', id.ownerId)
       .where('scope', '=', id.scope)
       .where('key', '=', id.key)
       .where('state', '=', 'pending')
-      .where('request_hash', '=', requestHash)
+      .where('requestHash', '=', requestHash)
       .execute();
   }
 
   /** Stores the answer under this request's claim, kept for `ttlHours`. */
   async complete(id: IdempotencyKey, requestHash: string, value: unknown, ttlHours: number): Promise<void> {
     await this.db
-      .updateTable('idempotency_records')
+      .updateTable('idempotencyRecords')
       .set({
         state: 'completed',
         response: sql`${JSON.stringify({ value: value ?? null })}::jsonb`,
-        expires_at: sql<Date>`now() + make_interval(hours => ${ttlHours})`,
+        expiresAt: sql<Date>`now() + make_interval(hours => ${ttlHours})`,
       })
-      .where('owner_id', '=', id.ownerId)
+      .where('ownerId', '=', id.ownerId)
       .where('scope', '=', id.scope)
       .where('key', '=', id.key)
-      .where('request_hash', '=', requestHash)
+      .where('requestHash', '=', requestHash)
       .execute();
   }
 
   /** Records expired for more than `graceHours`. */
   async deleteExpired(graceHours: number): Promise<void> {
     await this.db
-      .deleteFrom('idempotency_records')
-      .where('expires_at', '<', sql<Date>`now() - make_interval(hours => ${graceHours})`)
+      .deleteFrom('idempotencyRecords')
+      .where('expiresAt', '<', sql<Date>`now() - make_interval(hours => ${graceHours})`)
       .execute();
   }
 }

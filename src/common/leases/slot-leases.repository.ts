@@ -15,9 +15,9 @@ export class SlotLeasesRepository {
     return this.db.transaction().execute(async (trx) => {
       await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`slot_leases:${key}`}, 0))`.execute(trx);
       await trx
-        .deleteFrom('slot_leases')
+        .deleteFrom('slotLeases')
         .where('key', '=', key)
-        .where('expires_at', '<', sql<Date>`now()`)
+        .where('expiresAt', '<', sql<Date>`now()`)
         .execute();
       const { rows } = await sql<{ member: string }>`
         INSERT INTO slot_leases (key, member, expires_at)
@@ -30,14 +30,14 @@ export class SlotLeasesRepository {
 
   async renew(key: string, member: string, leaseMs: number): Promise<void> {
     await this.db
-      .updateTable('slot_leases')
-      .set({ expires_at: sql<Date>`now() + make_interval(secs => ${leaseMs / 1000})` })
+      .updateTable('slotLeases')
+      .set({ expiresAt: sql<Date>`now() + make_interval(secs => ${leaseMs / 1000})` })
       .where('key', '=', key)
       .where('member', '=', member)
       .execute();
   }
 
   async release(key: string, member: string): Promise<void> {
-    await this.db.deleteFrom('slot_leases').where('key', '=', key).where('member', '=', member).execute();
+    await this.db.deleteFrom('slotLeases').where('key', '=', key).where('member', '=', member).execute();
   }
 }

@@ -15,41 +15,45 @@ export class AdminPolicyRepository {
   constructor(@InjectDb() private readonly db: Db) {}
 
   async find(executor: DbExecutor = this.db): Promise<StoredAdminPolicy | undefined> {
-    const row = await executor.selectFrom('admin_policy').selectAll().executeTakeFirst();
-    return (
-      row && {
-        maxKeyLifetimeDays: row.max_key_lifetime_days,
-        allowedKeyScopes: row.allowed_key_scopes,
-        requireConfirmWritesForWriteScopes: row.require_confirm_writes_for_write_scopes,
-        allowedIps: row.allowed_ips,
-        allowedOAuthClients: row.allowed_oauth_clients,
-        maxCredentialsPerUser: row.max_credentials_per_user,
-        updatedAt: row.updated_at,
-        updatedBy: row.updated_by,
-      }
-    );
+    const row = await executor
+      .selectFrom('adminPolicy')
+      .select([
+        'maxKeyLifetimeDays',
+        'allowedKeyScopes',
+        'requireConfirmWritesForWriteScopes',
+        'allowedIps',
+        'allowedOauthClients',
+        'maxCredentialsPerUser',
+        'updatedAt',
+        'updatedBy',
+      ])
+      .executeTakeFirst();
+    if (!row) return undefined;
+    // The column is allowed_oauth_clients, whose camelCase spells OAuth as one word.
+    const { allowedOauthClients, ...policy } = row;
+    return { ...policy, allowedOAuthClients: allowedOauthClients };
   }
 
   /** Reads the row for update (an absent row locks nothing: two first saves race on the primary key, one wins). */
   async findLocked(executor: DbExecutor): Promise<StoredAdminPolicy | undefined> {
-    const row = await executor.selectFrom('admin_policy').select('id').forUpdate().executeTakeFirst();
+    const row = await executor.selectFrom('adminPolicy').select('id').forUpdate().executeTakeFirst();
     return row ? this.find(executor) : undefined;
   }
 
   async save(policy: Omit<StoredAdminPolicy, 'updatedAt'>, executor: DbExecutor = this.db): Promise<void> {
     const values = {
-      max_key_lifetime_days: policy.maxKeyLifetimeDays,
-      allowed_key_scopes: policy.allowedKeyScopes,
-      require_confirm_writes_for_write_scopes: policy.requireConfirmWritesForWriteScopes,
-      allowed_ips: policy.allowedIps,
-      allowed_oauth_clients: policy.allowedOAuthClients,
-      max_credentials_per_user: policy.maxCredentialsPerUser,
-      updated_by: policy.updatedBy,
+      maxKeyLifetimeDays: policy.maxKeyLifetimeDays,
+      allowedKeyScopes: policy.allowedKeyScopes,
+      requireConfirmWritesForWriteScopes: policy.requireConfirmWritesForWriteScopes,
+      allowedIps: policy.allowedIps,
+      allowedOauthClients: policy.allowedOAuthClients,
+      maxCredentialsPerUser: policy.maxCredentialsPerUser,
+      updatedBy: policy.updatedBy,
     };
     await executor
-      .insertInto('admin_policy')
+      .insertInto('adminPolicy')
       .values({ id: true, ...values })
-      .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ ...values, updated_at: eb.fn('now') })))
+      .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ ...values, updatedAt: eb.fn('now') })))
       .execute();
   }
 }

@@ -17,9 +17,9 @@ export class AgentRunEventsRepository {
   /** The run's events after `afterSeq`, in order, at most `limit`. */
   async after(runId: string, afterSeq: number, limit: number): Promise<AgentRunEvent[]> {
     const rows = await this.db
-      .selectFrom('agent_run_events')
+      .selectFrom('agentRunEvents')
       .select(['seq', 'type', 'data'])
-      .where('run_id', '=', runId)
+      .where('runId', '=', runId)
       .where('seq', '>', afterSeq)
       .orderBy('seq')
       .limit(limit)

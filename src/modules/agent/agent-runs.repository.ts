@@ -8,13 +8,13 @@ import { claimedBy, staleHeartbeat, type Claim, type ClaimableTable } from '../.
 import type { AgentRun, AgentRunActor, AgentRunApproval, AgentRunStatus, StoredStep } from './agent-run.types.js';
 
 /** Agent runs as claimable jobs: fenced by a per-claim token, with a cancel flag the claim holder watches. */
-export const AGENT_RUNS_TABLE: ClaimableTable<'agent_runs'> = {
-  table: 'agent_runs',
+export const AGENT_RUNS_TABLE: ClaimableTable<'agentRuns'> = {
+  table: 'agentRuns',
   kind: 'agent_run',
-  fencedBy: 'claim_token',
-  cancelFlag: 'cancel_requested',
-  owner: 'user_id',
-  project: 'project_id',
+  fencedBy: 'claimToken',
+  cancelFlag: 'cancelRequested',
+  owner: 'userId',
+  project: 'projectId',
 };
 
 /** A run to insert (status `queued`): what the caller asked for, plus the trace id and the already sealed webhook secret. */
@@ -57,11 +57,11 @@ export class AgentRunsRepository {
 
   async insert(run: NewAgentRun): Promise<void> {
     await this.db
-      .insertInto('agent_runs')
+      .insertInto('agentRuns')
       .values({
         id: run.id,
-        user_id: run.userId,
-        project_id: run.projectId,
+        userId: run.userId,
+        projectId: run.projectId,
         status: 'queued',
         input: run.input,
         provider: run.provider,
@@ -69,11 +69,11 @@ export class AgentRunsRepository {
         tools: run.tools,
         scopes: run.scopes,
         actor: sql`${JSON.stringify(run.actor)}::jsonb`,
-        max_steps: run.maxSteps,
-        trace_id: run.traceId,
+        maxSteps: run.maxSteps,
+        traceId: run.traceId,
         approval: run.approval,
-        webhook_url: run.webhookUrl,
-        webhook_secret: run.webhookSecret,
+        webhookUrl: run.webhookUrl,
+        webhookSecret: run.webhookSecret,
       })
       .execute();
   }
@@ -81,7 +81,7 @@ export class AgentRunsRepository {
   /** The run if the actor may see it (visibleAgentRun), else undefined: one answer for missing and hidden. */
   async findVisible(actor: Actor, id: string): Promise<AgentRun | undefined> {
     const row = await this.db
-      .selectFrom('agent_runs as r')
+      .selectFrom('agentRuns as r')
       .selectAll()
       .where('r.id', '=', id)
       .where(visibleAgentRun(actor, 'r'))
@@ -90,30 +90,30 @@ export class AgentRunsRepository {
   }
 
   async statusOf(id: string): Promise<AgentRunStatus | undefined> {
-    const row = await this.db.selectFrom('agent_runs').select('status').where('id', '=', id).executeTakeFirst();
+    const row = await this.db.selectFrom('agentRuns').select('status').where('id', '=', id).executeTakeFirst();
     return row?.status as AgentRunStatus | undefined;
   }
 
   /** The status and the seq of the run's last event (what a stream has to reach before `done`). */
   async streamPosition(id: string): Promise<{ status: AgentRunStatus; eventSeq: number } | undefined> {
     const row = await this.db
-      .selectFrom('agent_runs')
-      .select(['status', 'event_seq'])
+      .selectFrom('agentRuns')
+      .select(['status', 'eventSeq'])
       .where('id', '=', id)
       .executeTakeFirst();
-    return row && { status: row.status as AgentRunStatus, eventSeq: row.event_seq };
+    return row && { status: row.status as AgentRunStatus, eventSeq: row.eventSeq };
   }
 
   /** The caller's runs inside the caller's pins, newest first (one more than `limit`, to tell whether a page follows). */
   async history(actor: Actor, filter: AgentRunHistoryFilter): Promise<AgentRun[]> {
-    let query = this.db.selectFrom('agent_runs').selectAll().where(visibleAgentRun(actor, 'agent_runs'));
-    if (filter.projectId) query = query.where('project_id', '=', filter.projectId);
+    let query = this.db.selectFrom('agentRuns').selectAll().where(visibleAgentRun(actor, 'agentRuns'));
+    if (filter.projectId) query = query.where('projectId', '=', filter.projectId);
     if (filter.status) query = query.where('status', '=', filter.status);
     const before = filter.before;
     if (before)
       query = query.where(sql<boolean>`(created_at, id) < (${before.createdAt}::timestamptz, ${before.id}::uuid)`);
     const rows = await query
-      .orderBy('created_at', 'desc')
+      .orderBy('createdAt', 'desc')
       .orderBy('id', 'desc')
       .limit(filter.limit + 1)
       .execute();
@@ -126,11 +126,11 @@ export class AgentRunsRepository {
    */
   async requestCancel(id: string, executor: DbExecutor = this.db): Promise<AgentRunStatus | undefined> {
     const row = await executor
-      .updateTable('agent_runs')
+      .updateTable('agentRuns')
       .set({
-        cancel_requested: true,
+        cancelRequested: true,
         status: sql`CASE WHEN status IN ('queued', 'awaiting_approval') THEN 'cancelled' ELSE status END`,
-        finished_at: sql`CASE WHEN status IN ('queued', 'awaiting_approval') THEN now() ELSE finished_at END`,
+        finishedAt: sql`CASE WHEN status IN ('queued', 'awaiting_approval') THEN now() ELSE finished_at END`,
       })
       .where('id', '=', id)
       .where('status', 'in', ['queued', 'running', 'awaiting_approval'])
@@ -142,8 +142,8 @@ export class AgentRunsRepository {
   /** Cancels a running run whose worker is gone (stale heartbeat); false when a live worker still holds it. */
   async cancelAbandoned(id: string, staleAfterMs: number): Promise<boolean> {
     const row = await this.db
-      .updateTable('agent_runs')
-      .set({ status: 'cancelled', finished_at: sql`now()`, claim_token: null })
+      .updateTable('agentRuns')
+      .set({ status: 'cancelled', finishedAt: sql`now()`, claimToken: null })
       .where('id', '=', id)
       .where('status', '=', 'running')
       .where(staleHeartbeat(staleAfterMs))
@@ -159,12 +159,12 @@ export class AgentRunsRepository {
    */
   async decide(id: string, step: StoredStep, executor: DbExecutor = this.db): Promise<boolean> {
     const row = await executor
-      .updateTable('agent_runs')
+      .updateTable('agentRuns')
       .set({
         steps: sql`jsonb_set(steps, ARRAY[${String(step.index)}::text], ${JSON.stringify(step)}::jsonb)`,
         status: 'queued',
-        paused_ms: sql`paused_ms + greatest(0, extract(epoch FROM now() - coalesce(awaiting_since, now())) * 1000)`,
-        awaiting_since: null,
+        pausedMs: sql`paused_ms + greatest(0, extract(epoch FROM now() - coalesce(awaiting_since, now())) * 1000)`,
+        awaitingSince: null,
       })
       .where('id', '=', id)
       .where('status', '=', 'awaiting_approval')
@@ -177,11 +177,11 @@ export class AgentRunsRepository {
   /** Fails the runs that waited longer than `timeoutMs` for an approval (a pending cancel wins); returns their ids. */
   async expireApprovals(timeoutMs: number, error: string): Promise<string[]> {
     const rows = await this.db
-      .updateTable('agent_runs')
+      .updateTable('agentRuns')
       .set({
         status: sql`CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END`,
         error: sql`CASE WHEN cancel_requested THEN NULL ELSE ${error}::text END`,
-        finished_at: sql`now()`,
+        finishedAt: sql`now()`,
       })
       .where('status', '=', 'awaiting_approval')
       .where(sql<boolean>`awaiting_since < now() - make_interval(secs => ${timeoutMs / 1000})`)
@@ -217,13 +217,13 @@ export class AgentRunsRepository {
     error: string | null,
   ): Promise<'succeeded' | 'failed' | 'cancelled' | null> {
     const row = await this.db
-      .updateTable('agent_runs')
+      .updateTable('agentRuns')
       .set({
         status: sql`CASE WHEN cancel_requested THEN 'cancelled' ELSE ${status}::text END`,
         output: sql`CASE WHEN cancel_requested THEN NULL ELSE ${output}::text END`,
         error: sql`CASE WHEN cancel_requested THEN NULL ELSE ${error}::text END`,
-        finished_at: sql`now()`,
-        claim_token: null,
+        finishedAt: sql`now()`,
+        claimToken: null,
       })
       .where(claimedBy(claim))
       .returning('status')
@@ -239,14 +239,14 @@ export class AgentRunsRepository {
    */
   async pause(claim: Claim, step: StoredStep): Promise<boolean> {
     const row = await this.db
-      .updateTable('agent_runs')
+      .updateTable('agentRuns')
       .set({
         steps: sql`steps || jsonb_build_array(${JSON.stringify(step)}::jsonb)`,
         status: sql`CASE WHEN cancel_requested THEN 'cancelled' ELSE 'awaiting_approval' END`,
-        finished_at: sql`CASE WHEN cancel_requested THEN now() ELSE NULL END`,
-        awaiting_since: sql`now()`,
-        claim_token: null,
-        heartbeat_at: null,
+        finishedAt: sql`CASE WHEN cancel_requested THEN now() ELSE NULL END`,
+        awaitingSince: sql`now()`,
+        claimToken: null,
+        heartbeatAt: null,
         attempts: 0,
       })
       .where(claimedBy(claim))
@@ -257,8 +257,8 @@ export class AgentRunsRepository {
 
   private async fencedStepWrite(claim: Claim, steps: RawBuilder<Json>): Promise<boolean> {
     const row = await this.db
-      .updateTable('agent_runs')
-      .set({ steps, heartbeat_at: sql`now()` })
+      .updateTable('agentRuns')
+      .set({ steps, heartbeatAt: sql`now()` })
       .where(claimedBy(claim))
       .returning('id')
       .executeTakeFirst();
@@ -269,8 +269,8 @@ export class AgentRunsRepository {
 export function toAgentRun(row: Selectable<AgentRuns>): AgentRun {
   return {
     id: row.id,
-    userId: row.user_id,
-    projectId: row.project_id,
+    userId: row.userId,
+    projectId: row.projectId,
     status: row.status as AgentRunStatus,
     input: row.input,
     output: row.output,
@@ -281,14 +281,14 @@ export function toAgentRun(row: Selectable<AgentRuns>): AgentRun {
     tools: row.tools,
     scopes: row.scopes,
     actor: row.actor as unknown as AgentRunActor,
-    maxSteps: row.max_steps,
+    maxSteps: row.maxSteps,
     approval: row.approval as AgentRunApproval,
-    pausedMs: Number(row.paused_ms),
-    webhookUrl: row.webhook_url,
-    cancelRequested: row.cancel_requested,
+    pausedMs: Number(row.pausedMs),
+    webhookUrl: row.webhookUrl,
+    cancelRequested: row.cancelRequested,
     attempts: row.attempts,
-    createdAt: row.created_at,
-    startedAt: row.started_at,
-    finishedAt: row.finished_at,
+    createdAt: row.createdAt,
+    startedAt: row.startedAt,
+    finishedAt: row.finishedAt,
   };
 }

@@ -40,59 +40,59 @@ export class ApiKeysRepository {
 
   constructor(@InjectDb() private readonly db: Db) {
     this.byHash = this.db
-      .selectFrom('api_keys')
-      .select([...AUTHORISATION_COLUMNS, 'key_hash'])
-      .where('key_hash', '=', Buffer.alloc(0))
+      .selectFrom('apiKeys')
+      .select([...AUTHORISATION_COLUMNS, 'keyHash'])
+      .where('keyHash', '=', Buffer.alloc(0))
       .compile();
   }
 
   async insert(key: NewApiKey, executor: DbExecutor = this.db): Promise<void> {
     await executor
-      .insertInto('api_keys')
+      .insertInto('apiKeys')
       .values({
         id: key.id,
-        user_id: key.userId,
+        userId: key.userId,
         name: key.name,
         scopes: key.scopes,
         prefix: key.prefix,
-        key_hash: key.keyHash,
-        project_ids: key.projectIds,
+        keyHash: key.keyHash,
+        projectIds: key.projectIds,
         repos: key.repos,
-        confirm_writes: key.confirmWrites,
+        confirmWrites: key.confirmWrites,
         tools: key.tools,
-        read_only: key.readOnly,
-        expires_at: key.expiresAt,
-        allowed_ips: key.allowedIps,
-        created_at: key.createdAt,
+        readOnly: key.readOnly,
+        expiresAt: key.expiresAt,
+        allowedIps: key.allowedIps,
+        createdAt: key.createdAt,
       })
       .execute();
   }
 
   async findOwned(userId: string, id: string): Promise<ApiKey | undefined> {
     const row = await this.db
-      .selectFrom('api_keys')
-      .select([...TOOL_CREDENTIAL_COLUMNS, 'name', 'prefix', 'rolled_to'])
+      .selectFrom('apiKeys')
+      .select([...TOOL_CREDENTIAL_COLUMNS, 'name', 'prefix', 'rolledTo'])
       .where('id', '=', id)
-      .where('user_id', '=', userId)
+      .where('userId', '=', userId)
       .executeTakeFirst();
-    return row && { ...toToolCredential(row), name: row.name, prefix: row.prefix, rolledTo: row.rolled_to };
+    return row && { ...toToolCredential(row), name: row.name, prefix: row.prefix, rolledTo: row.rolledTo };
   }
 
   /** Everyone's usable keys (neither revoked nor expired), newest first: a page of the admin's scan. */
   async pageUsable(page: { limit: number; cursor?: string }): Promise<(ApiKey & { userEmail: string })[]> {
     const rows = await pageOrder(
       this.db
-        .selectFrom('api_keys as k')
-        .innerJoin('users as u', 'u.id', 'k.user_id')
+        .selectFrom('apiKeys as k')
+        .innerJoin('users as u', 'u.id', 'k.userId')
         .select([
           ...TOOL_CREDENTIAL_COLUMNS.map((column) => `k.${column}` as const),
           'k.name',
           'k.prefix',
-          'k.rolled_to',
+          'k.rolledTo',
           'u.email',
         ])
-        .where((eb) => eb.or([eb('k.revoked_at', 'is', null), eb('k.revoked_at', '>', sql<Date>`now()`)]))
-        .where((eb) => eb.or([eb('k.expires_at', 'is', null), eb('k.expires_at', '>', sql<Date>`now()`)])),
+        .where((eb) => eb.or([eb('k.revokedAt', 'is', null), eb('k.revokedAt', '>', sql<Date>`now()`)]))
+        .where((eb) => eb.or([eb('k.expiresAt', 'is', null), eb('k.expiresAt', '>', sql<Date>`now()`)])),
       'k',
       page,
     ).execute();
@@ -100,7 +100,7 @@ export class ApiKeysRepository {
       ...toToolCredential(row),
       name: row.name,
       prefix: row.prefix,
-      rolledTo: row.rolled_to,
+      rolledTo: row.rolledTo,
       userEmail: row.email,
     }));
   }
@@ -117,12 +117,12 @@ export class ApiKeysRepository {
     executor: DbExecutor = this.db,
   ): Promise<boolean> {
     const row = await executor
-      .updateTable('api_keys')
-      .set({ rolled_to: successorId, revoked_at: retiresAt })
+      .updateTable('apiKeys')
+      .set({ rolledTo: successorId, revokedAt: retiresAt })
       .where('id', '=', id)
-      .where('user_id', '=', userId)
-      .where('revoked_at', 'is', null)
-      .where('rolled_to', 'is', null)
+      .where('userId', '=', userId)
+      .where('revokedAt', 'is', null)
+      .where('rolledTo', 'is', null)
       .returning('id')
       .executeTakeFirst();
     return row !== undefined;
@@ -137,6 +137,6 @@ export class ApiKeysRepository {
   ): Promise<{ authorisation: ToolCredentialAuthorisation; keyHash: Buffer } | undefined> {
     const query: typeof this.byHash = { ...this.byHash, parameters: [keyHash] };
     const [row] = (await this.db.executeQuery(query)).rows;
-    return row && { authorisation: toAuthorisation(row), keyHash: row.key_hash };
+    return row && { authorisation: toAuthorisation(row), keyHash: row.keyHash };
   }
 }

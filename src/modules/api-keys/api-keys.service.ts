@@ -233,8 +233,8 @@ export class ApiKeysService {
       'api-key',
       userId,
       query,
-      ['name', 'prefix', 'rolled_to'],
-      (credential, own) => ({ ...credential, name: own.name, prefix: own.prefix, rolledTo: own.rolled_to }),
+      ['name', 'prefix', 'rolledTo'],
+      (credential, own) => ({ ...credential, name: own.name, prefix: own.prefix, rolledTo: own.rolledTo }),
     );
     const broken = await this.policy.violations(page.items);
     return { ...page, items: page.items.map((row, i) => this.view(row, now, broken[i])) };

@@ -69,8 +69,8 @@ export type ToolCredentialUsageView = Pick<
  * name of the id column. Identifiers come from here, never from input.
  */
 const TABLES = {
-  'api-key': { credentials: 'api_keys', usage: 'api_key_usage', usageId: 'api_key_id' },
-  'oauth-grant': { credentials: 'oauth_grants', usage: 'oauth_grant_usage', usageId: 'grant_id' },
+  'api-key': { credentials: 'apiKeys', usage: 'apiKeyUsage', usageId: 'apiKeyId' },
+  'oauth-grant': { credentials: 'oauthGrants', usage: 'oauthGrantUsage', usageId: 'grantId' },
 } as const satisfies Record<ToolCredentialKind, { credentials: keyof DB; usage: keyof DB; usageId: string }>;
 
 type CredentialTable<K extends ToolCredentialKind> = (typeof TABLES)[K]['credentials'];
@@ -78,24 +78,24 @@ type CredentialTable<K extends ToolCredentialKind> = (typeof TABLES)[K]['credent
 /** The columns behind {@link ToolCredentialAuthorisation}, selectable from either credential table. */
 export const AUTHORISATION_COLUMNS = [
   'id',
-  'user_id',
+  'userId',
   'scopes',
-  'project_ids',
+  'projectIds',
   'repos',
-  'confirm_writes',
+  'confirmWrites',
   'tools',
-  'read_only',
-  'expires_at',
-  'revoked_at',
-  'allowed_ips',
+  'readOnly',
+  'expiresAt',
+  'revokedAt',
+  'allowedIps',
 ] as const satisfies readonly (keyof ApiKeys)[];
 
 /** The columns behind {@link ToolCredential}, selectable from either credential table. */
 export const TOOL_CREDENTIAL_COLUMNS = [
   ...AUTHORISATION_COLUMNS,
-  'created_at',
-  'last_used_at',
-  'call_count',
+  'createdAt',
+  'lastUsedAt',
+  'callCount',
 ] as const satisfies readonly (keyof ApiKeys)[];
 
 type AuthorisationRow = Pick<Selectable<ApiKeys>, (typeof AUTHORISATION_COLUMNS)[number]>;
@@ -104,25 +104,25 @@ type ToolCredentialRow = Pick<Selectable<ApiKeys>, (typeof TOOL_CREDENTIAL_COLUM
 export function toAuthorisation(row: AuthorisationRow): ToolCredentialAuthorisation {
   return {
     id: row.id,
-    userId: row.user_id,
+    userId: row.userId,
     scopes: row.scopes,
-    projectIds: row.project_ids,
+    projectIds: row.projectIds,
     repos: row.repos,
-    confirmWrites: row.confirm_writes,
+    confirmWrites: row.confirmWrites,
     tools: row.tools,
-    readOnly: row.read_only,
-    expiresAt: row.expires_at,
-    revokedAt: row.revoked_at,
-    allowedIps: row.allowed_ips,
+    readOnly: row.readOnly,
+    expiresAt: row.expiresAt,
+    revokedAt: row.revokedAt,
+    allowedIps: row.allowedIps,
   };
 }
 
 export function toToolCredential(row: ToolCredentialRow): ToolCredential {
   return {
     ...toAuthorisation(row),
-    createdAt: row.created_at,
-    lastUsedAt: row.last_used_at,
-    callCount: Number(row.call_count),
+    createdAt: row.createdAt,
+    lastUsedAt: row.lastUsedAt,
+    callCount: Number(row.callCount),
   };
 }
 
@@ -199,8 +199,8 @@ export class ToolCredentialsRepository {
     const { usage, usageId } = TABLES[kind];
     // The two usage tables have the same columns but for the name of the id column.
     const rows = await this.db
-      .selectFrom(usage as 'api_key_usage')
-      .select(['at', 'tool', 'status', 'duration_ms', 'client_name', 'client_version'])
+      .selectFrom(usage as 'apiKeyUsage')
+      .select(['at', 'tool', 'status', 'durationMs', 'clientName', 'clientVersion'])
       .where(sql.ref(usageId), '=', id)
       .orderBy('at', 'desc')
       .orderBy('id', 'desc')
@@ -210,9 +210,9 @@ export class ToolCredentialsRepository {
       at: u.at,
       tool: u.tool,
       status: u.status,
-      durationMs: u.duration_ms,
-      clientName: u.client_name,
-      clientVersion: u.client_version,
+      durationMs: u.durationMs,
+      clientName: u.clientName,
+      clientVersion: u.clientVersion,
     }));
   }
 
@@ -229,10 +229,10 @@ export class ToolCredentialsRepository {
     executor: DbExecutor = this.db,
   ): Promise<string | undefined> {
     const row = await executor
-      .updateTable(TABLES[kind].credentials as 'api_keys')
-      .set({ revoked_at: sql<Date>`least(coalesce(revoked_at, now()), now())` })
+      .updateTable(TABLES[kind].credentials as 'apiKeys')
+      .set({ revokedAt: sql<Date>`least(coalesce(revoked_at, now()), now())` })
       .where('id', '=', id)
-      .where('user_id', '=', userId)
+      .where('userId', '=', userId)
       .returning('id')
       .executeTakeFirst();
     return row?.id;
@@ -241,10 +241,10 @@ export class ToolCredentialsRepository {
   /** Revokes a credential whoever owns it (a leaked OAuth code or a reused refresh token). */
   async revoke(kind: ToolCredentialKind, id: string, executor: DbExecutor = this.db): Promise<void> {
     await executor
-      .updateTable(TABLES[kind].credentials as 'api_keys')
-      .set({ revoked_at: sql<Date>`now()` })
+      .updateTable(TABLES[kind].credentials as 'apiKeys')
+      .set({ revokedAt: sql<Date>`now()` })
       .where('id', '=', id)
-      .where('revoked_at', 'is', null)
+      .where('revokedAt', 'is', null)
       .execute();
   }
 
@@ -263,14 +263,14 @@ export class ToolCredentialsRepository {
     // Typed as api_keys for the shared columns (the same in both tables); the caller's extra columns are
     // typed by its kind's own table in the signature above.
     let select = this.db
-      .selectFrom(TABLES[kind].credentials as 'api_keys')
+      .selectFrom(TABLES[kind].credentials as 'apiKeys')
       .select([...TOOL_CREDENTIAL_COLUMNS, ...(extra as readonly string[] as readonly 'name'[])])
-      .where('user_id', '=', userId);
-    if (query.activeOnly) select = select.where('revoked_at', 'is', null);
+      .where('userId', '=', userId);
+    if (query.activeOnly) select = select.where('revokedAt', 'is', null);
     if (cursor)
       select = select.where(sql<boolean>`(created_at, id) < (${cursor.createdAt}::timestamptz, ${cursor.id}::uuid)`);
     const rows = await select
-      .orderBy('created_at', 'desc')
+      .orderBy('createdAt', 'desc')
       .orderBy('id', 'desc')
       .limit(query.limit + 1)
       .execute();

@@ -57,19 +57,19 @@ export class AuditLogRepository {
    */
   withEntry(entry: AuditEntry, creator: QueryCreator<DB>): QueryCreator<DB> {
     return creator.with('audit_entry', (db) =>
-      db.insertInto('audit_log').values(toRow(entry)),
+      db.insertInto('auditLog').values(toRow(entry)),
     ) as unknown as QueryCreator<DB>;
   }
 
   /** Newest first, `limit + 1` rows after the cursor. */
   async page(filter: AuditFilter, query: PageQuery): Promise<StoredAuditEntry[]> {
-    let qb = this.db.selectFrom('audit_log as a').selectAll('a');
+    let qb = this.db.selectFrom('auditLog as a').selectAll('a');
     if (filter.visibleTo !== undefined) qb = qb.where(visibleAuditEntry(filter.visibleTo, 'a'));
-    if (filter.userId !== undefined) qb = qb.where('a.user_id', '=', filter.userId);
-    if (filter.credentialId !== undefined) qb = qb.where('a.credential_id', '=', filter.credentialId);
+    if (filter.userId !== undefined) qb = qb.where('a.userId', '=', filter.userId);
+    if (filter.credentialId !== undefined) qb = qb.where('a.credentialId', '=', filter.credentialId);
     if (filter.action !== undefined) qb = qb.where('a.action', '=', filter.action);
-    if (filter.from !== undefined) qb = qb.where('a.created_at', '>=', filter.from);
-    if (filter.to !== undefined) qb = qb.where('a.created_at', '<', filter.to);
+    if (filter.from !== undefined) qb = qb.where('a.createdAt', '>=', filter.from);
+    if (filter.to !== undefined) qb = qb.where('a.createdAt', '<', filter.to);
     const rows = await pageOrder(qb, 'a', query).execute();
     return rows.map(toEntry);
   }
@@ -81,7 +81,7 @@ export class AuditLogRepository {
   async pruneOlderThan(cutoff: Date): Promise<number> {
     return this.db.transaction().execute(async (trx) => {
       await sql`SELECT set_config('atrium.audit_prune_before', ${cutoff.toISOString()}, true)`.execute(trx);
-      const result = await trx.deleteFrom('audit_log').where('created_at', '<', cutoff).executeTakeFirst();
+      const result = await trx.deleteFrom('auditLog').where('createdAt', '<', cutoff).executeTakeFirst();
       return Number(result.numDeletedRows);
     });
   }
@@ -94,45 +94,45 @@ export class AuditLogRepository {
 function toRow(entry: AuditEntry) {
   return {
     id: entry.id,
-    created_at: entry.at,
+    createdAt: entry.at,
     action: entry.action,
-    user_id: entry.actor.userId,
+    userId: entry.actor.userId,
     via: entry.actor.via,
-    credential_id: entry.actor.credentialId,
-    client_name:
+    credentialId: entry.actor.credentialId,
+    clientName:
       entry.actor.clientName ??
       (entry.actor.via === 'oauth' && entry.actor.credentialId
         ? sql<string | null>`(SELECT g.client_name FROM oauth_grants g WHERE g.id = ${entry.actor.credentialId}::uuid)`
         : null),
-    client_version: entry.actor.clientVersion ?? null,
-    run_id: entry.actor.runId ?? null,
-    target_type: entry.target?.type ?? null,
-    target_id: entry.target?.id ?? null,
-    outcome_status: entry.outcome.status,
-    outcome_code: entry.outcome.code ?? null,
+    clientVersion: entry.actor.clientVersion ?? null,
+    runId: entry.actor.runId ?? null,
+    targetType: entry.target?.type ?? null,
+    targetId: entry.target?.id ?? null,
+    outcomeStatus: entry.outcome.status,
+    outcomeCode: entry.outcome.code ?? null,
     details: JSON.stringify(entry.details),
   };
 }
 
 function toEntry(row: Selectable<AuditLog>): StoredAuditEntry {
-  const createdAt = row.created_at;
+  const createdAt = row.createdAt;
   return {
     id: row.id,
     at: createdAt,
     createdAt,
     action: row.action as AuditAction,
     actor: {
-      userId: row.user_id,
+      userId: row.userId,
       via: row.via as AuditVia,
-      credentialId: row.credential_id,
-      ...(row.client_name !== null ? { clientName: row.client_name } : {}),
-      ...(row.client_version !== null ? { clientVersion: row.client_version } : {}),
-      ...(row.run_id !== null ? { runId: row.run_id } : {}),
+      credentialId: row.credentialId,
+      ...(row.clientName !== null ? { clientName: row.clientName } : {}),
+      ...(row.clientVersion !== null ? { clientVersion: row.clientVersion } : {}),
+      ...(row.runId !== null ? { runId: row.runId } : {}),
     },
-    target: row.target_type !== null && row.target_id !== null ? { type: row.target_type, id: row.target_id } : null,
+    target: row.targetType !== null && row.targetId !== null ? { type: row.targetType, id: row.targetId } : null,
     outcome: {
-      status: row.outcome_status as 'ok' | 'error',
-      ...(row.outcome_code !== null ? { code: row.outcome_code } : {}),
+      status: row.outcomeStatus as 'ok' | 'error',
+      ...(row.outcomeCode !== null ? { code: row.outcomeCode } : {}),
     },
     details: row.details as Record<string, unknown>,
   };

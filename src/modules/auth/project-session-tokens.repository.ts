@@ -32,16 +32,16 @@ export class ProjectSessionTokensRepository {
     executor: DbExecutor = this.db,
   ): Promise<void> {
     await executor
-      .insertInto('project_session_tokens')
+      .insertInto('projectSessionTokens')
       .values({
         id: token.id,
-        project_id: token.projectId,
-        created_by: token.createdBy,
+        projectId: token.projectId,
+        createdBy: token.createdBy,
         name: token.name,
         role: token.role,
-        token_hash: token.tokenHash,
+        tokenHash: token.tokenHash,
         prefix: token.prefix,
-        expires_at: token.expiresAt,
+        expiresAt: token.expiresAt,
       })
       .execute();
   }
@@ -49,22 +49,22 @@ export class ProjectSessionTokensRepository {
   /** The unexpired, unrevoked token with this HMAC, read on every call so a revocation holds at once on every instance. */
   async findLiveByHash(tokenHash: string): Promise<(ProjectSessionToken & { lastUsedAt: Date | null }) | undefined> {
     const row = await this.db
-      .selectFrom('project_session_tokens')
-      .select(['id', 'project_id', 'created_by', 'name', 'role', 'expires_at', 'last_used_at'])
-      .where('token_hash', '=', tokenHash)
-      .where('expires_at', '>', sql<Date>`now()`)
-      .where('revoked_at', 'is', null)
+      .selectFrom('projectSessionTokens')
+      .select(['id', 'projectId', 'createdBy', 'name', 'role', 'expiresAt', 'lastUsedAt'])
+      .where('tokenHash', '=', tokenHash)
+      .where('expiresAt', '>', sql<Date>`now()`)
+      .where('revokedAt', 'is', null)
       .executeTakeFirst();
     return (
       row && {
         id: row.id,
-        projectId: row.project_id,
-        createdBy: row.created_by,
+        projectId: row.projectId,
+        createdBy: row.createdBy,
         name: row.name,
         // The column holds only the roles the service writes.
         role: row.role as ProjectTokenRole,
-        expiresAt: row.expires_at,
-        lastUsedAt: row.last_used_at,
+        expiresAt: row.expiresAt,
+        lastUsedAt: row.lastUsedAt,
       }
     );
   }
@@ -72,8 +72,8 @@ export class ProjectSessionTokensRepository {
   /** Records a use; callers limit how often (a write per call would serialise a busy token's calls on its row). */
   async touch(id: string): Promise<void> {
     await this.db
-      .updateTable('project_session_tokens')
-      .set({ last_used_at: sql`now()` })
+      .updateTable('projectSessionTokens')
+      .set({ lastUsedAt: sql`now()` })
       .where('id', '=', id)
       .execute();
   }
@@ -81,32 +81,32 @@ export class ProjectSessionTokensRepository {
   /** The project's live tokens (unexpired, unrevoked), newest first, `limit + 1` rows. */
   async pageLive(projectId: string, page: PageQuery): Promise<ProjectSessionTokenRecord[]> {
     const query = this.db
-      .selectFrom('project_session_tokens as t')
+      .selectFrom('projectSessionTokens as t')
       .select([
         't.id',
-        't.project_id',
-        't.created_by',
+        't.projectId',
+        't.createdBy',
         't.name',
         't.role',
         't.prefix',
-        't.created_at',
-        't.expires_at',
-        't.last_used_at',
+        't.createdAt',
+        't.expiresAt',
+        't.lastUsedAt',
       ])
-      .where('t.project_id', '=', projectId)
-      .where('t.expires_at', '>', sql<Date>`now()`)
-      .where('t.revoked_at', 'is', null);
+      .where('t.projectId', '=', projectId)
+      .where('t.expiresAt', '>', sql<Date>`now()`)
+      .where('t.revokedAt', 'is', null);
     const rows = await pageOrder(query, 't', page).execute();
     return rows.map((row) => ({
       id: row.id,
-      projectId: row.project_id,
-      createdBy: row.created_by,
+      projectId: row.projectId,
+      createdBy: row.createdBy,
       name: row.name,
       role: row.role as ProjectTokenRole,
       prefix: row.prefix,
-      createdAt: row.created_at,
-      expiresAt: row.expires_at,
-      lastUsedAt: row.last_used_at,
+      createdAt: row.createdAt,
+      expiresAt: row.expiresAt,
+      lastUsedAt: row.lastUsedAt,
     }));
   }
 
@@ -117,12 +117,12 @@ export class ProjectSessionTokensRepository {
     executor: DbExecutor = this.db,
   ): Promise<{ id: string; name: string; role: string } | undefined> {
     return executor
-      .updateTable('project_session_tokens')
-      .set({ revoked_at: sql`now()` })
+      .updateTable('projectSessionTokens')
+      .set({ revokedAt: sql`now()` })
       .where('id', '=', tokenId)
-      .where('project_id', '=', projectId)
-      .where('revoked_at', 'is', null)
-      .where('expires_at', '>', sql<Date>`now()`)
+      .where('projectId', '=', projectId)
+      .where('revokedAt', 'is', null)
+      .where('expiresAt', '>', sql<Date>`now()`)
       .returning(['id', 'name', 'role'])
       .executeTakeFirst();
   }

@@ -18,7 +18,7 @@ export interface UserWithPassword extends User {
   passwordHash: string;
 }
 
-const USER_COLUMNS = ['id', 'email', 'name', 'role', 'created_at', 'updated_at'] as const;
+const USER_COLUMNS = ['id', 'email', 'name', 'role', 'createdAt', 'updatedAt'] as const;
 
 function toUser(row: Pick<Selectable<Users>, (typeof USER_COLUMNS)[number]>): User {
   // The column holds only the roles the service writes.
@@ -27,8 +27,8 @@ function toUser(row: Pick<Selectable<Users>, (typeof USER_COLUMNS)[number]>): Us
     email: row.email,
     name: row.name,
     role: row.role as UserRole,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
   };
 }
 
@@ -56,7 +56,7 @@ export class UsersRepository {
   ): Promise<User> {
     const row = await executor
       .insertInto('users')
-      .values({ id: user.id, email: user.email, name: user.name, password_hash: user.passwordHash, role: user.role })
+      .values({ id: user.id, email: user.email, name: user.name, passwordHash: user.passwordHash, role: user.role })
       .returning(USER_COLUMNS)
       .executeTakeFirstOrThrow();
     return toUser(row);
@@ -71,16 +71,16 @@ export class UsersRepository {
   async findByEmailWithPassword(email: string): Promise<UserWithPassword | undefined> {
     const row = await this.db
       .selectFrom('users')
-      .select([...USER_COLUMNS, 'password_hash'])
+      .select([...USER_COLUMNS, 'passwordHash'])
       .where(sql<string>`lower(email)`, '=', sql<string>`lower(${email})`)
       .executeTakeFirst();
-    return row && { ...toUser(row), passwordHash: row.password_hash };
+    return row && { ...toUser(row), passwordHash: row.passwordHash };
   }
 
   async update(id: string, changes: { role?: UserRole; passwordHash?: string }): Promise<void> {
     await this.db
       .updateTable('users')
-      .set({ role: changes.role, password_hash: changes.passwordHash, updated_at: sql<Date>`now()` })
+      .set({ role: changes.role, passwordHash: changes.passwordHash, updatedAt: sql<Date>`now()` })
       .where('id', '=', id)
       .execute();
   }

@@ -9,43 +9,43 @@ import type { Document, DocumentOrigin, DocumentStatus } from './document.model.
 /** Every column of a document but its bytes and its text (those are loaded only when asked for). */
 const SUMMARY_COLUMNS = [
   'id',
-  'project_id',
-  'author_id',
+  'projectId',
+  'authorId',
   'title',
-  'mime_type',
-  'size_bytes',
+  'mimeType',
+  'sizeBytes',
   'sha256',
-  'is_public',
+  'isPublic',
   'origin',
   'status',
   'error',
-  'chunk_count',
-  'chunks_total',
-  'indexed_at',
-  'created_at',
-  'updated_at',
+  'chunkCount',
+  'chunksTotal',
+  'indexedAt',
+  'createdAt',
+  'updatedAt',
 ] as const;
 
-type SummaryRow = Omit<Selectable<Documents>, 'content' | 'text_content'>;
+type SummaryRow = Omit<Selectable<Documents>, 'content' | 'textContent'>;
 
 function toDocument(row: SummaryRow): Document {
   return {
     id: row.id,
-    projectId: row.project_id,
-    authorId: row.author_id,
+    projectId: row.projectId,
+    authorId: row.authorId,
     title: row.title,
-    mimeType: row.mime_type,
-    sizeBytes: row.size_bytes,
+    mimeType: row.mimeType,
+    sizeBytes: row.sizeBytes,
     sha256: row.sha256,
-    isPublic: row.is_public,
+    isPublic: row.isPublic,
     origin: row.origin as DocumentOrigin,
     status: row.status as DocumentStatus,
     error: row.error,
-    chunkCount: row.chunk_count,
-    chunksTotal: row.chunks_total,
-    indexedAt: row.indexed_at,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
+    chunkCount: row.chunkCount,
+    chunksTotal: row.chunksTotal,
+    indexedAt: row.indexedAt,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
   };
 }
 
@@ -98,20 +98,20 @@ export class DocumentsRepository {
       .insertInto('documents')
       .values({
         id: document.id,
-        project_id: document.projectId,
-        author_id: document.authorId,
+        projectId: document.projectId,
+        authorId: document.authorId,
         title: document.title,
-        mime_type: document.mimeType,
-        size_bytes: document.sizeBytes,
+        mimeType: document.mimeType,
+        sizeBytes: document.sizeBytes,
         sha256: document.sha256,
-        is_public: document.isPublic,
+        isPublic: document.isPublic,
         origin: document.origin,
         status: 'uploaded',
         error: null,
         content: document.content,
-        text_content: document.textContent,
-        chunk_count: 0,
-        indexed_at: null,
+        textContent: document.textContent,
+        chunkCount: 0,
+        indexedAt: null,
       })
       .returning(SUMMARY_COLUMNS)
       .executeTakeFirstOrThrow();
@@ -145,8 +145,8 @@ export class DocumentsRepository {
     const row = await this.db
       .selectFrom('documents')
       .select(['id', 'status'])
-      .where('author_id', '=', authorId)
-      .where('project_id', '=', projectId)
+      .where('authorId', '=', authorId)
+      .where('projectId', '=', projectId)
       .where('sha256', '=', sha256)
       .where('origin', '=', 'upload')
       .limit(1)
@@ -160,12 +160,12 @@ export class DocumentsRepository {
   async findVisible(actor: Actor, documentId: string, withText = false): Promise<Document | DocumentWithText | null> {
     const row = await this.visibleTo(actor)
       .select(SUMMARY_COLUMNS)
-      .$if(withText, (qb) => qb.select('d.text_content'))
+      .$if(withText, (qb) => qb.select('d.textContent'))
       .where('d.id', '=', documentId)
       .executeTakeFirst();
     if (!row) return null;
     return withText
-      ? { ...toDocument(row), textContent: (row as { text_content: string | null }).text_content }
+      ? { ...toDocument(row), textContent: (row as { textContent: string | null }).textContent }
       : toDocument(row);
   }
 
@@ -179,14 +179,14 @@ export class DocumentsRepository {
   ): Promise<Document[]> {
     const rows = await this.visibleTo(actor)
       .select(SUMMARY_COLUMNS)
-      .where('d.project_id', '=', query.projectId)
+      .where('d.projectId', '=', query.projectId)
       .$if(query.status !== undefined, (qb) => qb.where('d.status', '=', query.status!))
       .$if(query.after !== undefined, (qb) =>
         qb.where(
           sql<boolean>`(d.created_at, d.id) < (${query.after!.createdAt}::timestamptz, ${query.after!.id}::uuid)`,
         ),
       )
-      .orderBy('d.created_at', 'desc')
+      .orderBy('d.createdAt', 'desc')
       .orderBy('d.id', 'desc')
       .limit(query.limit + 1)
       .execute();
@@ -200,9 +200,9 @@ export class DocumentsRepository {
   ): Promise<Document[]> {
     const rows = await this.visibleTo(actor)
       .select(SUMMARY_COLUMNS)
-      .$if(!!query.projectId, (qb) => qb.where('d.project_id', '=', query.projectId!))
+      .$if(!!query.projectId, (qb) => qb.where('d.projectId', '=', query.projectId!))
       .$if(!!query.titleLike, (qb) => qb.where(sql<boolean>`d.title ILIKE ${query.titleLike} ESCAPE '\\'`))
-      .orderBy('d.created_at', 'desc')
+      .orderBy('d.createdAt', 'desc')
       .orderBy('d.id', 'desc')
       .limit(query.limit)
       .execute();
@@ -217,10 +217,10 @@ export class DocumentsRepository {
   ): Promise<string[]> {
     const rows = await this.visibleTo(actor)
       .select('d.id')
-      .where('d.project_id', '=', projectId)
+      .where('d.projectId', '=', projectId)
       .$if(filter.ids !== undefined, (qb) => qb.where(sql<boolean>`d.id = ANY(${filter.ids}::uuid[])`))
       .$if(!!filter.needingIndex, (qb) => qb.where('d.status', 'not in', ['indexed', 'failed']))
-      .orderBy('d.created_at', 'asc')
+      .orderBy('d.createdAt', 'asc')
       .orderBy('d.id', 'asc')
       .execute();
     return rows.map((row) => row.id);
@@ -234,18 +234,18 @@ export class DocumentsRepository {
 
   /** Applies an edit and stamps `updated_at`; null when the document is gone (a delete won the race). */
   async update(documentId: string, changes: DocumentChanges, executor: DbExecutor = this.db): Promise<Document | null> {
-    const set: UpdateObject<DB, 'documents'> = { updated_at: sql<Date>`now()` };
+    const set: UpdateObject<DB, 'documents'> = { updatedAt: sql<Date>`now()` };
     if (changes.title !== undefined) set.title = changes.title;
-    if (changes.isPublic !== undefined) set.is_public = changes.isPublic;
+    if (changes.isPublic !== undefined) set.isPublic = changes.isPublic;
     if (changes.content !== undefined) set.content = changes.content;
-    if (changes.textContent !== undefined) set.text_content = changes.textContent;
+    if (changes.textContent !== undefined) set.textContent = changes.textContent;
     if (changes.sha256 !== undefined) set.sha256 = changes.sha256;
-    if (changes.sizeBytes !== undefined) set.size_bytes = changes.sizeBytes;
-    if (changes.mimeType !== undefined) set.mime_type = changes.mimeType;
+    if (changes.sizeBytes !== undefined) set.sizeBytes = changes.sizeBytes;
+    if (changes.mimeType !== undefined) set.mimeType = changes.mimeType;
     if (changes.origin !== undefined) set.origin = changes.origin;
     if (changes.status !== undefined) set.status = changes.status;
     if (changes.error !== undefined) set.error = changes.error;
-    if (changes.chunksTotal !== undefined) set.chunks_total = changes.chunksTotal;
+    if (changes.chunksTotal !== undefined) set.chunksTotal = changes.chunksTotal;
     const row = await executor
       .updateTable('documents')
       .set(set)
@@ -267,17 +267,17 @@ export class DocumentsRepository {
     const row = await this.db
       .selectFrom('documents')
       .select(SUMMARY_COLUMNS)
-      .select('text_content')
+      .select('textContent')
       .where('id', '=', documentId)
       .executeTakeFirst();
-    return row ? { ...toDocument(row), textContent: row.text_content } : null;
+    return row ? { ...toDocument(row), textContent: row.textContent } : null;
   }
 
   /** Keeps the extracted text of exactly this content; false when the content changed meanwhile. */
   async storeText(documentId: string, sha256: string, text: string): Promise<boolean> {
     const result = await this.db
       .updateTable('documents')
-      .set({ text_content: text })
+      .set({ textContent: text })
       .where('id', '=', documentId)
       .where('sha256', '=', sha256)
       .executeTakeFirst();
@@ -288,7 +288,7 @@ export class DocumentsRepository {
   async markProgress(documentId: string, sha256: string, chunksWritten: number, chunksTotal: number): Promise<void> {
     await this.db
       .updateTable('documents')
-      .set({ chunk_count: chunksWritten, chunks_total: chunksTotal })
+      .set({ chunkCount: chunksWritten, chunksTotal })
       .where('id', '=', documentId)
       .where('sha256', '=', sha256)
       .where('status', '=', 'processing')
@@ -298,7 +298,7 @@ export class DocumentsRepository {
   async markProcessing(documentId: string, sha256: string): Promise<void> {
     await this.db
       .updateTable('documents')
-      .set({ status: 'processing', error: null, chunks_total: null })
+      .set({ status: 'processing', error: null, chunksTotal: null })
       .where('id', '=', documentId)
       .where('sha256', '=', sha256)
       .execute();
@@ -311,9 +311,9 @@ export class DocumentsRepository {
       .set({
         status: 'indexed',
         error: null,
-        chunk_count: chunkCount,
-        chunks_total: null,
-        indexed_at: sql<Date>`now()`,
+        chunkCount,
+        chunksTotal: null,
+        indexedAt: sql<Date>`now()`,
       })
       .where('id', '=', documentId)
       .where('sha256', '=', sha256)
@@ -325,7 +325,7 @@ export class DocumentsRepository {
   async markFailed(documentId: string, sha256: string, reason: string): Promise<boolean> {
     const result = await this.db
       .updateTable('documents')
-      .set({ status: 'failed', error: reason.slice(0, 2000), chunks_total: null })
+      .set({ status: 'failed', error: reason.slice(0, 2000), chunksTotal: null })
       .where('id', '=', documentId)
       .where('sha256', '=', sha256)
       .executeTakeFirst();
@@ -336,7 +336,7 @@ export class DocumentsRepository {
   async failUnfinished(documentIds: string[], reason: string, executor: DbExecutor = this.db): Promise<void> {
     await executor
       .updateTable('documents')
-      .set({ status: 'failed', error: reason.slice(0, 2000), chunks_total: null, updated_at: sql<Date>`now()` })
+      .set({ status: 'failed', error: reason.slice(0, 2000), chunksTotal: null, updatedAt: sql<Date>`now()` })
       .where(sql<boolean>`id = ANY(${documentIds}::uuid[])`)
       .where('status', 'in', ['uploaded', 'processing'])
       .execute();

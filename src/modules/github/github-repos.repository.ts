@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { sql, type Selectable } from 'kysely';
+import { sql } from 'kysely';
 import { visibleRepo } from '../../common/access/access-rules.js';
 import type { Actor } from '../../common/auth/actor.js';
 import { pageOrder, type PageQuery } from '../../common/pagination/cursor-page.js';
-import type { GithubRepositories } from '../../database/database.types.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 
 /** A repository an admin registered; the GitHub tools only ever reach these. */
@@ -34,17 +33,15 @@ const COLUMNS = [
   'r.id',
   'r.owner',
   'r.name',
-  'r.full_name',
-  'r.github_id',
-  'r.default_branch',
+  'r.fullName',
+  'r.githubId',
+  'r.defaultBranch',
   'r.description',
-  'r.is_private',
-  'r.created_by',
-  'r.created_at',
-  'r.updated_at',
+  'r.isPrivate',
+  'r.createdBy',
+  'r.createdAt',
+  'r.updatedAt',
 ] as const;
-
-type SelectedRepo = Omit<Selectable<GithubRepositories>, 'token_ciphertext'> & { has_own_token: boolean };
 
 /** The github_repositories table. The token ciphertext is read by one method only, the one that calls GitHub. */
 @Injectable()
@@ -53,33 +50,31 @@ export class GithubReposRepository {
 
   async insert(repo: NewRegisteredRepo, executor: DbExecutor = this.db): Promise<void> {
     await executor
-      .insertInto('github_repositories')
+      .insertInto('githubRepositories')
       .values({
         id: repo.id,
         owner: repo.owner,
         name: repo.name,
-        full_name: repo.fullName,
-        github_id: repo.githubId,
-        default_branch: repo.defaultBranch,
+        fullName: repo.fullName,
+        githubId: repo.githubId,
+        defaultBranch: repo.defaultBranch,
         description: repo.description,
-        is_private: repo.isPrivate,
-        token_ciphertext: repo.tokenCiphertext,
-        created_by: repo.createdBy,
+        isPrivate: repo.isPrivate,
+        tokenCiphertext: repo.tokenCiphertext,
+        createdBy: repo.createdBy,
       })
       .execute();
   }
 
   async findById(id: string): Promise<RegisteredRepo | undefined> {
-    const row = await this.select().where('r.id', '=', id).executeTakeFirst();
-    return row && toRecord(row);
+    return this.select().where('r.id', '=', id).executeTakeFirst();
   }
 
   /** By `owner/name` in any case. */
   async findByFullName(fullName: string): Promise<RegisteredRepo | undefined> {
-    const row = await this.select()
-      .where((eb) => eb(eb.fn('lower', ['r.full_name']), '=', eb.fn('lower', [eb.val(fullName)])))
+    return this.select()
+      .where((eb) => eb(eb.fn('lower', ['r.fullName']), '=', eb.fn('lower', [eb.val(fullName)])))
       .executeTakeFirst();
-    return row && toRecord(row);
   }
 
   /** By `owner/name` in any case, with the stored token ciphertext (null = the server's token). */
@@ -87,53 +82,36 @@ export class GithubReposRepository {
     fullName: string,
   ): Promise<{ repo: RegisteredRepo; tokenCiphertext: string | null } | undefined> {
     const row = await this.select()
-      .select('r.token_ciphertext')
-      .where((eb) => eb(eb.fn('lower', ['r.full_name']), '=', eb.fn('lower', [eb.val(fullName)])))
+      .select('r.tokenCiphertext')
+      .where((eb) => eb(eb.fn('lower', ['r.fullName']), '=', eb.fn('lower', [eb.val(fullName)])))
       .executeTakeFirst();
-    return row && { repo: toRecord(row), tokenCiphertext: row.token_ciphertext };
+    if (!row) return undefined;
+    const { tokenCiphertext, ...repo } = row;
+    return { repo, tokenCiphertext };
   }
 
   /** One page of every registered repository (admins), newest first; `limit + 1` rows, see pageOrder. */
   async page(query: PageQuery): Promise<RegisteredRepo[]> {
-    const rows = await pageOrder(this.select(), 'r', query).execute();
-    return rows.map(toRecord);
+    return pageOrder(this.select(), 'r', query).execute();
   }
 
   /** Every registered repository the actor may reach (its `repos` pins), by name. */
   async listVisible(actor: Actor): Promise<RegisteredRepo[]> {
-    const rows = await this.select()
+    return this.select()
       .where(visibleRepo(actor, 'r'))
-      .orderBy((eb) => eb.fn('lower', ['r.full_name']), 'asc')
+      .orderBy((eb) => eb.fn('lower', ['r.fullName']), 'asc')
       .execute();
-    return rows.map(toRecord);
   }
 
   async delete(id: string, executor: DbExecutor = this.db): Promise<boolean> {
-    const result = await executor.deleteFrom('github_repositories').where('id', '=', id).executeTakeFirst();
+    const result = await executor.deleteFrom('githubRepositories').where('id', '=', id).executeTakeFirst();
     return result.numDeletedRows > 0n;
   }
 
   private select() {
     return this.db
-      .selectFrom('github_repositories as r')
+      .selectFrom('githubRepositories as r')
       .select(COLUMNS)
-      .select(sql<boolean>`r.token_ciphertext IS NOT NULL`.as('has_own_token'));
+      .select(sql<boolean>`r.token_ciphertext IS NOT NULL`.as('hasOwnToken'));
   }
-}
-
-function toRecord(row: SelectedRepo): RegisteredRepo {
-  return {
-    id: row.id,
-    owner: row.owner,
-    name: row.name,
-    fullName: row.full_name,
-    githubId: row.github_id,
-    defaultBranch: row.default_branch,
-    description: row.description,
-    isPrivate: row.is_private,
-    createdBy: row.created_by,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    hasOwnToken: row.has_own_token,
-  };
 }

@@ -20,33 +20,33 @@ export class OAuthClientsRepository {
 
   async insert(client: RegisteredOAuthClient, createdAt: Date): Promise<void> {
     await this.db
-      .insertInto('oauth_clients')
+      .insertInto('oauthClients')
       .values({
-        client_id: client.clientId,
-        client_secret_hash: client.secretHash,
-        client_name: client.clientName,
-        redirect_uris: client.redirectUris,
-        token_endpoint_auth_method: client.authMethod,
-        created_at: createdAt,
+        clientId: client.clientId,
+        clientSecretHash: client.secretHash,
+        clientName: client.clientName,
+        redirectUris: client.redirectUris,
+        tokenEndpointAuthMethod: client.authMethod,
+        createdAt,
       })
       .execute();
   }
 
   async find(clientId: string): Promise<RegisteredOAuthClient | undefined> {
     const row = await this.db
-      .selectFrom('oauth_clients')
-      .select(['client_id', 'client_name', 'redirect_uris', 'token_endpoint_auth_method', 'client_secret_hash'])
-      .where('client_id', '=', clientId)
+      .selectFrom('oauthClients')
+      .select(['clientId', 'clientName', 'redirectUris', 'tokenEndpointAuthMethod', 'clientSecretHash'])
+      .where('clientId', '=', clientId)
       .executeTakeFirst();
     return (
       row && {
-        clientId: row.client_id,
+        clientId: row.clientId,
         // Registration always stores a name; the column is nullable only by history.
-        clientName: row.client_name ?? 'Unnamed client',
-        redirectUris: row.redirect_uris,
+        clientName: row.clientName ?? 'Unnamed client',
+        redirectUris: row.redirectUris,
         // Registration stores only the methods it accepts.
-        authMethod: row.token_endpoint_auth_method as TokenEndpointAuthMethod,
-        secretHash: row.client_secret_hash,
+        authMethod: row.tokenEndpointAuthMethod as TokenEndpointAuthMethod,
+        secretHash: row.clientSecretHash,
       }
     );
   }

@@ -52,49 +52,49 @@ export class OAuthGrantsRepository {
 
   constructor(@InjectDb() private readonly db: Db) {
     this.byAccessToken = this.db
-      .selectFrom('oauth_tokens as t')
-      .innerJoin('oauth_grants as g', 'g.id', 't.grant_id')
+      .selectFrom('oauthTokens as t')
+      .innerJoin('oauthGrants as g', 'g.id', 't.grantId')
       .select([
         'g.id',
-        'g.user_id',
+        'g.userId',
         'g.scopes',
-        'g.project_ids',
+        'g.projectIds',
         'g.repos',
-        'g.confirm_writes',
+        'g.confirmWrites',
         'g.tools',
-        'g.read_only',
-        'g.expires_at',
-        'g.revoked_at',
-        'g.allowed_ips',
-        'g.client_id',
-        'g.client_name',
-        't.token_hash',
-        't.expires_at as token_expires_at',
+        'g.readOnly',
+        'g.expiresAt',
+        'g.revokedAt',
+        'g.allowedIps',
+        'g.clientId',
+        'g.clientName',
+        't.tokenHash',
+        't.expiresAt as tokenExpiresAt',
       ])
-      .where('t.token_hash', '=', Buffer.alloc(0))
+      .where('t.tokenHash', '=', Buffer.alloc(0))
       .where('t.kind', '=', sql.lit('access'))
       .compile();
   }
 
   async insertCode(codeHash: Buffer, code: OAuthCode): Promise<void> {
     await this.db
-      .insertInto('oauth_codes')
+      .insertInto('oauthCodes')
       .values({
-        code_hash: codeHash,
-        user_id: code.userId,
-        client_id: code.clientId,
-        client_name: code.clientName,
-        redirect_uri: code.redirectUri,
-        code_challenge: code.codeChallenge,
+        codeHash,
+        userId: code.userId,
+        clientId: code.clientId,
+        clientName: code.clientName,
+        redirectUri: code.redirectUri,
+        codeChallenge: code.codeChallenge,
         resource: code.resource,
         scopes: code.scopes,
-        project_ids: code.projectIds,
+        projectIds: code.projectIds,
         repos: code.repos,
-        grant_expires_at: code.grantExpiresAt,
-        expires_at: code.expiresAt,
-        confirm_writes: code.confirmWrites,
+        grantExpiresAt: code.grantExpiresAt,
+        expiresAt: code.expiresAt,
+        confirmWrites: code.confirmWrites,
         tools: code.tools,
-        read_only: code.readOnly,
+        readOnly: code.readOnly,
       })
       .execute();
   }
@@ -109,43 +109,43 @@ export class OAuthGrantsRepository {
   /** Marks the code used and returns it; undefined when it is unknown or was already used. */
   async consumeCode(codeHash: Buffer): Promise<OAuthCode | undefined> {
     const row = await this.db
-      .updateTable('oauth_codes')
-      .set({ used_at: sql<Date>`now()` })
-      .where('code_hash', '=', codeHash)
-      .where('used_at', 'is', null)
+      .updateTable('oauthCodes')
+      .set({ usedAt: sql<Date>`now()` })
+      .where('codeHash', '=', codeHash)
+      .where('usedAt', 'is', null)
       .returning([
-        'user_id',
-        'client_id',
-        'client_name',
-        'redirect_uri',
-        'code_challenge',
+        'userId',
+        'clientId',
+        'clientName',
+        'redirectUri',
+        'codeChallenge',
         'resource',
         'scopes',
-        'project_ids',
+        'projectIds',
         'repos',
-        'confirm_writes',
+        'confirmWrites',
         'tools',
-        'read_only',
-        'grant_expires_at',
-        'expires_at',
+        'readOnly',
+        'grantExpiresAt',
+        'expiresAt',
       ])
       .executeTakeFirst();
     return (
       row && {
-        userId: row.user_id,
-        clientId: row.client_id,
-        clientName: row.client_name,
-        redirectUri: row.redirect_uri,
-        codeChallenge: row.code_challenge,
+        userId: row.userId,
+        clientId: row.clientId,
+        clientName: row.clientName,
+        redirectUri: row.redirectUri,
+        codeChallenge: row.codeChallenge,
         resource: row.resource,
         scopes: row.scopes,
-        projectIds: row.project_ids,
+        projectIds: row.projectIds,
         repos: row.repos,
-        confirmWrites: row.confirm_writes,
+        confirmWrites: row.confirmWrites,
         tools: row.tools,
-        readOnly: row.read_only,
-        grantExpiresAt: row.grant_expires_at,
-        expiresAt: row.expires_at,
+        readOnly: row.readOnly,
+        grantExpiresAt: row.grantExpiresAt,
+        expiresAt: row.expiresAt,
       }
     );
   }
@@ -153,46 +153,46 @@ export class OAuthGrantsRepository {
   /** A known code's grant (null before its exchange completed); undefined for an unknown code. */
   async findCodeGrant(codeHash: Buffer): Promise<{ grantId: string | null } | undefined> {
     const row = await this.db
-      .selectFrom('oauth_codes')
-      .select('grant_id')
-      .where('code_hash', '=', codeHash)
+      .selectFrom('oauthCodes')
+      .select('grantId')
+      .where('codeHash', '=', codeHash)
       .executeTakeFirst();
-    return row && { grantId: row.grant_id };
+    return row && { grantId: row.grantId };
   }
 
   /** Creates the grant a code was exchanged for and records it on the code (for reuse detection). */
   async insertGrantForCode(codeHash: Buffer, grant: NewOAuthGrant, executor: DbExecutor = this.db): Promise<void> {
     await executor
-      .insertInto('oauth_grants')
+      .insertInto('oauthGrants')
       .values({
         id: grant.id,
-        user_id: grant.userId,
-        client_id: grant.clientId,
-        client_name: grant.clientName,
-        redirect_uri: grant.redirectUri,
+        userId: grant.userId,
+        clientId: grant.clientId,
+        clientName: grant.clientName,
+        redirectUri: grant.redirectUri,
         resource: grant.resource,
         scopes: grant.scopes,
-        project_ids: grant.projectIds,
+        projectIds: grant.projectIds,
         repos: grant.repos,
-        expires_at: grant.expiresAt,
-        confirm_writes: grant.confirmWrites,
+        expiresAt: grant.expiresAt,
+        confirmWrites: grant.confirmWrites,
         tools: grant.tools,
-        read_only: grant.readOnly,
+        readOnly: grant.readOnly,
       })
       .execute();
-    await executor.updateTable('oauth_codes').set({ grant_id: grant.id }).where('code_hash', '=', codeHash).execute();
+    await executor.updateTable('oauthCodes').set({ grantId: grant.id }).where('codeHash', '=', codeHash).execute();
   }
 
   /** The grant if it is neither revoked nor expired. */
   async findActive(grantId: string, executor: DbExecutor = this.db): Promise<OAuthGrantAuthorisation | undefined> {
     const row = await executor
-      .selectFrom('oauth_grants')
-      .select([...AUTHORISATION_COLUMNS, 'client_id'])
+      .selectFrom('oauthGrants')
+      .select([...AUTHORISATION_COLUMNS, 'clientId'])
       .where('id', '=', grantId)
-      .where('revoked_at', 'is', null)
-      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]))
+      .where('revokedAt', 'is', null)
+      .where((eb) => eb.or([eb('expiresAt', 'is', null), eb('expiresAt', '>', sql<Date>`now()`)]))
       .executeTakeFirst();
-    return row && { ...toAuthorisation(row), clientId: row.client_id };
+    return row && { ...toAuthorisation(row), clientId: row.clientId };
   }
 
   /**
@@ -206,9 +206,9 @@ export class OAuthGrantsRepository {
     const [row] = (await this.db.executeQuery(query)).rows;
     return (
       row && {
-        grant: { ...toAuthorisation(row), clientId: row.client_id, clientName: row.client_name },
-        tokenHash: row.token_hash,
-        tokenExpiresAt: row.token_expires_at,
+        grant: { ...toAuthorisation(row), clientId: row.clientId, clientName: row.clientName },
+        tokenHash: row.tokenHash,
+        tokenExpiresAt: row.tokenExpiresAt,
       }
     );
   }
@@ -219,17 +219,17 @@ export class OAuthGrantsRepository {
     kind: OAuthTokenKind,
   ): Promise<{ grantId: string; clientId: string; clientName: string; userId: string } | undefined> {
     const row = await this.db
-      .selectFrom('oauth_tokens as t')
-      .innerJoin('oauth_grants as g', 'g.id', 't.grant_id')
-      .select(['t.grant_id', 'g.client_id', 'g.client_name', 'g.user_id'])
-      .where('t.token_hash', '=', tokenHash)
+      .selectFrom('oauthTokens as t')
+      .innerJoin('oauthGrants as g', 'g.id', 't.grantId')
+      .select(['t.grantId', 'g.clientId', 'g.clientName', 'g.userId'])
+      .where('t.tokenHash', '=', tokenHash)
       .where('t.kind', '=', kind)
       .executeTakeFirst();
-    return row && { grantId: row.grant_id, clientId: row.client_id, clientName: row.client_name, userId: row.user_id };
+    return row && { grantId: row.grantId, clientId: row.clientId, clientName: row.clientName, userId: row.userId };
   }
 
   async deleteToken(tokenHash: Buffer): Promise<void> {
-    await this.db.deleteFrom('oauth_tokens').where('token_hash', '=', tokenHash).execute();
+    await this.db.deleteFrom('oauthTokens').where('tokenHash', '=', tokenHash).execute();
   }
 
   /**
@@ -241,21 +241,21 @@ export class OAuthGrantsRepository {
     executor: DbExecutor = this.db,
   ): Promise<{ grantId: string; spent: boolean } | undefined> {
     const spent = await executor
-      .updateTable('oauth_tokens')
-      .set({ used_at: sql<Date>`now()` })
-      .where('token_hash', '=', tokenHash)
+      .updateTable('oauthTokens')
+      .set({ usedAt: sql<Date>`now()` })
+      .where('tokenHash', '=', tokenHash)
       .where('kind', '=', 'refresh')
-      .where('used_at', 'is', null)
-      .returning('grant_id')
+      .where('usedAt', 'is', null)
+      .returning('grantId')
       .executeTakeFirst();
-    if (spent) return { grantId: spent.grant_id, spent: true };
+    if (spent) return { grantId: spent.grantId, spent: true };
     const known = await executor
-      .selectFrom('oauth_tokens')
-      .select('grant_id')
-      .where('token_hash', '=', tokenHash)
+      .selectFrom('oauthTokens')
+      .select('grantId')
+      .where('tokenHash', '=', tokenHash)
       .where('kind', '=', 'refresh')
       .executeTakeFirst();
-    return known && { grantId: known.grant_id, spent: false };
+    return known && { grantId: known.grantId, spent: false };
   }
 
   /**
@@ -269,17 +269,17 @@ export class OAuthGrantsRepository {
     executor: DbExecutor = this.db,
   ): Promise<void> {
     await executor
-      .insertInto('oauth_tokens')
+      .insertInto('oauthTokens')
       .values([
-        { token_hash: access.hash, grant_id: grantId, kind: 'access', expires_at: access.expiresAt },
-        { token_hash: refresh.hash, grant_id: grantId, kind: 'refresh', expires_at: refresh.expiresAt },
+        { tokenHash: access.hash, grantId, kind: 'access', expiresAt: access.expiresAt },
+        { tokenHash: refresh.hash, grantId, kind: 'refresh', expiresAt: refresh.expiresAt },
       ])
       .execute();
     await executor
-      .deleteFrom('oauth_tokens')
-      .where('grant_id', '=', grantId)
+      .deleteFrom('oauthTokens')
+      .where('grantId', '=', grantId)
       .where('kind', '=', 'access')
-      .where('expires_at', '<', sql<Date>`now()`)
+      .where('expiresAt', '<', sql<Date>`now()`)
       .execute();
   }
 }

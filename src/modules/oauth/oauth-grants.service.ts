@@ -259,8 +259,8 @@ export class OAuthGrantsService {
       'oauth-grant',
       userId,
       { ...query, activeOnly: true },
-      ['client_id', 'client_name'],
-      (grant, own) => ({ ...toToolCredentialView(grant), clientId: own.client_id, clientName: own.client_name }),
+      ['clientId', 'clientName'],
+      (grant, own) => ({ ...toToolCredentialView(grant), clientId: own.clientId, clientName: own.clientName }),
     );
   }
 

@@ -35,10 +35,10 @@ export class ProjectsRepository {
   /** The user's member role in the project, or null when not a member. */
   async memberRole(projectId: string, userId: string, executor: DbExecutor = this.db): Promise<ProjectRole | null> {
     const row = await executor
-      .selectFrom('project_members')
+      .selectFrom('projectMembers')
       .select('role')
-      .where('project_id', '=', projectId)
-      .where('user_id', '=', userId)
+      .where('projectId', '=', projectId)
+      .where('userId', '=', userId)
       .executeTakeFirst();
     return row ? toRole(row.role) : null;
   }
@@ -50,11 +50,11 @@ export class ProjectsRepository {
   ): Promise<void> {
     await trx
       .insertInto('projects')
-      .values({ id: project.id, name: project.name, description: project.description, owner_id: project.ownerId })
+      .values({ id: project.id, name: project.name, description: project.description, ownerId: project.ownerId })
       .execute();
     await trx
-      .insertInto('project_members')
-      .values({ project_id: project.id, user_id: project.ownerId, role: 'owner' })
+      .insertInto('projectMembers')
+      .values({ projectId: project.id, userId: project.ownerId, role: 'owner' })
       .execute();
   }
 
@@ -80,15 +80,15 @@ export class ProjectsRepository {
       .set({
         ...(changes.name !== undefined && { name: changes.name }),
         ...(changes.description !== undefined && { description: changes.description }),
-        updated_at: sql<Date>`now()`,
+        updatedAt: sql<Date>`now()`,
       })
       .where('id', '=', projectId)
       .execute();
   }
 
   async ownerId(projectId: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('projects').select('owner_id').where('id', '=', projectId).executeTakeFirst();
-    return row?.owner_id;
+    const row = await this.db.selectFrom('projects').select('ownerId').where('id', '=', projectId).executeTakeFirst();
+    return row?.ownerId;
   }
 
   /** Membership changes of one project take turns: the project row is their lock (inside `trx`). */
@@ -103,28 +103,28 @@ export class ProjectsRepository {
     executor: DbExecutor = this.db,
   ): Promise<void> {
     await executor
-      .insertInto('project_members')
-      .values({ project_id: projectId, user_id: userId, role })
+      .insertInto('projectMembers')
+      .values({ projectId, userId, role })
       .onConflict((conflict) =>
-        conflict.columns(['project_id', 'user_id']).doUpdateSet({ role, updated_at: sql<Date>`now()` }),
+        conflict.columns(['projectId', 'userId']).doUpdateSet({ role, updatedAt: sql<Date>`now()` }),
       )
       .execute();
   }
 
   async member(projectId: string, userId: string): Promise<ProjectMemberRecord | undefined> {
     const row = await this.db
-      .selectFrom('project_members')
+      .selectFrom('projectMembers')
       .selectAll()
-      .where('project_id', '=', projectId)
-      .where('user_id', '=', userId)
+      .where('projectId', '=', projectId)
+      .where('userId', '=', userId)
       .executeTakeFirst();
     return (
       row && {
-        projectId: row.project_id,
-        userId: row.user_id,
+        projectId: row.projectId,
+        userId: row.userId,
         role: toRole(row.role),
-        createdAt: row.created_at,
-        updatedAt: row.updated_at,
+        createdAt: row.createdAt,
+        updatedAt: row.updatedAt,
       }
     );
   }
@@ -133,25 +133,25 @@ export class ProjectsRepository {
   private selectVisible(actor: Actor) {
     return this.db
       .selectFrom('projects as p')
-      .select(['p.id', 'p.name', 'p.description', 'p.owner_id', 'p.created_at', 'p.updated_at'])
+      .select(['p.id', 'p.name', 'p.description', 'p.ownerId', 'p.createdAt', 'p.updatedAt'])
       .select((eb) => [
         eb
-          .selectFrom('project_members as m')
+          .selectFrom('projectMembers as m')
           .select('m.role')
-          .whereRef('m.project_id', '=', 'p.id')
-          .where('m.user_id', '=', actor.userId)
+          .whereRef('m.projectId', '=', 'p.id')
+          .where('m.userId', '=', actor.userId)
           .as('role'),
         eb
-          .selectFrom('project_members as pm')
+          .selectFrom('projectMembers as pm')
           .select(sql<string>`count(*)`.as('n'))
-          .whereRef('pm.project_id', '=', 'p.id')
-          .as('member_count'),
+          .whereRef('pm.projectId', '=', 'p.id')
+          .as('memberCount'),
         eb
           .selectFrom('documents as d')
           .select(sql<string>`count(*)`.as('n'))
-          .whereRef('d.project_id', '=', 'p.id')
+          .whereRef('d.projectId', '=', 'p.id')
           .where(visibleDocument(actor, 'd'))
-          .as('document_count'),
+          .as('documentCount'),
       ])
       .where(visibleProject(actor, 'p'));
   }
@@ -166,23 +166,23 @@ function toRecord(row: {
   id: string;
   name: string;
   description: string;
-  owner_id: string;
-  created_at: Date;
-  updated_at: Date;
+  ownerId: string;
+  createdAt: Date;
+  updatedAt: Date;
   role: string | null;
-  member_count: string | null;
-  document_count: string | null;
+  memberCount: string | null;
+  documentCount: string | null;
 }): ProjectRecord {
   return {
     id: row.id,
     name: row.name,
     description: row.description,
-    ownerId: row.owner_id,
+    ownerId: row.ownerId,
     // Never null: selectVisible keeps only projects the actor is a member of.
     memberRole: toRole(row.role ?? ''),
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    documentCount: Number(row.document_count ?? 0),
-    memberCount: Number(row.member_count ?? 0),
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    documentCount: Number(row.documentCount ?? 0),
+    memberCount: Number(row.memberCount ?? 0),
   };
 }

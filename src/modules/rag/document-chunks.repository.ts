@@ -50,8 +50,8 @@ export class DocumentChunksRepository {
       n: number;
       current: boolean | null;
       status: string;
-      chunk_count: number;
-      chunks_total: number | null;
+      chunkCount: number;
+      chunksTotal: number | null;
     }>`
       SELECT c.n, c.current, d.status, d.chunk_count, d.chunks_total
       FROM (SELECT count(*)::int AS n, bool_and(content_sha256 = ${sha256} AND embedding_model = ${embeddingModel}) AS current
@@ -64,8 +64,8 @@ export class DocumentChunksRepository {
       count: row.n,
       allCurrent: row.current,
       documentStatus: row.status,
-      documentChunkCount: row.chunk_count,
-      documentChunksTotal: row.chunks_total,
+      documentChunkCount: row.chunkCount,
+      documentChunksTotal: row.chunksTotal,
     };
   }
 
@@ -79,17 +79,17 @@ export class DocumentChunksRepository {
     limit: number,
   ): Promise<number> {
     const result = await this.db
-      .deleteFrom('document_chunks')
+      .deleteFrom('documentChunks')
       .where('id', 'in', (eb) =>
         eb
-          .selectFrom('document_chunks')
+          .selectFrom('documentChunks')
           .select('id')
-          .where('document_id', '=', documentId)
+          .where('documentId', '=', documentId)
           .$if(keep.sha256 !== undefined || keep.embeddingModel !== undefined, (qb) =>
             qb.where((inner) =>
               inner.or([
-                ...(keep.sha256 !== undefined ? [inner('content_sha256', '<>', keep.sha256)] : []),
-                ...(keep.embeddingModel !== undefined ? [inner('embedding_model', '<>', keep.embeddingModel)] : []),
+                ...(keep.sha256 !== undefined ? [inner('contentSha256', '<>', keep.sha256)] : []),
+                ...(keep.embeddingModel !== undefined ? [inner('embeddingModel', '<>', keep.embeddingModel)] : []),
               ]),
             ),
           )
@@ -102,9 +102,9 @@ export class DocumentChunksRepository {
   /** How many chunks a document has and one past its highest chunk index. */
   async extent(documentId: string): Promise<{ count: number; next: number }> {
     const row = await this.db
-      .selectFrom('document_chunks')
+      .selectFrom('documentChunks')
       .select([sql<number>`count(*)::int`.as('count'), sql<number>`coalesce(max(chunk_index) + 1, 0)::int`.as('next')])
-      .where('document_id', '=', documentId)
+      .where('documentId', '=', documentId)
       .executeTakeFirstOrThrow();
     return row;
   }
@@ -162,13 +162,13 @@ export class DocumentChunksRepository {
     embeddingModel: string,
   ): Promise<{ projectId: string | null; documentIds: string[] }[]> {
     const rows = await this.db
-      .selectFrom('document_chunks as c')
-      .innerJoin('documents as d', 'd.id', 'c.document_id')
-      .select(['d.project_id', sql<string[]>`array_agg(DISTINCT d.id)`.as('ids')])
-      .where('c.embedding_model', '<>', embeddingModel)
-      .groupBy('d.project_id')
+      .selectFrom('documentChunks as c')
+      .innerJoin('documents as d', 'd.id', 'c.documentId')
+      .select(['d.projectId', sql<string[]>`array_agg(DISTINCT d.id)`.as('ids')])
+      .where('c.embeddingModel', '<>', embeddingModel)
+      .groupBy('d.projectId')
       .execute();
-    return rows.map((row) => ({ projectId: row.project_id, documentIds: row.ids }));
+    return rows.map((row) => ({ projectId: row.projectId, documentIds: row.ids }));
   }
 
   /**

@@ -93,12 +93,12 @@ class Slice {
 }
 
 /** Indexing jobs as claimable jobs (src/queue): a claim's number (`attempts`) fences its writes. */
-export const INDEXING_JOBS_TABLE: ClaimableTable<'indexing_jobs'> = {
-  table: 'indexing_jobs',
+export const INDEXING_JOBS_TABLE: ClaimableTable<'indexingJobs'> = {
+  table: 'indexingJobs',
   kind: 'indexing',
   fencedBy: 'attempts',
-  owner: 'created_by',
-  project: 'project_id',
+  owner: 'createdBy',
+  project: 'projectId',
   handBacks: 'slices',
 };
 

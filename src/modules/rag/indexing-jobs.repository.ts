@@ -41,23 +41,23 @@ export type IndexingJobRow = Selectable<IndexingJobs>;
 export function toIndexingJob(row: IndexingJobRow): IndexingJob {
   return {
     id: row.id,
-    projectId: row.project_id,
-    createdBy: row.created_by,
+    projectId: row.projectId,
+    createdBy: row.createdBy,
     kind: row.kind as IndexingJobKind,
     status: row.status as IndexingJobStatus,
-    documentIds: row.document_ids,
+    documentIds: row.documentIds,
     total: row.total,
     done: row.done,
     failed: row.failed,
     errors: row.errors as IndexingJob['errors'],
     attempts: row.attempts,
     slices: row.slices,
-    currentDocumentId: row.current_document_id,
-    currentChunksDone: row.current_chunks_done,
-    currentChunksTotal: row.current_chunks_total,
-    createdAt: new Date(row.created_at),
-    startedAt: row.started_at ? new Date(row.started_at) : null,
-    finishedAt: row.finished_at ? new Date(row.finished_at) : null,
+    currentDocumentId: row.currentDocumentId,
+    currentChunksDone: row.currentChunksDone,
+    currentChunksTotal: row.currentChunksTotal,
+    createdAt: new Date(row.createdAt),
+    startedAt: row.startedAt ? new Date(row.startedAt) : null,
+    finishedAt: row.finishedAt ? new Date(row.finishedAt) : null,
   };
 }
 
@@ -82,16 +82,16 @@ export class IndexingJobsRepository {
   /** Inserts the job `queued`; a second queued/running reindex of a project violates a unique index (the caller maps it). */
   async insert(job: NewIndexingJob): Promise<IndexingJob> {
     const row = await this.db
-      .insertInto('indexing_jobs')
+      .insertInto('indexingJobs')
       .values({
         id: job.id,
-        project_id: job.projectId,
-        created_by: job.createdBy,
+        projectId: job.projectId,
+        createdBy: job.createdBy,
         kind: job.kind,
         status: 'queued',
-        document_ids: job.documentIds,
+        documentIds: job.documentIds,
         total: job.documentIds.length,
-        trace_id: job.traceId,
+        traceId: job.traceId,
       })
       .returningAll()
       .executeTakeFirstOrThrow();
@@ -101,7 +101,7 @@ export class IndexingJobsRepository {
   /** The job if the actor may see it (visibleIndexingJob), else null: one answer for missing and hidden. */
   async findVisible(actor: Actor, jobId: string): Promise<IndexingJob | null> {
     const row = await this.db
-      .selectFrom('indexing_jobs as j')
+      .selectFrom('indexingJobs as j')
       .selectAll()
       .where('j.id', '=', jobId)
       .where(visibleIndexingJob(actor, 'j'))
@@ -111,15 +111,15 @@ export class IndexingJobsRepository {
 
   /** The job's status, or null when it is gone. */
   async statusOf(jobId: string): Promise<IndexingJobStatus | null> {
-    const row = await this.db.selectFrom('indexing_jobs').select('status').where('id', '=', jobId).executeTakeFirst();
+    const row = await this.db.selectFrom('indexingJobs').select('status').where('id', '=', jobId).executeTakeFirst();
     return row ? (row.status as IndexingJobStatus) : null;
   }
 
   /** Cancels a queued or running job; null when it was neither. */
   async cancel(jobId: string): Promise<IndexingJob | null> {
     const row = await this.db
-      .updateTable('indexing_jobs')
-      .set({ status: 'cancelled', finished_at: sql<Date>`now()` })
+      .updateTable('indexingJobs')
+      .set({ status: 'cancelled', finishedAt: sql<Date>`now()` })
       .where('id', '=', jobId)
       .where('status', 'in', ['queued', 'running'])
       .returningAll()
@@ -134,13 +134,13 @@ export class IndexingJobsRepository {
     outcome: { failure: null } | { failure: { documentId: string; message: string } },
   ): Promise<boolean> {
     const result = await this.db
-      .updateTable('indexing_jobs')
+      .updateTable('indexingJobs')
       .set((eb) =>
         outcome.failure === null
-          ? { done: eb('done', '+', 1), heartbeat_at: sql<Date>`now()` }
+          ? { done: eb('done', '+', 1), heartbeatAt: sql<Date>`now()` }
           : {
               failed: eb('failed', '+', 1),
-              heartbeat_at: sql<Date>`now()`,
+              heartbeatAt: sql<Date>`now()`,
               errors: sql`errors || jsonb_build_array(jsonb_build_object('documentId', ${outcome.failure.documentId}::text, 'message', ${outcome.failure.message}::text))`,
             },
       )
@@ -160,12 +160,12 @@ export class IndexingJobsRepository {
     chunksTotal: number,
   ): Promise<void> {
     await this.db
-      .updateTable('indexing_jobs')
+      .updateTable('indexingJobs')
       .set({
-        current_document_id: documentId,
-        current_chunks_done: chunksDone,
-        current_chunks_total: chunksTotal,
-        heartbeat_at: sql<Date>`now()`,
+        currentDocumentId: documentId,
+        currentChunksDone: chunksDone,
+        currentChunksTotal: chunksTotal,
+        heartbeatAt: sql<Date>`now()`,
       })
       .where('id', '=', jobId)
       .where('status', '=', 'running')
@@ -179,8 +179,8 @@ export class IndexingJobsRepository {
    */
   async handBack(jobId: string, claim: number): Promise<boolean> {
     const result = await this.db
-      .updateTable('indexing_jobs')
-      .set((eb) => ({ heartbeat_at: null, slices: eb('slices', '+', 1) }))
+      .updateTable('indexingJobs')
+      .set((eb) => ({ heartbeatAt: null, slices: eb('slices', '+', 1) }))
       .where('id', '=', jobId)
       .where('status', '=', 'running')
       .where('attempts', '=', claim)
@@ -195,21 +195,21 @@ export class IndexingJobsRepository {
    */
   async wasStarted(jobId: string, _claim: number, documentId: string): Promise<boolean> {
     const row = await this.db
-      .selectFrom('indexing_jobs')
-      .select('current_document_id')
+      .selectFrom('indexingJobs')
+      .select('currentDocumentId')
       .where('id', '=', jobId)
       .executeTakeFirst();
-    return row?.current_document_id === documentId;
+    return row?.currentDocumentId === documentId;
   }
 
   /** Finishes the run: `failed` when every document failed, else `succeeded`; null when the claim is no longer this run's. */
   async finish(jobId: string, claim: number): Promise<'succeeded' | 'failed' | null> {
     const row = await this.db
-      .updateTable('indexing_jobs')
+      .updateTable('indexingJobs')
       .set({
         status: sql<string>`CASE WHEN failed > 0 AND done = 0 THEN 'failed' ELSE 'succeeded' END`,
-        finished_at: sql<Date>`now()`,
-        current_document_id: null,
+        finishedAt: sql<Date>`now()`,
+        currentDocumentId: null,
         error: sql<string | null>`CASE WHEN failed > 0 AND done = 0 THEN 'every document failed to index' END`,
       })
       .where('id', '=', jobId)
@@ -227,13 +227,13 @@ export class IndexingJobsRepository {
     executor: DbExecutor = this.db,
   ): Promise<{ documentIds: string[]; requestId: string | null } | null> {
     const row = await executor
-      .updateTable('indexing_jobs')
-      .set({ status: 'failed', error: reason.slice(0, 2000), finished_at: sql<Date>`now()` })
+      .updateTable('indexingJobs')
+      .set({ status: 'failed', error: reason.slice(0, 2000), finishedAt: sql<Date>`now()` })
       .where('id', '=', jobId)
       .where('status', 'in', ['queued', 'running'])
-      .returning(['document_ids', 'trace_id'])
+      .returning(['documentIds', 'traceId'])
       .executeTakeFirst();
-    return row ? { documentIds: row.document_ids, requestId: row.trace_id } : null;
+    return row ? { documentIds: row.documentIds, requestId: row.traceId } : null;
   }
 
   /**
@@ -246,20 +246,20 @@ export class IndexingJobsRepository {
   ): Promise<{ id: string; projectId: string | null; authorId: string }[]> {
     return this.db
       .selectFrom('documents as d')
-      .select(['d.id', 'd.project_id as projectId', 'd.author_id as authorId'])
+      .select(['d.id', 'd.projectId as projectId', 'd.authorId as authorId'])
       .where('d.status', 'in', ['uploaded', 'processing'])
-      .where('d.updated_at', '<', sql<Date>`now() - make_interval(secs => ${staleAfterMs / 1000})`)
+      .where('d.updatedAt', '<', sql<Date>`now() - make_interval(secs => ${staleAfterMs / 1000})`)
       .where(({ not, exists, selectFrom }) =>
         not(
           exists(
-            selectFrom('indexing_jobs as j')
+            selectFrom('indexingJobs as j')
               .select(sql`1`.as('one'))
               .where('j.status', 'in', ['queued', 'running'])
               .where(sql<boolean>`d.id = ANY(j.document_ids)`),
           ),
         ),
       )
-      .orderBy('d.updated_at')
+      .orderBy('d.updatedAt')
       .limit(limit)
       .execute();
   }

@@ -62,13 +62,13 @@ export interface SearchSettings {
 }
 
 interface ChunkRow {
-  document_id: string;
+  documentId: string;
   title: string;
-  author_id: string;
-  chunk_index: number;
+  authorId: string;
+  chunkIndex: number;
   text: string;
-  start_offset: number;
-  end_offset: number;
+  startOffset: number;
+  endOffset: number;
 }
 
 interface DetailRow extends ChunkRow {
@@ -90,13 +90,13 @@ function detailedId(detailRows: number): RawBuilder<string | null> {
 
 function chunkOf(row: ChunkRow): ChunkDetail {
   return {
-    documentId: row.document_id,
+    documentId: row.documentId,
     documentTitle: row.title,
-    authorId: row.author_id,
-    chunkIndex: row.chunk_index,
+    authorId: row.authorId,
+    chunkIndex: row.chunkIndex,
     text: row.text,
-    startOffset: row.start_offset,
-    endOffset: row.end_offset,
+    startOffset: row.startOffset,
+    endOffset: row.endOffset,
   };
 }
 
@@ -169,7 +169,7 @@ function chunkInScope(scope: SearchScope): RawBuilder<boolean> {
   const project =
     scope.projectId === null ? sql`` : sql` AND c.stat_scope IN (${projectStatScopes(scope.actor, scope.projectId)})`;
   const documents = scope.documentIds === null ? sql`` : sql` AND c.document_id = ANY(${scope.documentIds}::uuid[])`;
-  return sql<boolean>`((${viewerStatScopes(scope.actor, 'c.stat_scope')}${project}) OR (c.document_id IN (${outsideScopesDocuments(scope)})) IS TRUE)${documents}`;
+  return sql<boolean>`((${viewerStatScopes(scope.actor, 'c.statScope')}${project}) OR (c.document_id IN (${outsideScopesDocuments(scope)})) IS TRUE)${documents}`;
 }
 
 /**
@@ -479,7 +479,7 @@ export class RagSearchRepository {
     vector: QueryVector,
   ): Promise<Map<string, LoadedChunk>> {
     const rows = await this.listRows(
-      sql<{ id: string; vector_score: number | null; keyword_score: number | null } & ChunkRow>`
+      sql<{ id: string; vectorScore: number | null; keywordScore: number | null } & ChunkRow>`
       WITH ${viewerTermsCtes(query, scope.actor)}
        SELECT c.id, ${CHUNK_COLUMNS},
               CASE WHEN c.id = ANY(${needVector}::uuid[]) THEN ${cosine(vector)} END AS vector_score,
@@ -493,8 +493,8 @@ export class RagSearchRepository {
         row.id,
         {
           ...chunkOf(row),
-          vectorScore: row.vector_score === null ? null : Number(row.vector_score),
-          keywordScore: row.keyword_score === null ? null : Number(row.keyword_score),
+          vectorScore: row.vectorScore === null ? null : Number(row.vectorScore),
+          keywordScore: row.keywordScore === null ? null : Number(row.keywordScore),
         },
       ]),
     );

@@ -2,6 +2,7 @@ import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQue
 import type { Actor } from '../../common/auth/actor.js';
 import type { DB } from '../../database/database.types.js';
 import type { EmbeddedEngine } from '../../database/embedded-engine.js';
+import { columnNames } from '../../database/kysely.provider.js';
 import { NamedStatements } from '../../database/named-statements.js';
 import { TasksRepository } from './tasks.repository.js';
 
@@ -21,6 +22,7 @@ function recordingRepository(): {
       createIntrospector: (kysely) => new PostgresIntrospector(kysely),
       createQueryCompiler: () => new PostgresQueryCompiler(),
     },
+    plugins: [columnNames],
     log: (event) => {
       statements.push({ sql: event.query.sql, parameters: event.query.parameters });
     },

@@ -54,8 +54,8 @@ export interface TaskCountGroup {
  * Every task statement reads the task's stored view (`view_json`, written by PostgreSQL with the row: migration
  * 1765200000000): the one definition of what a task looks like to a caller, byte for byte the same on every door.
  */
-const VIEW = 't.view_json';
-const INSERTED_VIEW = 'view_json';
+const VIEW = 't.viewJson';
+const INSERTED_VIEW = 'viewJson';
 const today = sql`(now() AT TIME ZONE 'UTC')::date`;
 const OPEN = sql`t.status NOT IN ('done', 'cancelled')`;
 
@@ -118,13 +118,13 @@ export class TasksRepository {
   }
 
   private listQuery(actor: Actor, filter: TaskFilter, limit: number) {
-    let query = this.db.selectFrom('tasks as t').select(['t.id', 't.created_at', VIEW]).where(visibleTask(actor, 't'));
+    let query = this.db.selectFrom('tasks as t').select(['t.id', 't.createdAt', VIEW]).where(visibleTask(actor, 't'));
     if (filter.status) query = query.where('t.status', '=', filter.status);
     if (filter.priority) query = query.where('t.priority', '=', filter.priority);
-    if (filter.assigneeId) query = query.where('t.assignee_id', '=', filter.assigneeId);
-    if (filter.projectId) query = query.where('t.project_id', '=', filter.projectId);
+    if (filter.assigneeId) query = query.where('t.assigneeId', '=', filter.assigneeId);
+    if (filter.projectId) query = query.where('t.projectId', '=', filter.projectId);
     if (filter.dueBefore) query = query.where(sql<boolean>`t.due_date < ${filter.dueBefore}::date`);
-    return query.orderBy('t.created_at', 'desc').orderBy('t.id', 'desc').limit(limit);
+    return query.orderBy('t.createdAt', 'desc').orderBy('t.id', 'desc').limit(limit);
   }
 
   async findVisible(actor: Actor, taskId: string): Promise<TaskView | undefined> {
@@ -148,7 +148,7 @@ export class TasksRepository {
     if (status) query = query.where('t.status', '=', status);
     const rows = await query
       .orderBy(sql`ts_rank(t.search_vector, ${match})`, 'desc')
-      .orderBy('t.created_at', 'desc')
+      .orderBy('t.createdAt', 'desc')
       .orderBy('t.id', 'desc')
       .limit(limit)
       .execute();
@@ -165,18 +165,18 @@ export class TasksRepository {
         sql<string>`count(*)`.as('n'),
         sql<string>`count(*) FILTER (WHERE t.due_date < ${today} AND ${OPEN})`.as('overdue'),
         sql<string>`count(*) FILTER (WHERE t.due_date >= ${today} AND t.due_date < ${today} + 7 AND ${OPEN})`.as(
-          'due_soon',
+          'dueSoon',
         ),
       ])
       .where(visibleTask(actor, 't'));
-    if (projectId) query = query.where('t.project_id', '=', projectId);
+    if (projectId) query = query.where('t.projectId', '=', projectId);
     const rows = await query.groupBy(['t.status', 't.priority']).execute();
     return rows.map((row) => ({
       status: row.status as TaskStatus,
       priority: row.priority as TaskPriority,
       count: Number(row.n),
       overdue: Number(row.overdue),
-      dueNext7Days: Number(row.due_soon),
+      dueNext7Days: Number(row.dueSoon),
     }));
   }
 
@@ -190,10 +190,10 @@ export class TasksRepository {
         description: task.description,
         status: task.status,
         priority: task.priority,
-        due_date: task.dueDate === null ? null : sql<Date>`${task.dueDate}::date`,
-        assignee_id: task.assigneeId,
-        creator_id: task.creatorId,
-        project_id: task.projectId,
+        dueDate: task.dueDate === null ? null : sql<Date>`${task.dueDate}::date`,
+        assigneeId: task.assigneeId,
+        creatorId: task.creatorId,
+        projectId: task.projectId,
       })
       .returning(INSERTED_VIEW)
       .executeTakeFirstOrThrow();
@@ -215,10 +215,10 @@ export class TasksRepository {
         ...(changes.status !== undefined && { status: changes.status }),
         ...(changes.priority !== undefined && { priority: changes.priority }),
         ...(changes.dueDate !== undefined && {
-          due_date: changes.dueDate === null ? null : sql<Date>`${changes.dueDate}::date`,
+          dueDate: changes.dueDate === null ? null : sql<Date>`${changes.dueDate}::date`,
         }),
-        ...(changes.assigneeId !== undefined && { assignee_id: changes.assigneeId }),
-        updated_at: sql<Date>`now()`,
+        ...(changes.assigneeId !== undefined && { assigneeId: changes.assigneeId }),
+        updatedAt: sql<Date>`now()`,
       })
       .where('t.id', '=', taskId)
       .where(editableTask(actor, 't'))
@@ -240,8 +240,8 @@ export class TasksRepository {
 }
 
 /** A task statement's row: the task's stored view. */
-function toView(row: { view_json: string }): TaskView {
-  return JSON.parse(row.view_json) as TaskView;
+function toView(row: { viewJson: string }): TaskView {
+  return JSON.parse(row.viewJson) as TaskView;
 }
 
 interface RenderedRow {

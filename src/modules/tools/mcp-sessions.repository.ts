@@ -37,15 +37,15 @@ export class McpSessionsRepository {
 
   async insert(session: NewMcpSession): Promise<void> {
     await this.db
-      .insertInto('mcp_sessions')
+      .insertInto('mcpSessions')
       .values({
-        id_hash: session.idHash,
-        credential_id: session.credentialId,
-        protocol_version: session.protocolVersion,
-        client_capabilities: session.clientCapabilities as JsonObject,
-        client_name: session.clientName,
-        client_version: session.clientVersion,
-        expires_at: inMs(session.ttlMs),
+        idHash: session.idHash,
+        credentialId: session.credentialId,
+        protocolVersion: session.protocolVersion,
+        clientCapabilities: session.clientCapabilities as JsonObject,
+        clientName: session.clientName,
+        clientVersion: session.clientVersion,
+        expiresAt: inMs(session.ttlMs),
       })
       .execute();
   }
@@ -53,43 +53,36 @@ export class McpSessionsRepository {
   /** The live session with this hash, whoever owns it (the caller compares the credential). */
   async findLive(idHash: Buffer): Promise<McpSessionRecord | undefined> {
     const row = await this.db
-      .selectFrom('mcp_sessions')
-      .select([
-        'credential_id',
-        'protocol_version',
-        'client_capabilities',
-        'client_name',
-        'client_version',
-        'expires_at',
-      ])
-      .where('id_hash', '=', idHash)
-      .where('expires_at', '>', sql<Date>`now()`)
+      .selectFrom('mcpSessions')
+      .select(['credentialId', 'protocolVersion', 'clientCapabilities', 'clientName', 'clientVersion', 'expiresAt'])
+      .where('idHash', '=', idHash)
+      .where('expiresAt', '>', sql<Date>`now()`)
       .executeTakeFirst();
     if (!row) return undefined;
     return {
-      credentialId: row.credential_id,
-      protocolVersion: row.protocol_version,
-      clientCapabilities: (row.client_capabilities ?? {}) as Record<string, unknown>,
-      clientName: row.client_name,
-      clientVersion: row.client_version,
-      expiresAt: new Date(row.expires_at),
+      credentialId: row.credentialId,
+      protocolVersion: row.protocolVersion,
+      clientCapabilities: (row.clientCapabilities ?? {}) as Record<string, unknown>,
+      clientName: row.clientName,
+      clientVersion: row.clientVersion,
+      expiresAt: new Date(row.expiresAt),
     };
   }
 
   async extend(idHash: Buffer, ttlMs: number): Promise<void> {
     await this.db
-      .updateTable('mcp_sessions')
-      .set({ expires_at: inMs(ttlMs) })
-      .where('id_hash', '=', idHash)
+      .updateTable('mcpSessions')
+      .set({ expiresAt: inMs(ttlMs) })
+      .where('idHash', '=', idHash)
       .execute();
   }
 
   /** Ends the session (its pending elicitations go with it); false if there was none for this credential. */
   async delete(idHash: Buffer, credentialId: string): Promise<boolean> {
     const result = await this.db
-      .deleteFrom('mcp_sessions')
-      .where('id_hash', '=', idHash)
-      .where('credential_id', '=', credentialId)
+      .deleteFrom('mcpSessions')
+      .where('idHash', '=', idHash)
+      .where('credentialId', '=', credentialId)
       .executeTakeFirst();
     return result.numDeletedRows > 0n;
   }
@@ -100,8 +93,8 @@ export class McpSessionsRepository {
    */
   async useRequestState(nonce: string, ttlMs: number): Promise<boolean> {
     const inserted = await this.db
-      .insertInto('mcp_request_state_uses')
-      .values({ nonce, expires_at: inMs(ttlMs) })
+      .insertInto('mcpRequestStateUses')
+      .values({ nonce, expiresAt: inMs(ttlMs) })
       .onConflict((conflict) => conflict.column('nonce').doNothing())
       .executeTakeFirst();
     return Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1;
@@ -109,24 +102,24 @@ export class McpSessionsRepository {
 
   async pruneExpired(): Promise<{ sessions: number; elicitations: number }> {
     await this.db
-      .deleteFrom('mcp_request_state_uses')
-      .where('expires_at', '<', sql<Date>`now()`)
+      .deleteFrom('mcpRequestStateUses')
+      .where('expiresAt', '<', sql<Date>`now()`)
       .execute();
     const elicitations = await this.db
-      .deleteFrom('mcp_elicitations')
-      .where('expires_at', '<', sql<Date>`now()`)
+      .deleteFrom('mcpElicitations')
+      .where('expiresAt', '<', sql<Date>`now()`)
       .executeTakeFirst();
     const sessions = await this.db
-      .deleteFrom('mcp_sessions')
-      .where('expires_at', '<', sql<Date>`now()`)
+      .deleteFrom('mcpSessions')
+      .where('expiresAt', '<', sql<Date>`now()`)
       .executeTakeFirst();
     return { sessions: Number(sessions.numDeletedRows), elicitations: Number(elicitations.numDeletedRows) };
   }
 
   async insertElicitation(requestId: string, sessionHash: Buffer, ttlMs: number): Promise<void> {
     await this.db
-      .insertInto('mcp_elicitations')
-      .values({ request_id: requestId, session_hash: sessionHash, expires_at: inMs(ttlMs) })
+      .insertInto('mcpElicitations')
+      .values({ requestId, sessionHash, expiresAt: inMs(ttlMs) })
       .execute();
   }
 
@@ -138,12 +131,12 @@ export class McpSessionsRepository {
     const rows = await this.db
       .with('claimed', (db) =>
         db
-          .updateTable('mcp_elicitations')
-          .set({ answer: answer as unknown as JsonObject, answered_at: sql<Date>`now()` })
-          .where('request_id', '=', requestId)
-          .where('session_hash', '=', sessionHash)
-          .where('answered_at', 'is', null)
-          .returning('request_id'),
+          .updateTable('mcpElicitations')
+          .set({ answer: answer as unknown as JsonObject, answeredAt: sql<Date>`now()` })
+          .where('requestId', '=', requestId)
+          .where('sessionHash', '=', sessionHash)
+          .where('answeredAt', 'is', null)
+          .returning('requestId'),
       )
       .selectFrom('claimed')
       .select(sql<string>`pg_notify(${MCP_ANSWER_CHANNEL}, claimed.request_id)`.as('notified'))
@@ -154,9 +147,9 @@ export class McpSessionsRepository {
   /** Takes the answer if there is one (the row goes: an answer is used once). */
   async takeAnswer(requestId: string): Promise<StoredAnswer | undefined> {
     const row = await this.db
-      .deleteFrom('mcp_elicitations')
-      .where('request_id', '=', requestId)
-      .where('answered_at', 'is not', null)
+      .deleteFrom('mcpElicitations')
+      .where('requestId', '=', requestId)
+      .where('answeredAt', 'is not', null)
       .returning('answer')
       .executeTakeFirst();
     return (row?.answer ?? undefined) as StoredAnswer | undefined;
@@ -168,8 +161,8 @@ export class McpSessionsRepository {
    */
   async withdraw(requestId: string): Promise<StoredAnswer | undefined> {
     const row = await this.db
-      .deleteFrom('mcp_elicitations')
-      .where('request_id', '=', requestId)
+      .deleteFrom('mcpElicitations')
+      .where('requestId', '=', requestId)
       .returning('answer')
       .executeTakeFirst();
     return (row?.answer ?? undefined) as StoredAnswer | undefined;

@@ -36,10 +36,10 @@ export class AgentWebhookDeliveriesRepository {
 
   async forRun(runId: string): Promise<WebhookDelivery[]> {
     const rows = await this.db
-      .selectFrom('agent_run_webhook_deliveries')
+      .selectFrom('agentRunWebhookDeliveries')
       .selectAll()
-      .where('run_id', '=', runId)
-      .orderBy('occurred_at')
+      .where('runId', '=', runId)
+      .orderBy('occurredAt')
       .orderBy('id')
       .execute();
     return rows.map(toDelivery);
@@ -48,37 +48,37 @@ export class AgentWebhookDeliveriesRepository {
   /** Pending deliveries not yet handed to the queue, oldest first, with the user whose run each belongs to. */
   async notEnqueued(limit: number): Promise<{ id: string; userId: string }[]> {
     return this.db
-      .selectFrom('agent_run_webhook_deliveries as d')
-      .innerJoin('agent_runs as r', 'r.id', 'd.run_id')
-      .select(['d.id as id', 'r.user_id as userId'])
+      .selectFrom('agentRunWebhookDeliveries as d')
+      .innerJoin('agentRuns as r', 'r.id', 'd.runId')
+      .select(['d.id as id', 'r.userId as userId'])
       .where('d.status', '=', 'pending')
-      .where('d.enqueued_at', 'is', null)
-      .orderBy('d.occurred_at')
+      .where('d.enqueuedAt', 'is', null)
+      .orderBy('d.occurredAt')
       .limit(limit)
       .execute();
   }
 
   async markEnqueued(id: string): Promise<void> {
     await this.db
-      .updateTable('agent_run_webhook_deliveries')
-      .set({ enqueued_at: sql`now()` })
+      .updateTable('agentRunWebhookDeliveries')
+      .set({ enqueuedAt: sql`now()` })
       .where('id', '=', id)
       .execute();
   }
 
   async toSend(id: string): Promise<WebhookDeliveryToSend | undefined> {
     const row = await this.db
-      .selectFrom('agent_run_webhook_deliveries as d')
-      .innerJoin('agent_runs as r', 'r.id', 'd.run_id')
+      .selectFrom('agentRunWebhookDeliveries as d')
+      .innerJoin('agentRuns as r', 'r.id', 'd.runId')
       .selectAll('d')
-      .select(['r.webhook_url', 'r.webhook_secret', 'r.output', 'r.error'])
+      .select(['r.webhookUrl', 'r.webhookSecret', 'r.output', 'r.error'])
       .where('d.id', '=', id)
       .executeTakeFirst();
-    if (!row || row.webhook_url === null || row.webhook_secret === null) return undefined;
+    if (!row || row.webhookUrl === null || row.webhookSecret === null) return undefined;
     return {
       ...toDelivery(row),
-      webhookUrl: row.webhook_url,
-      sealedSecret: row.webhook_secret,
+      webhookUrl: row.webhookUrl,
+      sealedSecret: row.webhookSecret,
       output: row.output,
       error: row.error,
     };
@@ -93,13 +93,13 @@ export class AgentWebhookDeliveriesRepository {
   ): Promise<void> {
     const status: WebhookDeliveryStatus = failure === null ? 'delivered' : lastAttempt ? 'failed' : 'pending';
     await this.db
-      .updateTable('agent_run_webhook_deliveries')
+      .updateTable('agentRunWebhookDeliveries')
       .set({
         attempts: sql`attempts + 1`,
-        last_status_code: statusCode,
-        last_error: failure,
+        lastStatusCode: statusCode,
+        lastError: failure,
         status,
-        delivered_at: failure === null ? sql`now()` : null,
+        deliveredAt: failure === null ? sql`now()` : null,
       })
       .where('id', '=', id)
       .execute();
@@ -109,13 +109,13 @@ export class AgentWebhookDeliveriesRepository {
 function toDelivery(row: Selectable<AgentRunWebhookDeliveries>): WebhookDelivery {
   return {
     id: row.id,
-    runId: row.run_id,
+    runId: row.runId,
     type: row.type,
     status: row.status as WebhookDeliveryStatus,
     attempts: row.attempts,
-    lastStatusCode: row.last_status_code,
-    lastError: row.last_error,
-    occurredAt: row.occurred_at,
-    deliveredAt: row.delivered_at,
+    lastStatusCode: row.lastStatusCode,
+    lastError: row.lastError,
+    occurredAt: row.occurredAt,
+    deliveredAt: row.deliveredAt,
   };
 }
