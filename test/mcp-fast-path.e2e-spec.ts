@@ -228,4 +228,37 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
     expect(sdkServers.legacy - before.legacy).toBe(3);
     expect(sdkServers.modern - before.modern).toBe(1);
   });
+  it('a 2026-07-28 envelope is checked by the SDK on every request that differs: a bad one after a good one is still refused', async () => {
+    const send = (meta: Record<string, unknown>, headers: Record<string, string>, id: string | number = 5) =>
+      app.http
+        .post(MCP_PATH)
+        .set(bearer(key.key))
+        .set('Accept', ACCEPT)
+        .set(headers)
+        .send({ jsonrpc: '2.0', id, method: 'tools/list', params: { _meta: meta } });
+    const modernHeaders = { 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/list' };
+    const before = { ...sdkServers };
+    for (const id of [0, -7, 2 ** 40, 'id with "quotes", \\ and ünïcode']) {
+      const good = await send(ENVELOPE, modernHeaders, id);
+      expect(good.status).toBe(200);
+      expect(good.body).toMatchObject({ jsonrpc: '2.0', id, result: { tools: expect.any(Array) } });
+    }
+    expect(sdkServers.modern - before.modern).toBe(0);
+    const badCapabilities = {
+      ...ENVELOPE,
+      'io.modelcontextprotocol/clientCapabilities': { elicitation: 'yes' },
+    };
+    for (let i = 0; i < 2; i += 1) {
+      const bad = await send(badCapabilities, modernHeaders);
+      expect(bad.status).toBe(400);
+      expect(bad.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32602 } });
+    }
+    // A modern header without the envelope is the classifier's refusal, not a 2025-era answer.
+    const noEnvelope = await send({}, modernHeaders);
+    expect(noEnvelope.status).toBe(400);
+    expect(noEnvelope.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32602 } });
+    // An unknown 2025-era revision is the v1 transport's 400.
+    const unknownRevision = await send({}, { 'MCP-Protocol-Version': '2024-01-01' });
+    expect(unknownRevision.status).toBe(400);
+  });
 });

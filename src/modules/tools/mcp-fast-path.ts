@@ -45,8 +45,10 @@ function onlyKeys(object: PlainObject, allowed: ReadonlySet<string>): boolean {
  * answer as one JSON body, on 2025-era revisions (no envelope claim) or on 2026-07-28 (a complete `_meta` envelope that
  * agrees with the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers). Anything else — another method, a cursor, a
  * progress token, other `_meta`, a header the transports would refuse, a shape the SDK's own classifier does not route
- * plainly — is undefined and goes to the SDK, which owns every refusal and every stream. The classifier is the SDK's
- * (`classifyInboundRequest`), so the fast path cannot take a request the SDK would route elsewhere.
+ * plainly — is undefined and goes to the SDK, which owns every refusal and every stream. A 2026-07-28 envelope is
+ * classified by the SDK's own `classifyInboundRequest` (once per distinct envelope), so the fast path cannot take a
+ * request the SDK would route elsewhere; a request without a claim is 2025-era by the classifier's own rule (no claim,
+ * no modern MCP-Protocol-Version), checked here without it.
  */
 export function fastMcpCall(headers: IncomingHttpHeaders, body: unknown): FastMcpCall | undefined {
   if (!isPlainObject(body) || body.jsonrpc !== '2.0' || !onlyKeys(body, MESSAGE_KEYS)) return undefined;
@@ -71,6 +73,16 @@ export function fastMcpCall(headers: IncomingHttpHeaders, body: unknown): FastMc
   return { era, id: id as string | number, method, name, args };
 }
 
+/**
+ * `_meta` envelopes (as JSON text) the SDK's classifier has accepted as a valid 2026-07-28 claim. A client sends the
+ * same envelope on every request, and the classifier's verdict on a request that passed the checks in eraOf depends
+ * on nothing else (the headers are required to equal fixed values or the body's own fields, the body's JSON-RPC shape
+ * is checked above), so it runs once per envelope instead of once per request (its zod parses of the whole body cost
+ * more than the rest of the fast path's checks).
+ */
+const acceptedEnvelopes = new Set<string>();
+const ACCEPTED_ENVELOPES_MAX = 256;
+
 function eraOf(
   headers: IncomingHttpHeaders,
   body: PlainObject,
@@ -78,34 +90,28 @@ function eraOf(
   params: PlainObject,
 ): FastMcpCall['era'] | undefined {
   const protocolVersionHeader = header(headers, 'mcp-protocol-version');
-  const mcpMethodHeader = header(headers, 'mcp-method');
-  const mcpNameHeader = header(headers, 'mcp-name');
   const meta = params._meta;
   if (meta !== undefined && !isPlainObject(meta)) return undefined;
-  const outcome = classifyInboundRequest({
-    httpMethod: 'POST',
-    protocolVersionHeader,
-    mcpMethodHeader,
-    mcpNameHeader,
-    body,
-  });
-  if (outcome.kind === 'legacy') {
-    if (outcome.reason !== 'no-claim' || (meta !== undefined && Object.keys(meta).length > 0)) return undefined;
-    // The v1 transport refuses an unsupported MCP-Protocol-Version (400); an absent one means the default revision.
-    if (protocolVersionHeader !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersionHeader))
-      return undefined;
-    if (headers['mcp-protocol-version'] !== undefined && protocolVersionHeader === undefined) return undefined;
-    return 'legacy';
+  if (meta === undefined || isEmpty(meta)) {
+    // No envelope claim: the classifier routes it to the 2025 era unless the header names a modern revision (which it
+    // refuses); the v1 transport refuses an unsupported MCP-Protocol-Version (400), and an absent one means the default.
+    if (headers['mcp-protocol-version'] === undefined) return 'legacy';
+    return protocolVersionHeader !== undefined &&
+      protocolVersionHeader < MODERN_REVISION &&
+      SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersionHeader)
+      ? 'legacy'
+      : undefined;
   }
-  if (outcome.kind !== 'modern' || outcome.messageKind !== 'request' || !meta || !onlyKeys(meta, MODERN_META_KEYS))
-    return undefined;
-  const clientInfo = meta[CLIENT_INFO_META_KEY];
+  const mcpMethodHeader = header(headers, 'mcp-method');
+  const mcpNameHeader = header(headers, 'mcp-name');
   if (
+    !onlyKeys(meta, MODERN_META_KEYS) ||
     meta[PROTOCOL_VERSION_META_KEY] !== MODERN_REVISION ||
     protocolVersionHeader !== MODERN_REVISION ||
     mcpMethodHeader !== method
   )
     return undefined;
+  const clientInfo = meta[CLIENT_INFO_META_KEY];
   if (
     !isPlainObject(clientInfo) ||
     typeof clientInfo.name !== 'string' ||
@@ -114,5 +120,23 @@ function eraOf(
   )
     return undefined;
   if (method === 'tools/call' && mcpNameHeader !== params.name) return undefined;
+  const envelope = JSON.stringify(meta);
+  if (acceptedEnvelopes.has(envelope)) return 'modern';
+  const outcome = classifyInboundRequest({
+    httpMethod: 'POST',
+    protocolVersionHeader,
+    mcpMethodHeader,
+    mcpNameHeader,
+    body,
+  });
+  if (outcome.kind !== 'modern' || outcome.messageKind !== 'request') return undefined;
+  // Client infos are few per installation; the bound is a safety net against a client that varies its envelope.
+  if (acceptedEnvelopes.size >= ACCEPTED_ENVELOPES_MAX) acceptedEnvelopes.clear();
+  acceptedEnvelopes.add(envelope);
   return 'modern';
+}
+
+function isEmpty(object: PlainObject): boolean {
+  for (const _key in object) return false;
+  return true;
 }
