@@ -284,7 +284,9 @@ describe('confirmWrites on API keys and OAuth grants', () => {
     const forged = await modernCall(confirming.key, 'forged accept', { state: 'not-minted-here' });
     expect(forged.body.error).toMatchObject({ code: -32602 });
     const state = await mintedState(confirming.key, 'tampered accept');
-    const flipped = `${state.slice(0, -2)}${state.endsWith('A') ? 'B' : 'A'}${state.slice(-1)}`;
+    // One character changed for certain (a replacement chosen by the final character could equal the one it replaces).
+    const flipped = `${state.slice(0, -2)}${state.at(-2) === 'A' ? 'B' : 'A'}${state.slice(-1)}`;
+    expect(flipped).not.toBe(state);
     for (const tampered of [`${state}x`, flipped]) {
       const res = await modernCall(confirming.key, 'tampered accept', { state: tampered });
       expect(res.body.error).toMatchObject({ code: -32602 });
