@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import type { DataSource, Migration } from 'typeorm';
 import { ALL_MIGRATIONS } from '../../migrations/index.js';
-import { MIGRATIONS_TABLE } from './data-source-options.js';
+import { buildDataSourceOptions, MIGRATIONS_TABLE } from './data-source-options.js';
 
 /** Advisory lock key of "schema migrations of this database": "atrium-m" in ASCII (0x61747269756d2d6d). */
 export const MIGRATIONS_LOCK_KEY = '7022363516244667757';
@@ -47,10 +47,7 @@ export async function migrateIfPending(databaseUrl: string, attempts = 3, retryD
       await sleep(retryDelayMs);
     }
   }
-  const [{ DataSource }, { buildDataSourceOptions }] = await Promise.all([
-    import('typeorm'),
-    import('./data-source-options.js'),
-  ]);
+  const { DataSource } = await import('typeorm');
   const dataSource = await new DataSource(buildDataSourceOptions(databaseUrl, 1)).initialize();
   try {
     await runMigrationsUnderLock(dataSource, databaseUrl);
