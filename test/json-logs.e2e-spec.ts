@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildOnce, startBuiltServer } from './support/app-process';
-import { call } from './support/drill-helpers';
+import { call, uploadMarkdown } from './support/drill-helpers';
 import { createTestDatabase, deploymentEnv } from './support/test-app';
 import { sleep, waitFor } from './support/wait';
 import { jsonLines } from './support/json-lines';
@@ -111,24 +111,12 @@ describe('JSON logs from the first line to the last', () => {
         await call(server.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Logs' } })
       ).json.data.id as string;
       const requestId = `logs-upload-${Date.now()}`;
-      const form = new FormData();
-      form.append(
-        'file',
-        new Blob(['# Logs\n\nOne line per job transition, with the request that caused the job.'], {
-          type: 'text/markdown',
-        }),
-        'logs.md',
-      );
-      form.append('projectId', projectId);
-      const upload = await call(server.baseUrl, {
-        method: 'POST',
-        path: '/api/documents/upload',
-        token,
-        rawBody: form,
-        headers: { 'X-Request-Id': requestId },
+      const documentId = await uploadMarkdown(server.baseUrl, token, {
+        projectId,
+        text: '# Logs\n\nOne line per job transition, with the request that caused the job.',
+        fileName: 'logs.md',
+        requestId,
       });
-      expect(upload.status).toBe(201);
-      const documentId = upload.json.data.id as string;
       await waitFor(
         'the upload indexed',
         async () =>

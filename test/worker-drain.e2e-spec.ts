@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chunkText } from '../src/modules/rag/chunking/chunker';
 import { buildOnce, startAppProcess, type AppProcess } from './support/app-process';
-import { call } from './support/drill-helpers';
+import { call, uploadMarkdown } from './support/drill-helpers';
 import { FakeEmbeddings } from './support/fake-embeddings-server';
 import { FakeLlmServer } from './support/fake-llm-server';
 import { signUpWithProject, useProcessDeployment } from './support/process-deployment';
@@ -35,20 +35,14 @@ async function uploadLargeText(
     (_, i) => `Paragraph ${i}: the ${label} test stores every chunk exactly once, after a takeover too (${i}).`,
   ).join('\n\n');
   const requestId = `drain-${label.replace(/ /g, '-')}-${Date.now()}`;
-  const form = new FormData();
-  form.append('file', new Blob([text], { type: 'text/markdown' }), 'large.md');
-  form.append('projectId', projectId);
-  form.append('title', 'Large');
-  const upload = await call(baseUrl, {
-    method: 'POST',
-    path: '/api/documents/upload',
-    token,
-    rawBody: form,
-    headers: { 'X-Request-Id': requestId },
-  });
-  expect(upload.status).toBe(201);
   return {
-    documentId: upload.json.data.id as string,
+    documentId: await uploadMarkdown(baseUrl, token, {
+      projectId,
+      text,
+      fileName: 'large.md',
+      requestId,
+      title: 'Large',
+    }),
     expectedChunks: chunkText(text, { targetChars: CHUNK_CHARS, overlapChars: 0 }).length,
     requestId,
   };

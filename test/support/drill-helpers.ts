@@ -140,3 +140,27 @@ export function internalsIn(text: string): string | null {
 export function excerpt(text: string, max = 300): string {
   return text.length > max ? `${text.slice(0, max)}…(${text.length} chars)` : text;
 }
+
+/**
+ * Uploads `text` as a Markdown file to `projectId` through the running server, with an X-Request-Id of the test's
+ * choosing (the logs and job records name it), and answers the new document's id after checking the 201.
+ */
+export async function uploadMarkdown(
+  baseUrl: string,
+  token: string,
+  upload: { projectId: string; text: string; fileName: string; requestId: string; title?: string },
+): Promise<string> {
+  const form = new FormData();
+  form.append('file', new Blob([upload.text], { type: 'text/markdown' }), upload.fileName);
+  form.append('projectId', upload.projectId);
+  if (upload.title !== undefined) form.append('title', upload.title);
+  const res = await call(baseUrl, {
+    method: 'POST',
+    path: '/api/documents/upload',
+    token,
+    rawBody: form,
+    headers: { 'X-Request-Id': upload.requestId },
+  });
+  expect(res.status).toBe(201);
+  return res.json.data.id as string;
+}
