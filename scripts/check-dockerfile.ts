@@ -94,7 +94,7 @@ function execForm(args: string): string[] | undefined {
   if (!args.startsWith('[')) return undefined;
   try {
     const parsed = JSON.parse(args) as unknown;
-    return Array.isArray(parsed) && parsed.every((p) => typeof p === 'string') ? (parsed as string[]) : undefined;
+    return Array.isArray(parsed) && parsed.every((p) => typeof p === 'string') ? parsed : undefined;
   } catch {
     return undefined;
   }

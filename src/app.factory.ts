@@ -1,8 +1,8 @@
-import { Logger, type INestApplication, type INestApplicationContext } from '@nestjs/common';
+import { Logger, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
-import type { Express, NextFunction, Request, Response } from 'express';
+import type { NextFunction, Request, Response } from 'express';
 import { join } from 'node:path';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { sendError } from './common/errors/all-exceptions.filter.js';
@@ -81,7 +81,7 @@ function configureHttp(app: NestExpressApplication, config: AppConfig, logger: J
   app.use(securityHeaders(config.publicUrl));
   // On the main port unless METRICS_PORT gives it a listener of its own (src/common/metrics/metrics.server.ts).
   if (config.metrics.enabled && config.metrics.port === undefined)
-    (app.getHttpAdapter().getInstance() as Express).get(METRICS_PATH, metricsHandler(config.metrics));
+    app.getHttpAdapter().getInstance().get(METRICS_PATH, metricsHandler(config.metrics));
   app.useBodyParser('json', { limit: config.limits.jsonBodyBytes, type: ['application/json', 'application/*+json'] });
   // Deep nesting overflows the (recursive) validators into a 500; NUL cannot be stored: refuse both at the door.
   app.use(jsonBodyGuard);
@@ -91,8 +91,8 @@ function configureHttp(app: NestExpressApplication, config: AppConfig, logger: J
   // Built after init (the tool registry is sealed then); createHttpApp builds it once at start-up so a
   // route without a documented answer fails the boot, not the first request for the document.
   let document: OpenAPIObject | undefined;
-  openApiDocuments.set(app, () => (document ??= buildOpenApiDocument(app as unknown as INestApplication, config)));
-  SwaggerModule.setup('api/docs', app as unknown as INestApplication, openApiDocuments.get(app)!, {
+  openApiDocuments.set(app, () => (document ??= buildOpenApiDocument(app, config)));
+  SwaggerModule.setup('api/docs', app, openApiDocuments.get(app)!, {
     jsonDocumentUrl: 'api/docs/openapi.json',
     customfavIcon: '/favicon.ico',
   });

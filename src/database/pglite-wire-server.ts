@@ -257,12 +257,12 @@ export class PgliteWireServer {
     const [, un, quoted, bare, star] = match;
     const channel = quoted !== undefined ? quoted.replace(/""/g, '"') : bare?.toLowerCase();
     if (!un) {
-      if (!this.listeners.has(channel!)) this.listeners.set(channel!, new Set());
-      this.listeners.get(channel!)!.add(socket);
+      if (!this.listeners.has(channel)) this.listeners.set(channel, new Set());
+      this.listeners.get(channel)!.add(socket);
     } else if (star) {
       for (const sockets of this.listeners.values()) sockets.delete(socket);
     } else {
-      this.listeners.get(channel!)?.delete(socket);
+      this.listeners.get(channel)?.delete(socket);
     }
   }
 

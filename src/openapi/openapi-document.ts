@@ -172,7 +172,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
     ...namedSchemas(),
     Scope: scopeSchema(catalog),
     ...tools.schemas,
-  } as never;
+  };
   const responses = errorResponses();
   document.components.responses = Object.fromEntries(
     [...usedErrorResponses].sort().map((name) => [name, responses[name]]),
@@ -207,7 +207,7 @@ function credentialsByOperationId(app: INestApplication): Map<string, HandlerCre
       out.set(`${controller.name}_${name}`, {
         isPublic: reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets) === true,
         projectToken: reflector.getAllAndOverride<boolean>(ALLOW_PROJECT_TOKEN, targets) === true,
-        apiKey: guardedByKey(handler as object) || guardedByKey(controller),
+        apiKey: guardedByKey(handler) || guardedByKey(controller),
       });
     }
   }

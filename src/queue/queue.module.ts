@@ -37,7 +37,7 @@ export class QueueModule {
         DiscoveryModule,
         // With tracing on, every queue and worker carries the trace of the request that queued a job into the job.
         BullModule.forRoot({
-          connection: connection as never,
+          connection: connection,
           prefix: kind === 'redis' ? config.redis.prefix : undefined,
           ...bullmqTelemetry(),
         }),

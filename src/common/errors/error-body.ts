@@ -49,7 +49,7 @@ function backendDetails(backendCode: string, exception: AppException): unknown {
   const details = exception.details;
   if (details === undefined || details === null) return [];
   if (backendCode !== 'VALIDATION_FAILED' || Array.isArray(details) || typeof details !== 'object') return details;
-  const named = details as Record<string, unknown>;
+  const named = details;
   const field = named.field ?? named.argument ?? named.header ?? named.parameter;
   return [{ ...(typeof field === 'string' ? { field } : {}), message: exception.message }];
 }

@@ -68,7 +68,7 @@ export function toAppException(error: unknown): AppException | undefined {
       details,
     );
   }
-  if (typeof error === 'object' && error !== null) return fromMiddlewareError(error as MiddlewareError);
+  if (typeof error === 'object' && error !== null) return fromMiddlewareError(error);
   return undefined;
 }
 

@@ -15,7 +15,7 @@ export function ApiData(
   data: NamedSchema | JsonSchema,
   description: string,
 ): MethodDecorator & ClassDecorator {
-  return ApiResponse({ status, description, schema: envelope(data) as never });
+  return ApiResponse({ status, description, schema: envelope(data) });
 }
 
 /** Area A success: a bare body (no envelope). */
@@ -24,7 +24,7 @@ export function ApiBareData(
   body: NamedSchema | JsonSchema,
   description: string,
 ): MethodDecorator & ClassDecorator {
-  return ApiResponse({ status, description, schema: schemaOf(body) as never });
+  return ApiResponse({ status, description, schema: schemaOf(body) });
 }
 
 /** The route-specific error statuses (e.g. 403 for a role check, 404 for an id, 409 for a state). */

@@ -195,7 +195,7 @@ export class AgentRunner implements OnModuleDestroy {
         return {
           name: view.name,
           description: view.description,
-          parameters: view.inputSchema as Record<string, unknown>,
+          parameters: view.inputSchema,
         };
       });
     return { runId: run.id, actor, scopes, offered, offeredNames: new Set(offered.map((tool) => tool.name)) };

@@ -56,9 +56,7 @@ export class AuditLogRepository {
    * statement does not read it.
    */
   withEntry(entry: AuditEntry, creator: QueryCreator<DB>): QueryCreator<DB> {
-    return creator.with('audit_entry', (db) =>
-      db.insertInto('auditLog').values(toRow(entry)),
-    ) as unknown as QueryCreator<DB>;
+    return creator.with('audit_entry', (db) => db.insertInto('auditLog').values(toRow(entry)));
   }
 
   /** Newest first, `limit + 1` rows after the cursor. */

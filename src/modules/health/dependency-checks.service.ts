@@ -67,7 +67,7 @@ export class DependencyChecksService {
       ]);
       const latencyMs = Math.round(performance.now() - started);
       const state = indicator.up({ latencyMs, ...(message ? { message } : {}) })[name];
-      return { status: 'up', latencyMs: state.latencyMs as number, ...(message ? { message } : {}) };
+      return { status: 'up', latencyMs: state.latencyMs, ...(message ? { message } : {}) };
     } catch (error) {
       const latencyMs = Math.round(performance.now() - started);
       // Only the error's message: connection strings and hosts are never echoed.

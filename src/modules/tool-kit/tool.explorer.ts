@@ -1,7 +1,7 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { ScopeCatalog, scopeDeclarationProblems, type ScopeDeclaration } from './scope-catalog.js';
-import { ToolDefinitionError, type ToolDefinition, type ToolHandler } from './tool-definition.js';
+import { ToolDefinitionError, type ToolDefinition } from './tool-definition.js';
 import { TOOL_METADATA, ToolProvider } from './tool.decorators.js';
 import { ToolRegistry, type ToolEntry } from './tool-registry.js';
 
@@ -48,7 +48,7 @@ export class ToolExplorer implements OnModuleInit {
         if (!definition) continue;
         entries.push({
           definition,
-          handler: method.bind(instance) as ToolHandler,
+          handler: method.bind(instance),
           source: `${String(wrapper.name)}.${methodName}`,
           position: options.position === undefined ? undefined : options.position + index,
           instructions: options.instructions,

@@ -7,7 +7,7 @@ import { AUDIT_ACTIONS, type AuditAction } from '../audit-entry.js';
 export class AuditQueryDto extends PageQueryDto {
   @ApiPropertyOptional({ enum: AUDIT_ACTIONS })
   @IsOptional()
-  @IsIn(AUDIT_ACTIONS as unknown as AuditAction[])
+  @IsIn(AUDIT_ACTIONS)
   action?: AuditAction;
 
   @ApiPropertyOptional({ format: 'date-time', description: 'Entries at or after this instant (ISO 8601)' })
