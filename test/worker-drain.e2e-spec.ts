@@ -47,8 +47,11 @@ async function uploadLargeText(
     requestId,
   };
 }
-/** About 9,500 chunks: the size of the ingest in the report that led here. */
-const PARAGRAPHS = 14_500;
+/**
+ * Thousands of chunks in hundreds of paced batches: SIGTERM lands mid-ingest with most of the text still to index,
+ * even when the second worker's start lets the first store several times the threshold below meanwhile.
+ */
+const PARAGRAPHS = 6_000;
 
 /**
  * A worker stopped mid-ingest (SIGTERM, as Kubernetes or compose stop it) hands its job back instead of holding it
@@ -107,7 +110,7 @@ describeOnSharedServices(
           (await db.query(`SELECT count(*) AS n FROM document_chunks WHERE document_id = $1`, [documentId])).rows[0].n,
         );
       // Mid-ingest: some chunks stored, most not; a second worker is up before the first one stops.
-      await waitFor('the first worker is indexing', async () => (await chunksStored()) >= 200, {
+      await waitFor('the first worker is indexing', async () => (await chunksStored()) >= 100, {
         timeoutMs: 120_000,
         intervalMs: 200,
       });
