@@ -3,8 +3,9 @@
  *
  * With no arguments: the unit, medium and e2e tiers first, spread over TEST_WORKERS Jest workers (default 2), since
  * each of their files owns its database, Redis prefix, ports and folders and most of their time is spent booting a
- * module graph or waiting on PostgreSQL; then the built tier and the drills one file at a time, because they start
- * processes of their own, kill them and measure how fast things recover, which a second file beside them would skew.
+ * module graph or waiting on PostgreSQL, together with the built and drill files that time nothing (BESIDE in
+ * jest.config.js); then the other built and drill files one at a time, because they kill processes and bound how fast
+ * things drain or recover, which a second file beside them would skew.
  * Both phases run even when the first fails, so one run shows every failure; the exit code is the first non-zero one.
  *
  * With arguments (`npm test -- test/x.e2e-spec.ts`, `--selectProjects …`): one Jest run in band, as before.
@@ -15,18 +16,19 @@ import { dirname, join, resolve } from 'node:path';
 const ROOT = resolve(dirname(process.argv[1]), '..');
 const JEST = join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js');
 
-function jest(args: string[]): number {
+function jest(args: string[], phase?: 'parallel' | 'serial'): number {
   const result = spawnSync(process.execPath, ['--experimental-vm-modules', JEST, ...args], {
     cwd: ROOT,
     stdio: 'inherit',
+    env: phase ? { ...process.env, TEST_PHASE: phase } : process.env,
   });
   return result.status ?? 1;
 }
 
-function phase(title: string, args: string[]): { status: number; seconds: number } {
+function phase(title: string, which: 'parallel' | 'serial', args: string[]): { status: number; seconds: number } {
   process.stdout.write(`\n=== npm test: ${title}\n`);
   const started = Date.now();
-  const status = jest(args);
+  const status = jest(args, which);
   return { status, seconds: (Date.now() - started) / 1000 };
 }
 
@@ -38,16 +40,23 @@ if (!Number.isInteger(workers) || workers < 1) {
   process.stderr.write(`TEST_WORKERS must be a positive integer (got "${process.env.TEST_WORKERS}")\n`);
   process.exit(2);
 }
-const parallel = phase(`unit, medium and e2e on ${workers} workers`, [
+const parallel = phase(`unit, medium, e2e and the untimed built and drill files on ${workers} workers`, 'parallel', [
   '--selectProjects',
   'unit',
   'medium',
   'e2e',
+  'built',
+  'drills',
   workers === 1 ? '--runInBand' : `--maxWorkers=${workers}`,
 ]);
-const serial = phase('built and drills, one file at a time', ['--selectProjects', 'built', 'drills', '--runInBand']);
+const serial = phase('timed built and drill files, one at a time', 'serial', [
+  '--selectProjects',
+  'built',
+  'drills',
+  '--runInBand',
+]);
 process.stdout.write(
-  `\n=== npm test: unit/medium/e2e ${parallel.seconds.toFixed(0)} s (exit ${parallel.status}), ` +
-    `built/drills ${serial.seconds.toFixed(0)} s (exit ${serial.status})\n`,
+  `\n=== npm test: parallel phase ${parallel.seconds.toFixed(0)} s (exit ${parallel.status}), ` +
+    `serial phase ${serial.seconds.toFixed(0)} s (exit ${serial.status})\n`,
 );
 process.exit(parallel.status !== 0 ? parallel.status : serial.status);

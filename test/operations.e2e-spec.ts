@@ -23,11 +23,16 @@ describe('operations of the built server', () => {
     return dir;
   };
 
+  // One data directory for both tests: the lock test needs a directory, not a first start, so it skips the
+  // embedded engine's initdb and migrations that the logging test already paid for (it makes its own when run alone).
+  let embeddedDir: string | undefined;
+  const sharedDir = () => (embeddedDir ??= freshDir());
+
   beforeAll(() => buildOnce(), 180_000);
   afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
   it('logs JSON lines from the first line on, routes at debug, and one access line per request without secrets', async () => {
-    const app = await startAppProcess({ DATA_DIR: freshDir(), LOG_LEVEL: 'info' });
+    const app = await startAppProcess({ DATA_DIR: sharedDir(), LOG_LEVEL: 'info' });
     const secretKey = 'atr_SecretSecretSecretSecretSecretSecret00';
     const secretPassword = 'hunter2-very-secret-password';
     const requests: { method: string; path: string; init: RequestInit; status: number; route: string | null }[] = [
@@ -129,7 +134,7 @@ describe('operations of the built server', () => {
   }, 120_000);
 
   it('locks DATA_DIR: a second process stops at once naming the directory and the holder; a dead holder is taken over', async () => {
-    const dataDir = freshDir();
+    const dataDir = sharedDir();
     const first = await startAppProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
     try {
       const started = Date.now();

@@ -90,10 +90,10 @@ describe('process lifecycle on the embedded default', () => {
   }, 240_000);
 
   it('drains on SIGTERM: /api/ready answers 503 while every call in flight or arriving is still answered, then exits 0', async () => {
-    const drainDir = mkdtempSync(join(tmpdir(), 'atrium-drain-'));
+    // The first test's data directory: the drain does not need a first start, whose initdb and migrations the
+    // first test already paid for (run alone, this test makes them).
     const app = await startAppProcess({
-      DATA_DIR: drainDir,
-      LOG_LEVEL: 'info',
+      ...env,
       SHUTDOWN_DRAIN_DELAY_MS: '8000',
       RATE_LIMIT_LOGIN_PER_15_MIN: '1000',
     });
@@ -156,7 +156,7 @@ describe('process lifecycle on the embedded default', () => {
       expect(app.output()).toContain('"msg":"stopped cleanly"');
     } finally {
       if (app.child.exitCode === null) app.child.kill('SIGKILL');
-      rmSync(drainDir, { recursive: true, force: true });
+      await app.exited;
     }
   }, 120_000);
 

@@ -47,8 +47,11 @@ async function uploadLargeText(
     requestId,
   };
 }
-/** About 9,500 chunks: the size of the ingest in the report that led here. */
-const PARAGRAPHS = 14_500;
+/**
+ * Thousands of chunks in hundreds of paced batches: SIGTERM lands mid-ingest with most of the text still to index,
+ * even when the second worker's start lets the first store several times the threshold below meanwhile.
+ */
+const PARAGRAPHS = 6_000;
 
 /**
  * A worker stopped mid-ingest (SIGTERM, as Kubernetes or compose stop it) hands its job back instead of holding it
@@ -77,6 +80,9 @@ describeOnSharedServices(
       }),
     });
     const start = (role: 'api' | 'worker', extra: Record<string, string> = {}) => deployment().start(role, extra);
+    // One api process serves the three tests (only workers are stopped under test); its own clean stop is the last test.
+    let sharedApi: AppProcess | undefined;
+    const apiProcess = async () => (sharedApi ??= await start('api', { WEBHOOK_ALLOW_PRIVATE: 'true' }));
 
     beforeAll(async () => {
       embeddings = await new FakeEmbeddings(8).start();
@@ -90,7 +96,7 @@ describeOnSharedServices(
 
     it('SIGTERM mid-ingest: exit 0 within the grace period, another worker resumes within 5 s, every chunk stored once, every line JSON', async () => {
       const { db, figures } = deployment();
-      const api = await start('api');
+      const api = await apiProcess();
       const first = await start('worker');
       const { token, projectId } = await signUpWithProject(api.baseUrl, 'drain', 'Drain');
 
@@ -107,7 +113,7 @@ describeOnSharedServices(
           (await db.query(`SELECT count(*) AS n FROM document_chunks WHERE document_id = $1`, [documentId])).rows[0].n,
         );
       // Mid-ingest: some chunks stored, most not; a second worker is up before the first one stops.
-      await waitFor('the first worker is indexing', async () => (await chunksStored()) >= 200, {
+      await waitFor('the first worker is indexing', async () => (await chunksStored()) >= 100, {
         timeoutMs: 120_000,
         intervalMs: 200,
       });
@@ -175,17 +181,15 @@ describeOnSharedServices(
           .every((line) => line.requestId === requestId),
       ).toBe(true);
 
-      // Every line of every process, first to last, is a JSON object.
+      // Every line of every worker, first to last, is a JSON object (the api's: the last test).
       second.child.kill('SIGTERM');
-      api.child.kill('SIGTERM');
       expect(await second.exited).toBe(0);
-      expect(await api.exited).toBe(0);
-      for (const p of [api, first, second]) expect(() => jsonLines(p.output())).not.toThrow();
+      for (const p of [first, second]) expect(() => jsonLines(p.output())).not.toThrow();
     }, 600_000);
 
     it('SIGTERM mid agent run: exit 0, another worker resumes the run from its recorded steps within 5 s, no tool call twice', async () => {
       const { db, figures } = deployment();
-      const api = await start('api');
+      const api = await apiProcess();
       const first = await start('worker');
       const { token, projectId } = await signUpWithProject(api.baseUrl, 'drain-agent', 'Drain agent');
 
@@ -251,10 +255,8 @@ describeOnSharedServices(
       expect(resumeMs).toBeLessThan(5_000);
 
       second.child.kill('SIGTERM');
-      api.child.kill('SIGTERM');
       expect(await second.exited).toBe(0);
-      expect(await api.exited).toBe(0);
-      for (const p of [api, first, second]) expect(() => jsonLines(p.output())).not.toThrow();
+      for (const p of [first, second]) expect(() => jsonLines(p.output())).not.toThrow();
     }, 300_000);
 
     it('SIGTERM during a webhook delivery to a receiver that never answers: exit 0, the next worker delivers it', async () => {
@@ -274,7 +276,7 @@ describeOnSharedServices(
       await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
       const webhookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
       try {
-        const api = await start('api', { WEBHOOK_ALLOW_PRIVATE: 'true' });
+        const api = await apiProcess();
         const first = await start('worker', { WEBHOOK_ALLOW_PRIVATE: 'true' });
         const { token, projectId } = await signUpWithProject(api.baseUrl, 'drain-hook', 'Drain hook');
         llm.play({ content: 'Done, tell the hook.' });
@@ -313,14 +315,20 @@ describeOnSharedServices(
         expect(received).toHaveLength(2);
         expect(received[1]['atrium-delivery-id']).toBe(received[0]['atrium-delivery-id']);
         second.child.kill('SIGTERM');
-        api.child.kill('SIGTERM');
         expect(await second.exited).toBe(0);
-        expect(await api.exited).toBe(0);
       } finally {
         for (const res of trickling) res.destroy();
         await new Promise<void>((resolve) => receiver.close(() => resolve()));
       }
     }, 300_000);
+
+    it('the api process that served them stops cleanly on SIGTERM, every line of its output JSON', async () => {
+      const api = await apiProcess();
+      api.child.kill('SIGTERM');
+      expect(await api.exited).toBe(0);
+      expect(api.output()).toContain('"msg":"stopped cleanly"');
+      expect(() => jsonLines(api.output())).not.toThrow();
+    }, 60_000);
   },
 );
 
@@ -376,7 +384,7 @@ describe('worker drain on the embedded default: SIGTERM mid-ingest, then a resta
       await call(first.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain' } })
     ).json.data.id as string;
     const { documentId, expectedChunks, requestId } = await uploadLargeText(first.baseUrl, token, projectId, {
-      paragraphs: 4_000,
+      paragraphs: 2_000, // SIGTERM follows the first hundred chunks at once: most of the rest is left to resume
       label: 'embedded drain',
     });
     const documentOn = async (baseUrl: string) =>
