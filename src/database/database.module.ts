@@ -3,7 +3,7 @@ import { CallCountDb } from './call-count-db.js';
 import { DatabasePool } from './database-pool.js';
 import { EmbeddedEngine } from './embedded-engine.js';
 import { kyselyProvider } from './kysely.provider.js';
-import { migrateIfPending } from './migrations-runner.js';
+import { migrateIfPendingInThread } from './migrations-runner.js';
 import { namedStatementsProvider } from './named-statements.js';
 
 /**
@@ -19,9 +19,9 @@ class DatabasePoolModule {
       providers: [
         {
           provide: DatabasePool,
-          // Migrations run before the app serves, under an advisory lock (several processes may start at once).
+          // Migrations run before the app serves, under an advisory lock (several processes may start at once), in a thread.
           useFactory: async () => {
-            await migrateIfPending(databaseUrl);
+            await migrateIfPendingInThread(databaseUrl);
             return new DatabasePool(databaseUrl, poolSize);
           },
         },

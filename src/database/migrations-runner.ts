@@ -1,8 +1,13 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Worker } from 'node:worker_threads';
 import { Client } from 'pg';
 import type { DataSource, Migration } from 'typeorm';
 import { ALL_MIGRATIONS } from '../../migrations/index.js';
 import { buildDataSourceOptions, MIGRATIONS_TABLE } from './data-source-options.js';
+import type { ThreadLogLine } from './migrations-thread.js';
 
 /** Advisory lock key of "schema migrations of this database": "atrium-m" in ASCII (0x61747269756d2d6d). */
 export const MIGRATIONS_LOCK_KEY = '7022363516244667757';
@@ -38,15 +43,41 @@ export async function runMigrationsUnderLock(dataSource: DataSource, databaseUrl
  * retried, as the database may still be starting beside the process.
  */
 export async function migrateIfPending(databaseUrl: string, attempts = 3, retryDelayMs = 1000): Promise<void> {
+  if (await anyPending(databaseUrl, attempts, retryDelayMs)) await applyMigrations(databaseUrl);
+}
+
+/**
+ * migrateIfPending for a process that serves afterwards: a pending migration is applied in a worker thread, so
+ * TypeORM is loaded and run there and the process does not carry it, unused, for the rest of its life. From the
+ * TypeScript sources (ts-jest) it runs in-process: a plain Node thread cannot strip the types of all of them.
+ */
+export async function migrateIfPendingInThread(databaseUrl: string): Promise<void> {
+  if (!(await anyPending(databaseUrl, 3, 1000))) return;
+  const entry = join(__dirname, 'migrations-thread.js');
+  if (!existsSync(entry)) return applyMigrations(databaseUrl);
+  await new Promise<void>((resolve, reject) => {
+    const thread = new Worker(entry, { workerData: { databaseUrl } });
+    thread.on('message', ({ level, message, params }: ThreadLogLine) => Logger[level](message, ...params));
+    thread.once('error', reject);
+    thread.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`the migrations thread exited with code ${code}`)),
+    );
+  });
+}
+
+async function anyPending(databaseUrl: string, attempts: number, retryDelayMs: number): Promise<boolean> {
   for (let attempt = 1; ; attempt++) {
     try {
-      if ((await pendingMigrations(databaseUrl)).length === 0) return;
-      break;
+      return (await pendingMigrations(databaseUrl)).length > 0;
     } catch (error) {
       if (attempt >= attempts) throw error;
       await sleep(retryDelayMs);
     }
   }
+}
+
+/** Loads TypeORM and applies what is pending, under the lock. */
+export async function applyMigrations(databaseUrl: string): Promise<void> {
   const { DataSource } = await import('typeorm');
   const dataSource = await new DataSource(buildDataSourceOptions(databaseUrl, 1)).initialize();
   try {

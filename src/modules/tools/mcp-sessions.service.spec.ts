@@ -56,6 +56,31 @@ describe('McpSessions.openingFor (which initialize opens which session)', () => 
     expect(await sessions.end(label, 'key-2')).toBe('unknown');
   });
 
+  it('answers a label session it verified before alike, and still refuses it to another credential or altered', async () => {
+    const fresh = new McpSessions({} as McpSessionsRepository, config);
+    const opening = fresh.openingFor(init('2025-11-25', {}, { name: 'Cursor', version: '1.0' }))!;
+    const label = fresh.labelSession('key-1', opening);
+    const first = await fresh.resolve(label, 'key-1');
+    expect(await fresh.resolve(label, 'key-1')).toBe(first);
+    expect(Object.isFrozen(first) && Object.isFrozen(first?.client)).toBe(true);
+    expect(await fresh.resolve(label, 'key-2')).toBeUndefined();
+    const [, payload] = label.split('.');
+    const forgedPayload = Buffer.from(JSON.stringify(['2025-11-25', 'Someone else', '1.0'])).toString('base64url');
+    expect(await fresh.resolve(label.replace(payload, forgedPayload), 'key-1')).toBeUndefined();
+    // Another instance (same pepper) verifies it too: nothing is only in this process's memory.
+    expect(await new McpSessions({} as McpSessionsRepository, config).resolve(label, 'key-1')).toEqual(first);
+  });
+
+  it('bounds what it remembers, and an id dropped from it still verifies', async () => {
+    const fresh = new McpSessions({} as McpSessionsRepository, config);
+    const labels = Array.from({ length: 4_200 }, (_, i) =>
+      fresh.labelSession('key-1', fresh.openingFor(init('2025-11-25', {}, { name: `client ${i}`, version: '1' }))!),
+    );
+    for (const label of labels) expect(await fresh.resolve(label, 'key-1')).toBeDefined();
+    expect((fresh as unknown as { verifiedLabels: Map<string, unknown> }).verifiedLabels.size).toBe(4_096);
+    expect((await fresh.resolve(labels[0], 'key-1'))?.client).toEqual({ name: 'client 0', version: '1' });
+  });
+
   it('keeps oversize capabilities only as what it acts on, and bounds the client labels', () => {
     const opening = sessions.openingFor(
       init(

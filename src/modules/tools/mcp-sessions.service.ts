@@ -29,6 +29,8 @@ const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
 const LABEL_SESSION_ID = /^l1\.([A-Za-z0-9_-]{1,1200})\.([A-Za-z0-9_-]{22})$/;
 /** Capabilities larger than this are not kept whole (a client chooses them); what we act on is kept. */
 const MAX_CAPABILITIES_JSON = 8_192;
+/** Label sessions remembered as verified: every active key and client pair of a busy instance; an entry is ~0.3 KB. */
+const MAX_VERIFIED_LABELS = 4_096;
 /** The ids of our elicitation requests: random strings, so concurrent calls of one session never share one. */
 const REQUEST_ID_PREFIX = 'atrium-confirm-';
 /** The ids of other requests to the client (an MCP extension's sampling or elicitation): the answer is kept whole. */
@@ -93,6 +95,13 @@ export class McpSessions implements OnModuleInit, OnModuleDestroy {
   private pruneTimer?: NodeJS.Timeout;
   /** HMAC key of label sessions (derived from the pepper, so every instance verifies every other's). */
   private readonly labelKey: Buffer;
+  /**
+   * Label sessions this process has verified, by credential and id: a client presents the same one on every request,
+   * and whether it verifies depends on nothing that can change (the id, the credential, a key fixed at start-up), so
+   * it needs no invalidation; the credential itself is checked on every request before. Only verified ids are kept,
+   * so a forged one is checked in full every time. Bounded by dropping the oldest entry (insertion order).
+   */
+  private readonly verifiedLabels = new Map<string, McpSession>();
 
   constructor(
     private readonly repository: McpSessionsRepository,
@@ -169,6 +178,18 @@ export class McpSessions implements OnModuleInit, OnModuleDestroy {
 
   /** The label session this header names for this credential, or undefined (forged, altered or another credential's). */
   private resolveLabel(header: string, credentialId: string): McpSession | undefined {
+    const entry = `${credentialId} ${header}`;
+    const known = this.verifiedLabels.get(entry);
+    if (known) return known;
+    const session = this.verifyLabel(header, credentialId);
+    if (!session) return undefined;
+    if (this.verifiedLabels.size >= MAX_VERIFIED_LABELS)
+      this.verifiedLabels.delete(this.verifiedLabels.keys().next().value!);
+    this.verifiedLabels.set(entry, session);
+    return session;
+  }
+
+  private verifyLabel(header: string, credentialId: string): McpSession | undefined {
     const match = LABEL_SESSION_ID.exec(header);
     if (!match) return undefined;
     const [, payload, mac] = match;
@@ -179,7 +200,14 @@ export class McpSessions implements OnModuleInit, OnModuleDestroy {
       string,
       string,
     ];
-    return { idHash: hashOf(header), protocolVersion, client: { name, version }, canElicit: false, stored: false };
+    // Shared by every request presenting this id: nothing may change it.
+    return Object.freeze({
+      idHash: hashOf(header),
+      protocolVersion,
+      client: Object.freeze({ name, version }),
+      canElicit: false,
+      stored: false,
+    });
   }
 
   /** Stores the session before the initialize answer leaves (the client's next request may reach another instance). */
