@@ -21,13 +21,13 @@ import {
   toVectorLiteral,
   type EmbeddingProvider,
 } from '../src/modules/rag/embeddings/embedding-provider.js';
-import { ChunkWriterService } from '../src/modules/rag/chunk-writer.service.js';
+import { ChunkWriterService, type IndexableDocument } from '../src/modules/rag/chunk-writer.service.js';
 import { IndexingProcessor } from '../src/modules/rag/indexing.processor.js';
 import { RagSearchService } from '../src/modules/rag/rag-search.service.js';
 import { applySearchSessionSettings } from '../src/modules/rag/search-session-settings.repository.js';
 
 /**
- * `npm run bench:rag -- [--chunks 100000] [--ingest-documents 50] [--bulk-writers 2] [--queries 200] [--text ../shared/data/ir/scifact/corpus.jsonl]`
+ * `npm run bench:rag -- [--chunks 100000] [--ingest-documents 50] [--bulk-writers 2] [--bulk-write-documents 10] [--queries 200] [--text ../shared/data/ir/scifact/corpus.jsonl]`
  *
  * 1. Ingest: synthetic documents (sentences of a real corpus, shuffled deterministically) are created
  *    through DocumentsService and indexed by the real queue worker; chunks/s end to end.
@@ -136,6 +136,7 @@ async function main(): Promise<void> {
     // queue worker (IndexingProcessor → IndexingJobRunner → chunker, embedder, SQL writes incl. HNSW).
     const ingestDocuments = Number(option('ingest-documents', '50'));
     const bulkWriters = Number(option('bulk-writers', '2'));
+    const bulkWriteDocuments = Number(option('bulk-write-documents', '10'));
     const started = performance.now();
     for (let d = 0; d < ingestDocuments; d += 1) await documents.createFromText(actor, makeDocument(d));
     let progress = await countChunks();
@@ -174,21 +175,23 @@ async function main(): Promise<void> {
     const loadStarted = performance.now();
     let chunks = progress.chunks;
     let nextDocument = ingestDocuments;
-    // Each writer takes the next document until the target is reached: with two, one document is embedded (Node,
-    // the sandbox thread) while another is written (PostgreSQL), as an import with two workers would run.
+    // Each writer takes the next documents until the target is reached: with two, one group is embedded (Node,
+    // the sandbox thread) while another is written (PostgreSQL), as an import with two workers would run. A writer
+    // hands --bulk-write-documents documents at a time to writeMany, which writes those that fit one batch together.
     const bulkWriter = async (): Promise<void> => {
       while (chunks < targetChunks) {
-        const d = nextDocument++;
-        const input = makeDocument(d);
-        const document = await documents.createFromText(actor, input);
-        const outcome = await writer.write({
-          id: document.id,
-          title: document.title,
-          sha256: document.sha256,
-          text: input.content,
-        });
-        if (outcome.status === 'indexed' || outcome.status === 'unchanged') chunks += outcome.chunkCount;
-        if (d % 200 === 0)
+        const firstDocument = nextDocument;
+        nextDocument += bulkWriteDocuments;
+        const created: IndexableDocument[] = [];
+        for (let d = firstDocument; d < firstDocument + bulkWriteDocuments; d += 1) {
+          const input = makeDocument(d);
+          const document = await documents.createFromText(actor, input);
+          created.push({ id: document.id, title: document.title, sha256: document.sha256, text: input.content });
+        }
+        const outcomes = bulkWriteDocuments === 1 ? [await writer.write(created[0])] : await writer.writeMany(created);
+        for (const outcome of outcomes)
+          if (outcome.status === 'indexed' || outcome.status === 'unchanged') chunks += outcome.chunkCount;
+        if (Math.floor(firstDocument / 200) !== Math.floor(nextDocument / 200))
           log(
             `bulk load: ${chunks} chunks, ${(chunks / ((performance.now() - loadStarted) / 1000)).toFixed(0)} chunks/s`,
           );
@@ -223,6 +226,7 @@ async function main(): Promise<void> {
       loadSeconds: round(loadSeconds),
       chunksPerSecond: round(loaded / loadSeconds),
       writers: bulkWriters,
+      documentsPerWrite: bulkWriteDocuments,
       keywordIndex: keepKeywordIndex ? 'kept' : 'built after the load',
       // CPU per loaded chunk of this process (all its threads) and of the database's PostgreSQL backends: on a
       // shared machine the figure to compare, wall time being mostly the other processes' turn.

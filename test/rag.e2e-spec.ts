@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { DatabasePool } from '../src/database/database-pool.js';
 import { KYSELY, type Db } from '../src/database/kysely.provider.js';
+import { DocumentIndexStateService } from '../src/modules/documents/document-index-state.service.js';
+import { ChunkWriterService } from '../src/modules/rag/chunk-writer.service.js';
 import { IndexingJobRunner } from '../src/modules/rag/indexing-job.runner.js';
 import { IndexingJobsService } from '../src/modules/rag/indexing-jobs.service.js';
-import { bearer, makeApiKey, makeUser, toolResult, type TestUser } from './support/factories.js';
+import { bearer, insertTextDocument, makeApiKey, makeUser, toolResult, type TestUser } from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 /** Upload → indexed → found; visibility in SQL; delete; ingest/reindex state machine with cancel. */
@@ -456,6 +458,129 @@ describe('RAG (e2e)', () => {
       }
     },
   );
+
+  describe('several documents written in shared statements (writeMany)', () => {
+    /** A document row without a queued job, so only the call under test writes its chunks. */
+    const addDocument = (authorId: string, isPublic: boolean, text: string) =>
+      insertTextDocument(app.app.get<Db>(KYSELY), {
+        authorId,
+        projectId,
+        isPublic,
+        title: `Shared batch ${randomUUID().slice(0, 8)}`,
+        text,
+      });
+    const paragraphs = (seed: string, count: number) =>
+      Array.from(
+        { length: count },
+        (_, i) => `${seed} paragraph ${i}: the ${seed} ledger balances ${i * 7} crates of cardamom and ${seed} tea.`,
+      ).join('\n\n');
+
+    /** Rows of the statistics that differ from a recount of the stored chunks (none when they are exact). */
+    const statisticsDrift = async () => {
+      const { rows } = await sql<{ drift: number; postingDrift: number }>`
+        SELECT (SELECT count(*)::int FROM (
+                  (SELECT scope, lexeme, df::bigint FROM rag_scope_lexicon WHERE df <> 0
+                   EXCEPT SELECT c.stat_scope, u.lexeme, count(*) FROM document_chunks c, unnest(c.tsv) u GROUP BY 1, 2)
+                  UNION ALL
+                  (SELECT c.stat_scope, u.lexeme, count(*) FROM document_chunks c, unnest(c.tsv) u GROUP BY 1, 2
+                   EXCEPT SELECT scope, lexeme, df::bigint FROM rag_scope_lexicon WHERE df <> 0)
+                  UNION ALL
+                  (SELECT scope, chunk_count::text, total_tokens FROM rag_scope_stats WHERE chunk_count <> 0
+                   EXCEPT SELECT stat_scope, count(*)::text, sum(token_count) FROM document_chunks GROUP BY 1)) d) AS drift,
+               (SELECT count(*)::int FROM (
+                  SELECT p.chunk_id, p.lexeme, p.document_id, p.dl, s.scope FROM rag_postings p JOIN rag_scopes s ON s.id = p.scope_id
+                  EXCEPT SELECT c.id, u.lexeme, c.document_id, c.token_count, c.stat_scope FROM document_chunks c, unnest(c.tsv) u) d) AS posting_drift`.execute(
+        app.app.get<Db>(KYSELY),
+      );
+      return rows[0];
+    };
+    const chunkRows = async (documentId: string) =>
+      await app.app
+        .get(DatabasePool)
+        .query<{ chunk_index: number; text: string; token_count: number; tsv: string }>(
+          `SELECT chunk_index, text, start_offset, end_offset, token_count, tsv::text, stat_scope FROM document_chunks WHERE document_id = $1 ORDER BY chunk_index`,
+          [documentId],
+        );
+
+    it('stores what write() stores for each document, keeps the per-scope statistics exact and finds them', async () => {
+      const writer = app.app.get(ChunkWriterService);
+      const alone = await addDocument(owner.id, true, paragraphs('saffron', 12));
+      const indexedBefore = await addDocument(member.id, false, paragraphs('nutmeg', 3));
+      expect(await writer.write(alone)).toMatchObject({ status: 'indexed' });
+      const written = await writer.write(indexedBefore);
+      expect(written).toMatchObject({ status: 'indexed' });
+      await app.app
+        .get(DocumentIndexStateService)
+        .markIndexed(indexedBefore.id, indexedBefore.sha256, (written as { chunkCount: number }).chunkCount);
+      const twin = await addDocument(owner.id, true, alone.text);
+      const batch = [
+        twin,
+        await addDocument(owner.id, false, paragraphs('saffron', 5)),
+        indexedBefore,
+        await addDocument(member.id, false, paragraphs('juniper', 4)),
+        await addDocument(member.id, true, ''),
+      ];
+      const outcomes = await writer.writeMany(batch);
+      expect(outcomes.map((outcome) => outcome.status)).toEqual([
+        'indexed',
+        'indexed',
+        'unchanged',
+        'indexed',
+        'indexed',
+      ]);
+      for (const [i, document] of batch.entries()) {
+        const stored = await chunkRows(document.id);
+        expect(outcomes[i]).toMatchObject({ chunkCount: stored.length });
+        expect(stored.length).toBeGreaterThan(0);
+      }
+      // Same content, the same rows as write() stored (the title differs, so not the tsvector).
+      const strip = (rows: Awaited<ReturnType<typeof chunkRows>>) =>
+        rows.map(({ tsv: _tsv, token_count: _count, ...rest }) => rest);
+      expect(strip(await chunkRows(twin.id))).toEqual(strip(await chunkRows(alone.id)));
+      expect(await statisticsDrift()).toEqual({ drift: 0, postingDrift: 0 });
+      const hits = (await search(member, 'juniper cardamom ledger', { mode: 'keyword' }).expect(200)).body.data.results;
+      expect(hits.map((hit: { documentId: string }) => hit.documentId)).toContain(batch[3].id);
+      const ofOwner = (await search(owner, 'juniper cardamom ledger', { mode: 'keyword', topK: 50 }).expect(200)).body
+        .data.results;
+      expect(ofOwner.map((hit: { documentId: string }) => hit.documentId)).not.toContain(batch[3].id);
+    });
+
+    // A second session holds a document's row lock; the embedded engine has one session, so PostgreSQL only.
+    (process.env.TEST_DATABASE_URL ? it : it.skip)(
+      'a group with a document another transaction holds does not wait for it in its lock: each is written alone',
+      async () => {
+        const writer = app.app.get(ChunkWriterService);
+        const batch = [
+          await addDocument(owner.id, true, paragraphs('vetiver', 3)),
+          await addDocument(owner.id, false, paragraphs('galangal', 3)),
+        ];
+        const blocker = await app.app.get(DatabasePool).pool.connect();
+        let open = true;
+        try {
+          await blocker.query('BEGIN');
+          await blocker.query(`SELECT 1 FROM documents WHERE id = $1 FOR UPDATE`, [batch[1].id]);
+          const writing = writer.writeMany(batch);
+          // write() of the held document waits for the lock: the group's own lock did not.
+          await waitFor(async () => {
+            const rows: unknown[] = await app.app
+              .get(DatabasePool)
+              .query(
+                `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%documents%'`,
+              );
+            return rows[0];
+          });
+          expect((await chunkRows(batch[0].id)).length).toBeGreaterThan(0);
+          await blocker.query('COMMIT');
+          open = false;
+          expect((await writing).map((outcome) => outcome.status)).toEqual(['indexed', 'indexed']);
+          expect(await statisticsDrift()).toEqual({ drift: 0, postingDrift: 0 });
+        } finally {
+          if (open) await blocker.query('ROLLBACK');
+          blocker.release();
+        }
+      },
+    );
+  });
 
   it('ingest with documentIds re-uses the content hash: no duplicate work', async () => {
     const doc = await upload(member, 'stable.txt', 'Idempotent armadillo ledger.', true);

@@ -35,6 +35,7 @@ import { GithubReposService } from '../../src/modules/github/github-repos.servic
 import { ProjectsService } from '../../src/modules/projects/projects.service.js';
 import { IndexingJobsService } from '../../src/modules/rag/indexing-jobs.service.js';
 import { TasksService } from '../../src/modules/tasks/tasks.service.js';
+import { insertTextDocument } from '../support/factories.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-app.js';
 
 /**
@@ -308,26 +309,9 @@ describe('access rule table (medium: services and predicates on a real database)
   }
 
   async function insertDocument(authorId: string, projectId: string | null, isPublic: boolean): Promise<string> {
-    const id = randomUUID();
-    const content = Buffer.from(`doc ${id}`);
-    await db
-      .insertInto('documents')
-      .values({
-        id,
-        authorId,
-        projectId,
-        isPublic,
-        title: 'doc',
-        mimeType: 'text/markdown',
-        sizeBytes: content.length,
-        sha256: id,
-        origin: 'text',
-        content,
-        textContent: content.toString(),
-        status: 'indexed',
-      })
-      .execute();
-    return id;
+    const text = `doc ${randomUUID()}`;
+    const extra = { textContent: text, status: 'indexed' as const };
+    return (await insertTextDocument(db, { authorId, projectId, isPublic, title: 'doc', text }, extra)).id;
   }
 
   async function insertAgentRun(userId: string, projectId: string): Promise<string> {

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { PostgresDialect, sql } from 'kysely';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { viewerStatScopes, visibleDocument } from '../../src/common/access/access-rules.js';
 import type { Actor } from '../../src/common/auth/actor.js';
 import { DatabasePool } from '../../src/database/database-pool.js';
@@ -12,6 +12,7 @@ import { NamedStatements } from '../../src/database/named-statements.js';
 import { DocumentChunksRepository } from '../../src/modules/rag/document-chunks.repository.js';
 import { toVectorBatch, toVectorParam } from '../../src/modules/rag/embeddings/embedding-provider.js';
 import { RagSearchRepository, type SearchScope } from '../../src/modules/rag/rag-search.repository.js';
+import { insertTextDocument } from '../support/factories.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-app.js';
 
 /**
@@ -41,23 +42,8 @@ describe('RAG statistic scopes agree with document visibility (medium)', () => {
 
   /** A document with one chunk of the word "word", written by the real chunk writer (postings and their scope). */
   const addDocument = async (authorId: string, projectId: string | null, isPublic: boolean): Promise<void> => {
-    const id = randomUUID();
+    const { id } = await insertTextDocument(db, { authorId, projectId, isPublic, title: 't', text: 'x' });
     documents.push({ id, authorId, projectId, isPublic });
-    await db
-      .insertInto('documents')
-      .values({
-        id,
-        authorId,
-        projectId,
-        isPublic,
-        title: 't',
-        mimeType: 'text/markdown',
-        sizeBytes: 1,
-        sha256: createHash('sha256').update(id).digest('hex'),
-        origin: 'text',
-        content: Buffer.from('x'),
-      })
-      .execute();
     const chunkId = randomUUID();
     documentOfChunk.set(chunkId, id);
     await new DocumentChunksRepository(db).insertBatch(

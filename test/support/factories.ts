@@ -1,4 +1,5 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { DbExecutor } from '../../src/database/kysely.provider.js';
 import type { TestApp } from './test-app.js';
 
 export interface TestUser {
@@ -87,4 +88,32 @@ export async function toolResult(
   const res = await callTool(app, key, name, args);
   if (res.status !== 200) throw new Error(`${name} → ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.result;
+}
+
+/** A text document inserted as a row (no upload, no queued indexing job): what a test writes chunks for itself. */
+export async function insertTextDocument(
+  db: DbExecutor,
+  document: { authorId: string; projectId: string | null; isPublic: boolean; title: string; text: string },
+  extra: { textContent?: string; status?: 'indexed' } = {},
+): Promise<{ id: string; title: string; sha256: string; text: string }> {
+  const id = randomUUID();
+  const content = Buffer.from(document.text);
+  const sha256 = createHash('sha256').update(content).digest('hex');
+  await db
+    .insertInto('documents')
+    .values({
+      id,
+      authorId: document.authorId,
+      projectId: document.projectId,
+      isPublic: document.isPublic,
+      title: document.title,
+      mimeType: 'text/markdown',
+      sizeBytes: content.length,
+      sha256,
+      origin: 'text',
+      content,
+      ...extra,
+    })
+    .execute();
+  return { id, title: document.title, sha256, text: document.text };
 }

@@ -82,4 +82,19 @@ export class DocumentIndexStateService {
   async lockIfContent(documentId: string, sha256: string, executor: DbExecutor): Promise<boolean> {
     return (await this.documents.lockContent(documentId, executor)) === sha256;
   }
+
+  /**
+   * lockIfContent for several documents at once, without waiting: the ids of those locked that still hold the
+   * content they were read with (one another transaction holds is left out, as one changed or gone).
+   */
+  async lockIfContents(
+    documents: readonly { id: string; sha256: string }[],
+    executor: DbExecutor,
+  ): Promise<Set<string>> {
+    const locked = await this.documents.lockContents(
+      documents.map((document) => document.id),
+      executor,
+    );
+    return new Set(documents.filter((document) => locked.get(document.id) === document.sha256).map((d) => d.id));
+  }
 }

@@ -355,4 +355,20 @@ export class DocumentsRepository {
       .executeTakeFirst();
     return row ? row.sha256 : null;
   }
+
+  /**
+   * Locks the rows of several documents until the caller's transaction ends and returns the content hash of each
+   * one locked, by id. A row another transaction holds is skipped, never waited for: one that locks several
+   * documents in another order (a project's deletion) could otherwise wait for this caller in turn.
+   */
+  async lockContents(documentIds: readonly string[], executor: DbExecutor): Promise<Map<string, string>> {
+    const rows = await executor
+      .selectFrom('documents')
+      .select(['id', 'sha256'])
+      .where(sql<boolean>`id = ANY(${[...documentIds]}::uuid[])`)
+      .forUpdate()
+      .skipLocked()
+      .execute();
+    return new Map(rows.map((row) => [row.id, row.sha256]));
+  }
 }

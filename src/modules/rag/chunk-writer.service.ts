@@ -14,7 +14,7 @@ import { IngestSandbox } from './sandbox/ingest-sandbox.service.js';
 import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import { DocumentIndexStateService } from '../documents/document-index-state.service.js';
 import type { TextChunk } from './chunking/chunker.js';
-import { DocumentChunksRepository, type NewChunk } from './document-chunks.repository.js';
+import { DocumentChunksRepository, type DocumentChunk, type NewChunk } from './document-chunks.repository.js';
 
 export interface IndexableDocument {
   id: string;
@@ -142,6 +142,105 @@ export class ChunkWriterService {
     const from = await this.clearForWrite(document, force, plan.indexTexts.length);
     if (onProgress) await onProgress(from, plan.indexTexts.length);
     return this.writeBatches(document, plan, from, onProgress, shouldYield, stop);
+  }
+
+  /**
+   * Writes several documents as write() does each (not forced, no progress, no yield), with the chunks of those
+   * that fit in one batch written together: up to INDEX_BATCH_CHUNKS chunks of several documents per statement and
+   * transaction, so the statistics triggers count a lexeme the documents share in one upsert, and one lock, insert
+   * and commit serve them all. The next group is embedded while one is written. A document too large for one
+   * batch, and every document on the embedded engine (whose batches are sized by the event loop), goes through
+   * write(); so does a group with a document another transaction holds, or whose content changed, one by one.
+   * Outcomes are in the order of `documents`.
+   */
+  async writeMany(documents: readonly IndexableDocument[]): Promise<WriteOutcome[]> {
+    const outcomes: WriteOutcome[] = [];
+    const groups: PlannedDocument[][] = [];
+    let group: PlannedDocument[] = [];
+    let groupChunks = 0;
+    // A document without stored chunks has nothing to compare, clear or resume after (an import's usual case).
+    const stored = await this.chunks.documentsWithChunks(documents.map((document) => document.id));
+    for (const [at, document] of documents.entries()) {
+      const existing = stored.has(document.id) ? await this.isCurrent(document.id, document.sha256) : null;
+      if (existing !== null) {
+        outcomes[at] = { status: 'unchanged', chunkCount: existing };
+        continue;
+      }
+      const plan = await this.planChunks(document);
+      const total = plan.indexTexts.length;
+      if (!this.config.database.url || total > INDEX_BATCH_CHUNKS || total >= this.pacedMinChunks) {
+        outcomes[at] = await this.write(document);
+        continue;
+      }
+      const from = stored.has(document.id) ? await this.clearForWrite(document, false, total) : 0;
+      if (from === total) {
+        outcomes[at] = { status: 'indexed', chunkCount: total };
+        continue;
+      }
+      if (groupChunks + total - from > INDEX_BATCH_CHUNKS) {
+        groups.push(group);
+        group = [];
+        groupChunks = 0;
+      }
+      group.push({ at, document, plan, from });
+      groupChunks += total - from;
+    }
+    if (group.length > 0) groups.push(group);
+    let next = groups.length > 0 ? this.embedGroup(groups[0]) : undefined;
+    for (const [index, current] of groups.entries()) {
+      const embedded = await next!;
+      next = index + 1 < groups.length ? this.embedGroup(groups[index + 1]) : undefined;
+      next?.catch(() => undefined);
+      if (await this.insertGroup(current, embedded)) {
+        for (const planned of current)
+          outcomes[planned.at] = { status: 'indexed', chunkCount: planned.plan.indexTexts.length };
+      } else {
+        for (const planned of current) outcomes[planned.at] = await this.write(planned.document);
+      }
+    }
+    return outcomes;
+  }
+
+  /** A group's chunks (each document's from its resume point) with their vectors, in one embedding call. */
+  private async embedGroup(
+    group: readonly PlannedDocument[],
+  ): Promise<{ rows: DocumentChunk[]; vectors: VectorBatch }> {
+    const rows: DocumentChunk[] = [];
+    const texts: string[] = [];
+    for (const { document, plan, from } of group) {
+      for (const [offset, indexText] of plan.indexTexts.slice(from).entries()) {
+        const chunk: TextChunk | undefined = plan.chunks[from + offset];
+        rows.push({
+          id: randomUUID(),
+          documentId: document.id,
+          sha256: document.sha256,
+          index: from + offset,
+          text: chunk?.text ?? '',
+          start: chunk?.startOffset ?? 0,
+          end: chunk?.endOffset ?? 0,
+          indexText,
+        });
+        texts.push(indexText);
+      }
+    }
+    return { rows, vectors: await this.vectorBatch(texts) };
+  }
+
+  /**
+   * A group in one short transaction under its documents' row locks; false (nothing stored) when one of them is
+   * held by another transaction, changed or gone.
+   */
+  private async insertGroup(
+    group: readonly PlannedDocument[],
+    embedded: { rows: DocumentChunk[]; vectors: VectorBatch },
+  ): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const documents = group.map(({ document }) => ({ id: document.id, sha256: document.sha256 }));
+      if ((await this.indexState.lockIfContents(documents, trx)).size < group.length) return false;
+      const space = { embeddingModel: this.embedder.key, embeddingDims: this.embedder.dimensions };
+      await this.chunks.insertDocumentsBatch(space, embedded.rows, embedded.vectors, trx);
+      return true;
+    });
   }
 
   /**
@@ -310,6 +409,15 @@ interface EmbeddedBatch {
   vectors: VectorBatch;
   /** One past the batch's last chunk index. */
   to: number;
+}
+
+interface PlannedDocument {
+  /** Its place in writeMany's input. */
+  at: number;
+  document: IndexableDocument;
+  plan: ChunkPlan;
+  /** The chunk index its write continues at. */
+  from: number;
 }
 
 interface ChunkPlan {

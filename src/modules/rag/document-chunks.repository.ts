@@ -15,12 +15,22 @@ export interface NewChunk {
   indexText: string;
 }
 
-/** The content and vector space a batch of chunks is computed for. */
-export interface ChunkSource {
-  documentId: string;
-  sha256: string;
+/** The vector space a batch of chunks is embedded in. */
+export interface VectorSpace {
   embeddingModel: string;
   embeddingDims: number;
+}
+
+/** The content and vector space a batch of chunks is computed for. */
+export interface ChunkSource extends VectorSpace {
+  documentId: string;
+  sha256: string;
+}
+
+/** A chunk with the document and content it is of, as a batch of several documents writes it. */
+export interface DocumentChunk extends NewChunk {
+  documentId: string;
+  sha256: string;
 }
 
 /** A document's stored chunks against its index marks, to tell whether they are complete for a content. */
@@ -69,6 +79,17 @@ export class DocumentChunksRepository {
     };
   }
 
+  /** The documents among `documentIds` that have stored chunks (of any content). */
+  async documentsWithChunks(documentIds: readonly string[]): Promise<Set<string>> {
+    const rows = await this.db
+      .selectFrom('documentChunks')
+      .select('documentId')
+      .distinct()
+      .where(sql<boolean>`document_id = ANY(${[...documentIds]}::uuid[])`)
+      .execute();
+    return new Set(rows.map((row) => row.documentId));
+  }
+
   /**
    * Deletes up to `limit` chunks of a document, except those of the content and vector space in `keep`
    * (nothing kept when it is empty); returns how many went. Their postings follow by trigger.
@@ -110,9 +131,7 @@ export class DocumentChunksRepository {
   }
 
   /**
-   * One batch of chunks and their postings in one statement (rows passed as arrays and unnested: one round
-   * trip per batch); a chunk index already stored is skipped. `vectors` holds chunk i's vector at slice i of
-   * one binary real[] parameter (see VectorBatch); a chunk without a present vector stores NULL. Runs in the
+   * One batch of a document's chunks and their postings in one statement; see insertDocumentsBatch. Runs in the
    * caller's transaction.
    */
   async insertBatch(
@@ -121,25 +140,50 @@ export class DocumentChunksRepository {
     vectors: VectorBatch,
     executor: DbExecutor,
   ): Promise<void> {
-    if (vectors.present.length !== chunks.length || vectors.dimensions !== source.embeddingDims)
+    const { documentId, sha256, ...space } = source;
+    await this.insertDocumentsBatch(
+      space,
+      chunks.map((chunk) => ({ ...chunk, documentId, sha256 })),
+      vectors,
+      executor,
+    );
+  }
+
+  /**
+   * One batch of chunks of one or more documents and their postings in one statement (rows passed as arrays and
+   * unnested: one round trip per batch); a chunk index already stored is skipped. The statistics triggers then run
+   * once for the whole batch, so a lexeme shared by its documents is counted in one upsert. `vectors` holds chunk
+   * i's vector at slice i of one binary real[] parameter (see VectorBatch); a chunk without a present vector stores
+   * NULL. Runs in the caller's transaction, which must hold the row lock of every document in the batch.
+   */
+  async insertDocumentsBatch(
+    space: VectorSpace,
+    chunks: readonly DocumentChunk[],
+    vectors: VectorBatch,
+    executor: DbExecutor,
+  ): Promise<void> {
+    if (vectors.present.length !== chunks.length || vectors.dimensions !== space.embeddingDims)
       throw new Error('the vector batch does not match its chunks');
+    if (chunks.length === 0) return;
     const dims = vectors.dimensions;
     await sql`
       WITH input AS (
-        SELECT t.id, t.chunk_index, t.text, t.start_offset, t.end_offset, t.index_text,
+        SELECT t.id, t.document_id, t.content_sha256, t.chunk_index, t.text, t.start_offset, t.end_offset, t.index_text,
                CASE WHEN t.has_vector THEN (${Buffer.from(vectors.values.buffer, vectors.values.byteOffset, vectors.values.byteLength)}::real[])
                                             [(t.ord - 1) * ${dims}::int + 1 : t.ord * ${dims}::int]::vector END AS embedding
-        FROM unnest(${chunks.map((chunk) => chunk.id)}::uuid[], ${chunks.map((chunk) => chunk.index)}::int[],
+        FROM unnest(${chunks.map((chunk) => chunk.id)}::uuid[], ${chunks.map((chunk) => chunk.documentId)}::uuid[],
+                    ${chunks.map((chunk) => chunk.sha256)}::text[], ${chunks.map((chunk) => chunk.index)}::int[],
                     ${chunks.map((chunk) => chunk.text)}::text[], ${chunks.map((chunk) => chunk.start)}::int[],
                     ${chunks.map((chunk) => chunk.end)}::int[], ${chunks.map((chunk) => chunk.indexText)}::text[],
                     ${vectors.present}::boolean[])
-          WITH ORDINALITY AS t(id, chunk_index, text, start_offset, end_offset, index_text, has_vector, ord)),
-      -- The statistic scope of the document, once per batch (the caller holds the document's row lock, so its
+          WITH ORDINALITY AS t(id, document_id, content_sha256, chunk_index, text, start_offset, end_offset, index_text, has_vector, ord)),
+      -- The statistic scope of each document, once per batch (the caller holds the documents' row locks, so their
       -- visibility cannot change in between): stamped on the chunks (their row trigger then stays idle) and, by id,
       -- on the postings, which keyword search filters by it.
       scope AS MATERIALIZED (
-        SELECT s.scope, rag_scope_id(s.scope) AS id
-        FROM (SELECT rag_stat_scope(d.is_public, d.author_id, d.project_id) AS scope FROM documents d WHERE d.id = ${source.documentId}) s),
+        SELECT s.document_id, s.scope, rag_scope_id(s.scope) AS id
+        FROM (SELECT d.id AS document_id, rag_stat_scope(d.is_public, d.author_id, d.project_id) AS scope
+              FROM documents d WHERE d.id IN (SELECT DISTINCT document_id FROM input)) s),
       prepared AS (SELECT input.*, to_tsvector(${sql.lit(TEXT_SEARCH_CONFIG)}, index_text) AS tsv FROM input),
       -- Each chunk's terms, unnested once: they are its postings, and their frequencies sum to its token count.
       terms AS (SELECT prepared.id, u.lexeme, ${TSV_TF_SQL} AS tf FROM prepared, unnest(prepared.tsv) u),
@@ -147,14 +191,16 @@ export class DocumentChunksRepository {
       inserted AS (
         INSERT INTO document_chunks (id, document_id, chunk_index, text, start_offset, end_offset, content_sha256,
                                      embedding_model, embedding_dims, embedding, tsv, token_count, stat_scope)
-        SELECT prepared.id, ${source.documentId}, chunk_index, text, start_offset, end_offset, ${source.sha256}, ${source.embeddingModel},
-               ${source.embeddingDims}, embedding, tsv, coalesce(lengths.token_count, 0), (SELECT scope FROM scope)
-        FROM prepared LEFT JOIN lengths ON lengths.id = prepared.id
+        SELECT prepared.id, prepared.document_id, chunk_index, text, start_offset, end_offset, content_sha256,
+               ${space.embeddingModel}, ${space.embeddingDims}, embedding, tsv, coalesce(lengths.token_count, 0), scope.scope
+        FROM prepared JOIN scope ON scope.document_id = prepared.document_id LEFT JOIN lengths ON lengths.id = prepared.id
         ON CONFLICT (document_id, chunk_index) DO NOTHING
-        RETURNING id, token_count)
+        RETURNING id, document_id, token_count)
       INSERT INTO rag_postings (lexeme, chunk_id, document_id, tf, dl, scope_id)
-      SELECT terms.lexeme, inserted.id, ${source.documentId}, terms.tf, inserted.token_count, scope.id
-      FROM inserted JOIN terms ON terms.id = inserted.id CROSS JOIN scope`.execute(executor);
+      SELECT terms.lexeme, inserted.id, inserted.document_id, terms.tf, inserted.token_count, scope.id
+      FROM inserted JOIN terms ON terms.id = inserted.id JOIN scope ON scope.document_id = inserted.document_id`.execute(
+      executor,
+    );
   }
 
   /** Documents (by project) with chunks in another vector space than `embeddingModel`. */
