@@ -20,7 +20,7 @@ export class HttpActivity {
   serving = false;
 
   /** Counts one request from now until `end` is called (once). */
-  begin(now = performance.now()): () => void {
+  begin(now = performance.now()): (endedAt?: number) => void {
     this.inFlight += 1;
     this.inFlightStartSum += now;
     let ended = false;

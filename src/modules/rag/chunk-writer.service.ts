@@ -195,9 +195,10 @@ export class ChunkWriterService {
     // On PostgreSQL a statement blocks no event loop: batches start at their largest (a paced document's at what
     // its pacer allows).
     const sizer = new BatchSizer(INDEX_BATCH_CHUNKS, postgres);
-    // The next batch is embedded (in the sandbox thread, at a lower priority) while this one is written (by
-    // PostgreSQL): the two use different cores.
-    const prefetch = postgres;
+    // At full speed the next batch is embedded (in the sandbox thread) while this one is written (by PostgreSQL):
+    // the two use different cores. A paced batch does one thing at a time, leaving a core to requests, and embeds
+    // nothing that a drain or a yield after it would throw away (a remote embedder is paid by the call).
+    const prefetch = () => postgres && !pacer?.busy();
     const batchSize = () => Math.min(sizer.size, pacer?.batchChunks() ?? INDEX_BATCH_CHUNKS);
     let next: Promise<EmbeddedBatch> | undefined;
     let reportedAt = performance.now();
@@ -211,7 +212,7 @@ export class ChunkWriterService {
         const batchFrom = from;
         const batchStarted = performance.now();
         const { rows, vectors, to } = await (next ?? this.embedBatch(plan, from, Math.min(total, from + batchSize())));
-        next = prefetch && to < total ? this.embedBatch(plan, to, Math.min(total, to + batchSize())) : undefined;
+        next = to < total && prefetch() ? this.embedBatch(plan, to, Math.min(total, to + batchSize())) : undefined;
         // Not awaited when the write stops early (stale, yield, stop): its failure must not go unhandled.
         next?.catch(() => undefined);
         sizer.startBatch();
