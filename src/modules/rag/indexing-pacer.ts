@@ -8,9 +8,9 @@ export interface RequestLoad {
 
 /**
  * Below this share of the last second spent serving requests the HTTP side counts as idle: a client polling a
- * document's status a few times a second stays under it, a steady stream of calls does not.
+ * document's status a few times a second stays under it, a steady stream of calls (even of fast ones) does not.
  */
-export const IDLE_SHARE = 0.2;
+export const IDLE_SHARE = 0.1;
 
 /**
  * Paces the batches of a large document by the requests this process serves. While none are (below IDLE_SHARE),
