@@ -24,7 +24,10 @@
  * loop-delay-probe.js and prints the server's event-loop delay while documents were ingested (the highest p99 and
  * max of any one document). BENCH_TRACE=1 prints, per phase, when the slow calls (above 1.5× the baseline p99)
  * started relative to their document's upload (100 ms steps for the first second, then 500 ms) and how many the quiet
- * gaps had. The server runs with the Dockerfile CMD's Node flags; BENCH_NODE_FLAGS replaces them.
+ * gaps had. The server runs with the Dockerfile CMD's Node flags; BENCH_NODE_FLAGS replaces them. BENCH_TEXT_MB sets the
+ * text's size (default 15). BENCH_STREAM_CALLERS=0 runs no stream and no baseline: the upload-to-indexed rate of a
+ * document alone (the bench still polls its status every 100 ms). BENCH_SERVER=path/to/dist/src/main.js runs another
+ * build's server under this bench (an A/B against main).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -48,6 +51,9 @@ const KINDS = new Set((process.env.BENCH_KINDS ?? 'text,pdf,docx').split(',').ma
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const LOOP_DELAY = process.env.BENCH_LOOP_DELAY === '1';
 const TRACE = process.env.BENCH_TRACE === '1';
+const TEXT_MB = Number(process.env.BENCH_TEXT_MB ?? 15);
+/** The server's entry: this build's, or another build's for an A/B with this bench (BENCH_SERVER=…/dist/src/main.js). */
+const SERVER_ENTRY = process.env.BENCH_SERVER || join(__dirname, '..', 'src', 'main.js');
 const MB = 1000 * 1000;
 
 async function ok(what: string, answer: Promise<Answer>): Promise<any> {
@@ -166,8 +172,8 @@ async function main(): Promise<void> {
     ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []),
     ...(LOOP_DELAY ? ['--require', join(__dirname, 'loop-delay-probe.js')] : []),
   ];
-  console.log(`server started with: node ${nodeFlags.join(' ')} (${nodeFlagsSource()})`);
-  const child = spawn(process.execPath, [...nodeFlags, join(__dirname, '..', 'src', 'main.js')], {
+  console.log(`server ${SERVER_ENTRY} started with: node ${nodeFlags.join(' ')} (${nodeFlagsSource()})`);
+  const child = spawn(process.execPath, [...nodeFlags, SERVER_ENTRY], {
     env,
     stdio: ['ignore', 'pipe', 'inherit', ...(LOOP_DELAY ? (['ipc'] as const) : [])],
   });
@@ -228,21 +234,22 @@ async function main(): Promise<void> {
       })(),
     );
     await loopDelay(); // reset after the warm-up
-    const baselineEnd = Date.now() + BASELINE_S * 1000;
+    const baselineEnd = Date.now() + (CALLERS > 0 ? BASELINE_S * 1000 : 0);
     const baseline = latencies(await stream(baseUrl, key, () => Date.now() > baselineEnd));
     const baseP99 = percentile(baseline, 99);
-    console.log(
-      `baseline: ${baseline.length} calls, p50 ${percentile(baseline, 50).toFixed(1)} ms, p99 ${baseP99.toFixed(1)} ms${describeDelay([await loopDelay()])}`,
-    );
+    if (CALLERS > 0)
+      console.log(
+        `baseline: ${baseline.length} calls, p50 ${percentile(baseline, 50).toFixed(1)} ms, p99 ${baseP99.toFixed(1)} ms${describeDelay([await loopDelay()])}`,
+      );
 
     // A kind's documents differ in every page (the seed), so none is a duplicate of another.
     const kinds: { kind: string; label: string; name: string; many: boolean; build: (seed: number) => Buffer }[] = [
       {
         kind: 'text',
-        label: '15 MB text',
+        label: `${TEXT_MB} MB text`,
         name: 'large.txt',
         many: false,
-        build: () => Buffer.from(proseText(15 * MB, 7)),
+        build: () => Buffer.from(proseText(Math.round(TEXT_MB * MB), 7)),
       },
       {
         kind: 'pdf',
@@ -313,7 +320,8 @@ async function main(): Promise<void> {
         documents += 1;
         chunksTotal += final.chunkCount as number;
         const duringSoFar = sofar.filter(during).length;
-        if (!many || (duringSoFar >= MIN_CALLS && ingestMs >= MIN_PHASE_S * 1000)) return (phaseDone = true);
+        if (!many || ((CALLERS === 0 || duringSoFar >= MIN_CALLS) && ingestMs >= MIN_PHASE_S * 1000))
+          return (phaseDone = true);
         quietUntil = now + (now - current.started);
         current = undefined;
         return false;
@@ -332,13 +340,15 @@ async function main(): Promise<void> {
         quietLatencies.length > 0
           ? `; interleaved quiet gaps: ${quietLatencies.length} calls, p99 ${percentile(quietLatencies, 99).toFixed(1)} ms, during / quiet ${(p99 / percentile(quietLatencies, 99)).toFixed(2)}×`
           : '';
+      const rate = `${label}: ${what} → ${chunksTotal} chunks in ${seconds.toFixed(1)} s of ingestion (${uploads}): ${(bytesTotal / MB / seconds).toFixed(2)} MB/s, ${(chunksTotal / seconds).toFixed(0)} chunks/s`;
       const row =
-        `${label}: ${what} → ${chunksTotal} chunks in ${seconds.toFixed(1)} s of ingestion (${uploads}): ${(bytesTotal / MB / seconds).toFixed(2)} MB/s, ` +
-        `${(chunksTotal / seconds).toFixed(0)} chunks/s; list_tasks during ingestion: ${ingestLatencies.length} calls, p50 ${percentile(ingestLatencies, 50).toFixed(1)} ms, ` +
-        `p99 ${p99.toFixed(1)} ms = ${(p99 / baseP99).toFixed(2)}× baseline${quiet}${describeDelay(delays)}`;
+        CALLERS === 0
+          ? `${rate} (no stream)${describeDelay(delays)}`
+          : `${rate}; list_tasks during ingestion: ${ingestLatencies.length} calls, p50 ${percentile(ingestLatencies, 50).toFixed(1)} ms, ` +
+            `p99 ${p99.toFixed(1)} ms = ${(p99 / baseP99).toFixed(2)}× baseline${quiet}${describeDelay(delays)}`;
       console.log(row);
       rows.push(row);
-      if (TRACE) console.log(traceSlowCalls(samples, ingesting, 1.5 * baseP99));
+      if (TRACE && CALLERS > 0) console.log(traceSlowCalls(samples, ingesting, 1.5 * baseP99));
     }
     console.log(
       `\nsummary (${backend}):\n  ${rows.join('\n  ')}\n  target: list_tasks p99 during ingestion ≤ 1.5× baseline`,

@@ -206,15 +206,15 @@ const DESCRIPTIONS: Record<string, Description> = {
   RAG_RECOVERY_INTERVAL_MS: { group: 'Indexing', text: 'how often a process looks for indexing jobs to re-enqueue' },
   RAG_INDEX_DUTY_CYCLE: {
     group: 'Indexing',
-    text: 'share of wall time the indexing of a document of ≥ `RAG_INDEX_PACED_MIN_CHUNKS` chunks may work on PostgreSQL (1 = no pause): the writer pauses after each batch, leaving CPU to requests during a long ingest ([perf/rag.md](perf/rag.md))',
+    text: 'share of wall time the indexing of a document of ≥ `RAG_INDEX_PACED_MIN_CHUNKS` chunks may work on PostgreSQL while requests are served (1 = no pause): the writer pauses after each batch, leaving CPU to requests; with none served in the process (under a tenth of the last second) it works at full speed, and a process that serves none (`APP_ROLE=worker`) always paces ([perf/ingest.md](perf/ingest.md))',
   },
   RAG_INDEX_PACED_MIN_CHUNKS: {
     group: 'Indexing',
-    text: 'the smallest document (in chunks) indexed at `RAG_INDEX_DUTY_CYCLE` in batches of at most `RAG_INDEX_PACED_BATCH_CHUNKS`; 0 paces every document',
+    text: 'the smallest document (in chunks) paced: at `RAG_INDEX_DUTY_CYCLE` in batches of at most `RAG_INDEX_PACED_BATCH_CHUNKS` while requests are served; 0 paces every document',
   },
   RAG_INDEX_PACED_BATCH_CHUNKS: {
     group: 'Indexing',
-    text: "most chunks per batch (statement and transaction) of a paced document (unpaced documents use up to 64): pacing lowers other users' latency only with short bursts of PostgreSQL work between pauses",
+    text: "most chunks per batch (statement and transaction) of a paced document while requests are served (otherwise up to 256): pacing lowers other users' latency only with short bursts of PostgreSQL work between pauses",
   },
   INDEX_SLICE_MS: {
     group: 'Indexing',

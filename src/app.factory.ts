@@ -11,6 +11,7 @@ import { JsonLogger } from './common/logging/json-logger.js';
 import { httpMetricsMiddleware } from './common/metrics/http-metrics.middleware.js';
 import { METRICS_PATH, metricsHandler } from './common/metrics/metrics-endpoint.js';
 import { requestContextMiddleware } from './common/request-context/request-context.middleware.js';
+import { httpActivity, httpActivityMiddleware } from './common/http/http-activity.js';
 import { jsonBodyGuard } from './common/http/json-body-guard.js';
 import { securityHeaders } from './common/http/security-headers.js';
 import type { AppConfig } from './config/app-config.js';
@@ -70,6 +71,9 @@ function configureHttp(app: NestExpressApplication, config: AppConfig, logger: J
   app.set('x-powered-by', false);
   // The request id is fixed before anything can fail, so even a body-parse error carries it.
   app.use(requestContextMiddleware);
+  // Background work in this process paces itself by how busy serving is (IndexingPacer).
+  httpActivity.serving = true;
+  app.use(httpActivityMiddleware);
   if (config.metrics.enabled) app.use(httpMetricsMiddleware);
   app.use(accessLogMiddleware(logger));
   // While draining, answers ask keep-alive clients to reconnect, which reaches a process that stays.

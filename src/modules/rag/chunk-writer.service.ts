@@ -15,6 +15,8 @@ import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import { DocumentIndexStateService } from '../documents/document-index-state.service.js';
 import type { TextChunk } from './chunking/chunker.js';
 import { DocumentChunksRepository, type DocumentChunk, type NewChunk } from './document-chunks.repository.js';
+import { httpActivity } from '../../common/http/http-activity.js';
+import { IndexingPacer } from './indexing-pacer.js';
 
 export interface IndexableDocument {
   id: string;
@@ -73,13 +75,12 @@ export class ChunkWriterService {
   /** RAG_INDEX_DUTY_CYCLE: share of wall time a document's batches may work (see writeBatches). */
   private readonly dutyCycle: number;
   /**
-   * RAG_INDEX_PACED_MIN_CHUNKS (default 200): documents of at least this many chunks are indexed at
-   * RAG_INDEX_DUTY_CYCLE on PostgreSQL, in batches of at most RAG_INDEX_PACED_BATCH_CHUNKS: tsvector, postings and
-   * HNSW inserts plus the embedding thread otherwise keep a core of a small machine busy for the whole document,
-   * and every request meanwhile competes for the other (bench:ingest; docs/perf/rag.md). Short bursts: a paced
-   * batch is a few chunks, so each pause follows a short stretch of work rather than a long one. Smaller documents
-   * run at full speed. On the embedded engine the BatchSizer already keeps the loop free and PGlite's work is
-   * on it, so no pause is added there.
+   * RAG_INDEX_PACED_MIN_CHUNKS (default 200): documents of at least this many chunks are paced on PostgreSQL by the
+   * requests served meanwhile (IndexingPacer): at full speed while none are, else at RAG_INDEX_DUTY_CYCLE in batches
+   * of at most RAG_INDEX_PACED_BATCH_CHUNKS, since tsvector, postings and HNSW inserts plus the embedding thread
+   * otherwise keep a core of a small machine busy for the whole document while every request competes for the
+   * other. Smaller documents always run at full speed. On the embedded engine the BatchSizer already keeps the loop
+   * free and PGlite's work is on it, so no pause is added there.
    */
   private readonly pacedMinChunks: number;
   /** RAG_INDEX_PACED_BATCH_CHUNKS: most chunks per batch of a paced document (see pacedMinChunks). */
@@ -275,7 +276,7 @@ export class ChunkWriterService {
     return this.committedPrefix(document.id, total);
   }
 
-  /** Embeds and stores the chunks from `from` on, batch by batch (see BatchSizer), reporting progress. */
+  /** Embeds and stores the chunks from `from` on, batch by batch (see BatchSizer and IndexingPacer), reporting progress. */
   private async writeBatches(
     document: IndexableDocument,
     plan: ChunkPlan,
@@ -285,13 +286,19 @@ export class ChunkWriterService {
     stop?: AbortSignal,
   ): Promise<WriteOutcome> {
     const total = plan.indexTexts.length;
-    const paced = total >= this.pacedMinChunks && Boolean(this.config.database.url);
-    const dutyCycle = paced ? this.dutyCycle : 1;
-    // On PostgreSQL a statement blocks no event loop: batches start at their largest.
-    const sizer = new BatchSizer(paced ? this.pacedBatchChunks : INDEX_BATCH_CHUNKS, Boolean(this.config.database.url));
-    // An unpaced document's next batch is embedded (in the sandbox thread) while this one is written (by PostgreSQL):
-    // the two use different cores. A paced one does one thing at a time, leaving a core to requests.
-    const prefetch = !paced && Boolean(this.config.database.url);
+    const postgres = Boolean(this.config.database.url);
+    const pacer =
+      total >= this.pacedMinChunks && postgres
+        ? new IndexingPacer(this.dutyCycle, this.pacedBatchChunks, INDEX_BATCH_CHUNKS, httpActivity)
+        : undefined;
+    // On PostgreSQL a statement blocks no event loop: batches start at their largest (a paced document's at what
+    // its pacer allows).
+    const sizer = new BatchSizer(INDEX_BATCH_CHUNKS, postgres);
+    // At full speed the next batch is embedded (in the sandbox thread) while this one is written (by PostgreSQL):
+    // the two use different cores. A paced batch does one thing at a time, leaving a core to requests, and embeds
+    // nothing that a drain or a yield after it would throw away (a remote embedder is paid by the call).
+    const prefetch = () => postgres && !pacer?.busy();
+    const batchSize = () => Math.min(sizer.size, pacer?.batchChunks() ?? INDEX_BATCH_CHUNKS);
     let next: Promise<EmbeddedBatch> | undefined;
     let reportedAt = performance.now();
     try {
@@ -303,8 +310,8 @@ export class ChunkWriterService {
         }
         const batchFrom = from;
         const batchStarted = performance.now();
-        const { rows, vectors, to } = await (next ?? this.embedBatch(plan, from, Math.min(total, from + sizer.size)));
-        next = prefetch && to < total ? this.embedBatch(plan, to, Math.min(total, to + sizer.size)) : undefined;
+        const { rows, vectors, to } = await (next ?? this.embedBatch(plan, from, Math.min(total, from + batchSize())));
+        next = to < total && prefetch() ? this.embedBatch(plan, to, Math.min(total, to + batchSize())) : undefined;
         // Not awaited when the write stops early (stale, yield, stop): its failure must not go unhandled.
         next?.catch(() => undefined);
         sizer.startBatch();
@@ -312,12 +319,11 @@ export class ChunkWriterService {
         sizer.endBatch();
         from = to;
         // The pause is measured from this batch's work alone, not from a job run in between at the question below.
-        const pauseMs = ((performance.now() - batchStarted) * (1 - dutyCycle)) / dutyCycle;
+        const pauseMs = pacer?.pauseAfter(performance.now() - batchStarted) ?? 0;
         let yielding = to < total && shouldYield !== undefined && (await shouldYield(to - batchFrom));
         if (!yielding) {
           // Let the event loop serve requests between batches (the embedded default shares it with HTTP), and
-          // pause so a paced document's batches (embedding thread, PostgreSQL's tsvector, postings and HNSW inserts)
-          // work at most RAG_INDEX_DUTY_CYCLE of the time (see RAG_INDEX_PACED_MIN_CHUNKS).
+          // pause while requests are served so a large document leaves them a core (see IndexingPacer).
           await new Promise((resolve) => (pauseMs >= 1 ? setTimeout(resolve, pauseMs) : setImmediate(resolve)));
           // Asked again after a pause, so work that arrived during it waits for no further batch.
           if (pauseMs >= 1 && to < total && shouldYield !== undefined) yielding = await shouldYield(0);
