@@ -383,6 +383,9 @@ describe('worker drain on the embedded default: SIGTERM mid-ingest, then a resta
     const projectId = (
       await call(first.baseUrl, { method: 'POST', path: '/api/projects', token, body: { name: 'Drain' } })
     ).json.data.id as string;
+    // The embedder's answers are slowed so the ingest's pace, not the machine's, decides where SIGTERM lands: the
+    // first hundred chunks take several batches, and after them no batch can finish within the drain delay.
+    embeddings.delayMs = 300;
     const { documentId, expectedChunks, requestId } = await uploadLargeText(first.baseUrl, token, projectId, {
       paragraphs: 2_000, // SIGTERM follows the first hundred chunks at once: most of the rest is left to resume
       label: 'embedded drain',
@@ -392,12 +395,14 @@ describe('worker drain on the embedded default: SIGTERM mid-ingest, then a resta
     await waitFor(
       'indexing under way',
       async () => ((await documentOn(first.baseUrl)).progress?.chunksIndexed ?? 0) >= 100 || undefined,
-      { timeoutMs: 120_000, intervalMs: 200 },
+      { timeoutMs: 120_000, intervalMs: 100 },
     );
 
+    embeddings.delayMs = 1_500;
     const signalled = Date.now();
     first.child.kill('SIGTERM');
     const code = await first.exited;
+    embeddings.delayMs = 0;
     expect(code).toBe(0);
     expect(Date.now() - signalled).toBeLessThan(10_000);
     const released = jsonLines(first.output()).filter((line) => line.context === 'Jobs' && line.event === 'released');
