@@ -200,7 +200,6 @@ async function main(): Promise<void> {
     await Promise.all(Array.from({ length: bulkWriters }, bulkWriter));
     const loadCpu = cpuSeconds.since(cpuBefore, await cpuSeconds(dataSource));
     const loadSeconds = (performance.now() - loadStarted) / 1000;
-    await indexingWorker.resume();
     let hnswBuildSeconds = 0;
     let keywordIndexBuildSeconds: number | null = null;
     const indexStarted = performance.now();
@@ -220,6 +219,9 @@ async function main(): Promise<void> {
     } finally {
       await runner.release();
     }
+    // After the builds: a plain CREATE INDEX blocks writes to the table, so a job's statements would wait on it
+    // until their statement timeout (an import on a live server would build CONCURRENTLY instead).
+    await indexingWorker.resume();
     const loaded = chunks - progress.chunks;
     const bulk = {
       chunks,
