@@ -206,25 +206,14 @@ export class ChunkWriterService {
   private async embedGroup(
     group: readonly PlannedDocument[],
   ): Promise<{ rows: DocumentChunk[]; vectors: VectorBatch }> {
-    const rows: DocumentChunk[] = [];
-    const texts: string[] = [];
-    for (const { document, plan, from } of group) {
-      for (const [offset, indexText] of plan.indexTexts.slice(from).entries()) {
-        const chunk: TextChunk | undefined = plan.chunks[from + offset];
-        rows.push({
-          id: randomUUID(),
-          documentId: document.id,
-          sha256: document.sha256,
-          index: from + offset,
-          text: chunk?.text ?? '',
-          start: chunk?.startOffset ?? 0,
-          end: chunk?.endOffset ?? 0,
-          indexText,
-        });
-        texts.push(indexText);
-      }
-    }
-    return { rows, vectors: await this.vectorBatch(texts) };
+    const rows: DocumentChunk[] = group.flatMap(({ document, plan, from }) =>
+      chunkRows(plan, from, plan.indexTexts.length).map((row) => ({
+        ...row,
+        documentId: document.id,
+        sha256: document.sha256,
+      })),
+    );
+    return { rows, vectors: await this.vectorBatch(rows.map((row) => row.indexText)) };
   }
 
   /**
@@ -343,19 +332,8 @@ export class ChunkWriterService {
 
   /** Chunks `from`..`to` with their vectors, ready to store. */
   private async embedBatch(plan: ChunkPlan, from: number, to: number): Promise<EmbeddedBatch> {
-    const batchTexts = plan.indexTexts.slice(from, to);
-    const vectors = await this.vectorBatch(batchTexts);
-    const rows = batchTexts.map((indexText, offset) => {
-      const chunk: TextChunk | undefined = plan.chunks[from + offset];
-      return {
-        id: randomUUID(),
-        index: from + offset,
-        text: chunk?.text ?? '',
-        start: chunk?.startOffset ?? 0,
-        end: chunk?.endOffset ?? 0,
-        indexText,
-      };
-    });
+    const rows = chunkRows(plan, from, to);
+    const vectors = await this.vectorBatch(rows.map((row) => row.indexText));
     return { rows, vectors, to };
   }
 
@@ -415,6 +393,21 @@ interface EmbeddedBatch {
   vectors: VectorBatch;
   /** One past the batch's last chunk index. */
   to: number;
+}
+
+/** Rows for chunks `from`..`to` of a plan, each with a new id, ready to embed and store. */
+function chunkRows(plan: ChunkPlan, from: number, to: number): NewChunk[] {
+  return plan.indexTexts.slice(from, to).map((indexText, offset) => {
+    const chunk: TextChunk | undefined = plan.chunks[from + offset];
+    return {
+      id: randomUUID(),
+      index: from + offset,
+      text: chunk?.text ?? '',
+      start: chunk?.startOffset ?? 0,
+      end: chunk?.endOffset ?? 0,
+      indexText,
+    };
+  });
 }
 
 interface PlannedDocument {
