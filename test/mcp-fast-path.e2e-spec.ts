@@ -162,6 +162,18 @@ describe('MCP door fast path answers exactly what the SDK answers', () => {
       expect(JSON.parse(answer.result.content[0].text)).toEqual(answer.result.structuredContent);
     });
 
+    it('tools/call of a list tool: quotes, backslashes, line breaks and non-ASCII text escaped as the SDK does', async () => {
+      const title = `"quoted" back\\slash\nnew line \u2028 café 漢字 😀 ${era}`;
+      await app.http
+        .post(`${MCP_PATH}/call`)
+        .set(bearer(key.key))
+        .send({ name: 'create_task', arguments: { title } })
+        .expect(200);
+      const answer = await both(era, key.key, 'tools/call', { name: 'list_tasks', arguments: { limit: 1 } });
+      expect(answer.result.structuredContent.items[0].title).toBe(title);
+      expect(JSON.parse(answer.result.content[0].text)).toEqual(answer.result.structuredContent);
+    });
+
     it('tools/call failures are the same isError results', async () => {
       const bad = await both(era, key.key, 'tools/call', { name: 'list_tasks', arguments: { limit: 'many' } });
       expect(bad.result).toMatchObject({ isError: true, structuredContent: { error: { code: 'invalid_argument' } } });

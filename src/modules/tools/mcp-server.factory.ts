@@ -153,7 +153,7 @@ const ATRIUM_CONTEXT = 'atrium:mcp-context';
 export class McpServerFactory implements OnApplicationShutdown {
   private readonly logger = new Logger('Mcp');
   private readonly listing = new Map<string, Tool>();
-  /** The registry's part of tools/list as JSON text, by the caller's scopes (see toolListJson). */
+  /** The registry's part of tools/list as JSON text, by the caller's scopes (see openToolListJson). */
   private readonly toolListText = new Map<string, string>();
   /** What the 2026-07-28 SDK server adds to every result (`resultType`, its serverInfo), closing the result object. */
   private readonly modernResultTail: string;
@@ -402,11 +402,12 @@ export class McpServerFactory implements OnApplicationShutdown {
   }
 
   /**
-   * The tools/list result as JSON text. The registry's part depends only on what shapes it (scopes, restriction, the
+   * The tools/list result as JSON text, open (without its closing brace: serveFast closes it as the revision does).
+   * The registry's part depends only on what shapes it (scopes, restriction, the
    * parameters pins drop) and the registry, which is fixed after start-up, so it is written once per such shape;
    * what extensions add is written per request.
    */
-  private toolListJson(context: McpRequestContext, modern: boolean): string {
+  private openToolListJson(context: McpRequestContext, modern: boolean): string {
     const { caller } = context;
     const shapeKey = `${caller.scopes.join(' ')}|${restrictionKey(caller.restriction)}|${pinsKey(caller.actor)}`;
     let own = this.toolListText.get(shapeKey);
@@ -422,8 +423,8 @@ export class McpServerFactory implements OnApplicationShutdown {
     const added = this.extensionTools(context).map((tool) => JSON.stringify(tool));
     const tools = added.length === 0 ? own : [own, ...added].filter((part) => part.length > 0).join(',');
     return modern
-      ? `{"tools":[${tools}],"ttlMs":${CACHE_HINTS.list.ttlMs},"cacheScope":"${CACHE_HINTS.list.cacheScope}",${this.modernResultTail}`
-      : `{"tools":[${tools}]}`;
+      ? `{"tools":[${tools}],"ttlMs":${CACHE_HINTS.list.ttlMs},"cacheScope":"${CACHE_HINTS.list.cacheScope}"`
+      : `{"tools":[${tools}]`;
   }
 
   /** The server's capabilities for this caller: its tools, plus what the extensions serve it. */
@@ -564,17 +565,19 @@ export class McpServerFactory implements OnApplicationShutdown {
    * The result is written as JSON text, a list tool's rows spliced in as the tool wrote them, with exactly the fields
    * the SDK server of that revision answers.
    */
-  async serveFast(call: FastMcpCall, context: McpRequestContext): Promise<string> {
+  async serveFast(call: FastMcpCall, context: McpRequestContext): Promise<Buffer[]> {
     const modern = call.era === 'modern';
-    let result: string;
-    if (call.method === 'tools/list') {
-      result = this.toolListJson(context, modern);
-    } else {
-      const answer = await this.runToolCall(this.resolvedFor(context, call.name), call.args, context);
-      const body = 'outcome' in answer ? successJson(answer.outcome) : JSON.stringify(answer.result);
-      result = modern ? `${body.slice(0, -1)},${this.modernResultTail}` : body;
-    }
-    return `{"result":${result},"jsonrpc":"2.0","id":${JSON.stringify(call.id)}}`;
+    // What follows an open result: the 2026-07-28 server's own fields, then the JSON-RPC envelope's.
+    const closing = Buffer.from(
+      `${modern ? `,${this.modernResultTail}` : '}'},"jsonrpc":"2.0","id":${JSON.stringify(call.id)}}`,
+    );
+    if (call.method === 'tools/list')
+      return [Buffer.from(`{"result":${this.openToolListJson(context, modern)}`), closing];
+    const answer = await this.runToolCall(this.resolvedFor(context, call.name), call.args, context);
+    if ('outcome' in answer && answer.outcome.resultJson !== undefined)
+      return [...openListResultChunks(answer.outcome.resultJson, answer.outcome.truncated), closing];
+    const body = 'outcome' in answer ? successJson(answer.outcome) : JSON.stringify(answer.result);
+    return [Buffer.from(`{"result":${body.slice(0, -1)}`), closing];
   }
 
   /**
@@ -738,16 +741,36 @@ function errorResult(exception: AppException): { result: CallToolResult; status:
 /** What a registry tools/call came to: the tool's outcome, or a result already shaped (an error, an elicitation). */
 type ToolCallAnswer = { outcome: ToolCallOutcome } | { result: CallToolResult | InputRequiredResult };
 
-/**
- * successResult as JSON text. A list the tool wrote as JSON text is spliced in as it is, not parsed and written again;
- * the text content carries the same JSON as a string.
- */
+/** successResult as JSON text. */
 function successJson(outcome: ToolCallOutcome): string {
-  const structured =
-    outcome.resultJson !== undefined
-      ? `{"items":${outcome.resultJson}${outcome.truncated ? ',"truncated":true' : ''}}`
-      : JSON.stringify(structuredContentOf(outcome));
+  const structured = JSON.stringify(structuredContentOf(outcome));
   return `{"content":[{"type":"text","text":${JSON.stringify(structured)}}],"structuredContent":${structured}}`;
+}
+
+const OPEN_LIST_RESULT = Buffer.from('{"result":{"content":[{"type":"text","text":"{\\"items\\":');
+const TEXT_TRUNCATED = Buffer.from(',\\"truncated\\":true');
+const OPEN_LIST_STRUCTURED = Buffer.from('}"}],"structuredContent":{"items":');
+const TRUNCATED = Buffer.from(',"truncated":true');
+const CLOSE_BRACE = Buffer.from('}');
+
+/**
+ * `{"result":` and successResult of a list the tool wrote as JSON text, open (see serveFast), as Buffers for one socket
+ * write: the list goes out as the tool wrote it and, escaped, as the text content, each encoded once; joining them
+ * in a string first copied the whole answer on the young heap several times per call.
+ */
+function openListResultChunks(resultJson: string, truncated: boolean | undefined): Buffer[] {
+  // The text content is `{"items":<list>}` as a JSON string; JSON escapes character by character, so the list's
+  // escaped form is its quoted form without the quotes.
+  const quoted = Buffer.from(JSON.stringify(resultJson));
+  return [
+    OPEN_LIST_RESULT,
+    quoted.subarray(1, quoted.length - 1),
+    ...(truncated ? [TEXT_TRUNCATED] : []),
+    OPEN_LIST_STRUCTURED,
+    Buffer.from(resultJson),
+    ...(truncated ? [TRUNCATED] : []),
+    CLOSE_BRACE,
+  ];
 }
 
 /** A result as `structuredContent`: an object as it is, a list wrapped as `{items}` (with `truncated` when it stopped at its limit). */

@@ -13,6 +13,7 @@ import type { Request, Response } from 'express';
 import { AppException } from '../../common/errors/app.exception.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
 import { JSON_RPC_SERVER_ERROR } from '../../common/errors/json-rpc-error-body.js';
+import { sendJsonChunks } from '../../common/http/send-json.js';
 import { ApiKeyAuthGuard, setUsageStatus, setUsageTool } from '../api-keys/api-key-auth.guard.js';
 import { Caller, type KeyCaller } from '../api-keys/key-caller.js';
 import { setMcpClient, toMcpClientInfo, type McpClientInfo } from './mcp-client-info.js';
@@ -207,10 +208,7 @@ export class McpController {
     setUsageTool(request, call.method === 'tools/call' ? call.name.slice(0, 100) : call.method);
     context.limited = await this.limit(caller, { isSingleToolCall: call.method === 'tools/call' });
     context.onToolCall = (_tool: string, status: number) => setUsageStatus(request, status);
-    const text = await this.servers.serveFast(call, context);
-    response.statusCode = 200;
-    response.setHeader('Content-Type', 'application/json');
-    response.end(text);
+    sendJsonChunks(response, await this.servers.serveFast(call, context), 'application/json');
     return true;
   }
 
