@@ -153,8 +153,8 @@ const ATRIUM_CONTEXT = 'atrium:mcp-context';
 export class McpServerFactory implements OnApplicationShutdown {
   private readonly logger = new Logger('Mcp');
   private readonly listing = new Map<string, Tool>();
-  /** The registry's part of tools/list as JSON text, by the caller's scopes (see openToolListJson). */
-  private readonly toolListText = new Map<string, string>();
+  /** The registry's part of tools/list, by what shapes it (see openToolList). */
+  private readonly toolLists = new Map<string, RegistryToolList>();
   /** What the 2026-07-28 SDK server adds to every result (`resultType`, its serverInfo), closing the result object. */
   private readonly modernResultTail: string;
   /** HMAC key of 2026-07-28 requestState (derived from the pepper, so every instance verifies every other's). */
@@ -402,29 +402,29 @@ export class McpServerFactory implements OnApplicationShutdown {
   }
 
   /**
-   * The tools/list result as JSON text, open (without its closing brace: serveFast closes it as the revision does).
-   * The registry's part depends only on what shapes it (scopes, restriction, the
-   * parameters pins drop) and the registry, which is fixed after start-up, so it is written once per such shape;
-   * what extensions add is written per request.
+   * `{"result":` and the tools/list result, open (without its closing brace: serveFast closes it as the revision does).
+   * The registry's part depends only on what shapes it (scopes, restriction, the parameters pins drop) and the
+   * registry, which is fixed after start-up, so it is written once per such shape, with both revisions' answers as
+   * Buffers sent as they are; what extensions add is written per request.
    */
-  private openToolListJson(context: McpRequestContext, modern: boolean): string {
+  private openToolList(context: McpRequestContext, modern: boolean): Buffer {
     const { caller } = context;
     const shapeKey = `${caller.scopes.join(' ')}|${restrictionKey(caller.restriction)}|${pinsKey(caller.actor)}`;
-    let own = this.toolListText.get(shapeKey);
-    if (own === undefined) {
-      own = this.tools
+    let registry = this.toolLists.get(shapeKey);
+    if (registry === undefined) {
+      const json = this.tools
         .toolsFor(caller)
         .map((tool) => JSON.stringify(this.mcpTool(tool, caller)))
         .join(',');
+      registry = { json, legacy: openToolListResult(json, false), modern: openToolListResult(json, true) };
       // Scopes, toolsets and pins come from small sets, and allowlists are few per installation; the bound is a safety net.
-      if (this.toolListText.size >= 256) this.toolListText.clear();
-      this.toolListText.set(shapeKey, own);
+      if (this.toolLists.size >= 256) this.toolLists.clear();
+      this.toolLists.set(shapeKey, registry);
     }
     const added = this.extensionTools(context).map((tool) => JSON.stringify(tool));
-    const tools = added.length === 0 ? own : [own, ...added].filter((part) => part.length > 0).join(',');
-    return modern
-      ? `{"tools":[${tools}],"ttlMs":${CACHE_HINTS.list.ttlMs},"cacheScope":"${CACHE_HINTS.list.cacheScope}"`
-      : `{"tools":[${tools}]`;
+    if (added.length === 0) return modern ? registry.modern : registry.legacy;
+    const tools = [registry.json, ...added].filter((part) => part.length > 0).join(',');
+    return openToolListResult(tools, modern);
   }
 
   /** The server's capabilities for this caller: its tools, plus what the extensions serve it. */
@@ -571,8 +571,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     const closing = Buffer.from(
       `${modern ? `,${this.modernResultTail}` : '}'},"jsonrpc":"2.0","id":${JSON.stringify(call.id)}}`,
     );
-    if (call.method === 'tools/list')
-      return [Buffer.from(`{"result":${this.openToolListJson(context, modern)}`), closing];
+    if (call.method === 'tools/list') return [this.openToolList(context, modern), closing];
     const answer = await this.runToolCall(this.resolvedFor(context, call.name), call.args, context);
     if ('outcome' in answer && answer.outcome.resultJson !== undefined)
       return [...openListResultChunks(answer.outcome.resultJson, answer.outcome.truncated), closing];
@@ -740,6 +739,19 @@ function errorResult(exception: AppException): { result: CallToolResult; status:
 
 /** What a registry tools/call came to: the tool's outcome, or a result already shaped (an error, an elicitation). */
 type ToolCallAnswer = { outcome: ToolCallOutcome } | { result: CallToolResult | InputRequiredResult };
+
+/** The registry's part of tools/list for one shape of caller: its tools as JSON text, and each revision's open answer. */
+interface RegistryToolList {
+  json: string;
+  legacy: Buffer;
+  modern: Buffer;
+}
+
+/** `{"result":` and a tools/list result of these tools (JSON text), open (see serveFast). */
+function openToolListResult(tools: string, modern: boolean): Buffer {
+  const hints = modern ? `,"ttlMs":${CACHE_HINTS.list.ttlMs},"cacheScope":"${CACHE_HINTS.list.cacheScope}"` : '';
+  return Buffer.from(`{"result":{"tools":[${tools}]${hints}`);
+}
 
 /** successResult as JSON text. */
 function successJson(outcome: ToolCallOutcome): string {
