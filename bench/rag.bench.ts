@@ -325,7 +325,8 @@ async function main(): Promise<void> {
     // Content unique per run (an upload of the same bytes to the project is refused as a duplicate).
     const run = randomBytes(4).toString('hex');
     const files = Array.from({ length: largeDocuments }, (_, i) => {
-      const { title, content, isPublic } = makeContent(i, Math.round((largeChunks * 40) / 45));
+      // A bench document's 40 paragraphs make ~45 chunks (the chunker's overlap).
+      const { title, content, isPublic } = makeContent(i, Math.round((largeChunks * CHUNKS_PER_DOCUMENT) / 45));
       return {
         title: `Large ${run} ${i}: ${title}`,
         isPublic,
