@@ -25,13 +25,21 @@ import { ChunkWriterService, type IndexableDocument } from '../src/modules/rag/c
 import { IndexingProcessor } from '../src/modules/rag/indexing.processor.js';
 import { RagSearchService } from '../src/modules/rag/rag-search.service.js';
 import { applySearchSessionSettings } from '../src/modules/rag/search-session-settings.repository.js';
+import { httpActivity } from '../src/common/http/http-activity.js';
+
+/** Paragraphs of a bench document: ~40 of ~1,000 characters, ~45 chunks once the chunker's overlap is counted. */
+const CHUNKS_PER_DOCUMENT = 40;
 
 /**
- * `npm run bench:rag -- [--chunks 100000] [--ingest-documents 50] [--bulk-writers 2] [--bulk-write-documents 10] [--queries 200] [--text ../shared/data/ir/scifact/corpus.jsonl]`
+ * `npm run bench:rag -- [--chunks 100000] [--ingest-documents 50] [--bulk-writers 2] [--bulk-write-documents 10] [--large-documents 3] [--large-chunks 2500] [--queries 200] [--text ../shared/data/ir/scifact/corpus.jsonl]`
  *
  * 1. Ingest: synthetic documents (sentences of a real corpus, shuffled deterministically) are created
  *    through DocumentsService and indexed by the real queue worker; chunks/s end to end.
  *    Then a bulk load to the target size through the same ChunkWriterService, HNSW built once.
+ *    Then large uploads on the loaded table (both indexes present, queue worker running): --large-documents
+ *    files of ~--large-chunks chunks uploaded through DocumentsService.upload, extracted and indexed by the
+ *    worker; chunks/s end to end and CPU per chunk. `--large-only` runs this phase alone (then search) on a
+ *    database an earlier run loaded.
  * 2. Search at that size: hybrid search through RagSearchService (visibility, BM25, HNSW, fusion,
  *    hydration) against the bare `ORDER BY embedding <=> $1 LIMIT k` query alone, p50/p95 and the ratio;
  *    keyword-only and vector-only searches are timed too, to show which half costs what.
@@ -86,6 +94,25 @@ async function main(): Promise<void> {
   });
   try {
     const dataSource = app.get(DatabasePool);
+    if (args.includes('--large-only')) {
+      const [existing] = await dataSource.query(
+        `SELECT d.project_id, p.owner_id, count(c.id)::int AS chunks, count(DISTINCT d.id)::int AS documents
+         FROM document_chunks c JOIN documents d ON d.id = c.document_id JOIN projects p ON p.id = d.project_id
+         GROUP BY d.project_id, p.owner_id ORDER BY chunks DESC LIMIT 1`,
+      );
+      if (!existing) throw new Error('--large-only needs a database loaded by an earlier bench:rag run (DATABASE_URL)');
+      const actor: Actor = { userId: existing.owner_id, projectIds: null, repos: null };
+      const large = await measureLargeUploads(existing.project_id, actor);
+      await measureSearch(
+        existing.project_id,
+        actor,
+        existing.documents + large.documents,
+        existing.chunks + large.chunks,
+        null,
+        { large },
+      );
+      return;
+    }
     if (args.includes('--search-only')) {
       const [existing] = await dataSource.query(
         `SELECT d.project_id, p.owner_id, count(c.id)::int AS chunks, count(DISTINCT d.id)::int AS documents
@@ -107,22 +134,7 @@ async function main(): Promise<void> {
     const project = await app.get(ProjectsService).create(actor, { name: 'rag bench' });
     const documents = app.get(DocumentsService);
 
-    // ~40 chunks of ~1,000 characters per document.
-    const chunksPerDocument = 40;
-    const makeDocument = (d: number) => {
-      const paragraphs: string[] = [];
-      for (let p = 0; p < chunksPerDocument; p += 1) {
-        let paragraph = '';
-        while (paragraph.length < 850) paragraph += `${pick()} `;
-        paragraphs.push(paragraph.trim());
-      }
-      return {
-        title: `Bench document ${d}: ${pick().slice(0, 60)}`,
-        content: paragraphs.join('\n\n'),
-        projectId: project.id,
-        isPublic: d % 3 === 0,
-      };
-    };
+    const makeDocument = (d: number) => ({ ...makeContent(d, CHUNKS_PER_DOCUMENT), projectId: project.id });
     const countChunks = async (): Promise<{ finished: number; total: number; chunks: number }> => {
       const [row] = await dataSource.query<{ finished: number; total: number; chunks: number }>(
         `SELECT count(*) FILTER (WHERE status IN ('indexed', 'failed'))::int AS finished, count(*)::int AS total, coalesce(sum(chunk_count), 0)::int AS chunks
@@ -264,11 +276,103 @@ async function main(): Promise<void> {
     }
     const documentCount = progress.total;
 
-    await measureSearch(project.id, actor, documentCount, progress.chunks, ingest, bulk);
+    const large = await measureLargeUploads(project.id, actor);
+
+    await measureSearch(project.id, actor, documentCount + large.documents, progress.chunks + large.chunks, ingest, {
+      ...bulk,
+      large,
+    });
   } finally {
     await app.close();
     await embedded?.stop();
     rmSync(dataDir, { recursive: true, force: true });
+  }
+
+  /** A document of `paragraphCount` paragraphs of corpus sentences (~1,000 characters each); a third are public. */
+  function makeContent(d: number, paragraphCount: number): { title: string; content: string; isPublic: boolean } {
+    const paragraphs: string[] = [];
+    for (let p = 0; p < paragraphCount; p += 1) {
+      let paragraph = '';
+      while (paragraph.length < 850) paragraph += `${pick()} `;
+      paragraphs.push(paragraph.trim());
+    }
+    return {
+      title: `Bench document ${d}: ${pick().slice(0, 60)}`,
+      content: paragraphs.join('\n\n'),
+      isPublic: d % 3 === 0,
+    };
+  }
+
+  /**
+   * Large uploads on the loaded table, as a user's files arrive: each uploaded as a Markdown file through
+   * DocumentsService.upload (createFromText takes at most 1 MiB), extracted and indexed by the queue worker of this
+   * process, both indexes present. Timed from the first upload until every one is indexed.
+   */
+  async function measureLargeUploads(
+    projectId: string,
+    actor: Actor,
+  ): Promise<{ documents: number; chunks: number; seconds: number; chunksPerSecond: number }> {
+    const dataSource = app.get(DatabasePool);
+    const documents = app.get(DocumentsService);
+    const largeDocuments = Number(option('large-documents', '3'));
+    const largeChunks = Number(option('large-chunks', '2500'));
+    if (largeDocuments <= 0) return { documents: 0, chunks: 0, seconds: 0, chunksPerSecond: 0 };
+    // This process stands for an APP_ROLE=all server that nobody is calling: the pacer (IndexingPacer) reads its
+    // own HTTP side, which a context without a listener would report as unseen (a worker-only process, always
+    // paced). BENCH_LARGE_PACED=1 measures that worker-only shape instead.
+    const paced = process.env.BENCH_LARGE_PACED === '1';
+    httpActivity.serving = !paced;
+    // Content unique per run (an upload of the same bytes to the project is refused as a duplicate).
+    const run = randomBytes(4).toString('hex');
+    const files = Array.from({ length: largeDocuments }, (_, i) => {
+      // A bench document's 40 paragraphs make ~45 chunks (the chunker's overlap).
+      const { title, content, isPublic } = makeContent(i, Math.round((largeChunks * CHUNKS_PER_DOCUMENT) / 45));
+      return {
+        title: `Large ${run} ${i}: ${title}`,
+        isPublic,
+        bytes: Buffer.from(`# ${title} (${run})\n\n${content}\n`),
+      };
+    });
+    const cpuBefore = await cpuSeconds(dataSource);
+    const started = performance.now();
+    const ids: string[] = [];
+    for (const [i, file] of files.entries()) {
+      const view = await documents.upload(actor, {
+        projectId,
+        title: file.title,
+        isPublic: file.isPublic,
+        file: { originalName: `large-${run}-${i}.md`, mimeType: 'text/markdown', bytes: file.bytes },
+      });
+      ids.push(view.id);
+    }
+    let state: { finished: number; failed: number; chunks: number };
+    for (;;) {
+      [state] = (await dataSource.query(
+        `SELECT count(*) FILTER (WHERE status IN ('indexed', 'failed'))::int AS finished,
+                count(*) FILTER (WHERE status = 'failed')::int AS failed, coalesce(sum(chunk_count), 0)::int AS chunks
+         FROM documents WHERE id = ANY($1::uuid[])`,
+        [ids],
+      )) as { finished: number; failed: number; chunks: number }[];
+      if (state.finished === ids.length) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const cpu = cpuSeconds.since(cpuBefore, await cpuSeconds(dataSource));
+    const large = {
+      documents: ids.length,
+      failed: state.failed,
+      chunks: state.chunks,
+      seconds: round(seconds),
+      chunksPerSecond: round(state.chunks / seconds),
+      paced: paced ? 'always (worker-only shape)' : "by this process's HTTP side (idle)",
+      cpuMsPerChunk: {
+        node: round((cpu.node * 1000) / Math.max(1, state.chunks)),
+        postgres: round((cpu.postgres * 1000) / Math.max(1, state.chunks)),
+      },
+      load: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
+    };
+    log(`large uploads: ${JSON.stringify(large)}`);
+    return large;
   }
 
   async function measureSearch(

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { DatabasePool } from '../src/database/database-pool.js';
 import { KYSELY, type Db } from '../src/database/kysely.provider.js';
 import { DocumentIndexStateService } from '../src/modules/documents/document-index-state.service.js';
-import { ChunkWriterService } from '../src/modules/rag/chunk-writer.service.js';
+import { ChunkWriterService, INDEX_BATCH_CHUNKS } from '../src/modules/rag/chunk-writer.service.js';
 import { IndexingJobRunner } from '../src/modules/rag/indexing-job.runner.js';
 import { IndexingJobsService } from '../src/modules/rag/indexing-jobs.service.js';
 import { bearer, insertTextDocument, makeApiKey, makeUser, toolResult, type TestUser } from './support/factories.js';
@@ -543,6 +543,31 @@ describe('RAG (e2e)', () => {
       const ofOwner = (await search(owner, 'juniper cardamom ledger', { mode: 'keyword', topK: 50 }).expect(200)).body
         .data.results;
       expect(ofOwner.map((hit: { documentId: string }) => hit.documentId)).not.toContain(batch[3].id);
+    });
+
+    it('keeps the statistics exact when a document of several batches and a group of small ones are written at once', async () => {
+      const writer = app.app.get(ChunkWriterService);
+      // Paragraphs of ~1,800 characters with a vocabulary that shifts along the text: every batch adds lexemes.
+      const longText = (seed: string, count: number) =>
+        Array.from(
+          { length: count },
+          (_, i) =>
+            `${seed} section ${i}: ${Array.from({ length: 120 }, (_, j) => `term${(i * 7 + j) % 500} ${seed}${j % 13}`).join(' ')}.`,
+        ).join('\n\n');
+      const large = await addDocument(owner.id, true, longText('clove', 150));
+      const small = [
+        await addDocument(owner.id, true, longText('clove', 2)),
+        await addDocument(owner.id, true, paragraphs('clove', 4)),
+        await addDocument(member.id, false, paragraphs('clove', 3)),
+      ];
+      const [outcome, outcomes] = await Promise.all([writer.write(large), writer.writeMany(small)]);
+      expect(outcome).toMatchObject({ status: 'indexed' });
+      const stored = await chunkRows(large.id);
+      expect(stored.length).toBeGreaterThan(INDEX_BATCH_CHUNKS);
+      expect(outcome).toMatchObject({ chunkCount: stored.length });
+      expect(stored.map((row) => row.chunk_index)).toEqual(stored.map((_, i) => i));
+      expect(outcomes.map((written) => written.status)).toEqual(['indexed', 'indexed', 'indexed']);
+      expect(await statisticsDrift()).toEqual({ drift: 0, postingDrift: 0 });
     });
 
     // A second session holds a document's row lock; the embedded engine has one session, so PostgreSQL only.
