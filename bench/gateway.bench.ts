@@ -12,8 +12,8 @@
  * client does) and on 2026-07-28, in the same rounds: `tools_list` (the tool list) and the tool calls; those print
  * MCP/JSON ratios against the same gateway's JSON door (targets: throughput >= 0.9x, p99 <= 1.25x).
  * BENCH_DOORS=json,mcp-2025,mcp-2026 picks the doors.
- * Prints per run req/s, p50 and p99, CPU per request (the server's Node process, all PostgreSQL processes) and the
- * server's peak RSS; then the means and the ratios to the bare handler.
+ * Prints per run req/s, p50 and p99, CPU per request (the server's Node process, all PostgreSQL processes, this
+ * process as the load generator) and the server's peak RSS; then the means and the ratios to the bare handler.
  * Targets (list_tasks, each gateway): throughput >= 0.85x the bare handler, p99 <= 1.5x, RSS <= 250 MB.
  * BENCH_ROUNDS, BENCH_DURATION, BENCH_CONNECTIONS change the runs; BENCH_SCENARIOS=list_tasks,create_task picks
  * scenarios; BENCH_NODE_FLAGS replaces the CMD's Node flags for the gateways; BENCH_PROFILE_DIR writes a V8 CPU profile of each server, gateways and bare (and prints how many calls each answered).
@@ -103,8 +103,11 @@ interface RunResult {
   p99: number;
   errors: number;
   requests: number;
-  /** CPU milliseconds per answered request: the server's Node process, and all PostgreSQL processes together. */
-  cpu: { server: number; postgres: number } | null;
+  /**
+   * CPU milliseconds per answered request: the server's Node process, all PostgreSQL processes together, and this
+   * process (the load generator, which reads every answer: a larger answer costs it too, on the same cores).
+   */
+  cpu: { server: number; postgres: number; client: number } | null;
   /** The server's peak resident set during the run, MB (sampled every 200 ms), or null without /proc. */
   rssMb: number | null;
 }
@@ -170,7 +173,7 @@ async function run(target: Target, scenario: DoorScenario, keys: string[], durat
           body: JSON.stringify({ name: scenario, arguments: SCENARIOS[scenario as keyof typeof SCENARIOS] }),
         }
       : doorRequest(target.door, scenario);
-  const before = { server: cpuMs(target.pid), postgres: postgresCpuMs() };
+  const before = { server: cpuMs(target.pid), postgres: postgresCpuMs(), client: process.cpuUsage() };
   const result = await autocannon({
     url: `${target.baseUrl}${shape.path}`,
     connections: CONNECTIONS,
@@ -194,12 +197,18 @@ async function run(target: Target, scenario: DoorScenario, keys: string[], durat
     ],
   });
   const after = { server: cpuMs(target.pid), postgres: postgresCpuMs() };
+  const clientUsage = process.cpuUsage(before.client);
+  const clientMs = (clientUsage.user + clientUsage.system) / 1000;
   clearInterval(sampler);
   const answered = Math.max(1, result.requests.total);
   const cpu =
     before.server === null || after.server === null || before.postgres === null || after.postgres === null
       ? null
-      : { server: (after.server - before.server) / answered, postgres: (after.postgres - before.postgres) / answered };
+      : {
+          server: (after.server - before.server) / answered,
+          postgres: (after.postgres - before.postgres) / answered,
+          client: clientMs / answered,
+        };
   return {
     rps: result.requests.average,
     p50: result.latency.p50,
@@ -331,7 +340,7 @@ async function main(): Promise<void> {
           target.calls += r.requests;
           results.get(target.label)!.push(r);
           const cpu = r.cpu
-            ? `  CPU/req node ${r.cpu.server.toFixed(3)} ms, postgres ${r.cpu.postgres.toFixed(3)} ms`
+            ? `  CPU/req node ${r.cpu.server.toFixed(3)} ms, postgres ${r.cpu.postgres.toFixed(3)} ms, load generator ${r.cpu.client.toFixed(3)} ms`
             : '';
           const rss = r.rssMb === null ? '' : `  RSS ${r.rssMb.toFixed(0)} MB`;
           console.log(
@@ -363,6 +372,12 @@ async function main(): Promise<void> {
                 2,
               )
             : 'n/a',
+          client: rs.every((r) => r.cpu)
+            ? spread(
+                rs.map((r) => r.cpu!.client),
+                2,
+              )
+            : 'n/a',
           rss: rs.every((r) => r.rssMb !== null) ? Math.max(...rs.map((r) => r.rssMb!)) : null,
           errors: rs.reduce((n, r) => n + r.errors, 0),
         };
@@ -378,7 +393,7 @@ async function main(): Promise<void> {
           ? `  ratio${target.door === 'json' ? '' : ' to JSON'}: throughput ${(t.rps / base.rps).toFixed(2)}x, p99 ${(t.p99 / base.p99).toFixed(2)}x`
           : '';
         summary.push(
-          `  ${target.label.padEnd(13)} ${t.rps.toFixed(0).padStart(6)} req/s (${t.rpsSpread})  p99 ${t.p99.toFixed(1)} ms  CPU/req node ${t.node} ms, postgres ${t.postgres} ms  peak RSS ${t.rss?.toFixed(0) ?? 'n/a'} MB${ratio}`,
+          `  ${target.label.padEnd(13)} ${t.rps.toFixed(0).padStart(6)} req/s (${t.rpsSpread})  p99 ${t.p99.toFixed(1)} ms  CPU/req node ${t.node} ms, postgres ${t.postgres} ms, load generator ${t.client} ms  peak RSS ${t.rss?.toFixed(0) ?? 'n/a'} MB${ratio}`,
         );
         if (t.errors > 0) {
           summary.push(`  WARNING: ${target.label} had ${t.errors} failed requests`);
