@@ -19,6 +19,8 @@ export const API_BUSY_SHARE_PUBLISH_MS = 1000;
  * worker cannot tell how busy it is. A few publish periods, so one slow statement does not make every API unseen.
  */
 export const API_BUSY_SHARE_FRESH_MS = 5000;
+/** Longest a shutdown waits for this instance's row to be removed. */
+const SHUTDOWN_REMOVE_MS = 1000;
 /** Rows this old belong to instances that died without removing theirs; each start-up drops them. */
 const DEAD_ROW_MS = 60_000;
 
@@ -64,8 +66,13 @@ export class ApiBusySharePublisher implements OnApplicationBootstrap, BeforeAppl
     if (!this.timer) return;
     clearInterval(this.timer);
     this.timer = undefined;
-    await this.inFlight;
-    await this.repository.remove(this.instanceId).catch((error: unknown) => this.failures.warn(error));
+    const removed = (this.inFlight ?? Promise.resolve())
+      .then(() => this.repository.remove(this.instanceId))
+      .catch((error: unknown) => this.failures.warn(error));
+    // A database that does not answer must not hold the shutdown: the row then goes stale within seconds anyway.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([removed, new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_REMOVE_MS)))]);
+    clearTimeout(timer);
   }
 
   private run(statement: () => Promise<void>): void {
