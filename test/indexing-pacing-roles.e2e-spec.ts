@@ -1,5 +1,4 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import { request as httpRequest, type ClientRequest } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +16,7 @@ import {
   type TestApp,
   type TestDatabase,
 } from './support/test-app';
+import { holdApiBusy } from './support/busy-api';
 import { waitFor } from './support/wait';
 
 /** A pacer as the chunk writer makes one for a large document (duty 0.5, batches of 16 while paced, up to 256). */
@@ -34,7 +34,7 @@ describeOnSharedServices('indexing pace of a worker-only process follows the API
   let workerDir: string;
   let load: RequestLoad;
   let db: Db;
-  const held: ClientRequest[] = [];
+  const held: (() => void)[] = [];
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -48,7 +48,7 @@ describeOnSharedServices('indexing pace of a worker-only process follows the API
   }, 120_000);
 
   afterAll(async () => {
-    for (const req of held) req.destroy();
+    for (const release of held) release();
     await api?.close();
     await worker?.close();
     await database?.drop();
@@ -73,19 +73,14 @@ describeOnSharedServices('indexing pace of a worker-only process follows the API
 
   it('paces while the API serves a request: short batches, a pause as long as the work', async () => {
     // A request whose body never ends stays in flight: the API spends all of its last second serving it.
-    const req = httpRequest(`${api!.baseUrl}/api/auth/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'content-length': '1000' },
-    });
-    req.on('error', () => undefined);
-    req.write('{"email":');
-    held.push(req);
+    const release = holdApiBusy(api!.baseUrl);
+    held.push(release);
     await workerDecides(true);
     const pacer = pacerOf(load);
     expect([pacer.batchChunks(), pacer.batchChunks()]).toEqual([16, 16]);
     expect(pacer.pauseAfter(100)).toBe(100);
 
-    req.destroy();
+    release();
     await workerDecides(false);
   });
 
