@@ -34,6 +34,7 @@ import { KeyRollingAndAdminPolicy1795830000000 } from './1795830000000-key-rolli
 import { CredentialToolRestrictions1795831000000 } from './1795831000000-credential-tool-restrictions.js';
 import { FairClaimIndex1795838678426 } from './1795838678426-fair-claim-index.js';
 import { RagPostingsChunkIndex1795850374092 } from './1795850374092-rag-postings-chunk-index.js';
+import { ApiBusyShares1795860000000 } from './1795860000000-api-busy-shares.js';
 
 /**
  * Every migration, in order. Listed by class (not a glob) so the app, the CLI and the tests load the
@@ -76,4 +77,5 @@ export const ALL_MIGRATIONS = [
   CredentialToolRestrictions1795831000000,
   FairClaimIndex1795838678426,
   RagPostingsChunkIndex1795850374092,
+  ApiBusyShares1795860000000,
 ];

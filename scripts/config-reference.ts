@@ -206,7 +206,7 @@ const DESCRIPTIONS: Record<string, Description> = {
   RAG_RECOVERY_INTERVAL_MS: { group: 'Indexing', text: 'how often a process looks for indexing jobs to re-enqueue' },
   RAG_INDEX_DUTY_CYCLE: {
     group: 'Indexing',
-    text: 'share of wall time the indexing of a document of ≥ `RAG_INDEX_PACED_MIN_CHUNKS` chunks may work on PostgreSQL while requests are served (1 = no pause): the writer pauses after each batch, leaving CPU to requests; with none served in the process (under a tenth of the last second) it works at full speed, and a process that serves none (`APP_ROLE=worker`) always paces ([perf/ingest.md](perf/ingest.md))',
+    text: 'share of wall time the indexing of a document of ≥ `RAG_INDEX_PACED_MIN_CHUNKS` chunks may work on PostgreSQL while requests are served (1 = no pause): the writer pauses after each batch, leaving CPU to requests; with none served (under a tenth of the last second) it works at full speed; a process that serves none (`APP_ROLE=worker`) reads the busiest share the API instances published in PostgreSQL within 5 s, and paces while none did ([operations.md](operations.md#how-work-is-scheduled), [perf/ingest.md](perf/ingest.md))',
   },
   RAG_INDEX_PACED_MIN_CHUNKS: {
     group: 'Indexing',

@@ -1,6 +1,7 @@
 import { DynamicModule, Module, ValidationPipe, type Type } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter.js';
+import { ApiBusyShareModule } from './common/http/api-busy-share.module.js';
 import { MetricsModule } from './common/metrics/metrics.module.js';
 import { BackendThrottlerGuard } from './common/rate-limit/backend-throttler.guard.js';
 import { RateLimitModule } from './common/rate-limit/rate-limit.module.js';
@@ -48,6 +49,8 @@ export class AppModule {
         RateLimitModule,
         QueueModule.forRoot(config, databaseUrl),
         HealthModule,
+        // Serving processes publish their HTTP busy share for worker-only ones (IndexingPacer).
+        ApiBusyShareModule,
         AuditModule,
         MetricsModule.forRoot(config),
         CredentialsModule,

@@ -1,4 +1,5 @@
 import { call } from './support/drill-helpers';
+import { holdApiBusy } from './support/busy-api';
 import { FakeEmbeddings } from './support/fake-embeddings-server';
 import { signUpWithProject, useProcessDeployment } from './support/process-deployment';
 import { describeOnSharedServices } from './support/test-app';
@@ -28,13 +29,18 @@ describeOnSharedServices(
       embeddings = await new FakeEmbeddings(8).start();
     });
 
+    let releaseApi: (() => void) | undefined;
     afterAll(async () => {
+      releaseApi?.();
       await embeddings?.stop();
     });
 
     it('a reindex killed between two progress records resumes after its committed chunks: none is embedded twice', async () => {
       const { start, db } = deployment();
       const api = await start('api');
+      // The API serves a request throughout, so the worker paces the document (it follows the API's published load):
+      // short batches, nothing embedded ahead of the one in flight at the kill.
+      releaseApi = holdApiBusy(api.baseUrl);
       const first = await start('worker');
       const { token, projectId } = await signUpWithProject(api.baseUrl, 'resume', 'Resume');
       const text = Array.from(

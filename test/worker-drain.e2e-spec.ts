@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { chunkText } from '../src/modules/rag/chunking/chunker';
 import { buildOnce, startAppProcess, type AppProcess } from './support/app-process';
 import { call, uploadMarkdown } from './support/drill-helpers';
+import { holdApiBusy } from './support/busy-api';
 import { FakeEmbeddings } from './support/fake-embeddings-server';
 import { FakeLlmServer } from './support/fake-llm-server';
 import { signUpWithProject, useProcessDeployment } from './support/process-deployment';
@@ -94,9 +95,16 @@ describeOnSharedServices(
       await llm?.stop();
     });
 
+    // A held request must not outlive its test: the api process's own stop waits for the requests in flight.
+    let releaseApi: (() => void) | undefined;
+    afterEach(() => releaseApi?.());
+
     it('SIGTERM mid-ingest: exit 0 within the grace period, another worker resumes within 5 s, every chunk stored once, every line JSON', async () => {
       const { db, figures } = deployment();
       const api = await apiProcess();
+      // The API serves a request throughout, so the workers pace the document (a worker-only process follows the
+      // API's published load): hundreds of short batches, nothing embedded ahead for the drain to throw away.
+      releaseApi = holdApiBusy(api.baseUrl);
       const first = await start('worker');
       const { token, projectId } = await signUpWithProject(api.baseUrl, 'drain', 'Drain');
 

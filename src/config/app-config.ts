@@ -132,7 +132,8 @@ export interface AppConfig {
      * Share of wall time the indexing of a large document (≥ PACED_MIN_CHUNKS chunks) may work on PostgreSQL
      * while requests are served (1 = no pause): after each batch the writer pauses so that embedding + PostgreSQL's
      * insert work take at most this share, leaving CPU to those requests; with none served it works at full speed
-     * (IndexingPacer). RAG_INDEX_DUTY_CYCLE, default 0.5.
+     * (IndexingPacer; a worker-only process sees the API instances' published load, SharedRequestLoad).
+     * RAG_INDEX_DUTY_CYCLE, default 0.5.
      */
     dutyCycle: number;
     /**

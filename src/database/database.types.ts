@@ -93,6 +93,12 @@ export interface AgentRunWebhookDeliveries {
   type: string;
 }
 
+export interface ApiBusyShares {
+  busyShare: number;
+  instanceId: string;
+  reportedAt: Timestamp;
+}
+
 export interface ApiKeys {
   allowedIps: string[] | null;
   callCount: Generated<Int8>;
@@ -419,6 +425,7 @@ export interface DB {
   agentRunEvents: AgentRunEvents;
   agentRuns: AgentRuns;
   agentRunWebhookDeliveries: AgentRunWebhookDeliveries;
+  apiBusyShares: ApiBusyShares;
   apiKeys: ApiKeys;
   apiKeyUsage: ApiKeyUsage;
   auditLog: AuditLog;

@@ -15,8 +15,7 @@ import { InjectDb, type Db } from '../../database/kysely.provider.js';
 import { DocumentIndexStateService } from '../documents/document-index-state.service.js';
 import type { TextChunk } from './chunking/chunker.js';
 import { DocumentChunksRepository, type DocumentChunk, type NewChunk } from './document-chunks.repository.js';
-import { httpActivity } from '../../common/http/http-activity.js';
-import { IndexingPacer } from './indexing-pacer.js';
+import { IndexingPacer, REQUEST_LOAD, type RequestLoad } from './indexing-pacer.js';
 
 export interface IndexableDocument {
   id: string;
@@ -93,6 +92,7 @@ export class ChunkWriterService {
     @Inject(EMBEDDING_PROVIDER) private readonly embedder: EmbeddingProvider,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly sandbox: IngestSandbox,
+    @Inject(REQUEST_LOAD) private readonly requestLoad: RequestLoad,
   ) {
     this.dutyCycle = config.indexing.dutyCycle;
     this.pacedMinChunks = config.indexing.pacedMinChunks;
@@ -278,7 +278,7 @@ export class ChunkWriterService {
     const postgres = Boolean(this.config.database.url);
     const pacer =
       total >= this.pacedMinChunks && postgres
-        ? new IndexingPacer(this.dutyCycle, this.pacedBatchChunks, INDEX_BATCH_CHUNKS, httpActivity)
+        ? new IndexingPacer(this.dutyCycle, this.pacedBatchChunks, INDEX_BATCH_CHUNKS, this.requestLoad)
         : undefined;
     // On PostgreSQL a statement blocks no event loop: batches start at their largest (a paced document's at what
     // its pacer allows).

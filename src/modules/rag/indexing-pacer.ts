@@ -1,6 +1,9 @@
-/** What the pacer reads: how busy this process's HTTP side is (src/common/http/http-activity.ts). */
+/**
+ * What the pacer reads: how busy the HTTP side is. In a serving process its own gauge
+ * (src/common/http/http-activity.ts); in a worker-only one what the API instances publish (SharedRequestLoad).
+ */
 export interface RequestLoad {
-  /** False in a process that serves no requests (APP_ROLE=worker): it cannot see the API's load. */
+  /** False when the API's load cannot be seen (no fresh report reaches a worker-only process): the pacer paces. */
   readonly serving: boolean;
   /** Share (0..1) of the last second spent serving requests. */
   busyShare(): number;
@@ -12,13 +15,16 @@ export interface RequestLoad {
  */
 export const IDLE_SHARE = 0.1;
 
+/** The RequestLoad the chunk writer's pacers read (chosen by APP_ROLE in RagModule). */
+export const REQUEST_LOAD = Symbol('REQUEST_LOAD');
+
 /**
  * Paces the batches of a large document by the requests this process serves. While none are (below IDLE_SHARE),
  * the document is written at full speed: batches double up to the largest, with no pause. While requests are
  * served, batches are short (`pacedChunks`) and each is followed by a pause that keeps the document's work to
  * `dutyCycle` of the wall time, so every request meets at most a short statement and finds a core free half of
- * the time. A process that serves no requests cannot tell (the API runs elsewhere and shares the machine) and
- * paces always, as all large documents were before.
+ * the time. A worker-only process reads the API instances' published shares instead; while it cannot see any
+ * (none published lately, or the database does not answer) it paces, as all large documents were before.
  */
 export class IndexingPacer {
   private fullChunks: number;

@@ -1,5 +1,8 @@
 import { BullModule } from '@nestjs/bullmq';
 import { DynamicModule, Module, type Provider } from '@nestjs/common';
+import { ApiBusyShareModule } from '../../common/http/api-busy-share.module.js';
+import { ApiBusySharesRepository } from '../../common/http/api-busy-shares.repository.js';
+import { httpActivity } from '../../common/http/http-activity.js';
 import { IdempotencyModule } from '../../common/idempotency/idempotency.module.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
@@ -20,6 +23,8 @@ import { RagToolProvider } from './rag.tool-provider.js';
 import { RagController } from './rag.controller.js';
 import { RAG_INDEXING_QUEUE } from './rag.constants.js';
 import { IngestSandbox } from './sandbox/ingest-sandbox.service.js';
+import { REQUEST_LOAD, type RequestLoad } from './indexing-pacer.js';
+import { SharedRequestLoad } from './shared-request-load.js';
 
 /**
  * RAG: chunking, embeddings, BM25 + vector search with visibility in SQL, and indexing jobs.
@@ -33,6 +38,13 @@ export class RagModule {
         provide: EMBEDDING_PROVIDER,
         inject: [APP_CONFIG],
         useFactory: (appConfig: AppConfig) => createEmbeddingProvider(appConfig.embeddings),
+      },
+      {
+        // A worker-only process serves no requests: it paces by what the API instances publish.
+        provide: REQUEST_LOAD,
+        inject: [APP_CONFIG, ApiBusySharesRepository],
+        useFactory: (appConfig: AppConfig, shares: ApiBusySharesRepository): RequestLoad =>
+          appConfig.role === 'worker' ? new SharedRequestLoad(shares) : httpActivity,
       },
       DocumentChunksRepository,
       IndexingJobsRepository,
@@ -53,6 +65,7 @@ export class RagModule {
         DocumentsModule,
         ProjectsModule,
         IdempotencyModule,
+        ApiBusyShareModule,
       ],
       controllers: [RagController],
       providers,
