@@ -10,10 +10,10 @@ import type { AppConfig } from '../../config/app-config.js';
 import { APP_CONFIG } from '../../config/app-config.token.js';
 import { ThrottledWarning } from '../logging/throttled-warning.js';
 import { ApiBusySharesRepository } from './api-busy-shares.repository.js';
-import { httpActivity, type HttpActivity } from './http-activity.js';
+import { httpActivity } from './http-activity.js';
 
 /** How often a serving process publishes its busy share: the share covers the last second, so each one is seen. */
-export const API_BUSY_SHARE_PUBLISH_MS = 1000;
+const API_BUSY_SHARE_PUBLISH_MS = 1000;
 /**
  * A report older than this is not read: its instance stopped publishing (it died, or its loop is blocked), so a
  * worker cannot tell how busy it is. A few publish periods, so one slow statement does not make every API unseen.
@@ -39,7 +39,6 @@ export class ApiBusySharePublisher implements OnApplicationBootstrap, BeforeAppl
   private timer: NodeJS.Timeout | undefined;
   /** The statement under way: a slow database skips ticks rather than piling statements up. */
   private inFlight: Promise<void> | undefined;
-  private readonly activity: HttpActivity = httpActivity;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -55,7 +54,7 @@ export class ApiBusySharePublisher implements OnApplicationBootstrap, BeforeAppl
     if (!this.enabled) return;
     this.run(() => this.repository.removeOlderThan(DEAD_ROW_MS));
     this.timer = setInterval(
-      () => this.run(() => this.repository.report(this.instanceId, this.activity.busyShare())),
+      () => this.run(() => this.repository.report(this.instanceId, httpActivity.busyShare())),
       API_BUSY_SHARE_PUBLISH_MS,
     );
     this.timer.unref();
