@@ -12,8 +12,9 @@
  * client does) and on 2026-07-28, in the same rounds: `tools_list` (the tool list) and the tool calls; those print
  * MCP/JSON ratios against the same gateway's JSON door (targets: throughput >= 0.9x, p99 <= 1.25x).
  * BENCH_DOORS=json,mcp-2025,mcp-2026 picks the doors.
- * Prints per run req/s, p50 and p99, CPU per request (the server's Node process, all PostgreSQL processes, this
- * process as the load generator) and the server's peak RSS; then the means and the ratios to the bare handler.
+ * Prints per run req/s, p50 and p99, CPU per request (the server's Node process, the bench database's PostgreSQL
+ * backends, this process as the load generator), the server's peak RSS, event-loop delay p99 and GC pauses; then the
+ * means and the ratios.
  * Targets (list_tasks, each gateway): throughput >= 0.85x the bare handler, p99 <= 1.5x, RSS <= 250 MB.
  * BENCH_ROUNDS, BENCH_DURATION, BENCH_CONNECTIONS change the runs; BENCH_SCENARIOS=list_tasks,create_task picks
  * scenarios; BENCH_NODE_FLAGS replaces the CMD's Node flags for the gateways; BENCH_PROFILE_DIR writes a V8 CPU profile of each server, gateways and bare (and prints how many calls each answered).
@@ -21,12 +22,13 @@
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { generateApiKey, hashApiKey } from '../src/modules/api-keys/api-key-format.js';
 import { BENCH_PEPPER, SCENARIOS } from './bench-env.js';
 import { answeredItems, doorRequest, initializeLegacy, type Door, type DoorScenario } from './door-requests.js';
+import type { LoopDelayReport } from './loop-delay-probe.js';
 import { nodeFlagsSource, productionNodeFlags } from './production-node-flags.js';
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -51,10 +53,15 @@ function startChild(
   nodeArgs: string[] = [],
 ): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, join(__dirname, script)], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    // Every server carries the probe (event-loop delay, GC pauses), read over the IPC channel after each round.
+    const child = spawn(
+      process.execPath,
+      [...nodeArgs, '--require', join(__dirname, 'loop-delay-probe.js'), join(__dirname, script)],
+      {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+      },
+    );
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
       out += chunk.toString();
@@ -104,12 +111,14 @@ interface RunResult {
   errors: number;
   requests: number;
   /**
-   * CPU milliseconds per answered request: the server's Node process, all PostgreSQL processes together, and this
-   * process (the load generator, which reads every answer: a larger answer costs it too, on the same cores).
+   * CPU milliseconds per answered request: the server's Node process, the bench database's PostgreSQL backends, and
+   * this process (the load generator, which reads every answer: a larger answer costs it too, on the same cores).
    */
   cpu: { server: number; postgres: number; client: number } | null;
   /** The server's peak resident set during the run, MB (sampled every 200 ms), or null without /proc. */
   rssMb: number | null;
+  /** The server's event-loop delay and GC pauses during the run (loop-delay-probe). */
+  probe: LoopDelayReport;
 }
 
 /** utime + stime of a process in ms (Linux /proc), or null where /proc is not readable. */
@@ -135,26 +144,39 @@ function rssMb(pid: number): number | null {
   }
 }
 
+/** The bench database and a connection to its server, for the CPU of its backends. */
+let benchDatabase: { admin: Client; name: string } | undefined;
+
 /**
- * CPU ms of every process named postgres (the local server the benchmark runs on), including the
- * backends that have exited (the postmaster's reaped-children time), so closed connections do not vanish.
+ * CPU ms of each backend connected to the bench database, by pid: the machine's other databases and PostgreSQL
+ * servers (another session's bench, a private server stopped mid-round) are not this bench's work.
  */
-function postgresCpuMs(): number | null {
-  try {
-    let total = 0;
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
-      } catch {
-        continue;
-      }
-      total += cpuMs(Number(entry), true) ?? 0;
-    }
-    return total;
-  } catch {
-    return null;
+async function backendCpuMs(): Promise<Map<number, number> | null> {
+  if (!benchDatabase) return null;
+  const { rows } = await benchDatabase.admin.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE datname = $1',
+    [benchDatabase.name],
+  );
+  const byPid = new Map<number, number>();
+  for (const { pid } of rows) {
+    const ms = cpuMs(pid);
+    if (ms !== null) byPid.set(pid, ms);
   }
+  return byPid.size > 0 ? byPid : null;
+}
+
+/** CPU the bench database's backends used between two readings; one that closed in between counts until it was last seen. */
+function backendCpuSince(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
+  return total;
+}
+
+/** The server's probe figures since the last call, which starts them over. */
+function readProbe(child: ChildProcess): Promise<LoopDelayReport> {
+  const answer = new Promise<LoopDelayReport>((resolve) => child.once('message', (m) => resolve(m as LoopDelayReport)));
+  child.send('loop-delay');
+  return answer;
 }
 
 async function run(target: Target, scenario: DoorScenario, keys: string[], duration: number): Promise<RunResult> {
@@ -173,7 +195,8 @@ async function run(target: Target, scenario: DoorScenario, keys: string[], durat
           body: JSON.stringify({ name: scenario, arguments: SCENARIOS[scenario as keyof typeof SCENARIOS] }),
         }
       : doorRequest(target.door, scenario);
-  const before = { server: cpuMs(target.pid), postgres: postgresCpuMs(), client: process.cpuUsage() };
+  await readProbe(target.child); // starts the round's figures
+  const before = { server: cpuMs(target.pid), postgres: await backendCpuMs(), client: process.cpuUsage() };
   const result = await autocannon({
     url: `${target.baseUrl}${shape.path}`,
     connections: CONNECTIONS,
@@ -196,7 +219,8 @@ async function run(target: Target, scenario: DoorScenario, keys: string[], durat
       },
     ],
   });
-  const after = { server: cpuMs(target.pid), postgres: postgresCpuMs() };
+  const after = { server: cpuMs(target.pid), postgres: await backendCpuMs() };
+  const probe = await readProbe(target.child);
   const clientUsage = process.cpuUsage(before.client);
   const clientMs = (clientUsage.user + clientUsage.system) / 1000;
   clearInterval(sampler);
@@ -206,7 +230,7 @@ async function run(target: Target, scenario: DoorScenario, keys: string[], durat
       ? null
       : {
           server: (after.server - before.server) / answered,
-          postgres: (after.postgres - before.postgres) / answered,
+          postgres: backendCpuSince(before.postgres, after.postgres) / answered,
           client: clientMs / answered,
         };
   return {
@@ -217,6 +241,7 @@ async function run(target: Target, scenario: DoorScenario, keys: string[], durat
     requests: result.requests.total,
     cpu,
     rssMb: peakRss,
+    probe,
   };
 }
 
@@ -226,6 +251,7 @@ interface Target {
   baseUrl: string;
   door: Door | 'bare';
   pid: number;
+  child: ChildProcess;
   calls: number;
   /** 2025-11-25: the Mcp-Session-Id each key's initialize returned, if any. */
   sessions?: (string | undefined)[];
@@ -236,6 +262,7 @@ async function main(): Promise<void> {
   const admin = new Client({ connectionString: SERVER_URL });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
+  benchDatabase = { admin, name };
   const dbUrl = new URL(SERVER_URL);
   dbUrl.pathname = `/${name}`;
   const children: ChildProcess[] = [];
@@ -257,7 +284,15 @@ async function main(): Promise<void> {
       const label = door === 'json' ? 'gateway' : door;
       const sessions =
         door === 'mcp-2025' ? await Promise.all(keys.map((key) => initializeLegacy(gatewayUrl, key))) : undefined;
-      targets.push({ label, baseUrl: gatewayUrl, door, pid: gateway.child.pid!, calls: 0, sessions });
+      targets.push({
+        label,
+        baseUrl: gatewayUrl,
+        door,
+        pid: gateway.child.pid!,
+        child: gateway.child,
+        calls: 0,
+        sessions,
+      });
     }
     if (REDIS_URL) {
       const onRedis = await startChild(
@@ -271,6 +306,7 @@ async function main(): Promise<void> {
         baseUrl: `http://127.0.0.1:${onRedis.port}`,
         door: 'json',
         pid: onRedis.child.pid!,
+        child: onRedis.child,
         calls: 0,
       });
     }
@@ -285,6 +321,7 @@ async function main(): Promise<void> {
       baseUrl: `http://127.0.0.1:${bare.port}`,
       door: 'bare',
       pid: bare.child.pid!,
+      child: bare.child,
       calls: 0,
     });
 
@@ -343,8 +380,9 @@ async function main(): Promise<void> {
             ? `  CPU/req node ${r.cpu.server.toFixed(3)} ms, postgres ${r.cpu.postgres.toFixed(3)} ms, load generator ${r.cpu.client.toFixed(3)} ms`
             : '';
           const rss = r.rssMb === null ? '' : `  RSS ${r.rssMb.toFixed(0)} MB`;
+          const pauses = `  loop delay p99 ${r.probe.loopDelay.p99} ms, GC ${r.probe.gc.totalMs.toFixed(0)} ms in ${r.probe.gc.pauses} pauses (max ${r.probe.gc.maxMs} ms)`;
           console.log(
-            `  round ${round + 1} ${target.label.padEnd(13)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${String(r.p50).padStart(3)} ms  p99 ${String(r.p99).padStart(4)} ms  errors ${r.errors}${cpu}${rss}`,
+            `  round ${round + 1} ${target.label.padEnd(13)} ${r.rps.toFixed(0).padStart(6)} req/s  p50 ${String(r.p50).padStart(3)} ms  p99 ${String(r.p99).padStart(4)} ms  errors ${r.errors}${cpu}${rss}${pauses}`,
           );
         }
       }
@@ -379,6 +417,12 @@ async function main(): Promise<void> {
               )
             : 'n/a',
           rss: rs.every((r) => r.rssMb !== null) ? Math.max(...rs.map((r) => r.rssMb!)) : null,
+          gcPer1000: spread(
+            rs.map((r) => (r.probe.gc.totalMs * 1000) / Math.max(1, r.requests)),
+            0,
+          ),
+          gcMax: Math.max(...rs.map((r) => r.probe.gc.maxMs)),
+          loopP99: Math.max(...rs.map((r) => r.probe.loopDelay.p99)),
           errors: rs.reduce((n, r) => n + r.errors, 0),
         };
       };
@@ -393,7 +437,7 @@ async function main(): Promise<void> {
           ? `  ratio${target.door === 'json' ? '' : ' to JSON'}: throughput ${(t.rps / base.rps).toFixed(2)}x, p99 ${(t.p99 / base.p99).toFixed(2)}x`
           : '';
         summary.push(
-          `  ${target.label.padEnd(13)} ${t.rps.toFixed(0).padStart(6)} req/s (${t.rpsSpread})  p99 ${t.p99.toFixed(1)} ms  CPU/req node ${t.node} ms, postgres ${t.postgres} ms, load generator ${t.client} ms  peak RSS ${t.rss?.toFixed(0) ?? 'n/a'} MB${ratio}`,
+          `  ${target.label.padEnd(13)} ${t.rps.toFixed(0).padStart(6)} req/s (${t.rpsSpread})  p99 ${t.p99.toFixed(1)} ms  CPU/req node ${t.node} ms, postgres ${t.postgres} ms, load generator ${t.client} ms  peak RSS ${t.rss?.toFixed(0) ?? 'n/a'} MB  GC ${t.gcPer1000} ms per 1,000 calls (longest pause ${t.gcMax} ms), loop delay p99 up to ${t.loopP99} ms${ratio}`,
         );
         if (t.errors > 0) {
           summary.push(`  WARNING: ${target.label} had ${t.errors} failed requests`);
