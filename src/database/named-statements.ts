@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Inject, type Provider } from '@nestjs/common';
 import type { CompiledQuery, DatabaseConnection, QueryResult, RawBuilder } from 'kysely';
-import type { ClientBase, Pool, PoolClient } from 'pg';
+import type { ClientBase, Pool, PoolClient, QueryResult as PgQueryResult } from 'pg';
 import { phaseClock, phaseSince } from '../common/timing/phase-timer.js';
 import type { AppConfig } from '../config/app-config.js';
 import { APP_CONFIG } from '../config/app-config.token.js';
@@ -88,7 +88,14 @@ export class NamedStatements {
         phaseSince('setup', clock);
       }
       clock = phaseClock();
-      const result = await client.query<R & object>({ name, text: compiled.sql, values: [...compiled.parameters] });
+      // pg's callback form into a Promise of our own: its promise form kept every result (a list's whole text)
+      // alive through young collections until the next full one (docs/perf/gateway.md, "the collector").
+      const result = await new Promise<PgQueryResult<R & object>>((resolve, reject) =>
+        client.query<R & object>(
+          { name, text: compiled.sql, values: [...compiled.parameters] },
+          (error: Error, answer: PgQueryResult<R & object>) => (error ? reject(error) : resolve(answer)),
+        ),
+      );
       phaseSince('query', clock);
       // Past Kysely, so past its result plugins: the rows named as Kysely names them.
       return result.rows.map((row) => columnNames.row<R>(row));

@@ -282,11 +282,24 @@ function confirmationRequired(prepared: PreparedToolCall): AppException {
 
 function listOutcome(list: ToolList): ToolCallOutcome {
   if (list.json === undefined) return { result: list.items, truncated: list.truncated };
-  return {
-    get result() {
-      return list.items;
-    },
-    truncated: list.truncated,
-    resultJson: list.json,
-  };
+  return new WrittenListOutcome(list);
+}
+
+/**
+ * A list the tool had written as JSON text, parsed only if a door reads `result`. A class rather than an object
+ * literal with a getter: a per-call closure kept each list's text alive through young collections until the next full
+ * one (docs/perf/gateway.md, "the collector").
+ */
+class WrittenListOutcome implements ToolCallOutcome {
+  readonly truncated: boolean;
+  readonly resultJson: string;
+
+  constructor(private readonly list: ToolList) {
+    this.truncated = list.truncated;
+    this.resultJson = list.json!;
+  }
+
+  get result(): unknown {
+    return this.list.items;
+  }
 }
