@@ -860,7 +860,7 @@ function renderConnectedApps(apps) {
     if (app.projectIds && app.projectIds.length) pins.push(`${app.projectIds.length} project${app.projectIds.length === 1 ? '' : 's'}`);
     if (app.repos && app.repos.length) pins.push(app.repos.join(', '));
     const narrowing = restrictionText(app);
-    cell(tr, app.scopes.join(', ') + (pins.length ? ` (limited to ${pins.join('; ')})` : '') + (app.confirmWrites ? '; writes need your confirmation' : '') + (narrowing ? `; ${narrowing.toLowerCase()}` : ''));
+    cell(tr, app.scopes.join(', ') + (pins.length ? ` (limited to ${pins.join('; ')})` : '') + (app.confirmWrites ? '; writes need your confirmation' : '') + (narrowing ? `; ${narrowing.toLowerCase()}` : '') + (app.allowedIps && app.allowedIps.length ? `; only from ${app.allowedIps.join(', ')}` : ''));
     cell(tr, timeEl(app.createdAt, ''));
     cell(tr, timeEl(app.expiresAt, 'Never'));
     cell(tr, timeEl(app.lastUsedAt, 'Never'));
