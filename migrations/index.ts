@@ -35,6 +35,7 @@ import { CredentialToolRestrictions1795831000000 } from './1795831000000-credent
 import { FairClaimIndex1795838678426 } from './1795838678426-fair-claim-index.js';
 import { RagPostingsChunkIndex1795850374092 } from './1795850374092-rag-postings-chunk-index.js';
 import { ApiBusyShares1795860000000 } from './1795860000000-api-busy-shares.js';
+import { OAuthCodeAllowedIps1795870000000 } from './1795870000000-oauth-code-allowed-ips.js';
 
 /**
  * Every migration, in order. Listed by class (not a glob) so the app, the CLI and the tests load the
@@ -78,4 +79,5 @@ export const ALL_MIGRATIONS = [
   FairClaimIndex1795838678426,
   RagPostingsChunkIndex1795850374092,
   ApiBusyShares1795860000000,
+  OAuthCodeAllowedIps1795870000000,
 ];

@@ -130,6 +130,7 @@ function endSession(message) {
   $('apps-body').replaceChildren();
   $('create-panel').hidden = true;
   $('usage-panel').hidden = true;
+  hidePolicy();
   const dialog = $('confirm-dialog');
   if (dialog.open) dialog.close('cancel');
   clearMessages();
@@ -145,6 +146,7 @@ async function showKeysView() {
   await loadScopeCatalog();
   await loadKeys();
   await loadConnectedApps();
+  await loadPolicy();
 }
 
 // ---- login / logout --------------------------------------------------------------------------------
@@ -538,9 +540,9 @@ async function loadPins() {
     note('project-pins', `Projects could not be loaded: ${describeError(err)}`);
   }
 
-  const isAdmin = session && session.user.role === 'admin';
-  $('repo-text-field').hidden = isAdmin;
-  if (!isAdmin) {
+  const admin = isAdmin();
+  $('repo-text-field').hidden = admin;
+  if (!admin) {
     $('repo-pins').replaceChildren();
     return;
   }
@@ -634,14 +636,20 @@ async function onCreate(event) {
   const allowedIps = $('key-allowed-ips').value.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
   if (allowedIps.length) body.allowedIps = allowedIps;
 
-  const submit = $('create-submit');
-  submit.disabled = true;
-  try {
+  await submitting($('create-submit'), errorEl, async () => {
     const created = await api('POST', '/api/api-keys', body);
     $('create-panel').hidden = true;
     showCreatedKey(created);
     await loadKeys();
     announce(`Key "${created.name}" created. Copy it now: it will not be shown again.`);
+  });
+}
+
+/** Runs a form's request with its submit button disabled; a refusal is shown in the form's error element. */
+async function submitting(submit, errorEl, action) {
+  submit.disabled = true;
+  try {
+    await action();
   } catch (err) {
     if (!(err instanceof SessionExpired)) {
       errorEl.textContent = describeError(err);
@@ -860,7 +868,7 @@ function renderConnectedApps(apps) {
     if (app.projectIds && app.projectIds.length) pins.push(`${app.projectIds.length} project${app.projectIds.length === 1 ? '' : 's'}`);
     if (app.repos && app.repos.length) pins.push(app.repos.join(', '));
     const narrowing = restrictionText(app);
-    cell(tr, app.scopes.join(', ') + (pins.length ? ` (limited to ${pins.join('; ')})` : '') + (app.confirmWrites ? '; writes need your confirmation' : '') + (narrowing ? `; ${narrowing.toLowerCase()}` : ''));
+    cell(tr, app.scopes.join(', ') + (pins.length ? ` (limited to ${pins.join('; ')})` : '') + (app.confirmWrites ? '; writes need your confirmation' : '') + (narrowing ? `; ${narrowing.toLowerCase()}` : '') + (app.allowedIps && app.allowedIps.length ? `; only from ${app.allowedIps.join(', ')}` : ''));
     cell(tr, timeEl(app.createdAt, ''));
     cell(tr, timeEl(app.expiresAt, 'Never'));
     cell(tr, timeEl(app.lastUsedAt, 'Never'));
@@ -891,6 +899,90 @@ async function onDisconnect(button) {
   await loadConnectedApps();
   $('apps-title').focus();
   announce(`"${name}" disconnected.`);
+}
+
+// ---- admin policy (admins only) --------------------------------------------------------------------
+
+/**
+ * The policy's nullable fields: each has a "limit" checkbox (`<input id>-on`); unchecked sends null (the rule is
+ * lifted), checked sends what the field holds. `split` turns the text into a list; OAuth client names may hold spaces.
+ */
+const POLICY_LISTS = [
+  { field: 'allowedKeyScopes', input: 'policy-scopes', split: /[\s,]+/, join: ', ' },
+  { field: 'allowedIps', input: 'policy-ips', split: /[\s,]+/, join: ', ' },
+  { field: 'allowedOAuthClients', input: 'policy-clients', split: /\n/, join: '\n' },
+];
+
+function isAdmin() {
+  return Boolean(session && session.user.role === 'admin');
+}
+
+function setLimit(inputId, value) {
+  const on = value !== null;
+  $(`${inputId}-on`).checked = on;
+  $(inputId).disabled = !on;
+  $(inputId).value = on ? value : '';
+}
+
+function renderPolicy(policy) {
+  setLimit('policy-max-lifetime', policy.maxKeyLifetimeDays === null ? null : String(policy.maxKeyLifetimeDays));
+  for (const list of POLICY_LISTS) setLimit(list.input, policy[list.field] === null ? null : policy[list.field].join(list.join));
+  $('policy-confirm-writes').checked = policy.requireConfirmWritesForWriteScopes;
+  $('policy-max-credentials').value = String(policy.maxCredentialsPerUser);
+  $('policy-updated').textContent = policy.updatedAt
+    ? `Last saved ${formatDate(policy.updatedAt)}.`
+    : 'No policy has been saved yet: these are the defaults.';
+}
+
+function hidePolicy() {
+  $('policy-section').hidden = true;
+  $('nav-policy-item').hidden = true;
+  $('policy-form').reset();
+  $('policy-error').textContent = '';
+  $('policy-updated').textContent = '';
+}
+
+/** Members never see the section, and never ask for the policy (the API would refuse them anyway). */
+async function loadPolicy() {
+  if (!isAdmin()) return hidePolicy();
+  const policy = await guarded(() => api('GET', '/api/admin/policy'), $('policy-error'));
+  if (!policy) return;
+  renderPolicy(policy);
+  $('policy-section').hidden = false;
+  $('nav-policy-item').hidden = false;
+}
+
+/** A number field's value as the API takes it; what is not a number is sent as typed, for the server to name. */
+function policyNumber(inputId) {
+  const text = $(inputId).value.trim();
+  return /^\d+$/.test(text) ? Number(text) : text;
+}
+
+async function onSavePolicy(event) {
+  event.preventDefault();
+  const errorEl = $('policy-error');
+  errorEl.textContent = '';
+  const body = {
+    maxKeyLifetimeDays: $('policy-max-lifetime-on').checked ? policyNumber('policy-max-lifetime') : null,
+    requireConfirmWritesForWriteScopes: $('policy-confirm-writes').checked,
+    maxCredentialsPerUser: policyNumber('policy-max-credentials'),
+  };
+  for (const list of POLICY_LISTS)
+    body[list.field] = $(`${list.input}-on`).checked
+      ? [...new Set($(list.input).value.split(list.split).map((s) => s.trim()).filter(Boolean))]
+      : null;
+  await submitting($('policy-save'), errorEl, async () => {
+    renderPolicy(await api('PUT', '/api/admin/policy', body));
+    announce('Admin policy saved.');
+  });
+}
+
+function onToggleLimit(event) {
+  const box = event.target;
+  if (!(box instanceof HTMLInputElement) || !box.dataset.limits) return;
+  const input = $(box.dataset.limits);
+  input.disabled = !box.checked;
+  if (box.checked) input.focus();
 }
 
 // ---- fresh usage -----------------------------------------------------------------------------------
@@ -941,6 +1033,13 @@ function init() {
     $('keys-title').focus();
     void loadKeys();
   });
+  $('nav-policy').addEventListener('click', () => {
+    $('policy-title').focus();
+    void loadPolicy();
+  });
+  $('policy-form').addEventListener('submit', onSavePolicy);
+  $('policy-form').addEventListener('change', onToggleLimit);
+  $('policy-form').addEventListener('input', () => ($('policy-error').textContent = ''));
   $('refresh-keys').addEventListener('click', onRefresh);
   $('show-create').addEventListener('click', onShowCreate);
   $('create-cancel').addEventListener('click', onCancelCreate);

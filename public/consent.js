@@ -1,5 +1,5 @@
 // Atrium consent page (GET /oauth/authorize): sign in, see which app asks and where it returns,
-// narrow scopes, pin projects/repositories, choose an expiry, approve or deny. Plain ES module.
+// narrow scopes, pin projects/repositories and client addresses, choose an expiry, approve or deny. Plain ES module.
 // The access token lives only in memory, as on the account page.
 
 const $ = (id) => document.getElementById(id);
@@ -121,6 +121,8 @@ async function answer(approve) {
     if ($('consent-read-only').checked) body.readOnly = true;
     const tools = [...new Set($('consent-tools').value.split(/[\s,]+/).map((t) => t.trim()).filter(Boolean))];
     if (tools.length) body.tools = tools;
+    const allowedIps = [...new Set($('consent-allowed-ips').value.split(/[\s,]+/).map((a) => a.trim()).filter(Boolean))];
+    if (allowedIps.length) body.allowedIps = allowedIps;
   }
   try {
     const { redirectTo } = await call('POST', '/api/oauth/authorize', body);

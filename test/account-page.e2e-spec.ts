@@ -512,4 +512,86 @@ describe('account page (dist/public of the built server) in a real browser', () 
     await page.getByRole('heading', { name: 'Sign in to Atrium' }).waitFor();
     await expectNoSecretsInUrlOrStorage();
   });
+
+  it('lets an admin edit the admin policy (400 shown beside the form, saved values kept after a reload); a member never sees it', async () => {
+    const logIn = async (who: TestUser) => {
+      await page.locator('#login-email').fill(who.email);
+      await page.locator('#login-password').fill(who.password);
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+    };
+    const policyNow = async () =>
+      (await app.http.get('/api/admin/policy').set(bearer(admin.token)).expect(200)).body.data as Record<
+        string,
+        unknown
+      >;
+    // Nothing saved it yet: the defaults, which the test ends by saving back.
+    const initial = await policyNow();
+    expect(initial).toMatchObject({ maxKeyLifetimeDays: null, allowedIps: null, updatedAt: null });
+    const policyAsked: string[] = [];
+    const onRequest = (req: { url(): string }) => {
+      if (req.url().includes('/api/admin/policy')) policyAsked.push(req.url());
+    };
+    page.on('request', onRequest);
+    try {
+      await logIn(user);
+      await page.locator('#apps-section').waitFor();
+      expect(await page.locator('#policy-section').isHidden()).toBe(true);
+      expect(await page.getByRole('button', { name: 'Admin policy' }).count()).toBe(0);
+      expect(policyAsked).toEqual([]);
+      await page.getByRole('button', { name: 'Log out' }).click();
+
+      await logIn(admin);
+      const section = page.locator('#policy-section');
+      await section.getByRole('heading', { name: 'Admin policy' }).waitFor();
+      await section.locator('#policy-updated', { hasText: 'defaults' }).waitFor();
+      expect(await page.locator('#policy-max-lifetime').isDisabled()).toBe(true);
+      await page.getByLabel('Limit how long a new API key may live').check();
+      await page.getByLabel('Longest key lifetime, in days').fill('30');
+      await page.getByLabel('Limit the client addresses tool calls may come from').check();
+      await page.getByLabel('Addresses tool calls may come from', { exact: true }).fill('10.0.0.0/99');
+      await page.getByLabel('Limit the apps users may connect (OAuth clients)').check();
+      await page.getByLabel('Allowed apps').fill('claude.ai\nMy Desktop App');
+      await page.getByLabel('Keys and apps with a write scope must confirm writes').check();
+      await page.getByLabel('Most API keys and connected apps per user').fill('7');
+      await page.getByRole('button', { name: 'Save policy' }).click();
+      // The server's 400 names the field, next to the form; nothing was saved.
+      await page.locator('#policy-error', { hasText: 'allowedIps' }).waitFor();
+      expect(await policyNow()).toEqual(initial);
+
+      await page.getByLabel('Addresses tool calls may come from', { exact: true }).fill('10.0.0.0/8, 127.0.0.1, ::1');
+      expect(await page.locator('#policy-error').textContent()).toBe('');
+      await page.getByRole('button', { name: 'Save policy' }).click();
+      await page.locator('#status', { hasText: 'Admin policy saved.' }).waitFor();
+
+      // A reload signs out (the token lives in memory only); the saved policy comes back from the server.
+      await page.reload();
+      await logIn(admin);
+      await section.locator('#policy-updated', { hasText: 'Last saved' }).waitFor();
+      expect(await page.getByLabel('Longest key lifetime, in days').inputValue()).toBe('30');
+      expect(await page.getByLabel('Addresses tool calls may come from', { exact: true }).inputValue()).toBe(
+        '10.0.0.0/8, 127.0.0.1/32, ::1/128',
+      );
+      expect(await page.getByLabel('Allowed apps').inputValue()).toBe('claude.ai\nMy Desktop App');
+      expect(await page.getByLabel('Keys and apps with a write scope must confirm writes').isChecked()).toBe(true);
+      expect(await page.getByLabel('Most API keys and connected apps per user').inputValue()).toBe('7');
+      expect(await page.getByLabel('Limit the scopes a new API key may carry').isChecked()).toBe(false);
+      await section.screenshot({ path: join(OUTPUT, 'account-page-policy.png') });
+
+      // Unchecking a limit clears it to null.
+      await page.getByLabel('Limit how long a new API key may live').uncheck();
+      await page.getByLabel('Limit the client addresses tool calls may come from').uncheck();
+      await page.getByLabel('Limit the apps users may connect (OAuth clients)').uncheck();
+      await page.getByLabel('Keys and apps with a write scope must confirm writes').uncheck();
+      await page.getByLabel('Most API keys and connected apps per user').fill(String(initial.maxCredentialsPerUser));
+      await page.getByRole('button', { name: 'Save policy' }).click();
+      await page.locator('#status', { hasText: 'Admin policy saved.' }).waitFor();
+      expect(await policyNow()).toMatchObject({ ...initial, updatedAt: expect.any(String), updatedBy: admin.id });
+      await page.getByRole('button', { name: 'Log out' }).click();
+      await page.getByRole('heading', { name: 'Sign in to Atrium' }).waitFor();
+      expect(await page.locator('#policy-section').isHidden()).toBe(true);
+    } finally {
+      page.off('request', onRequest);
+    }
+  });
 });

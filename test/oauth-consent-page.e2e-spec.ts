@@ -84,6 +84,7 @@ describe('OAuth consent page and connected apps in a real browser', () => {
     await page.getByLabel('Stay connected for').selectOption('30d');
     await page.getByRole('checkbox', { name: /Read-only/ }).check();
     await page.getByLabel(/Only these tools/).fill('list_tasks, get_task');
+    await page.getByLabel(/Only from these addresses/).fill('127.0.0.1, 10.0.0.0/8');
     await page.getByRole('button', { name: 'Approve' }).click();
     await page.waitForURL(`${REDIRECT_URI}**`);
     expect(arrived?.searchParams.get('state')).toBe('browser-state');
@@ -109,6 +110,7 @@ describe('OAuth consent page and connected apps in a real browser', () => {
       projectIds: [projectId],
       tools: ['list_tasks', 'get_task'],
       readOnly: true,
+      allowedIps: ['127.0.0.1/32', '10.0.0.0/8'],
     });
   });
 
@@ -141,6 +143,7 @@ describe('OAuth consent page and connected apps in a real browser', () => {
     await row.waitFor();
     expect(await row.textContent()).toContain('limited to 1 project');
     expect(await row.textContent()).toContain('read-only; only tools: list_tasks, get_task');
+    expect(await row.textContent()).toContain('only from 127.0.0.1/32, 10.0.0.0/8');
     page.once('dialog', (dialog) => void dialog.accept());
     await row.getByRole('button', { name: 'Disconnect Test client' }).click();
     await page.locator('#apps-empty').waitFor({ state: 'visible' });

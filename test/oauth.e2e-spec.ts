@@ -10,6 +10,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createServer, type Server } from 'node:http';
 import { bearer, makeApiKey, makeUser, type TestUser } from './support/factories.js';
 import {
+  approveConsent,
+  authorizeQuery,
   codeFor,
   consent,
   consentRequestOf,
@@ -337,6 +339,51 @@ describe('OAuth 2.1 for MCP clients', () => {
       }
       const refreshOnA = await app.http.get(`${MCP_PATH}/tools`).set(bearer(tokens.refresh_token)).expect(401);
       expect(refreshOnA.body.error.message).toMatch(/refresh token/);
+    });
+
+    it('allowedIps chosen at consent: the grant works from inside the ranges, 403 ip_not_allowed elsewhere; a bad range is 400', async () => {
+      const call = (token: string) =>
+        app.http.post(`${MCP_PATH}/call`).set(bearer(token)).send({ name: 'list_tasks', arguments: {} });
+      const local = await oauthTokens(app, alice, ['tasks:read'], { allowedIps: ['127.0.0.1', '::1/128'] });
+      await call(local.access_token).expect(200);
+      const remote = await oauthTokens(app, alice, ['tasks:read'], { allowedIps: ['192.0.2.0/24'] });
+      const refused = await call(remote.access_token).expect(403);
+      expect(refused.body.error).toMatchObject({ code: 'ip_not_allowed', details: { rule: 'credential.allowedIps' } });
+      const mcp = await app.http
+        .post(MCP_PATH)
+        .set('Accept', 'application/json, text/event-stream')
+        .set(bearer(remote.access_token))
+        .send({ jsonrpc: '2.0', id: 1, method: 'tools/list' })
+        .expect(403);
+      expect(mcp.body.error.data.error.code).toBe('ip_not_allowed');
+      // The owner sees the ranges, canonical, on the grant; a grant without them shows null.
+      const grants = (await app.http.get('/api/oauth/grants?limit=200').set(bearer(alice.token)).expect(200)).body.data
+        .items as { clientId: string; allowedIps: string[] | null }[];
+      const shown = (clientId: string) => grants.find((grant) => grant.clientId === clientId)?.allowedIps;
+      expect(shown(local.clientId)).toEqual(['127.0.0.1/32', '::1/128']);
+      expect(shown(remote.clientId)).toEqual(['192.0.2.0/24']);
+      const plain = await oauthTokens(app, alice, ['tasks:read']);
+      const again = (await app.http.get('/api/oauth/grants?limit=200').set(bearer(alice.token)).expect(200)).body.data
+        .items as { clientId: string; allowedIps: string[] | null }[];
+      expect(again.find((grant) => grant.clientId === plain.clientId)?.allowedIps).toBeNull();
+      // Bad ranges are refused at consent as a key's are: 400 naming allowedIps, never a 500, and no code.
+      const clientId = await registerPublicClient(app);
+      const { challenge } = pkcePair();
+      const page = await app.http.get(
+        `/oauth/authorize?${authorizeQuery(clientId, challenge, { scope: 'tasks:read' })}`,
+      );
+      const request = consentRequestOf(page.text);
+      for (const allowedIps of [
+        ['300.1.1.1'],
+        ['10.0.0.0/99'],
+        'everywhere',
+        [42],
+        Array.from({ length: 101 }, () => '::1'),
+      ]) {
+        const res = await approveConsent(app, alice, request, { allowedIps }).expect(400);
+        expect(res.body.error.code).toBe('VALIDATION_FAILED');
+        expect(JSON.stringify(res.body.error)).toMatch(/allowedIps/);
+      }
     });
 
     it("each call lands in the grant's usage log with its tool and status, like a key's", async () => {

@@ -271,6 +271,7 @@ export interface OauthClients {
 }
 
 export interface OauthCodes {
+  allowedIps: string[] | null;
   clientId: string;
   clientName: string;
   codeChallenge: string;

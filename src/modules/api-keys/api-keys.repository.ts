@@ -22,7 +22,6 @@ export interface ApiKey extends ToolCredential {
 }
 
 export interface NewApiKey extends ToolCredentialAccess {
-  allowedIps: string[] | null;
   id: string;
   userId: string;
   name: string;

@@ -30,8 +30,6 @@ export interface ApiKeyView extends ToolCredentialView {
   prefix: string;
   daysUntilExpiry: number | null;
   status: ApiKeyStatus;
-  /** Client address ranges the key may be used from; null: wherever the admin policy allows. */
-  allowedIps: string[] | null;
   /** The key that replaced this one by a roll; null when it was not rolled. */
   rolledTo: string | null;
   /** When a rolled key stops working (its overlap's end); null otherwise. */
@@ -387,7 +385,6 @@ export class ApiKeysService {
         ? Math.max(0, Math.ceil((row.expiresAt.getTime() - now.getTime()) / DAY_MS))
         : null,
       status,
-      allowedIps: row.allowedIps,
       rolledTo: row.rolledTo,
       retiresAt: row.rolledTo && row.revokedAt && row.revokedAt > now ? row.revokedAt.toISOString() : null,
       outOfPolicy: status === 'active' ? outOfPolicy : [],

@@ -9,6 +9,8 @@ export interface ToolCredentialView {
   confirmWrites: boolean;
   tools: string[] | null;
   readOnly: boolean;
+  /** Client address ranges it may be used from; null: wherever the admin policy allows. */
+  allowedIps: string[] | null;
   createdAt: string;
   expiresAt: string | null;
   lastUsedAt: string | null;
@@ -24,6 +26,7 @@ export function toToolCredentialView(credential: ToolCredential): ToolCredential
     confirmWrites: credential.confirmWrites,
     tools: credential.tools,
     readOnly: credential.readOnly,
+    allowedIps: credential.allowedIps,
     createdAt: credential.createdAt.toISOString(),
     expiresAt: credential.expiresAt?.toISOString() ?? null,
     lastUsedAt: credential.lastUsedAt?.toISOString() ?? null,

@@ -7,8 +7,8 @@ import { CallCountDb } from '../../database/call-count-db.js';
 import type { ToolCredentialKind } from './tool-caller.js';
 
 /**
- * What the user allowed a credential (or a pending OAuth code) to do: scopes, pins, write confirmation, and the
- * narrowing within the scopes (a tools allowlist, read-only tools only).
+ * What the user allowed a credential (or a pending OAuth code) to do: scopes, pins, write confirmation, the
+ * narrowing within the scopes (a tools allowlist, read-only tools only) and the client addresses.
  */
 export interface ToolCredentialAccess {
   scopes: string[];
@@ -19,6 +19,8 @@ export interface ToolCredentialAccess {
   tools: string[] | null;
   /** Only tools marked `readOnlyHint: true`, whatever the scopes. */
   readOnly: boolean;
+  /** Client address ranges (CIDR) it may be used from; null: anywhere the admin policy allows. */
+  allowedIps: string[] | null;
 }
 
 /**
@@ -32,8 +34,6 @@ export interface ToolCredentialAuthorisation extends ToolCredentialAccess {
   expiresAt: Date | null;
   /** When it stops working; in the future for a rolled API key still in its overlap. */
   revokedAt: Date | null;
-  /** Client address ranges (CIDR) it may be used from; null: anywhere the admin policy allows. */
-  allowedIps: string[] | null;
 }
 
 /** A credential as listed on the account page: its authorisation, when it was made and how much it is used. */

@@ -105,6 +105,7 @@ export class OAuthAccountController {
       confirmWrites: body.confirmWrites ?? false,
       tools: checkedAllowlist(body.tools, scopes, (name) => this.registry.get(name)),
       readOnly: body.readOnly ?? false,
+      allowedIps: body.allowedIps ?? null,
     });
     return {
       redirectTo: redirectWith(request.redirectUri, { code, state: request.state, iss: this.config.publicUrl }),

@@ -95,6 +95,7 @@ export class OAuthGrantsRepository {
         confirmWrites: code.confirmWrites,
         tools: code.tools,
         readOnly: code.readOnly,
+        allowedIps: code.allowedIps,
       })
       .execute();
   }
@@ -126,6 +127,7 @@ export class OAuthGrantsRepository {
         'confirmWrites',
         'tools',
         'readOnly',
+        'allowedIps',
         'grantExpiresAt',
         'expiresAt',
       ])
@@ -144,6 +146,7 @@ export class OAuthGrantsRepository {
         confirmWrites: row.confirmWrites,
         tools: row.tools,
         readOnly: row.readOnly,
+        allowedIps: row.allowedIps,
         grantExpiresAt: row.grantExpiresAt,
         expiresAt: row.expiresAt,
       }
@@ -178,6 +181,7 @@ export class OAuthGrantsRepository {
         confirmWrites: grant.confirmWrites,
         tools: grant.tools,
         readOnly: grant.readOnly,
+        allowedIps: grant.allowedIps,
       })
       .execute();
     await executor.updateTable('oauthCodes').set({ grantId: grant.id }).where('codeHash', '=', codeHash).execute();

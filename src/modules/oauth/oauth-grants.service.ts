@@ -82,6 +82,7 @@ export class OAuthGrantsService {
       confirmWrites: consent.confirmWrites,
       tools: consent.tools,
       readOnly: consent.readOnly,
+      allowedIps: consent.allowedIps && this.policy.cidrList(consent.allowedIps, 'allowedIps'),
       grantExpiresAt: expiryDate(consent.expiresIn, new Date()),
       expiresAt: new Date(Date.now() + CODE_TTL_MS),
     });
@@ -143,6 +144,7 @@ export class OAuthGrantsService {
           confirmWrites: row.confirmWrites,
           tools: row.tools,
           readOnly: row.readOnly,
+          allowedIps: row.allowedIps,
         },
       });
       return this.issueTokens(trx, grantId, row.scopes, row.grantExpiresAt);

@@ -12,6 +12,7 @@ export const OAuthGrantSchema = named(
     repos: nullable(stringArray),
     confirmWrites: { type: 'boolean' },
     ...toolRestrictionFields,
+    allowedIps: { ...nullable(stringArray), description: 'CIDR ranges the app may call from (null: anywhere)' },
     createdAt: timestamp,
     expiresAt: nullable(timestamp),
     lastUsedAt: nullable(timestamp),

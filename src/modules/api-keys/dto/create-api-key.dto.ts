@@ -1,5 +1,5 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsOptional, IsString, Length, MaxLength } from 'class-validator';
+import { ApiProperty } from '@nestjs/swagger';
+import { ArrayMinSize, IsArray, IsIn, IsString, Length } from 'class-validator';
 import { CredentialPinsDto } from './credential-pins.dto.js';
 import { API_KEY_EXPIRY_CHOICES, type ApiKeyExpiry } from '../api-key-scopes.js';
 
@@ -21,18 +21,6 @@ export class CreateApiKeyDto extends CredentialPinsDto {
   @ApiProperty({ enum: API_KEY_EXPIRY_CHOICES })
   @IsIn(API_KEY_EXPIRY_CHOICES, { message: `expiresIn must be one of: ${API_KEY_EXPIRY_CHOICES.join(', ')}` })
   expiresIn: ApiKeyExpiry;
-
-  @ApiPropertyOptional({
-    type: [String],
-    maxItems: 100,
-    description: 'CIDR ranges the key may be used from (within the admin policy allowedIps); omitted: anywhere',
-  })
-  @IsOptional()
-  @IsArray()
-  @ArrayMaxSize(100)
-  @IsString({ each: true })
-  @MaxLength(64, { each: true })
-  allowedIps?: string[];
 }
 
 export class RollApiKeyDto {

@@ -15,7 +15,7 @@ import { MAX_ALLOWED_TOOLS } from '../../tool-kit/tool-restriction.js';
 
 /**
  * Pins and narrowing of an Area A credential (an API key, or an OAuth grant chosen on the consent page): projects,
- * repositories, write confirmation, a tools allowlist and read-only.
+ * repositories, write confirmation, a tools allowlist, read-only and client addresses.
  */
 export class CredentialPinsDto {
   @ApiPropertyOptional({ type: [String], description: 'Pin the credential to these projects' })
@@ -67,4 +67,17 @@ export class CredentialPinsDto {
   @IsOptional()
   @IsBoolean()
   readOnly?: boolean;
+
+  @ApiPropertyOptional({
+    type: [String],
+    maxItems: 100,
+    description:
+      'CIDR ranges (or bare addresses) the credential may be used from, within the admin policy allowedIps; omitted: anywhere. A value that is not one is 400 invalid_argument naming allowedIps',
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(100)
+  @IsString({ each: true })
+  @MaxLength(64, { each: true })
+  allowedIps?: string[];
 }
