@@ -122,13 +122,11 @@ interface RunResult {
 }
 
 /** utime + stime of a process in ms (Linux /proc), or null where /proc is not readable. */
-function cpuMs(pid: number, withReapedChildren = false): number | null {
+function cpuMs(pid: number): number | null {
   try {
-    // Fields after the command: state is [0], utime [11], stime [12], cutime [13], cstime [14].
+    // Fields after the command: state is [0], utime [11], stime [12].
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    const ticks =
-      Number(fields[11]) + Number(fields[12]) + (withReapedChildren ? Number(fields[13]) + Number(fields[14]) : 0);
-    return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ is 100 on Linux
   } catch {
     return null;
   }
@@ -165,7 +163,10 @@ async function backendCpuMs(): Promise<Map<number, number> | null> {
   return byPid.size > 0 ? byPid : null;
 }
 
-/** CPU the bench database's backends used between two readings; one that closed in between counts until it was last seen. */
+/**
+ * CPU the bench database's backends used between two readings: one opened in between counts whole, one closed in
+ * between is left out (the servers' pools keep their connections through a round).
+ */
 function backendCpuSince(before: Map<number, number>, after: Map<number, number>): number {
   let total = 0;
   for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
