@@ -565,7 +565,7 @@ export class McpServerFactory implements OnApplicationShutdown {
    * The result is written as JSON text, a list tool's rows spliced in as the tool wrote them, with exactly the fields
    * the SDK server of that revision answers.
    */
-  async serveFast(call: FastMcpCall, context: McpRequestContext): Promise<Buffer[]> {
+  async serveFast(call: FastMcpCall, context: McpRequestContext): Promise<[Buffer, ...(Buffer | string)[]]> {
     const modern = call.era === 'modern';
     // What follows an open result: the 2026-07-28 server's own fields, then the JSON-RPC envelope's.
     const closing = Buffer.from(
@@ -576,7 +576,7 @@ export class McpServerFactory implements OnApplicationShutdown {
     if ('outcome' in answer && answer.outcome.resultJson !== undefined)
       return [...openListResultChunks(answer.outcome.resultJson, answer.outcome.truncated), closing];
     const body = 'outcome' in answer ? successJson(answer.outcome) : JSON.stringify(answer.result);
-    return [Buffer.from(`{"result":${body.slice(0, -1)}`), closing];
+    return [OPEN_RESULT, body.slice(0, -1), closing];
   }
 
   /**
@@ -759,6 +759,7 @@ function successJson(outcome: ToolCallOutcome): string {
   return `{"content":[{"type":"text","text":${JSON.stringify(structured)}}],"structuredContent":${structured}}`;
 }
 
+const OPEN_RESULT = Buffer.from('{"result":');
 const OPEN_LIST_RESULT = Buffer.from('{"result":{"content":[{"type":"text","text":"{\\"items\\":');
 const TEXT_TRUNCATED = Buffer.from(',\\"truncated\\":true');
 const OPEN_LIST_STRUCTURED = Buffer.from('}"}],"structuredContent":{"items":');
@@ -766,20 +767,19 @@ const TRUNCATED = Buffer.from(',"truncated":true');
 const CLOSE_BRACE = Buffer.from('}');
 
 /**
- * `{"result":` and successResult of a list the tool wrote as JSON text, open (see serveFast), as Buffers for one socket
- * write: the list goes out as the tool wrote it and, escaped, as the text content, each encoded once; joining them
- * in a string first copied the whole answer on the young heap several times per call.
+ * `{"result":` and successResult of a list the tool wrote as JSON text, open (see serveFast), as pieces for one socket
+ * write (see sendJsonChunks): the list goes out as the tool wrote it and, escaped, as the text content.
  */
-function openListResultChunks(resultJson: string, truncated: boolean | undefined): Buffer[] {
+function openListResultChunks(resultJson: string, truncated: boolean | undefined): [Buffer, ...(Buffer | string)[]] {
   // The text content is `{"items":<list>}` as a JSON string; JSON escapes character by character, so the list's
-  // escaped form is its quoted form without the quotes.
-  const quoted = Buffer.from(JSON.stringify(resultJson));
+  // escaped form is its quoted form without the quotes (a slice, not a copy).
+  const quoted = JSON.stringify(resultJson);
   return [
     OPEN_LIST_RESULT,
-    quoted.subarray(1, quoted.length - 1),
+    quoted.slice(1, -1),
     ...(truncated ? [TEXT_TRUNCATED] : []),
     OPEN_LIST_STRUCTURED,
-    Buffer.from(resultJson),
+    resultJson,
     ...(truncated ? [TRUNCATED] : []),
     CLOSE_BRACE,
   ];
