@@ -1,4 +1,5 @@
 import { DatabasePool } from '../src/database/database-pool.js';
+import { ChunkWriterService } from '../src/modules/rag/chunk-writer.service.js';
 import { RagSegmentsService } from '../src/modules/rag/rag-segments.service.js';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import {
@@ -203,5 +204,25 @@ describeOnSharedServices('pending segments (e2e)', () => {
     expect((await segmentIndexes(segment.id)).length).toBe(3);
     await app.app.get(RagSegmentsService).mergeAll();
     expect(await segmentIndexes(segment.id)).toEqual([]);
+  });
+
+  it("a write stopped between its last batch and the segment's publication publishes it when the document is written again", async () => {
+    const doc = await uploadIndexed(owner, 'vault.md', largeText('brontolith'));
+    const [segment] = await segmentsOf(doc.id);
+    // As if the process died after the last batch committed: the segment unpublished, its indexes never built.
+    await db.query(`UPDATE rag_segments SET state = 'writing' WHERE id = $1`, [segment.id]);
+    for (const { indexname } of await segmentIndexes(segment.id)) await db.query(`DROP INDEX ${indexname}`);
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the searchable list's reuse
+    expect((await search(owner, 'brontolith reactor', 'keyword')).map((hit) => hit.documentId)).not.toContain(doc.id);
+
+    const [row] = await query<{ title: string; sha256: string; text: string }>(
+      `SELECT title, sha256, text_content AS text FROM documents WHERE id = $1`,
+      [doc.id],
+    );
+    const outcome = await app.app.get(ChunkWriterService).write({ id: doc.id, ...row });
+    expect(outcome).toEqual({ status: 'indexed', chunkCount: doc.chunkCount });
+    expect(await segmentsOf(doc.id)).toEqual([{ id: segment.id, state: 'searchable' }]);
+    expect((await segmentIndexes(segment.id)).length).toBe(3);
+    expect((await search(owner, 'brontolith reactor', 'keyword'))[0]).toMatchObject({ documentId: doc.id });
   });
 });

@@ -76,7 +76,9 @@ export class RagSegmentsRepository {
     const id = segmentLiteral(segmentId);
     const names = segmentIndexes(segmentId);
     await this.db.transaction().execute(async (trx) => {
+      // One core: the builds run while requests are served, and a parallel HNSW build would take them all.
       await sql`SET LOCAL statement_timeout = 0`.execute(trx);
+      await sql`SET LOCAL max_parallel_maintenance_workers = 0`.execute(trx);
       await sql`CREATE INDEX IF NOT EXISTS ${sql.id(names.vectors)} ON document_chunks
                   USING hnsw ((embedding::vector(${sql.lit(dims)})) vector_cosine_ops)
                   WHERE segment_id = ${id} AND embedding_dims = ${sql.lit(dims)}`.execute(trx);
