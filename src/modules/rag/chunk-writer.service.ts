@@ -297,6 +297,7 @@ export class ChunkWriterService {
       : undefined;
     let next: Promise<EmbeddedBatch> | undefined;
     let reportedAt = performance.now();
+    const writeEnded = this.segments.writing();
     try {
       while (from < total) {
         if (stop?.aborted) {
@@ -333,6 +334,7 @@ export class ChunkWriterService {
       }
     } finally {
       sizer.stop();
+      writeEnded();
     }
     if (segmentId !== undefined) await this.segments.publish(segmentId, this.embedder.dimensions);
     return { status: 'indexed', chunkCount: total };

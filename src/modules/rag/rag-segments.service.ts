@@ -6,6 +6,8 @@ import { RagSegmentsRepository, type SearchableSegment } from './rag-segments.re
 
 /** Most chunks one merge transaction moves into the main indexes (fewer while requests are served: IndexingPacer). */
 const MERGE_SLICE_CHUNKS = 256;
+/** How often a merge waiting for document writes to end looks again. */
+const WRITE_WAIT_MS = 250;
 /** How long a process reuses its list of searchable segments: a segment another process published shows within it. */
 const SEARCHABLE_TTL_MS = 1_000;
 
@@ -26,6 +28,8 @@ export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestr
   private mergeTimer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Document writes under way in this process: the merge waits for none (see writing). */
+  private writes = 0;
 
   constructor(
     private readonly segments: RagSegmentsRepository,
@@ -47,6 +51,20 @@ export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestr
     this.stopped = true;
     clearInterval(this.sweepTimer);
     clearTimeout(this.mergeTimer);
+  }
+
+  /**
+   * Marks a document write under way until the returned function is called. The merge makes way for writes: each
+   * moved chunk costs the live-index inserts a segment's write avoided, on the same cores, so while an import runs
+   * its documents are written first and merged when it pauses (search reads the segments meanwhile).
+   */
+  writing(): () => void {
+    this.writes += 1;
+    let ended = false;
+    return () => {
+      if (!ended) this.writes -= 1;
+      ended = true;
+    };
   }
 
   /** Whether a document of `chunks` chunks is written as a pending segment. */
@@ -117,6 +135,8 @@ export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestr
       this.requestLoad,
     );
     for (let segment = await this.segments.nextToMerge(); segment && !this.stopped;) {
+      while (this.writes > 0 && !this.stopped) await new Promise((resolve) => setTimeout(resolve, WRITE_WAIT_MS));
+      if (this.stopped) return;
       const started = performance.now();
       const moved = await this.segments.mergeSlice(segment, pacer.batchChunks());
       if (moved === 0) {
