@@ -220,8 +220,9 @@ async function main(): Promise<void> {
     try {
       await runner.query(`SET statement_timeout = 0`);
       await runner.query(`SET maintenance_work_mem = '512MB'`);
+      // The index DocumentChunksRepository.ensureVectorIndex creates (pending segments' chunks left out).
       await runner.query(
-        `CREATE INDEX IF NOT EXISTS ${indexName} ON document_chunks USING hnsw ((embedding::vector(${embedderForIndex.dimensions})) vector_cosine_ops) WHERE embedding_dims = ${embedderForIndex.dimensions}`,
+        `CREATE INDEX IF NOT EXISTS ${indexName} ON document_chunks USING hnsw ((embedding::vector(${embedderForIndex.dimensions})) vector_cosine_ops) WHERE embedding_dims = ${embedderForIndex.dimensions} AND segment_id IS NULL`,
       );
       const hnswBuilt = performance.now();
       if (!keepKeywordIndex) await runner.query(keywordIndex);
