@@ -36,6 +36,7 @@ import { FairClaimIndex1795838678426 } from './1795838678426-fair-claim-index.js
 import { RagPostingsChunkIndex1795850374092 } from './1795850374092-rag-postings-chunk-index.js';
 import { ApiBusyShares1795860000000 } from './1795860000000-api-busy-shares.js';
 import { OAuthCodeAllowedIps1795870000000 } from './1795870000000-oauth-code-allowed-ips.js';
+import { RagPendingSegments1795880000000 } from './1795880000000-rag-pending-segments.js';
 
 /**
  * Every migration, in order. Listed by class (not a glob) so the app, the CLI and the tests load the
@@ -80,4 +81,5 @@ export const ALL_MIGRATIONS = [
   RagPostingsChunkIndex1795850374092,
   ApiBusyShares1795860000000,
   OAuthCodeAllowedIps1795870000000,
+  RagPendingSegments1795880000000,
 ];

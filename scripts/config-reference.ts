@@ -216,6 +216,14 @@ const DESCRIPTIONS: Record<string, Description> = {
     group: 'Indexing',
     text: "most chunks per batch (statement and transaction) of a paced document while requests are served (otherwise up to 256): pacing lowers other users' latency only with short bursts of PostgreSQL work between pauses",
   },
+  RAG_INDEX_SEGMENT_MIN_CHUNKS: {
+    group: 'Indexing',
+    text: 'on PostgreSQL, the smallest document (in chunks) written as a pending segment: outside the main HNSW graph and postings index, with indexes of its own built once it is written (searchable from then on), merged into the main ones in the background; 0 writes every document into the main indexes directly. See [Pending segments](perf/ingest.md#pending-segments-built-2026-11-28-session-20)',
+  },
+  RAG_INDEX_SEGMENT_MERGE_DELAY_MS: {
+    group: 'Indexing',
+    text: "how long after a pending segment becomes searchable its background merge into the main indexes starts (a worker or `all` process; paced like indexing while requests are served); until then search reads the segment's own indexes beside the main ones",
+  },
   INDEX_SLICE_MS: {
     group: 'Indexing',
     text: "a waiting indexing job of another user or project (the fairest) runs between a job's batches for up to five slices (or `INDEX_SLICE_CHUNKS` chunks); after a job that used its whole turn, the first works this long before it asks again; see [Fair shares and limits](operations.md#fair-shares-and-limits)",

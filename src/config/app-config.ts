@@ -143,6 +143,20 @@ export interface AppConfig {
      */
     pacedMinChunks: number;
     /**
+     * On PostgreSQL, documents of at least this many chunks are written as a pending segment (0: none), out of the
+     * main HNSW graph and postings index, with indexes of their own built once written and merged into the main ones
+     * later (RagSegmentsService). RAG_INDEX_SEGMENT_MIN_CHUNKS, default 500: per chunk the write costs a fraction of
+     * a live-index insert, but each segment's build scans the whole chunk table and search reads each pending
+     * segment apart until its merge, which pays off for large documents only (docs/perf/ingest.md).
+     */
+    segmentMinChunks: number;
+    /**
+     * How long after a segment becomes searchable its merge into the main indexes starts,
+     * RAG_INDEX_SEGMENT_MERGE_DELAY_MS, default 5000: the next large document of an import is written before the
+     * merge competes with it.
+     */
+    segmentMergeDelayMs: number;
+    /**
      * Most chunks per batch (one statement, one transaction) of a paced document, RAG_INDEX_PACED_BATCH_CHUNKS,
      * default 16 (1..64). Short bursts of PostgreSQL work with pauses as long: with full-size batches pacing did
      * not lower other users' tail latency, with short ones it did (docs/perf/rag.md).
@@ -316,6 +330,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       dutyCycle: read.number('RAG_INDEX_DUTY_CYCLE', 0.5, 0.1, 1),
       pacedMinChunks: read.int('RAG_INDEX_PACED_MIN_CHUNKS', 200, 0, 100_000_000),
       pacedBatchChunks: read.int('RAG_INDEX_PACED_BATCH_CHUNKS', 16, 1, 64),
+      segmentMinChunks: read.int('RAG_INDEX_SEGMENT_MIN_CHUNKS', 500, 0, 100_000_000),
+      segmentMergeDelayMs: read.int('RAG_INDEX_SEGMENT_MERGE_DELAY_MS', 5_000, 0, 86_400_000),
       sliceMs: read.int('INDEX_SLICE_MS', 250, 50, 3_600_000),
       sliceChunks: read.int('INDEX_SLICE_CHUNKS', 500, 1, 10_000_000),
       maxQueuedPerUser: read.int('INDEX_MAX_QUEUED_PER_USER', 100, 1, 1_000_000),

@@ -158,6 +158,7 @@ export interface DocumentChunks {
   embeddingModel: string;
   endOffset: number;
   id: string;
+  segmentId: number | null;
   startOffset: number;
   statScope: string;
   text: string;
@@ -363,6 +364,16 @@ export interface ProjectSessionTokens {
   tokenHash: string;
 }
 
+export interface RagPendingPostings {
+  chunkId: string;
+  dl: number;
+  documentId: string;
+  lexeme: string;
+  scopeId: number;
+  segmentId: number;
+  tf: number;
+}
+
 export interface RagPostings {
   chunkId: string;
   dl: number;
@@ -387,6 +398,14 @@ export interface RagScopeStats {
   chunkCount: Int8;
   scope: string;
   totalTokens: Int8;
+}
+
+export interface RagSegments {
+  createdAt: Generated<Timestamp>;
+  dims: number;
+  documentId: string;
+  id: Generated<number>;
+  state: Generated<string>;
 }
 
 export interface SlotLeases {
@@ -446,10 +465,12 @@ export interface DB {
   projectMembers: ProjectMembers;
   projects: Projects;
   projectSessionTokens: ProjectSessionTokens;
+  ragPendingPostings: RagPendingPostings;
   ragPostings: RagPostings;
   ragScopeLexicon: RagScopeLexicon;
   ragScopes: RagScopes;
   ragScopeStats: RagScopeStats;
+  ragSegments: RagSegments;
   slotLeases: SlotLeases;
   tasks: Tasks;
   users: Users;

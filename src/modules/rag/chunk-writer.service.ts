@@ -16,6 +16,7 @@ import { DocumentIndexStateService } from '../documents/document-index-state.ser
 import type { TextChunk } from './chunking/chunker.js';
 import { DocumentChunksRepository, type DocumentChunk, type NewChunk } from './document-chunks.repository.js';
 import { IndexingPacer, REQUEST_LOAD, type RequestLoad } from './indexing-pacer.js';
+import { RagSegmentsService } from './rag-segments.service.js';
 
 export interface IndexableDocument {
   id: string;
@@ -93,6 +94,7 @@ export class ChunkWriterService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly sandbox: IngestSandbox,
     @Inject(REQUEST_LOAD) private readonly requestLoad: RequestLoad,
+    private readonly segments: RagSegmentsService,
   ) {
     this.dutyCycle = config.indexing.dutyCycle;
     this.pacedMinChunks = config.indexing.pacedMinChunks;
@@ -137,7 +139,8 @@ export class ChunkWriterService {
   ): Promise<WriteOutcome> {
     if (!force) {
       const existing = await this.isCurrent(document.id, document.sha256);
-      if (existing !== null) return { status: 'unchanged', chunkCount: existing };
+      if (existing !== null && !(await this.segments.hasUnpublished(document.id, this.embedder.dimensions)))
+        return { status: 'unchanged', chunkCount: existing };
     }
     const plan = await this.planChunks(document);
     const from = await this.clearForWrite(document, force, plan.indexTexts.length);
@@ -288,8 +291,13 @@ export class ChunkWriterService {
     // nothing that a drain or a yield after it would throw away (a remote embedder is paid by the call).
     const prefetch = () => postgres && !pacer?.busy();
     const batchSize = () => Math.min(sizer.size, pacer?.batchChunks() ?? INDEX_BATCH_CHUNKS);
+    // A large document is written as a pending segment, published (indexed, searchable) after its last batch.
+    const segmentId = this.segments.usesSegment(total)
+      ? await this.segments.segmentFor(document.id, this.embedder.dimensions, from, total)
+      : undefined;
     let next: Promise<EmbeddedBatch> | undefined;
     let reportedAt = performance.now();
+    const writeEnded = this.segments.writing();
     try {
       while (from < total) {
         if (stop?.aborted) {
@@ -304,7 +312,7 @@ export class ChunkWriterService {
         // Not awaited when the write stops early (stale, yield, stop): its failure must not go unhandled.
         next?.catch(() => undefined);
         sizer.startBatch();
-        if (await this.insertBatch(document, rows, vectors)) return { status: 'stale' };
+        if (await this.insertBatch(document, rows, vectors, segmentId)) return { status: 'stale' };
         sizer.endBatch();
         from = to;
         // The pause is measured from this batch's work alone, not from a job run in between at the question below.
@@ -326,7 +334,9 @@ export class ChunkWriterService {
       }
     } finally {
       sizer.stop();
+      writeEnded();
     }
+    if (segmentId !== undefined) await this.segments.publish(segmentId, this.embedder.dimensions);
     return { status: 'indexed', chunkCount: total };
   }
 
@@ -352,7 +362,12 @@ export class ChunkWriterService {
    * One batch in one short transaction, under a lock of the document row (a concurrent update or delete
    * waits); true when the document's content changed since it was read (nothing is stored then).
    */
-  private async insertBatch(document: IndexableDocument, rows: NewChunk[], vectors: VectorBatch): Promise<boolean> {
+  private async insertBatch(
+    document: IndexableDocument,
+    rows: NewChunk[],
+    vectors: VectorBatch,
+    segmentId: number | undefined,
+  ): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       if (!(await this.indexState.lockIfContent(document.id, document.sha256, trx))) return true;
       const source = {
@@ -360,6 +375,7 @@ export class ChunkWriterService {
         sha256: document.sha256,
         embeddingModel: this.embedder.key,
         embeddingDims: this.embedder.dimensions,
+        segmentId,
       };
       await this.chunks.insertBatch(source, rows, vectors, trx);
       return false;

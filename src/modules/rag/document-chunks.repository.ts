@@ -25,6 +25,8 @@ export interface VectorSpace {
 export interface ChunkSource extends VectorSpace {
   documentId: string;
   sha256: string;
+  /** The pending segment the chunks go to (rag-segments.repository.ts); absent: straight into the main indexes. */
+  segmentId?: number;
 }
 
 /** A chunk with the document and content it is of, as a batch of several documents writes it. */
@@ -140,12 +142,13 @@ export class DocumentChunksRepository {
     vectors: VectorBatch,
     executor: DbExecutor,
   ): Promise<void> {
-    const { documentId, sha256, ...space } = source;
+    const { documentId, sha256, segmentId, ...space } = source;
     await this.insertDocumentsBatch(
       space,
       chunks.map((chunk) => ({ ...chunk, documentId, sha256 })),
       vectors,
       executor,
+      segmentId,
     );
   }
 
@@ -154,13 +157,16 @@ export class DocumentChunksRepository {
    * unnested: one round trip per batch); a chunk index already stored is skipped. The statistics triggers then run
    * once for the whole batch, so a lexeme shared by its documents is counted in one upsert. `vectors` holds chunk
    * i's vector at slice i of one binary real[] parameter (see VectorBatch); a chunk without a present vector stores
-   * NULL. Runs in the caller's transaction, which must hold the row lock of every document in the batch.
+   * NULL. Runs in the caller's transaction, which must hold the row lock of every document in the batch. With a
+   * `segmentId` the chunks are marked as that pending segment's and their postings go to `rag_pending_postings`,
+   * which has no index while the segment is written (see RagSegmentsRepository).
    */
   async insertDocumentsBatch(
     space: VectorSpace,
     chunks: readonly DocumentChunk[],
     vectors: VectorBatch,
     executor: DbExecutor,
+    segmentId?: number,
   ): Promise<void> {
     if (vectors.present.length !== chunks.length || vectors.dimensions !== space.embeddingDims)
       throw new Error('the vector batch does not match its chunks');
@@ -190,14 +196,20 @@ export class DocumentChunksRepository {
       lengths AS (SELECT id, sum(tf)::int AS token_count FROM terms GROUP BY id),
       inserted AS (
         INSERT INTO document_chunks (id, document_id, chunk_index, text, start_offset, end_offset, content_sha256,
-                                     embedding_model, embedding_dims, embedding, tsv, token_count, stat_scope)
+                                     embedding_model, embedding_dims, embedding, tsv, token_count, stat_scope, segment_id)
         SELECT prepared.id, prepared.document_id, chunk_index, text, start_offset, end_offset, content_sha256,
-               ${space.embeddingModel}, ${space.embeddingDims}, embedding, tsv, coalesce(lengths.token_count, 0), scope.scope
+               ${space.embeddingModel}, ${space.embeddingDims}, embedding, tsv, coalesce(lengths.token_count, 0), scope.scope,
+               ${segmentId ?? null}::int
         FROM prepared JOIN scope ON scope.document_id = prepared.document_id LEFT JOIN lengths ON lengths.id = prepared.id
         ON CONFLICT (document_id, chunk_index) DO NOTHING
         RETURNING id, document_id, token_count)
-      INSERT INTO rag_postings (lexeme, chunk_id, document_id, tf, dl, scope_id)
-      SELECT terms.lexeme, inserted.id, inserted.document_id, terms.tf, inserted.token_count, scope.id
+      ${
+        segmentId === undefined
+          ? sql`INSERT INTO rag_postings (lexeme, chunk_id, document_id, tf, dl, scope_id)
+                SELECT terms.lexeme, inserted.id, inserted.document_id, terms.tf, inserted.token_count, scope.id`
+          : sql`INSERT INTO rag_pending_postings (lexeme, chunk_id, document_id, tf, dl, scope_id, segment_id)
+                SELECT terms.lexeme, inserted.id, inserted.document_id, terms.tf, inserted.token_count, scope.id, ${segmentId}::int`
+      }
       FROM inserted JOIN terms ON terms.id = inserted.id JOIN scope ON scope.document_id = inserted.document_id`.execute(
       executor,
     );
@@ -219,13 +231,13 @@ export class DocumentChunksRepository {
 
   /**
    * The partial HNSW index of a vector dimension (`dims` from config, checked by the caller; identifiers and
-   * the predicate are literals because the planner matches the index by its expression and predicate).
+   * the predicate are literals because the planner matches the index by its expression and predicate), without the
+   * chunks of pending segments, which have their own until they are merged (RagSegmentsRepository).
    */
   async ensureVectorIndex(dims: number): Promise<void> {
     if (!Number.isInteger(dims)) throw new Error(`not a dimension: ${dims}`);
     await sql`CREATE INDEX IF NOT EXISTS ${sql.id(`document_chunks_embedding_hnsw_${dims}`)} ON document_chunks
-                USING hnsw ((embedding::vector(${sql.lit(dims)})) vector_cosine_ops) WHERE embedding_dims = ${sql.lit(dims)}`.execute(
-      this.db,
-    );
+                USING hnsw ((embedding::vector(${sql.lit(dims)})) vector_cosine_ops)
+                WHERE embedding_dims = ${sql.lit(dims)} AND segment_id IS NULL`.execute(this.db);
   }
 }

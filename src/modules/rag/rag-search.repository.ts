@@ -4,6 +4,7 @@ import { viewerStatScopes, visibleDocument, visibleOutsideStatScopes } from '../
 import type { Actor } from '../../common/auth/actor.js';
 import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 import { InjectNamedStatements, type NamedStatements } from '../../database/named-statements.js';
+import { segmentLiteral, type SearchableSegment } from './rag-segments.repository.js';
 import { searchSessionSettingsHold } from './search-session-settings.repository.js';
 import {
   BM25_B,
@@ -267,6 +268,56 @@ function cosine(vector: QueryVector): RawBuilder<number | null> {
 }
 
 /**
+ * One query term's best `cutAt` postings in scope, best impact first (the lateral read of keywordCandidates): from
+ * `rag_postings_impact_idx`, and from each searchable pending segment's own index of the same shape over
+ * `rag_pending_postings` (RagSegmentsRepository), merged in impact order under the same cut. A chunk's postings are in
+ * one of the two places at every snapshot, so none is read twice.
+ */
+function termPostings(
+  scope: SearchScope,
+  cutAt: RawBuilder<number>,
+  segments: readonly SearchableSegment[],
+): RawBuilder<unknown> {
+  const read = (table: RawBuilder<unknown>, segment: RawBuilder<unknown>) =>
+    sql`SELECT p.chunk_id, p.tf::float8 AS tf, p.dl::float8 AS dl, ${POSTING_IMPACT_SQL} AS impact
+        FROM ${table} p
+        WHERE ${segment}p.lexeme = q.lexeme AND ${postingInScope(scope)}
+        ORDER BY ${POSTING_IMPACT_SQL} DESC
+        LIMIT ${cutAt}`;
+  const main = read(sql`rag_postings`, sql``);
+  if (segments.length === 0) return main;
+  const pending = segments.map(
+    (segment) => sql`(${read(sql`rag_pending_postings`, sql`p.segment_id = ${segmentLiteral(segment.id)} AND `)})`,
+  );
+  return sql`SELECT r.* FROM ((${main}) UNION ALL ${sql.join(pending, sql` UNION ALL `)}) r ORDER BY r.impact DESC LIMIT ${cutAt}`;
+}
+
+/**
+ * The vector ranking's ids and distances: the main HNSW index (chunks of no pending segment) and each searchable
+ * segment's own of this dimension (RagSegmentsRepository), each walked to `limit` and merged under one LIMIT.
+ */
+function vectorRanking(
+  scope: SearchScope,
+  vector: QueryVector,
+  limit: number,
+  segments: readonly SearchableSegment[],
+): RawBuilder<unknown> {
+  const arm = (segment: RawBuilder<unknown>) => sql`
+              SELECT c.id, (${chunkVector(vector.dims)} <=> ${vectorOf(vector)})::float8 AS distance
+              FROM document_chunks c
+              WHERE c.embedding_dims = ${sql.lit(vector.dims)} AND c.embedding_model = ${vector.model} AND c.embedding IS NOT NULL
+                AND ${segment} AND ${chunkInScope(scope)}
+              ORDER BY ${chunkVector(vector.dims)} <=> ${vectorOf(vector)}
+              LIMIT ${int(limit)}`;
+  const main = arm(sql`c.segment_id IS NULL`);
+  const pending = segments
+    .filter((segment) => segment.dims === vector.dims)
+    .map((segment) => sql`(${arm(sql`c.segment_id = ${segmentLiteral(segment.id)}`)})`);
+  if (pending.length === 0) return main;
+  return sql`SELECT r.* FROM ((${main}) UNION ALL ${sql.join(pending, sql` UNION ALL `)}) r ORDER BY r.distance LIMIT ${int(limit)}`;
+}
+
+/**
  * The search statements over `document_chunks`, `rag_postings` and the BM25 statistics per scope. Each ranked
  * list is one statement that applies the access rule in SQL (a chunk of a document the caller may not see never
  * leaves the database) and also loads its best `detailRows` chunks with the other list's score, in the same
@@ -367,6 +418,7 @@ export class RagSearchRepository {
     limit: number,
     vector: QueryVector,
     detailRows: number,
+    segments: readonly SearchableSegment[] = [],
   ): Promise<RankedChunk[]> {
     const cutAt = int(KEYWORD_POSTINGS_PER_CANDIDATE * limit);
     const rows = await this.listRows(
@@ -377,12 +429,7 @@ export class RagSearchRepository {
             -- IS TRUE" keeps a lookup a filter there: a semi-join would lose the order and read every posting of the term).
             post AS (
               SELECT t.chunk_id, ${bm25(sql`q.idf`, sql`t.tf`, sql`t.dl`)} AS s
-              FROM q CROSS JOIN st CROSS JOIN ps CROSS JOIN LATERAL (
-                SELECT p.chunk_id, p.tf::float8 AS tf, p.dl::float8 AS dl
-                FROM rag_postings p
-                WHERE p.lexeme = q.lexeme AND ${postingInScope(scope)}
-                ORDER BY ${POSTING_IMPACT_SQL} DESC
-                LIMIT ${cutAt}) t),
+              FROM q CROSS JOIN st CROSS JOIN ps CROSS JOIN LATERAL (${termPostings(scope, cutAt, segments)}) t),
             best AS MATERIALIZED (
               SELECT chunk_id, sum(s) AS approx
               FROM post
@@ -433,14 +480,9 @@ export class RagSearchRepository {
     vector: QueryVector & { param: Buffer },
     limit: number,
     detailRows: number,
+    segments: readonly SearchableSegment[] = [],
   ): Promise<RankedChunk[]> {
-    const ranking = sql`
-              SELECT c.id, (${chunkVector(vector.dims)} <=> ${vectorOf(vector)})::float8 AS distance
-              FROM document_chunks c
-              WHERE c.embedding_dims = ${sql.lit(vector.dims)} AND c.embedding_model = ${vector.model} AND c.embedding IS NOT NULL
-                AND ${chunkInScope(scope)}
-              ORDER BY ${chunkVector(vector.dims)} <=> ${vectorOf(vector)}
-              LIMIT ${int(limit)}`;
+    const ranking = vectorRanking(scope, vector, limit, segments);
     if (detailRows === 0) {
       const rows = await this.listRows(
         sql<{ id: string; distance: number }>`SELECT v.* FROM (${ranking}) v ORDER BY v.distance, v.id`,

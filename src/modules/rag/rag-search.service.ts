@@ -15,6 +15,7 @@ import {
   type SearchScope,
 } from './rag-search.repository.js';
 import { DETAIL_MARGIN, KEYWORD_CANDIDATES, VECTOR_CANDIDATES } from './rag.constants.js';
+import { RagSegmentsService } from './rag-segments.service.js';
 
 export type SearchMode = 'hybrid' | 'vector' | 'keyword';
 
@@ -68,6 +69,7 @@ export class RagSearchService implements OnModuleInit {
 
   constructor(
     private readonly searches: RagSearchRepository,
+    private readonly segments: RagSegmentsService,
     @Inject(EMBEDDING_PROVIDER) private readonly embedder: EmbeddingProvider,
     private readonly projects: ProjectsService,
     @Inject(APP_CONFIG) config: AppConfig,
@@ -126,11 +128,15 @@ export class RagSearchService implements OnModuleInit {
     const detailRows = input.topK + DETAIL_MARGIN;
     // The two ranked lists run concurrently, each on its own pooled connection: hybrid costs about the slower
     // of the two instead of their sum. Both apply the visibility rule in SQL (and a later load checks it again).
+    // Large documents still in a pending segment are read beside the main indexes (RagSegmentsService).
+    const segments = await this.segments.searchable();
     const [keywordList, vectorList] = await Promise.all([
       input.mode === 'vector'
         ? Promise.resolve([])
         : phaseGroup('keyword', () =>
-            timedList(() => this.searches.keywordCandidates(scope, input.query, keywordCandidates, vector, detailRows)),
+            timedList(() =>
+              this.searches.keywordCandidates(scope, input.query, keywordCandidates, vector, detailRows, segments),
+            ),
           ),
       vector.param === null
         ? Promise.resolve([])
@@ -146,6 +152,7 @@ export class RagSearchService implements OnModuleInit {
                     { ...vector, param: vector.param! },
                     vectorCandidates,
                     input.mode === 'vector' ? detailRows : 0,
+                    segments,
                   ),
               ),
             ),

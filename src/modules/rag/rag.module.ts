@@ -12,6 +12,8 @@ import { ChunkWriterService } from './chunk-writer.service.js';
 import { DocumentChunksRepository } from './document-chunks.repository.js';
 import { IndexingJobsRepository } from './indexing-jobs.repository.js';
 import { RagSearchRepository } from './rag-search.repository.js';
+import { RagSegmentsRepository } from './rag-segments.repository.js';
+import { RagSegmentsService } from './rag-segments.service.js';
 import { EMBEDDING_PROVIDER } from './embeddings/embedding-provider.js';
 import { createEmbeddingProvider } from './embeddings/embedding-provider.factory.js';
 import { IndexingJobRunner } from './indexing-job.runner.js';
@@ -49,6 +51,8 @@ export class RagModule {
       DocumentChunksRepository,
       IndexingJobsRepository,
       RagSearchRepository,
+      RagSegmentsRepository,
+      RagSegmentsService,
       RagSchemaService,
       ChunkWriterService,
       IngestSandbox,

@@ -4,6 +4,12 @@ CREATE OR REPLACE FUNCTION rag_chunks_drop_postings() RETURNS trigger LANGUAGE p
 BEGIN
   -- An array, not a join: the transition table has no statistics, and a join could be planned as a scan of every posting.
   DELETE FROM rag_postings WHERE chunk_id = ANY (ARRAY(SELECT id FROM removed));
+  -- A pending segment's chunks (rag-segments.repository.ts) have theirs in the side table, read by segment.
+  IF EXISTS (SELECT 1 FROM removed WHERE segment_id IS NOT NULL) THEN
+    DELETE FROM rag_pending_postings
+    WHERE segment_id = ANY (ARRAY(SELECT DISTINCT segment_id FROM removed WHERE segment_id IS NOT NULL))
+      AND chunk_id = ANY (ARRAY(SELECT id FROM removed WHERE segment_id IS NOT NULL));
+  END IF;
   RETURN NULL;
 END $$;
 

@@ -62,6 +62,10 @@ BEGIN
   UPDATE document_chunks SET stat_scope = moved_to WHERE document_id = NEW.id;
   UPDATE rag_postings p SET scope_id = moved_to_id
   FROM document_chunks c WHERE c.document_id = NEW.id AND p.chunk_id = c.id;
+  -- Postings of a pending segment (rag-segments.repository.ts) are in the side table, found by document.
+  IF EXISTS (SELECT 1 FROM rag_segments WHERE document_id = NEW.id) THEN
+    UPDATE rag_pending_postings SET scope_id = moved_to_id WHERE document_id = NEW.id;
+  END IF;
   RETURN NULL;
 END $$;
 

@@ -1,0 +1,153 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { APP_CONFIG } from '../../config/app-config.token.js';
+import type { AppConfig } from '../../config/app-config.js';
+import { IndexingPacer, REQUEST_LOAD, type RequestLoad } from './indexing-pacer.js';
+import { RagSegmentsRepository, type SearchableSegment } from './rag-segments.repository.js';
+
+/** Most chunks one merge transaction moves into the main indexes (fewer while requests are served: IndexingPacer). */
+const MERGE_SLICE_CHUNKS = 256;
+/** How often a merge waiting for document writes to end looks again. */
+const WRITE_WAIT_MS = 250;
+/** How long a process reuses its list of searchable segments: a segment another process published shows within it. */
+const SEARCHABLE_TTL_MS = 1_000;
+
+/**
+ * Large documents written as pending segments (RagSegmentsRepository, docs/perf/ingest.md): on PostgreSQL, a document
+ * of at least RAG_INDEX_SEGMENT_MIN_CHUNKS chunks is written outside the main HNSW graph and postings index, which
+ * cost most of a chunk's write on a large table, and gets small indexes of its own once written; search reads them
+ * beside the main ones, and a paced background merge (APP_ROLE all and worker) moves the chunks into the main
+ * indexes RAG_INDEX_SEGMENT_MERGE_DELAY_MS after the segment is published, then drops it. The embedded engine keeps
+ * the direct path (its statements run on the event loop, and a merge there would only add work).
+ */
+@Injectable()
+export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(RagSegmentsService.name);
+  private readonly enabled: boolean;
+  private cached: { segments: SearchableSegment[]; at: number } | null = null;
+  private merging: Promise<void> | null = null;
+  private mergeTimer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  /** Document writes under way in this process: the merge waits for none (see writing). */
+  private writes = 0;
+
+  constructor(
+    private readonly segments: RagSegmentsRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(REQUEST_LOAD) private readonly requestLoad: RequestLoad,
+  ) {
+    this.enabled = Boolean(config.database.url) && config.indexing.segmentMinChunks > 0;
+  }
+
+  onApplicationBootstrap(): void {
+    if (!this.enabled || this.config.role === 'api') return;
+    // Segments left by a process that stopped before merging them, and by other instances, are picked up here too.
+    this.sweepTimer = setInterval(() => this.mergeSoon(0), this.config.indexing.recoveryIntervalMs);
+    this.sweepTimer.unref();
+    this.mergeSoon(this.config.indexing.segmentMergeDelayMs);
+  }
+
+  onModuleDestroy(): void {
+    this.stopped = true;
+    clearInterval(this.sweepTimer);
+    clearTimeout(this.mergeTimer);
+  }
+
+  /**
+   * Marks a document write under way until the returned function is called. The merge makes way for writes: each
+   * moved chunk costs the live-index inserts a segment's write avoided, on the same cores, so while an import runs
+   * its documents are written first and merged when it pauses (search reads the segments meanwhile).
+   */
+  writing(): () => void {
+    this.writes += 1;
+    let ended = false;
+    return () => {
+      if (!ended) this.writes -= 1;
+      ended = true;
+    };
+  }
+
+  /** Whether a document of `chunks` chunks is written as a pending segment. */
+  usesSegment(chunks: number): boolean {
+    return this.enabled && chunks >= this.config.indexing.segmentMinChunks;
+  }
+
+  /** Whether the document has a segment written but not published (a write stopped between its last batch and that). */
+  async hasUnpublished(documentId: string, dims: number): Promise<boolean> {
+    return this.enabled && (await this.segments.writingOf(documentId, dims)) !== undefined;
+  }
+
+  /**
+   * The segment a document's write goes to: the one an interrupted write left, or a new one; with nothing left to
+   * write (`resumeAt` is the total), only the one left unpublished, if any.
+   */
+  segmentFor(documentId: string, dims: number, resumeAt: number, total: number): Promise<number | undefined> {
+    return resumeAt < total ? this.segments.openFor(documentId, dims) : this.segments.writingOf(documentId, dims);
+  }
+
+  /** Builds a written segment's indexes, makes it searchable, and schedules its merge. */
+  async publish(segmentId: number, dims: number): Promise<void> {
+    await this.segments.publish(segmentId, dims);
+    this.cached = null;
+    if (this.config.role !== 'api') this.mergeSoon(this.config.indexing.segmentMergeDelayMs);
+  }
+
+  /** The segments search reads beside the main indexes (none on the embedded engine). */
+  async searchable(): Promise<SearchableSegment[]> {
+    if (!this.config.database.url) return [];
+    const now = performance.now();
+    if (this.cached && now - this.cached.at < SEARCHABLE_TTL_MS) return this.cached.segments;
+    const segments = await this.segments.searchable();
+    this.cached = { segments, at: now };
+    return segments;
+  }
+
+  /** Merges after `delayMs` unless a merge is already scheduled or running (that one takes every segment). */
+  mergeSoon(delayMs: number): void {
+    if (this.stopped || this.mergeTimer || this.merging) return;
+    this.mergeTimer = setTimeout(() => {
+      this.mergeTimer = undefined;
+      void this.mergeAll().catch((error: unknown) =>
+        this.logger.warn({ msg: 'merging pending segments failed; the next sweep retries', error: String(error) }),
+      );
+    }, delayMs);
+    this.mergeTimer.unref();
+  }
+
+  /**
+   * Merges every searchable segment into the main indexes, oldest first, a slice per transaction, paced like a large
+   * document's write (IndexingPacer: at RAG_INDEX_DUTY_CYCLE while requests are served), then drops the indexes of
+   * segments that are gone. One run per process at a time; instances may run side by side (a slice skips the chunks
+   * another one holds).
+   */
+  mergeAll(): Promise<void> {
+    this.merging ??= this.runMerge().finally(() => {
+      this.merging = null;
+    });
+    return this.merging;
+  }
+
+  private async runMerge(): Promise<void> {
+    const pacer = new IndexingPacer(
+      this.config.indexing.dutyCycle,
+      Math.min(MERGE_SLICE_CHUNKS, this.config.indexing.pacedBatchChunks),
+      MERGE_SLICE_CHUNKS,
+      this.requestLoad,
+    );
+    for (let segment = await this.segments.nextToMerge(); segment && !this.stopped;) {
+      while (this.writes > 0 && !this.stopped) await new Promise((resolve) => setTimeout(resolve, WRITE_WAIT_MS));
+      if (this.stopped) return;
+      const started = performance.now();
+      const moved = await this.segments.mergeSlice(segment, pacer.batchChunks());
+      if (moved === 0) {
+        if (!(await this.segments.dropIfEmpty(segment.id))) return; // another instance holds its last chunks
+        this.cached = null;
+        segment = await this.segments.nextToMerge();
+        continue;
+      }
+      const pauseMs = pacer.pauseAfter(performance.now() - started);
+      await new Promise((resolve) => (pauseMs >= 1 ? setTimeout(resolve, pauseMs) : setImmediate(resolve)));
+    }
+    if (!this.stopped) await this.segments.dropLeftovers();
+  }
+}

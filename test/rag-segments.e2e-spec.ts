@@ -1,0 +1,228 @@
+import { DatabasePool } from '../src/database/database-pool.js';
+import { ChunkWriterService } from '../src/modules/rag/chunk-writer.service.js';
+import { RagSegmentsService } from '../src/modules/rag/rag-segments.service.js';
+import { bearer, makeUser, type TestUser } from './support/factories.js';
+import {
+  createTestDatabase,
+  describeOnSharedServices,
+  startTestApp,
+  type TestApp,
+  type TestDatabase,
+} from './support/test-app.js';
+
+/**
+ * Large documents written as pending segments (RagSegmentsService) on PostgreSQL: searchable by keyword and by vector
+ * once indexed, with the same results before and after their merge into the main indexes; private to their author
+ * while pending; a visibility change or a delete while pending leaves no trace in search, statistics or side tables.
+ * The merge is run by the test (its automatic start is an hour away here).
+ */
+describeOnSharedServices('pending segments (e2e)', () => {
+  let app: TestApp;
+  let owner: TestUser;
+  let member: TestUser;
+  let projectId: string;
+  let db: DatabasePool;
+
+  const query = async <T>(text: string, params: unknown[] = []): Promise<T[]> => (await db.query(text, params)) as T[];
+
+  /** ~80 chunks of ~200 characters, one of them naming `word`. */
+  const largeText = (word: string) =>
+    Array.from({ length: 80 }, (_, i) =>
+      i === 41
+        ? `Paragraph ${i}: the ${word} reactor cools the brine before the filtration stage of the plant.`
+        : `Paragraph ${i}: routine notes on item ${i}, nothing remarkable about shelf ${i % 7} or crate ${i % 11} today.`,
+    ).join('\n\n');
+
+  async function uploadIndexed(
+    user: TestUser,
+    name: string,
+    text: string,
+  ): Promise<{ id: string; chunkCount: number }> {
+    const res = await app.http
+      .post('/api/documents/upload')
+      .set(bearer(user.token))
+      .field('projectId', projectId)
+      .field('isPublic', 'false')
+      .attach('file', Buffer.from(text), name)
+      .expect(201);
+    const id = res.body.data.id as string;
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const view = await app.http.get(`/api/documents/${id}`).set(bearer(user.token)).expect(200);
+      if (view.body.data.status === 'indexed') return { id, chunkCount: view.body.data.chunkCount as number };
+      if (Date.now() > deadline) throw new Error(`${name} was not indexed`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  const search = async (user: TestUser, text: string, mode: 'keyword' | 'vector' | 'hybrid') => {
+    const res = await app.http
+      .post('/api/rag/search')
+      .set(bearer(user.token))
+      .send({ query: text, projectId, mode, topK: 5 })
+      .expect(200);
+    return res.body.data.results as { documentId: string; chunkIndex: number; text: string; score: number }[];
+  };
+
+  const segmentsOf = (documentId: string) =>
+    query<{ id: number; state: string }>(`SELECT id, state FROM rag_segments WHERE document_id = $1`, [documentId]);
+  const segmentIndexes = (segmentId: number) =>
+    query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE indexname LIKE $1`, [
+      `rag_segment_${segmentId}_%`,
+    ]);
+  const statistics = () =>
+    query<{ scope: string; chunk_count: number; total_tokens: number }>(
+      `SELECT scope, chunk_count::int, total_tokens::int FROM rag_scope_stats WHERE chunk_count <> 0 ORDER BY scope`,
+    );
+
+  let database: TestDatabase;
+
+  beforeAll(async () => {
+    // The segment path is PostgreSQL's: the app is told its database URL, as a deployment's is.
+    database = await createTestDatabase();
+    app = await startTestApp({
+      database,
+      env: {
+        DATABASE_URL: database.url,
+        RAG_INDEX_SEGMENT_MIN_CHUNKS: '40',
+        RAG_INDEX_SEGMENT_MERGE_DELAY_MS: '3600000',
+        RAG_RECOVERY_INTERVAL_MS: '3600000',
+        RAG_CHUNK_TARGET_CHARS: '200',
+        RAG_CHUNK_OVERLAP_CHARS: '0',
+      },
+    });
+    db = app.app.get(DatabasePool);
+    owner = await makeUser(app);
+    member = await makeUser(app);
+    projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'segments' }).expect(201))
+      .body.data.id as string;
+    await app.http
+      .post(`/api/projects/${projectId}/members`)
+      .set(bearer(owner.token))
+      .send({ userId: member.id, role: 'viewer' })
+      .expect(201);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await database?.drop();
+  });
+
+  it('a large document is searchable by keyword and by vector while pending, and finds the same after its merge', async () => {
+    const doc = await uploadIndexed(owner, 'reactor.md', largeText('zephyrine'));
+    expect(doc.chunkCount).toBeGreaterThanOrEqual(40);
+    const [segment] = await segmentsOf(doc.id);
+    expect(segment.state).toBe('searchable');
+    expect((await segmentIndexes(segment.id)).map((row) => row.indexname).sort()).toEqual([
+      `rag_segment_${segment.id}_chunks`,
+      `rag_segment_${segment.id}_impact`,
+      `rag_segment_${segment.id}_vectors`,
+    ]);
+    const [pending] = await query<{ chunks: number; postings: number }>(
+      `SELECT (SELECT count(*)::int FROM document_chunks WHERE segment_id = $1) AS chunks,
+              (SELECT count(*)::int FROM rag_pending_postings WHERE segment_id = $1) AS postings`,
+      [segment.id],
+    );
+    expect(pending.chunks).toBe(doc.chunkCount);
+    expect(pending.postings).toBeGreaterThan(doc.chunkCount);
+
+    const before = {
+      keyword: await search(owner, 'zephyrine reactor brine', 'keyword'),
+      vector: await search(owner, 'the zephyrine reactor cools the brine', 'vector'),
+      hybrid: await search(owner, 'zephyrine reactor brine filtration', 'hybrid'),
+    };
+    for (const results of Object.values(before)) {
+      expect(results[0]).toMatchObject({ documentId: doc.id });
+      expect(results[0].text).toContain('zephyrine');
+    }
+    const statsBefore = await statistics();
+
+    await app.app.get(RagSegmentsService).mergeAll();
+
+    expect(await segmentsOf(doc.id)).toEqual([]);
+    expect(await segmentIndexes(segment.id)).toEqual([]);
+    const [merged] = await query<{ pending: number; postings: number }>(
+      `SELECT (SELECT count(*)::int FROM document_chunks WHERE document_id = $1 AND segment_id IS NOT NULL) AS pending,
+              (SELECT count(*)::int FROM rag_postings WHERE document_id = $1) AS postings`,
+      [doc.id],
+    );
+    expect(merged).toEqual({ pending: 0, postings: pending.postings });
+    expect(await statistics()).toEqual(statsBefore);
+    const after = {
+      keyword: await search(owner, 'zephyrine reactor brine', 'keyword'),
+      vector: await search(owner, 'the zephyrine reactor cools the brine', 'vector'),
+      hybrid: await search(owner, 'zephyrine reactor brine filtration', 'hybrid'),
+    };
+    for (const mode of ['keyword', 'vector', 'hybrid'] as const) {
+      expect(after[mode].map((hit) => [hit.documentId, hit.chunkIndex])).toEqual(
+        before[mode].map((hit) => [hit.documentId, hit.chunkIndex]),
+      );
+      after[mode].forEach((hit, at) => expect(hit.score).toBeCloseTo(before[mode][at].score, 5));
+    }
+  });
+
+  it('while pending: private to its author, found by others once public, and gone without trace once deleted', async () => {
+    const statsBefore = await statistics();
+    const doc = await uploadIndexed(owner, 'kiln.md', largeText('quillothrax'));
+    const [segment] = await segmentsOf(doc.id);
+    expect(segment.state).toBe('searchable');
+
+    expect(await search(member, 'quillothrax reactor', 'keyword')).toEqual([]);
+    expect(
+      (await search(member, 'the quillothrax reactor cools the brine', 'vector')).map((hit) => hit.documentId),
+    ).not.toContain(doc.id);
+    expect((await search(owner, 'quillothrax reactor', 'keyword'))[0]).toMatchObject({ documentId: doc.id });
+
+    // Made public (the scope trigger moves its pending postings with its chunks): the project's members find it.
+    await db.query(`UPDATE documents SET is_public = true WHERE id = $1`, [doc.id]);
+    const [moved] = await query<{ stale: number }>(
+      `SELECT count(*)::int AS stale FROM rag_pending_postings p
+       WHERE p.document_id = $1 AND p.scope_id <> (SELECT r.id FROM rag_scopes r JOIN document_chunks c ON c.stat_scope = r.scope WHERE c.document_id = $1 LIMIT 1)`,
+      [doc.id],
+    );
+    expect(moved.stale).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the searchable list's reuse
+    const found = await search(member, 'quillothrax reactor', 'keyword');
+    expect(found[0]).toMatchObject({ documentId: doc.id });
+    expect(found[0].text).toContain('quillothrax');
+
+    await app.http.delete(`/api/documents/${doc.id}`).set(bearer(owner.token)).expect(200);
+    for (const user of [owner, member])
+      for (const mode of ['keyword', 'vector', 'hybrid'] as const)
+        expect(
+          (await search(user, 'the quillothrax reactor cools the brine', mode)).map((hit) => hit.documentId),
+        ).not.toContain(doc.id);
+    const [left] = await query<{ chunks: number; postings: number; segments: number }>(
+      `SELECT (SELECT count(*)::int FROM document_chunks WHERE segment_id = $1) AS chunks,
+              (SELECT count(*)::int FROM rag_pending_postings WHERE segment_id = $1) AS postings,
+              (SELECT count(*)::int FROM rag_segments WHERE id = $1) AS segments`,
+      [segment.id],
+    );
+    expect(left).toEqual({ chunks: 0, postings: 0, segments: 0 });
+    expect(await statistics()).toEqual(statsBefore);
+    // The deleted segment's indexes go with the next merge's clean-up.
+    expect((await segmentIndexes(segment.id)).length).toBe(3);
+    await app.app.get(RagSegmentsService).mergeAll();
+    expect(await segmentIndexes(segment.id)).toEqual([]);
+  });
+
+  it("a write stopped between its last batch and the segment's publication publishes it when the document is written again", async () => {
+    const doc = await uploadIndexed(owner, 'vault.md', largeText('brontolith'));
+    const [segment] = await segmentsOf(doc.id);
+    // As if the process died after the last batch committed: the segment unpublished, its indexes never built.
+    await db.query(`UPDATE rag_segments SET state = 'writing' WHERE id = $1`, [segment.id]);
+    for (const { indexname } of await segmentIndexes(segment.id)) await db.query(`DROP INDEX ${indexname}`);
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the searchable list's reuse
+    expect((await search(owner, 'brontolith reactor', 'keyword')).map((hit) => hit.documentId)).not.toContain(doc.id);
+
+    const [row] = await query<{ title: string; sha256: string; text: string }>(
+      `SELECT title, sha256, text_content AS text FROM documents WHERE id = $1`,
+      [doc.id],
+    );
+    const outcome = await app.app.get(ChunkWriterService).write({ id: doc.id, ...row });
+    expect(outcome).toEqual({ status: 'indexed', chunkCount: doc.chunkCount });
+    expect(await segmentsOf(doc.id)).toEqual([{ id: segment.id, state: 'searchable' }]);
+    expect((await segmentIndexes(segment.id)).length).toBe(3);
+    expect((await search(owner, 'brontolith reactor', 'keyword'))[0]).toMatchObject({ documentId: doc.id });
+  });
+});
