@@ -40,17 +40,7 @@ export class RagPendingSegments1795880000000 implements MigrationInterface {
         scope_id integer NOT NULL,
         segment_id integer NOT NULL
       )`);
-    const hnsw: { indexname: string }[] = await queryRunner.query(
-      `SELECT indexname FROM pg_indexes WHERE tablename = 'document_chunks' AND indexname ~ '^document_chunks_embedding_hnsw_[0-9]+$'`,
-    );
-    for (const { indexname } of hnsw) {
-      const dims = Number(indexname.slice('document_chunks_embedding_hnsw_'.length));
-      await queryRunner.query(`DROP INDEX ${indexname}`);
-      await queryRunner.query(
-        `CREATE INDEX ${indexname} ON document_chunks USING hnsw ((embedding::vector(${dims})) vector_cosine_ops)
-           WHERE embedding_dims = ${dims} AND segment_id IS NULL`,
-      );
-    }
+    await rebuildMainVectorIndexes(queryRunner, 'AND segment_id IS NULL');
     await applySqlDefinitions(queryRunner, [
       'modules/rag/sql/scope-statistics.sql',
       'modules/rag/sql/drop-postings-of-deleted-chunks.sql',
@@ -67,18 +57,24 @@ export class RagPendingSegments1795880000000 implements MigrationInterface {
       `SELECT indexname FROM pg_indexes WHERE indexname ~ '^rag_segment_[0-9]+_'`,
     );
     for (const { indexname } of segments) await queryRunner.query(`DROP INDEX ${indexname}`);
-    const hnsw: { indexname: string }[] = await queryRunner.query(
-      `SELECT indexname FROM pg_indexes WHERE tablename = 'document_chunks' AND indexname ~ '^document_chunks_embedding_hnsw_[0-9]+$'`,
-    );
-    for (const { indexname } of hnsw) {
-      const dims = Number(indexname.slice('document_chunks_embedding_hnsw_'.length));
-      await queryRunner.query(`DROP INDEX ${indexname}`);
-      await queryRunner.query(
-        `CREATE INDEX ${indexname} ON document_chunks USING hnsw ((embedding::vector(${dims})) vector_cosine_ops) WHERE embedding_dims = ${dims}`,
-      );
-    }
+    await rebuildMainVectorIndexes(queryRunner, '');
     await queryRunner.query(`DROP TABLE rag_pending_postings`);
     await queryRunner.query(`ALTER TABLE document_chunks DROP COLUMN segment_id`);
     await queryRunner.query(`DROP TABLE rag_segments`);
+  }
+}
+
+/** Rebuilds each dimension's main HNSW index (DocumentChunksRepository.ensureVectorIndex) with `extra` added to its predicate. */
+async function rebuildMainVectorIndexes(queryRunner: QueryRunner, extra: string): Promise<void> {
+  const indexes: { indexname: string }[] = await queryRunner.query(
+    `SELECT indexname FROM pg_indexes WHERE tablename = 'document_chunks' AND indexname ~ '^document_chunks_embedding_hnsw_[0-9]+$'`,
+  );
+  for (const { indexname } of indexes) {
+    const dims = Number(indexname.slice('document_chunks_embedding_hnsw_'.length));
+    await queryRunner.query(`DROP INDEX ${indexname}`);
+    await queryRunner.query(
+      `CREATE INDEX ${indexname} ON document_chunks USING hnsw ((embedding::vector(${dims})) vector_cosine_ops)
+         WHERE embedding_dims = ${dims} ${extra}`,
+    );
   }
 }
