@@ -185,6 +185,10 @@ describeOnSharedServices('pending segments (e2e)', () => {
     const found = await search(member, 'quillothrax reactor', 'keyword');
     expect(found[0]).toMatchObject({ documentId: doc.id });
     expect(found[0].text).toContain('quillothrax');
+    // Made private again: the member loses it, its author still finds it.
+    await db.query(`UPDATE documents SET is_public = false WHERE id = $1`, [doc.id]);
+    expect((await search(member, 'quillothrax reactor', 'keyword')).map((hit) => hit.documentId)).not.toContain(doc.id);
+    expect((await search(owner, 'quillothrax reactor', 'keyword'))[0]).toMatchObject({ documentId: doc.id });
 
     await app.http.delete(`/api/documents/${doc.id}`).set(bearer(owner.token)).expect(200);
     for (const user of [owner, member])
