@@ -218,7 +218,7 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   RAG_INDEX_SEGMENT_MIN_CHUNKS: {
     group: 'Indexing',
-    text: 'on PostgreSQL, the smallest document (in chunks) written as a pending segment: outside the main HNSW graph and postings index, with indexes of its own built once it is written (searchable from then on), merged into the main ones in the background; 0 writes every document into the main indexes directly. See [Pending segments](perf/ingest.md#pending-segments-built-2026-11-28-session-20)',
+    text: 'on PostgreSQL, the smallest document (in chunks) written as a pending segment (0, the default: none; 500 suits a bulk import of large documents): outside the main HNSW graph and postings index, with indexes of its own built once it is written (searchable from then on), merged into the main ones in the background; 0 writes every document into the main indexes directly. See [Pending segments](perf/ingest.md#pending-segments-built-2026-11-28-session-20)',
   },
   RAG_INDEX_SEGMENT_MERGE_DELAY_MS: {
     group: 'Indexing',

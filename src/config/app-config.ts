@@ -143,11 +143,11 @@ export interface AppConfig {
      */
     pacedMinChunks: number;
     /**
-     * On PostgreSQL, documents of at least this many chunks are written as a pending segment (0: none), out of the
-     * main HNSW graph and postings index, with indexes of their own built once written and merged into the main ones
-     * later (RagSegmentsService). RAG_INDEX_SEGMENT_MIN_CHUNKS, default 500: per chunk the write costs a fraction of
-     * a live-index insert, but each segment's build scans the whole chunk table and search reads each pending
-     * segment apart until its merge, which pays off for large documents only (docs/perf/ingest.md).
+     * On PostgreSQL, documents of at least this many chunks are written as a pending segment (0, the default: none),
+     * out of the main HNSW graph and postings index, with indexes of their own built once written and merged into
+     * the main ones later (RagSegmentsService). RAG_INDEX_SEGMENT_MIN_CHUNKS: for bulk imports of large documents
+     * (about 4× faster uploads at 500); off by default because a large segment's index build and its later merge
+     * raised other users' p99 during ingestion over the bench:ingest target (docs/perf/ingest.md).
      */
     segmentMinChunks: number;
     /**
@@ -330,7 +330,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       dutyCycle: read.number('RAG_INDEX_DUTY_CYCLE', 0.5, 0.1, 1),
       pacedMinChunks: read.int('RAG_INDEX_PACED_MIN_CHUNKS', 200, 0, 100_000_000),
       pacedBatchChunks: read.int('RAG_INDEX_PACED_BATCH_CHUNKS', 16, 1, 64),
-      segmentMinChunks: read.int('RAG_INDEX_SEGMENT_MIN_CHUNKS', 500, 0, 100_000_000),
+      segmentMinChunks: read.int('RAG_INDEX_SEGMENT_MIN_CHUNKS', 0, 0, 100_000_000),
       segmentMergeDelayMs: read.int('RAG_INDEX_SEGMENT_MERGE_DELAY_MS', 5_000, 0, 86_400_000),
       sliceMs: read.int('INDEX_SLICE_MS', 250, 50, 3_600_000),
       sliceChunks: read.int('INDEX_SLICE_CHUNKS', 500, 1, 10_000_000),
