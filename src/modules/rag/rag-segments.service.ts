@@ -40,7 +40,8 @@ export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestr
   }
 
   onApplicationBootstrap(): void {
-    if (!this.enabled || this.config.role === 'api') return;
+    // Also with segments turned off: those written before still wait to be merged.
+    if (!this.config.database.url || this.config.role === 'api') return;
     // Segments left by a process that stopped before merging them, and by other instances, are picked up here too.
     this.sweepTimer = setInterval(() => this.mergeSoon(0), this.config.indexing.recoveryIntervalMs);
     this.sweepTimer.unref();
