@@ -14,7 +14,8 @@ export function sendJson(response: Response, status: number, body: unknown): voi
   response.end(JSON.stringify(body));
 }
 
-const OPEN_RESULT = Buffer.from('{"result":');
+/** `{"result":`, the opening of every tool-call answer written in pieces (see sendJsonChunks). */
+export const OPEN_RESULT = Buffer.from('{"result":');
 const CLOSE_RESULT = Buffer.from('}');
 
 /**

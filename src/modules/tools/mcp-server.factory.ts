@@ -34,6 +34,7 @@ import {
 import { AppException } from '../../common/errors/app.exception.js';
 import { renderError } from '../../common/errors/error-body.js';
 import { ErrorCode } from '../../common/errors/error-code.js';
+import { OPEN_RESULT } from '../../common/http/send-json.js';
 import { toAppException } from '../../common/errors/to-app-exception.js';
 import { RequestContext } from '../../common/request-context/request-context.js';
 import { redactValue } from '../../common/secrets/secret-redactor.js';
@@ -759,7 +760,6 @@ function successJson(outcome: ToolCallOutcome): string {
   return `{"content":[{"type":"text","text":${JSON.stringify(structured)}}],"structuredContent":${structured}}`;
 }
 
-const OPEN_RESULT = Buffer.from('{"result":');
 const OPEN_LIST_RESULT = Buffer.from('{"result":{"content":[{"type":"text","text":"{\\"items\\":');
 const TEXT_TRUNCATED = Buffer.from(',\\"truncated\\":true');
 const OPEN_LIST_STRUCTURED = Buffer.from('}"}],"structuredContent":{"items":');
