@@ -284,12 +284,10 @@ function termPostings(
         WHERE ${segment}p.lexeme = q.lexeme AND ${postingInScope(scope)}
         ORDER BY ${POSTING_IMPACT_SQL} DESC
         LIMIT ${cutAt}`;
-  const main = read(sql`rag_postings`, sql``);
-  if (segments.length === 0) return main;
-  const pending = segments.map(
-    (segment) => sql`(${read(sql`rag_pending_postings`, sql`p.segment_id = ${segmentLiteral(segment.id)} AND `)})`,
+  const pending = segments.map((segment) =>
+    read(sql`rag_pending_postings`, sql`p.segment_id = ${segmentLiteral(segment.id)} AND `),
   );
-  return sql`SELECT r.* FROM ((${main}) UNION ALL ${sql.join(pending, sql` UNION ALL `)}) r ORDER BY r.impact DESC LIMIT ${cutAt}`;
+  return withSegmentArms(read(sql`rag_postings`, sql``), pending, sql`r.impact DESC`, cutAt);
 }
 
 /**
@@ -309,12 +307,25 @@ function vectorRanking(
                 AND ${segment} AND ${chunkInScope(scope)}
               ORDER BY ${chunkVector(vector.dims)} <=> ${vectorOf(vector)}
               LIMIT ${int(limit)}`;
-  const main = arm(sql`c.segment_id IS NULL`);
   const pending = segments
     .filter((segment) => segment.dims === vector.dims)
-    .map((segment) => sql`(${arm(sql`c.segment_id = ${segmentLiteral(segment.id)}`)})`);
-  if (pending.length === 0) return main;
-  return sql`SELECT r.* FROM ((${main}) UNION ALL ${sql.join(pending, sql` UNION ALL `)}) r ORDER BY r.distance LIMIT ${int(limit)}`;
+    .map((segment) => arm(sql`c.segment_id = ${segmentLiteral(segment.id)}`));
+  return withSegmentArms(arm(sql`c.segment_id IS NULL`), pending, sql`r.distance`, int(limit));
+}
+
+/**
+ * A ranked read of the main indexes alone, or merged with the same read of each pending segment (`arms`): every arm
+ * ordered and limited on its own, so each walks its own index, then cut again in the same order.
+ */
+function withSegmentArms(
+  main: RawBuilder<unknown>,
+  arms: readonly RawBuilder<unknown>[],
+  order: RawBuilder<unknown>,
+  limit: RawBuilder<number>,
+): RawBuilder<unknown> {
+  if (arms.length === 0) return main;
+  const all = [main, ...arms].map((arm) => sql`(${arm})`);
+  return sql`SELECT r.* FROM (${sql.join(all, sql` UNION ALL `)}) r ORDER BY ${order} LIMIT ${limit}`;
 }
 
 /**
