@@ -55,16 +55,14 @@ export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestr
   }
 
   /**
-   * Marks a document write under way until the returned function is called. The merge makes way for writes: each
+   * Marks a document write under way until the returned function is called (once). The merge makes way for writes: each
    * moved chunk costs the live-index inserts a segment's write avoided, on the same cores, so while an import runs
    * its documents are written first and merged when it pauses (search reads the segments meanwhile).
    */
   writing(): () => void {
     this.writes += 1;
-    let ended = false;
     return () => {
-      if (!ended) this.writes -= 1;
-      ended = true;
+      this.writes -= 1;
     };
   }
 
