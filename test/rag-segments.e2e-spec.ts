@@ -229,4 +229,67 @@ describeOnSharedServices('pending segments (e2e)', () => {
     expect((await segmentIndexes(segment.id)).length).toBe(3);
     expect((await search(owner, 'brontolith reactor', 'keyword'))[0]).toMatchObject({ documentId: doc.id });
   });
+
+  it('a write stopped inside its segment is finished into that segment by a process with segments turned off', async () => {
+    const doc = await uploadIndexed(owner, 'sluice.md', largeText('quillotrine'));
+    const [segment] = await segmentsOf(doc.id);
+    // As if the process died halfway through the write: half the chunks stored in an unpublished segment.
+    await db.query(`UPDATE rag_segments SET state = 'writing' WHERE id = $1`, [segment.id]);
+    for (const { indexname } of await segmentIndexes(segment.id)) await db.query(`DROP INDEX ${indexname}`);
+    await db.query(`DELETE FROM document_chunks WHERE document_id = $1 AND chunk_index >= $2`, [
+      doc.id,
+      Math.floor(doc.chunkCount / 2),
+    ]);
+    await db.query(`UPDATE documents SET status = 'processing' WHERE id = $1`, [doc.id]);
+
+    // The operator turns segments off and restarts: the indexing job resumes the write in the segment it began in,
+    // since the chunks written so far are in no main index. Same deployment: same data folder, secrets and files.
+    const switchedOff = await startTestApp({
+      database,
+      env: {
+        DATA_DIR: app.config.dataDir,
+        DATABASE_URL: database.url,
+        RAG_INDEX_SEGMENT_MIN_CHUNKS: '0',
+        RAG_INDEX_SEGMENT_MERGE_DELAY_MS: '3600000',
+        RAG_RECOVERY_INTERVAL_MS: '3600000',
+        RAG_CHUNK_TARGET_CHARS: '200',
+        RAG_CHUNK_OVERLAP_CHARS: '0',
+      },
+    });
+    try {
+      const job = await switchedOff.http
+        .post('/api/rag/ingest')
+        .set(bearer(owner.token))
+        .send({ projectId, documentIds: [doc.id] })
+        .expect(202);
+      const jobId = job.body.data.jobId as string;
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const view = await switchedOff.http.get(`/api/rag/ingest/${jobId}`).set(bearer(owner.token)).expect(200);
+        if (view.body.data.status === 'succeeded') break;
+        expect(['queued', 'running']).toContain(view.body.data.status);
+        if (Date.now() > deadline) throw new Error('the ingest job did not finish');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect(await segmentsOf(doc.id)).toEqual([{ id: segment.id, state: 'searchable' }]);
+      expect((await segmentIndexes(segment.id)).length).toBe(3);
+      const placed = await query<{ in_segment: number; in_main: number }>(
+        `SELECT count(*) FILTER (WHERE segment_id = $2)::int AS in_segment,
+                count(*) FILTER (WHERE segment_id IS NULL)::int AS in_main
+           FROM document_chunks WHERE document_id = $1`,
+        [doc.id, segment.id],
+      );
+      expect(placed).toEqual([{ in_segment: doc.chunkCount, in_main: 0 }]);
+      const view = await switchedOff.http.get(`/api/documents/${doc.id}`).set(bearer(owner.token)).expect(200);
+      expect(view.body.data).toMatchObject({ status: 'indexed', chunkCount: doc.chunkCount });
+      const hits = await switchedOff.http
+        .post('/api/rag/search')
+        .set(bearer(owner.token))
+        .send({ query: 'quillotrine reactor', projectId, mode: 'keyword', topK: 5 })
+        .expect(200);
+      expect(hits.body.data.results[0]).toMatchObject({ documentId: doc.id });
+    } finally {
+      await switchedOff.close();
+    }
+  });
 });

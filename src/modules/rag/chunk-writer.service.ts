@@ -104,7 +104,8 @@ export class ChunkWriterService {
   /**
    * The chunk count when the document's stored chunks are complete for this content in this vector
    * space, else null. Complete: the document says it is indexed with exactly these chunks, or a write
-   * that stored its total was interrupted after the last batch.
+   * that stored its total was interrupted after the last batch, and none of them waits in a segment that write did
+   * not publish (they would stay out of search).
    */
   async isCurrent(documentId: string, sha256: string): Promise<number | null> {
     const state = await this.chunks.storedState(documentId, sha256, this.embedder.key);
@@ -112,7 +113,8 @@ export class ChunkWriterService {
     const complete =
       (state.documentStatus === 'indexed' && state.documentChunkCount === state.count) ||
       state.documentChunksTotal === state.count;
-    return complete ? state.count : null;
+    if (!complete || (await this.segments.hasUnpublished(documentId, this.embedder.dimensions))) return null;
+    return state.count;
   }
 
   /**
@@ -139,8 +141,7 @@ export class ChunkWriterService {
   ): Promise<WriteOutcome> {
     if (!force) {
       const existing = await this.isCurrent(document.id, document.sha256);
-      if (existing !== null && !(await this.segments.hasUnpublished(document.id, this.embedder.dimensions)))
-        return { status: 'unchanged', chunkCount: existing };
+      if (existing !== null) return { status: 'unchanged', chunkCount: existing };
     }
     const plan = await this.planChunks(document);
     const from = await this.clearForWrite(document, force, plan.indexTexts.length);
@@ -292,9 +293,7 @@ export class ChunkWriterService {
     const prefetch = () => postgres && !pacer?.busy();
     const batchSize = () => Math.min(sizer.size, pacer?.batchChunks() ?? INDEX_BATCH_CHUNKS);
     // A large document is written as a pending segment, published (indexed, searchable) after its last batch.
-    const segmentId = this.segments.usesSegment(total)
-      ? await this.segments.segmentFor(document.id, this.embedder.dimensions, from, total)
-      : undefined;
+    const segmentId = await this.segments.segmentFor(document.id, this.embedder.dimensions, from, total);
     let next: Promise<EmbeddedBatch> | undefined;
     let reportedAt = performance.now();
     const writeEnded = this.segments.writing();

@@ -67,21 +67,28 @@ export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestr
   }
 
   /** Whether a document of `chunks` chunks is written as a pending segment. */
-  usesSegment(chunks: number): boolean {
+  private usesSegment(chunks: number): boolean {
     return this.enabled && chunks >= this.config.indexing.segmentMinChunks;
   }
 
-  /** Whether the document has a segment written but not published (a write stopped between its last batch and that). */
+  /**
+   * Whether the document has a segment written but not published (a write stopped between its last batch and that);
+   * looked for also with segments turned off, since its chunks are in no main index until it is published.
+   */
   async hasUnpublished(documentId: string, dims: number): Promise<boolean> {
-    return this.enabled && (await this.segments.writingOf(documentId, dims)) !== undefined;
+    return Boolean(this.config.database.url) && (await this.segments.writingOf(documentId, dims)) !== undefined;
   }
 
   /**
-   * The segment a document's write goes to: the one an interrupted write left, or a new one; with nothing left to
-   * write (`resumeAt` is the total), only the one left unpublished, if any.
+   * The segment a document's write of `total` chunks goes to, resuming at `resumeAt`: one an interrupted write left,
+   * whatever the current setting (its chunks so far are outside the main indexes), else a new one if the document is
+   * large enough and there is something left to write, else none (the direct path).
    */
-  segmentFor(documentId: string, dims: number, resumeAt: number, total: number): Promise<number | undefined> {
-    return resumeAt < total ? this.segments.openFor(documentId, dims) : this.segments.writingOf(documentId, dims);
+  async segmentFor(documentId: string, dims: number, resumeAt: number, total: number): Promise<number | undefined> {
+    if (!this.config.database.url) return undefined;
+    const left = await this.segments.writingOf(documentId, dims);
+    if (left !== undefined || resumeAt >= total || !this.usesSegment(total)) return left;
+    return this.segments.openFor(documentId, dims);
   }
 
   /** Builds a written segment's indexes, makes it searchable, and schedules its merge. */
