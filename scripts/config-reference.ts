@@ -220,6 +220,10 @@ const DESCRIPTIONS: Record<string, Description> = {
     group: 'Indexing',
     text: 'on PostgreSQL, the smallest document (in chunks) written as a pending segment (0, the default: none; 500 suits a bulk import of large documents): outside the main HNSW graph and postings index, with indexes of its own built once it is written (searchable from then on), merged into the main ones in the background; 0 writes every document into the main indexes directly. See [Pending segments](perf/ingest.md#pending-segments-built-2026-11-28-session-20)',
   },
+  RAG_INDEX_SEGMENT_MAX_CHUNKS: {
+    group: 'Indexing',
+    text: "most chunks one pending segment takes (default 4096): a larger document fills several, each indexed and searchable once full, so no segment's index build is long (it holds off other chunk writes) and its HNSW graph fits in PostgreSQL's default maintenance_work_mem",
+  },
   RAG_INDEX_SEGMENT_MERGE_DELAY_MS: {
     group: 'Indexing',
     text: "how long after a pending segment becomes searchable its background merge into the main indexes starts (a worker or `all` process; paced like indexing while requests are served); until then search reads the segment's own indexes beside the main ones",

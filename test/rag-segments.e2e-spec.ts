@@ -1,6 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DatabasePool } from '../src/database/database-pool.js';
 import { ChunkWriterService } from '../src/modules/rag/chunk-writer.service.js';
 import { RagSegmentsService } from '../src/modules/rag/rag-segments.service.js';
+import { holdApiBusy } from './support/busy-api.js';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import {
   createTestDatabase,
@@ -61,7 +65,13 @@ describeOnSharedServices('pending segments (e2e)', () => {
       .set(bearer(user.token))
       .send({ query: text, projectId, mode, topK: 5 })
       .expect(200);
-    return res.body.data.results as { documentId: string; chunkIndex: number; text: string; score: number }[];
+    return res.body.data.results as {
+      documentId: string;
+      chunkIndex: number;
+      text: string;
+      score: number;
+      keywordScore: number;
+    }[];
   };
 
   const segmentsOf = (documentId: string) =>
@@ -76,22 +86,33 @@ describeOnSharedServices('pending segments (e2e)', () => {
     );
 
   let database: TestDatabase;
+  /** One data folder (secrets, files) for every process of the deployment under test. */
+  let dataDir: string;
 
-  beforeAll(async () => {
-    // The segment path is PostgreSQL's: the app is told its database URL, as a deployment's is.
-    database = await createTestDatabase();
+  /** Stops the running process and starts the deployment again with `env` over the base settings. */
+  async function restart(env: Record<string, string> = {}): Promise<void> {
+    await app?.close();
     app = await startTestApp({
       database,
       env: {
+        DATA_DIR: dataDir,
         DATABASE_URL: database.url,
         RAG_INDEX_SEGMENT_MIN_CHUNKS: '40',
         RAG_INDEX_SEGMENT_MERGE_DELAY_MS: '3600000',
         RAG_RECOVERY_INTERVAL_MS: '3600000',
         RAG_CHUNK_TARGET_CHARS: '200',
         RAG_CHUNK_OVERLAP_CHARS: '0',
+        ...env,
       },
     });
     db = app.app.get(DatabasePool);
+  }
+
+  beforeAll(async () => {
+    // The segment path is PostgreSQL's: the app is told its database URL, as a deployment's is.
+    database = await createTestDatabase();
+    dataDir = mkdtempSync(join(tmpdir(), 'atrium-segments-'));
+    await restart();
     owner = await makeUser(app);
     member = await makeUser(app);
     projectId = (await app.http.post('/api/projects').set(bearer(owner.token)).send({ name: 'segments' }).expect(201))
@@ -106,6 +127,7 @@ describeOnSharedServices('pending segments (e2e)', () => {
   afterAll(async () => {
     await app?.close();
     await database?.drop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('a large document is searchable by keyword and by vector while pending, and finds the same after its merge', async () => {
@@ -243,53 +265,115 @@ describeOnSharedServices('pending segments (e2e)', () => {
     await db.query(`UPDATE documents SET status = 'processing' WHERE id = $1`, [doc.id]);
 
     // The operator turns segments off and restarts: the indexing job resumes the write in the segment it began in,
-    // since the chunks written so far are in no main index. Same deployment: same data folder, secrets and files.
-    const switchedOff = await startTestApp({
-      database,
-      env: {
-        DATA_DIR: app.config.dataDir,
-        DATABASE_URL: database.url,
-        RAG_INDEX_SEGMENT_MIN_CHUNKS: '0',
-        RAG_INDEX_SEGMENT_MERGE_DELAY_MS: '3600000',
-        RAG_RECOVERY_INTERVAL_MS: '3600000',
-        RAG_CHUNK_TARGET_CHARS: '200',
-        RAG_CHUNK_OVERLAP_CHARS: '0',
-      },
-    });
-    try {
-      const job = await switchedOff.http
-        .post('/api/rag/ingest')
-        .set(bearer(owner.token))
-        .send({ projectId, documentIds: [doc.id] })
-        .expect(202);
-      const jobId = job.body.data.jobId as string;
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const view = await switchedOff.http.get(`/api/rag/ingest/${jobId}`).set(bearer(owner.token)).expect(200);
-        if (view.body.data.status === 'succeeded') break;
-        expect(['queued', 'running']).toContain(view.body.data.status);
-        if (Date.now() > deadline) throw new Error('the ingest job did not finish');
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-      expect(await segmentsOf(doc.id)).toEqual([{ id: segment.id, state: 'searchable' }]);
-      expect((await segmentIndexes(segment.id)).length).toBe(3);
-      const placed = await query<{ in_segment: number; in_main: number }>(
-        `SELECT count(*) FILTER (WHERE segment_id = $2)::int AS in_segment,
+    // since the chunks written so far are in no main index.
+    await restart({ RAG_INDEX_SEGMENT_MIN_CHUNKS: '0' });
+    const job = await app.http
+      .post('/api/rag/ingest')
+      .set(bearer(owner.token))
+      .send({ projectId, documentIds: [doc.id] })
+      .expect(202);
+    const jobId = job.body.data.jobId as string;
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const view = await app.http.get(`/api/rag/ingest/${jobId}`).set(bearer(owner.token)).expect(200);
+      if (view.body.data.status === 'succeeded') break;
+      expect(['queued', 'running']).toContain(view.body.data.status);
+      if (Date.now() > deadline) throw new Error('the ingest job did not finish');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(await segmentsOf(doc.id)).toEqual([{ id: segment.id, state: 'searchable' }]);
+    expect((await segmentIndexes(segment.id)).length).toBe(3);
+    const placed = await query<{ in_segment: number; in_main: number }>(
+      `SELECT count(*) FILTER (WHERE segment_id = $2)::int AS in_segment,
                 count(*) FILTER (WHERE segment_id IS NULL)::int AS in_main
            FROM document_chunks WHERE document_id = $1`,
-        [doc.id, segment.id],
-      );
-      expect(placed).toEqual([{ in_segment: doc.chunkCount, in_main: 0 }]);
-      const view = await switchedOff.http.get(`/api/documents/${doc.id}`).set(bearer(owner.token)).expect(200);
-      expect(view.body.data).toMatchObject({ status: 'indexed', chunkCount: doc.chunkCount });
-      const hits = await switchedOff.http
-        .post('/api/rag/search')
-        .set(bearer(owner.token))
-        .send({ query: 'quillotrine reactor', projectId, mode: 'keyword', topK: 5 })
-        .expect(200);
-      expect(hits.body.data.results[0]).toMatchObject({ documentId: doc.id });
+      [doc.id, segment.id],
+    );
+    expect(placed).toEqual([{ in_segment: doc.chunkCount, in_main: 0 }]);
+    const view = await app.http.get(`/api/documents/${doc.id}`).set(bearer(owner.token)).expect(200);
+    expect(view.body.data).toMatchObject({ status: 'indexed', chunkCount: doc.chunkCount });
+    const hits = await app.http
+      .post('/api/rag/search')
+      .set(bearer(owner.token))
+      .send({ query: 'quillotrine reactor', projectId, mode: 'keyword', topK: 5 })
+      .expect(200);
+    expect(hits.body.data.results[0]).toMatchObject({ documentId: doc.id });
+  });
+
+  it('a document larger than a segment fills several, each searchable; their merge waits while requests are served', async () => {
+    // Segments of at most 16 chunks; the document paced, so it is written in batches of 8 to 32 chunks: the first
+    // segment ends by chunk 24, and the last chunk is in another.
+    await restart({
+      RAG_INDEX_SEGMENT_MAX_CHUNKS: '16',
+      RAG_INDEX_PACED_MIN_CHUNKS: '40',
+      RAG_INDEX_PACED_BATCH_CHUNKS: '8',
+    });
+    const text = largeText('weirstone')
+      .replace('Paragraph 0: routine', 'Paragraph 0: the marrowgate sluice, routine')
+      .replace('Paragraph 79: routine', 'Paragraph 79: the marrowgate sluice, routine');
+    const doc = await uploadIndexed(owner, 'weir.md', text);
+    const segments = await segmentsOf(doc.id);
+    expect(segments.length).toBeGreaterThan(1);
+    expect(segments.every((segment) => segment.state === 'searchable')).toBe(true);
+    for (const segment of segments) expect((await segmentIndexes(segment.id)).length).toBe(3);
+    const sizes = await query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM document_chunks WHERE document_id = $1 GROUP BY segment_id ORDER BY min(chunk_index)`,
+      [doc.id],
+    );
+    expect(sizes.reduce((sum, { n }) => sum + n, 0)).toBe(doc.chunkCount);
+    expect(sizes).toHaveLength(segments.length); // no chunk outside a segment
+    // The first segment is full after the batch that reaches its cap; the others hold the rest.
+    expect(sizes[0].n).toBeGreaterThanOrEqual(16);
+    expect(sizes[0].n).toBeLessThanOrEqual(24);
+
+    // Hits from two segments by keyword, and by keyword and vector together.
+    const keyword = await search(owner, 'marrowgate', 'keyword');
+    const hitChunks = keyword.filter((hit) => hit.documentId === doc.id).map((hit) => hit.chunkIndex);
+    expect(hitChunks).toHaveLength(2);
+    const hitSegments = await query<{ segment_id: number }>(
+      `SELECT DISTINCT segment_id FROM document_chunks WHERE document_id = $1 AND chunk_index = ANY($2::int[])`,
+      [doc.id, hitChunks],
+    );
+    expect(hitSegments).toHaveLength(2);
+    // This document's hits by both lists.
+    const ownHybridHits = async () =>
+      (await search(owner, 'marrowgate', 'hybrid'))
+        .filter((hit) => hit.documentId === doc.id)
+        .map(({ chunkIndex, keywordScore }) => ({ chunkIndex, keywordScore }));
+    const hybrid = await ownHybridHits();
+    expect(hybrid.map((hit) => hit.chunkIndex)).toEqual(expect.arrayContaining(hitChunks));
+
+    // While a request is in flight the merge leaves the segments be (few wait); it runs once the service is quiet.
+    const releaseApi = holdApiBusy(app.baseUrl);
+    let merged = false;
+    let merge: Promise<void>;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      merge = app.app
+        .get(RagSegmentsService)
+        .mergeAll()
+        .then(() => {
+          merged = true;
+        });
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(merged).toBe(false);
+      expect(await segmentsOf(doc.id)).toEqual(segments);
+      expect(
+        (
+          await query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM document_chunks WHERE document_id = $1 AND segment_id IS NULL`,
+            [doc.id],
+          )
+        )[0].n,
+      ).toBe(0);
     } finally {
-      await switchedOff.close();
+      releaseApi();
     }
+    await merge;
+    expect(await segmentsOf(doc.id)).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the searchable list's reuse
+    expect(await search(owner, 'marrowgate', 'keyword')).toEqual(keyword);
+    // The hybrid list's best hit stands (its vector neighbours come from one approximate graph now, not several).
+    expect((await ownHybridHits())[0]).toEqual(hybrid[0]);
   });
 });

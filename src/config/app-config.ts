@@ -151,6 +151,12 @@ export interface AppConfig {
      */
     segmentMinChunks: number;
     /**
+     * Most chunks one pending segment takes, RAG_INDEX_SEGMENT_MAX_CHUNKS, default 4096: a larger document fills
+     * several, each indexed and searchable once full, so no index build is long (it holds off other chunk writes)
+     * and each HNSW graph fits in PostgreSQL's default maintenance_work_mem (pgvector builds far slower beyond it).
+     */
+    segmentMaxChunks: number;
+    /**
      * How long after a segment becomes searchable its merge into the main indexes starts,
      * RAG_INDEX_SEGMENT_MERGE_DELAY_MS, default 5000: the next large document of an import is written before the
      * merge competes with it.
@@ -331,6 +337,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       pacedMinChunks: read.int('RAG_INDEX_PACED_MIN_CHUNKS', 200, 0, 100_000_000),
       pacedBatchChunks: read.int('RAG_INDEX_PACED_BATCH_CHUNKS', 16, 1, 64),
       segmentMinChunks: read.int('RAG_INDEX_SEGMENT_MIN_CHUNKS', 0, 0, 100_000_000),
+      segmentMaxChunks: read.int('RAG_INDEX_SEGMENT_MAX_CHUNKS', 4_096, 16, 1_000_000),
       segmentMergeDelayMs: read.int('RAG_INDEX_SEGMENT_MERGE_DELAY_MS', 5_000, 0, 86_400_000),
       sliceMs: read.int('INDEX_SLICE_MS', 250, 50, 3_600_000),
       sliceChunks: read.int('INDEX_SLICE_CHUNKS', 500, 1, 10_000_000),

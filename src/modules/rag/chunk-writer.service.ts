@@ -292,8 +292,9 @@ export class ChunkWriterService {
     // nothing that a drain or a yield after it would throw away (a remote embedder is paid by the call).
     const prefetch = () => postgres && !pacer?.busy();
     const batchSize = () => Math.min(sizer.size, pacer?.batchChunks() ?? INDEX_BATCH_CHUNKS);
-    // A large document is written as a pending segment, published (indexed, searchable) after its last batch.
-    const segmentId = await this.segments.segmentFor(document.id, this.embedder.dimensions, from, total);
+    // A large document is written into pending segments, each published (indexed, searchable) when full and after
+    // the last batch.
+    let segment = await this.segments.segmentFor(document.id, this.embedder.dimensions, from, total);
     let next: Promise<EmbeddedBatch> | undefined;
     let reportedAt = performance.now();
     const writeEnded = this.segments.writing();
@@ -311,10 +312,18 @@ export class ChunkWriterService {
         // Not awaited when the write stops early (stale, yield, stop): its failure must not go unhandled.
         next?.catch(() => undefined);
         sizer.startBatch();
-        if (await this.insertBatch(document, rows, vectors, segmentId)) return { status: 'stale' };
+        if (await this.insertBatch(document, rows, vectors, segment?.id)) return { status: 'stale' };
         sizer.endBatch();
         from = to;
-        // The pause is measured from this batch's work alone, not from a job run in between at the question below.
+        if (segment) {
+          segment.chunks += rows.length;
+          if (to < total && this.segments.isFull(segment)) {
+            await this.segments.publish(segment.id, this.embedder.dimensions);
+            segment = await this.segments.segmentFor(document.id, this.embedder.dimensions, to, total);
+          }
+        }
+        // The pause is measured from this batch's work alone (a segment's build included), not from a job run in
+        // between at the question below.
         const pauseMs = pacer?.pauseAfter(performance.now() - batchStarted) ?? 0;
         let yielding = to < total && shouldYield !== undefined && (await shouldYield(to - batchFrom));
         if (!yielding) {
@@ -335,7 +344,13 @@ export class ChunkWriterService {
       sizer.stop();
       writeEnded();
     }
-    if (segmentId !== undefined) await this.segments.publish(segmentId, this.embedder.dimensions);
+    if (segment) {
+      const built = performance.now();
+      await this.segments.publish(segment.id, this.embedder.dimensions);
+      // The build is the write's last work: the pause after it leaves requests their share before the next document.
+      const pauseMs = pacer?.pauseAfter(performance.now() - built) ?? 0;
+      if (pauseMs >= 1) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
     return { status: 'indexed', chunkCount: total };
   }
 

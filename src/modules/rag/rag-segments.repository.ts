@@ -66,6 +66,13 @@ export class RagSegmentsRepository {
     return rows[0]?.id;
   }
 
+  /** How many chunks a segment holds. */
+  async chunkCount(segmentId: number): Promise<number> {
+    const { rows } = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM document_chunks WHERE segment_id = ${segmentLiteral(segmentId)}`.execute(this.db);
+    return rows[0].n;
+  }
+
   /**
    * Builds a written segment's indexes and makes it searchable, in one transaction (a failure leaves it `writing`,
    * without indexes, to be built again by the write that resumes it). Each build reads the segment's rows once; the

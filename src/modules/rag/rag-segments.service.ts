@@ -10,14 +10,26 @@ const MERGE_SLICE_CHUNKS = 256;
 const WRITE_WAIT_MS = 250;
 /** How long a process reuses its list of searchable segments: a segment another process published shows within it. */
 const SEARCHABLE_TTL_MS = 1_000;
+/**
+ * Searchable segments the merge lets wait while requests are served: below it the merge runs only while the service
+ * is quiet, since each merged chunk costs the live-index inserts its segment avoided; above it, paced like a write.
+ */
+const MERGE_BACKLOG_SEGMENTS = 8;
+
+/** A segment a document's write is filling, with the chunks it holds. */
+export interface OpenSegment {
+  readonly id: number;
+  chunks: number;
+}
 
 /**
  * Large documents written as pending segments (RagSegmentsRepository, docs/perf/ingest.md): on PostgreSQL, a document
  * of at least RAG_INDEX_SEGMENT_MIN_CHUNKS chunks is written outside the main HNSW graph and postings index, which
- * cost most of a chunk's write on a large table, and gets small indexes of its own once written; search reads them
- * beside the main ones, and a paced background merge (APP_ROLE all and worker) moves the chunks into the main
- * indexes RAG_INDEX_SEGMENT_MERGE_DELAY_MS after the segment is published, then drops it. The embedded engine keeps
- * the direct path (its statements run on the event loop, and a merge there would only add work).
+ * cost most of a chunk's write on a large table, into segments of up to RAG_INDEX_SEGMENT_MAX_CHUNKS chunks, each
+ * given small indexes of its own once full or written; search reads them beside the main ones, and a background
+ * merge (APP_ROLE all and worker) moves the chunks into the main indexes from RAG_INDEX_SEGMENT_MERGE_DELAY_MS after
+ * a segment is published, while the service is quiet, then drops the segment. The embedded engine keeps the direct
+ * path (its statements run on the event loop, and a merge there would only add work).
  */
 @Injectable()
 export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestroy {
@@ -84,11 +96,22 @@ export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestr
    * whatever the current setting (its chunks so far are outside the main indexes), else a new one if the document is
    * large enough and there is something left to write, else none (the direct path).
    */
-  async segmentFor(documentId: string, dims: number, resumeAt: number, total: number): Promise<number | undefined> {
+  async segmentFor(
+    documentId: string,
+    dims: number,
+    resumeAt: number,
+    total: number,
+  ): Promise<OpenSegment | undefined> {
     if (!this.config.database.url) return undefined;
     const left = await this.segments.writingOf(documentId, dims);
-    if (left !== undefined || resumeAt >= total || !this.usesSegment(total)) return left;
-    return this.segments.openFor(documentId, dims);
+    if (left !== undefined) return { id: left, chunks: await this.segments.chunkCount(left) };
+    if (resumeAt >= total || !this.usesSegment(total)) return undefined;
+    return { id: await this.segments.openFor(documentId, dims), chunks: 0 };
+  }
+
+  /** Whether a segment takes no more chunks: it is published and the write goes on in a new one. */
+  isFull(segment: OpenSegment): boolean {
+    return segment.chunks >= this.config.indexing.segmentMaxChunks;
   }
 
   /** Builds a written segment's indexes, makes it searchable, and schedules its merge. */
@@ -121,9 +144,9 @@ export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestr
   }
 
   /**
-   * Merges every searchable segment into the main indexes, oldest first, a slice per transaction, paced like a large
-   * document's write (IndexingPacer: at RAG_INDEX_DUTY_CYCLE while requests are served), then drops the indexes of
-   * segments that are gone. One run per process at a time; instances may run side by side (a slice skips the chunks
+   * Merges every searchable segment into the main indexes, oldest first, a slice per transaction, while the service
+   * is quiet or too many segments wait (then paced like a large document's write: IndexingPacer), then drops the
+   * indexes of segments that are gone. One run per process at a time; instances may run side by side (a slice skips the chunks
    * another one holds).
    */
   mergeAll(): Promise<void> {
@@ -141,7 +164,8 @@ export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestr
       this.requestLoad,
     );
     for (let segment = await this.segments.nextToMerge(); segment && !this.stopped;) {
-      while (this.writes > 0 && !this.stopped) await new Promise((resolve) => setTimeout(resolve, WRITE_WAIT_MS));
+      while (!this.stopped && (this.writes > 0 || (await this.yieldsToRequests(pacer))))
+        await new Promise((resolve) => setTimeout(resolve, WRITE_WAIT_MS));
       if (this.stopped) return;
       const started = performance.now();
       const moved = await this.segments.mergeSlice(segment, pacer.batchChunks());
@@ -155,5 +179,14 @@ export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestr
       await new Promise((resolve) => (pauseMs >= 1 ? setTimeout(resolve, pauseMs) : setImmediate(resolve)));
     }
     if (!this.stopped) await this.segments.dropLeftovers();
+  }
+
+  /**
+   * Whether the merge waits for the service to be quiet: while requests are served (as this process sees them; a
+   * worker that cannot see the API's load merges paced) and no more than MERGE_BACKLOG_SEGMENTS segments wait.
+   */
+  private async yieldsToRequests(pacer: IndexingPacer): Promise<boolean> {
+    if (!this.requestLoad.serving || !pacer.busy()) return false;
+    return (await this.searchable()).length <= MERGE_BACKLOG_SEGMENTS;
   }
 }
