@@ -218,7 +218,7 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   RAG_INDEX_SEGMENT_MIN_CHUNKS: {
     group: 'Indexing',
-    text: 'on PostgreSQL, the smallest document (in chunks) written as a pending segment (0, the default: none; 500 suits a bulk import of large documents): outside the main HNSW graph and postings index, with indexes of its own built once it is written (searchable from then on), merged into the main ones in the background; 0 writes every document into the main indexes directly. See [Pending segments](perf/ingest.md#pending-segments-built-2026-11-28-session-20)',
+    text: 'on PostgreSQL, the smallest document (in chunks) written into pending segments (default 500; 0: none, every document goes into the main indexes directly): outside the main HNSW graph and postings index, each segment with indexes of its own built once full or written (searchable from then on), merged into the main ones in the background while the service is quiet. See [Pending segments](perf/ingest.md#pending-segments-capped-paced-and-on-by-default-2026-11-28-session-21)',
   },
   RAG_INDEX_SEGMENT_MAX_CHUNKS: {
     group: 'Indexing',
@@ -260,7 +260,7 @@ const DESCRIPTIONS: Record<string, Description> = {
   },
   EXTRACT_TIMEOUT_MS: {
     group: 'Extraction of uploads',
-    text: 'one extraction (or chunking) in its sandbox thread; past it the thread is terminated and the document fails',
+    text: "one extraction (or chunking) in its sandbox thread, counted from when the thread begins it (not a fresh thread's start); past it the thread is terminated and the document fails",
   },
   EXTRACT_MAX_MEMORY_MB: {
     group: 'Extraction of uploads',

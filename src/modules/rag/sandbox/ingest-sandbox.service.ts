@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { MessageChannel, type Transferable } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { AppConfig } from '../../../config/app-config.js';
 import { APP_CONFIG } from '../../../config/app-config.token.js';
@@ -9,14 +10,24 @@ import type { DocumentKind } from '../../documents/document-type.js';
 import type { ChunkerOptions, TextChunk } from '../chunking/chunker.js';
 import type { VectorBatch } from '../embeddings/embedding-provider.js';
 import type { HashingEmbedderOptions } from '../embeddings/offline-hashing.embedder.js';
-import type { ChunkTask, EmbedTask, ExtractOutcome, ExtractTask, IngestThreadData } from './ingest-thread.js';
+import type {
+  ChunkTask,
+  EmbedTask,
+  ExtractOutcome,
+  ExtractTask,
+  IngestThreadData,
+  TimedTask,
+} from './ingest-thread.js';
+
+/** How long a task may wait for its thread to start and load its modules before its own time limit starts. */
+const THREAD_START_ALLOWANCE_MS = 30_000;
 
 /**
  * The sandbox for work on untrusted files: text extraction and chunking run in a bounded pool of worker
  * threads (piscina), never on the event loop that serves HTTP. In the embedded default the indexing
  * worker shares its process with the API, so this is what keeps `/api/health` answering while a hostile
  * file is processed. Each thread has a V8 heap limit (EXTRACT_MAX_MEMORY_MB): a file that needs more
- * kills only its thread. Each task has a time limit (EXTRACT_TIMEOUT_MS): piscina terminates the
+ * kills only its thread. Each task has a time limit (EXTRACT_TIMEOUT_MS, from when its thread begins it): piscina terminates the
  * thread when the signal fires. Both end as a TextExtractionError naming the limit; the pool starts a
  * fresh thread for the next task. EXTRACT_CONCURRENCY threads at most, so extraction cannot take every
  * core from the queue's other work.
@@ -70,15 +81,24 @@ export class IngestSandbox implements OnModuleDestroy {
     return this.run<VectorBatch>('embed', task);
   }
 
-  private async run<T>(name: string, task: unknown, transferList?: ArrayBuffer[]): Promise<T> {
+  private async run<T>(name: string, task: TimedTask, transferList: Transferable[] = []): Promise<T> {
     const { timeoutMs, maxMemoryMb } = this.config.extraction;
-    // The clock starts when the task is handed to the pool: the indexing worker runs one document at a
-    // time per process and the pool has a thread for it, so there is no queueing to count against it.
-    const signal = AbortSignal.timeout(timeoutMs);
+    // The clock starts when the thread begins the task: a fresh thread's start and module loading (seconds on a
+    // busy machine) are the sandbox's own work, bounded apart by THREAD_START_ALLOWANCE_MS.
+    const limit = new AbortController();
+    const { port1: started, port2 } = new MessageChannel();
+    let timer = setTimeout(() => limit.abort(), timeoutMs + THREAD_START_ALLOWANCE_MS);
+    started.once('message', () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => limit.abort(), timeoutMs);
+    });
     try {
-      return (await this.pool.run(task, { name, signal, transferList })) as T;
+      return (await this.pool.run(
+        { ...task, started: port2 },
+        { name, signal: limit.signal, transferList: [...transferList, port2] },
+      )) as T;
     } catch (error) {
-      if (signal.aborted) {
+      if (limit.signal.aborted) {
         this.logger.warn({ msg: 'sandbox task killed: time limit', task: name, timeoutMs });
         throw new TextExtractionError(
           `processing the file took longer than ${formatSeconds(timeoutMs)} (EXTRACT_TIMEOUT_MS)`,
@@ -91,6 +111,9 @@ export class IngestSandbox implements OnModuleDestroy {
         );
       }
       throw error;
+    } finally {
+      clearTimeout(timer);
+      started.close();
     }
   }
 }

@@ -12,7 +12,7 @@
 import { readlinkSync } from 'node:fs';
 import { registerHooks } from 'node:module';
 import { getPriority, setPriority } from 'node:os';
-import { workerData } from 'node:worker_threads';
+import { type MessagePort, workerData } from 'node:worker_threads';
 import type { DocumentKind } from '../../documents/document-type.js';
 import type { ExtractionLimits } from '../../documents/document-text-extractor.js';
 import type { ChunkerOptions, TextChunk } from '../chunking/chunker.js';
@@ -56,7 +56,20 @@ function lowerThreadPriority(nice: number): void {
   }
 }
 
-export interface ExtractTask {
+/**
+ * What every task carries: the port it says on that its work begins (IngestSandbox times the task from there, not
+ * from the thread's start and the loading of its modules, which are the sandbox's own work, not the file's).
+ */
+export interface TimedTask {
+  started?: MessagePort;
+}
+
+function begin(task: TimedTask): void {
+  task.started?.postMessage(true);
+  task.started?.close();
+}
+
+export interface ExtractTask extends TimedTask {
   kind: DocumentKind;
   bytes: Uint8Array;
   limits: ExtractionLimits;
@@ -67,6 +80,7 @@ export type ExtractOutcome = { ok: true; text: string } | { ok: false; message: 
 
 export async function extract(task: ExtractTask): Promise<ExtractOutcome> {
   const { extractText, TextExtractionError } = await import('../../documents/document-text-extractor.js');
+  begin(task);
   try {
     const bytes = Buffer.from(task.bytes.buffer, task.bytes.byteOffset, task.bytes.byteLength);
     return { ok: true, text: await extractText(task.kind, bytes, task.limits) };
@@ -77,17 +91,18 @@ export async function extract(task: ExtractTask): Promise<ExtractOutcome> {
   }
 }
 
-export interface ChunkTask {
+export interface ChunkTask extends TimedTask {
   text: string;
   options: Partial<ChunkerOptions>;
 }
 
 export async function chunk(task: ChunkTask): Promise<TextChunk[]> {
   const { chunkText } = await import('../chunking/chunker.js');
+  begin(task);
   return chunkText(task.text, task.options);
 }
 
-export interface EmbedTask {
+export interface EmbedTask extends TimedTask {
   texts: string[];
   options: HashingEmbedderOptions;
 }
@@ -106,6 +121,7 @@ export async function embed(task: EmbedTask): Promise<VectorBatch> {
     embedder = { key, instance: new OfflineHashingEmbedder(task.options) };
   }
   const { toVectorBatch } = await import('../embeddings/embedding-provider.js');
+  begin(task);
   return toVectorBatch(
     task.texts.map((text) => embedder!.instance.embedOne(text)),
     task.options.dimensions,
