@@ -82,7 +82,7 @@ async function main(): Promise<void> {
   const config = loadConfig({
     // A bulk load by one user: the per-user queue cap that keeps shares fair would only slow it down.
     INDEX_MAX_QUEUED_PER_USER: '1000000',
-    // Large uploads as pending segments, as a bulk import would be configured (RAG_INDEX_SEGMENT_MIN_CHUNKS=0 measures the direct path).
+    // Large uploads as pending segments, the default (RAG_INDEX_SEGMENT_MIN_CHUNKS=0 measures the direct path).
     RAG_INDEX_SEGMENT_MIN_CHUNKS: '500',
     ...process.env,
     DATA_DIR: dataDir,

@@ -105,7 +105,8 @@ describeOnSharedServices(
       // The API serves a request throughout, so the workers pace the document (a worker-only process follows the
       // API's published load): hundreds of short batches, nothing embedded ahead for the drain to throw away.
       releaseApi = holdApiBusy(api.baseUrl);
-      const first = await start('worker');
+      // Both workers are up before the upload: the one that takes the job is stopped mid-ingest, the other resumes.
+      const workers = [await start('worker'), await start('worker')];
       const { token, projectId } = await signUpWithProject(api.baseUrl, 'drain', 'Drain');
 
       // Unique paragraphs: a chunk embedded twice (work redone after the takeover) shows in the embeddings server's record.
@@ -120,12 +121,15 @@ describeOnSharedServices(
         Number(
           (await db.query(`SELECT count(*) AS n FROM document_chunks WHERE document_id = $1`, [documentId])).rows[0].n,
         );
-      // Mid-ingest: some chunks stored, most not; a second worker is up before the first one stops.
-      await waitFor('the first worker is indexing', async () => (await chunksStored()) >= 100, {
+      // Mid-ingest: some chunks stored, most not.
+      await waitFor('a worker is indexing', async () => (await chunksStored()) >= 100, {
         timeoutMs: 120_000,
         intervalMs: 200,
       });
-      const second = await start('worker');
+      const first = await waitFor('the worker that started the job', async () =>
+        workers.find((worker) => transitions(worker.output(), jobId).some((line) => line.event === 'started')),
+      );
+      const second = workers.find((worker) => worker !== first)!;
       const before = await chunksStored();
       expect(before).toBeLessThan(expectedChunks / 2);
 

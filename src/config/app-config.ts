@@ -143,11 +143,10 @@ export interface AppConfig {
      */
     pacedMinChunks: number;
     /**
-     * On PostgreSQL, documents of at least this many chunks are written as a pending segment (0, the default: none),
-     * out of the main HNSW graph and postings index, with indexes of their own built once written and merged into
-     * the main ones later (RagSegmentsService). RAG_INDEX_SEGMENT_MIN_CHUNKS: for bulk imports of large documents
-     * (about 4× faster uploads at 500); off by default because a large segment's index build and its later merge
-     * raised other users' p99 during ingestion over the bench:ingest target (docs/perf/ingest.md).
+     * On PostgreSQL, documents of at least this many chunks are written into pending segments (0: none), out of the
+     * main HNSW graph and postings index, with indexes of their own built as each fills, merged into the main ones
+     * while the service is quiet (RagSegmentsService). RAG_INDEX_SEGMENT_MIN_CHUNKS, default 500: large uploads about
+     * 3-4× faster, with other users' p99 during them within the bench:ingest target (docs/perf/ingest.md).
      */
     segmentMinChunks: number;
     /**
@@ -336,7 +335,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       dutyCycle: read.number('RAG_INDEX_DUTY_CYCLE', 0.5, 0.1, 1),
       pacedMinChunks: read.int('RAG_INDEX_PACED_MIN_CHUNKS', 200, 0, 100_000_000),
       pacedBatchChunks: read.int('RAG_INDEX_PACED_BATCH_CHUNKS', 16, 1, 64),
-      segmentMinChunks: read.int('RAG_INDEX_SEGMENT_MIN_CHUNKS', 0, 0, 100_000_000),
+      segmentMinChunks: read.int('RAG_INDEX_SEGMENT_MIN_CHUNKS', 500, 0, 100_000_000),
       segmentMaxChunks: read.int('RAG_INDEX_SEGMENT_MAX_CHUNKS', 4_096, 16, 1_000_000),
       segmentMergeDelayMs: read.int('RAG_INDEX_SEGMENT_MERGE_DELAY_MS', 5_000, 0, 86_400_000),
       sliceMs: read.int('INDEX_SLICE_MS', 250, 50, 3_600_000),
