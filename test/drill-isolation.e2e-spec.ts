@@ -9,9 +9,10 @@ import {
   type RawRequest,
   type RawResponse,
 } from './support/drill-helpers';
+import { DatabasePool } from '../src/database/database-pool';
 import { makeUser, type TestUser } from './support/factories';
 import { FakeLlmServer } from './support/fake-llm-server';
-import { startTestApp, type TestApp } from './support/test-app';
+import { createTestDatabase, startTestApp, type TestApp } from './support/test-app';
 import { pollUntil } from './support/wait';
 
 /**
@@ -19,7 +20,7 @@ import { pollUntil } from './support/wait';
  *
  * Seeds users, projects with members, API keys with random scopes and project pins, OAuth grants
  * (access tokens, which must act exactly like keys with the scopes and pins chosen at consent), project
- * session tokens, tasks and documents; then fires random calls at every Area A tool and the Area B routes with
+ * session tokens, tasks and documents (on PostgreSQL written as pending segments); then fires random calls at every Area A tool and the Area B routes with
  * every kind of credential. Each answer is checked against a model kept in this file, built only from
  * what the test created (it never asks the services): the status must be one the model allows, a list
  * must hold exactly what the caller may see, and no body may carry an id or marker of something the
@@ -222,8 +223,17 @@ describe(`isolation drill (seed ${seed})`, () => {
     // eslint-disable-next-line no-console
     console.log(`drill-isolation: DRILL_SEED=${seed} (calls ≤ ${maxCalls}, ≤ ${seconds}s)`);
     llm = await new FakeLlmServer().start();
+    // On PostgreSQL every document is written into pending segments of at most 16 chunks (told the database URL, as a
+    // deployment is), so search reads documents from segments and, once more than 8 wait, merges them while it runs.
+    const database = await createTestDatabase();
+    const segments: Record<string, string> =
+      database.kind === 'postgres'
+        ? { DATABASE_URL: database.url, RAG_INDEX_SEGMENT_MIN_CHUNKS: '1', RAG_INDEX_SEGMENT_MAX_CHUNKS: '16' }
+        : {};
     t = await startTestApp({
+      database,
       env: {
+        ...segments,
         RATE_LIMIT_KEY_PER_MIN: '1000000',
         RATE_LIMIT_USER_PER_MIN: '1000000',
         // Agent runs use a scripted OpenAI-compatible model that asks for what the run must not reach.
@@ -463,6 +473,7 @@ describe(`isolation drill (seed ${seed})`, () => {
 
   afterAll(async () => {
     await t?.close();
+    await t?.database.drop();
     await llm?.stop();
   });
 
@@ -1146,6 +1157,15 @@ describe(`isolation drill (seed ${seed})`, () => {
       console.log([summary, ...problems].join('\n'));
       expect(problems).toEqual([]);
       expect(stats.calls).toBeGreaterThanOrEqual(200);
+      if (t.database.kind === 'postgres') {
+        // The documents went through pending segments (the setting above), not around them.
+        const [opened] = (await t.app
+          .get(DatabasePool)
+          .query(`SELECT CASE WHEN is_called THEN last_value ELSE 0 END::int AS n FROM rag_segments_id_seq`)) as {
+          n: number;
+        }[];
+        expect(opened.n).toBeGreaterThan(0);
+      }
     },
     (seconds + 120) * 1000,
   );
