@@ -143,6 +143,10 @@ export class DocumentChunksRepository {
     executor: DbExecutor,
   ): Promise<void> {
     const { documentId, sha256, segmentId, ...space } = source;
+    // A document's batches are derived data, written again after the committed prefix if lost: their commits need
+    // not wait for the WAL flush. A crash loses at most the last batches, in order, and the durable commit that marks
+    // the document indexed (or publishes its segment) flushes every batch before it.
+    await sql`SET LOCAL synchronous_commit = off`.execute(executor);
     await this.insertDocumentsBatch(
       space,
       chunks.map((chunk) => ({ ...chunk, documentId, sha256 })),

@@ -86,8 +86,9 @@ export class RagSegmentsRepository {
       // One core: the builds run while requests are served, and a parallel HNSW build would take them all.
       await sql`SET LOCAL statement_timeout = 0`.execute(trx);
       await sql`SET LOCAL max_parallel_maintenance_workers = 0`.execute(trx);
+      // A segment's graph is small and lives until its merge: half the default construction effort.
       await sql`CREATE INDEX IF NOT EXISTS ${sql.id(names.vectors)} ON document_chunks
-                  USING hnsw ((embedding::vector(${sql.lit(dims)})) vector_cosine_ops)
+                  USING hnsw ((embedding::vector(${sql.lit(dims)})) vector_cosine_ops) WITH (ef_construction = 32)
                   WHERE segment_id = ${id} AND embedding_dims = ${sql.lit(dims)}`.execute(trx);
       // The shape of rag_postings_impact_idx, so a segment's postings are read as the main ones are.
       await sql`CREATE INDEX IF NOT EXISTS ${sql.id(names.impact)} ON rag_pending_postings
