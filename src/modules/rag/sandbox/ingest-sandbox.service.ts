@@ -27,10 +27,10 @@ const THREAD_START_ALLOWANCE_MS = 30_000;
  * threads (piscina), never on the event loop that serves HTTP. In the embedded default the indexing
  * worker shares its process with the API, so this is what keeps `/api/health` answering while a hostile
  * file is processed. Each thread has a V8 heap limit (EXTRACT_MAX_MEMORY_MB): a file that needs more
- * kills only its thread. Each task has a time limit (EXTRACT_TIMEOUT_MS, from when its thread begins it): piscina terminates the
- * thread when the signal fires. Both end as a TextExtractionError naming the limit; the pool starts a
- * fresh thread for the next task. EXTRACT_CONCURRENCY threads at most, so extraction cannot take every
- * core from the queue's other work.
+ * kills only its thread. Each task has a time limit (EXTRACT_TIMEOUT_MS, from when its thread begins it):
+ * piscina terminates the thread when the signal fires. Both end as a TextExtractionError naming the limit;
+ * the pool starts a fresh thread for the next task. EXTRACT_CONCURRENCY threads at most, so extraction
+ * cannot take every core from the queue's other work.
  */
 @Injectable()
 export class IngestSandbox implements OnModuleDestroy {
