@@ -94,7 +94,8 @@ export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestr
   /**
    * The segment a document's write of `total` chunks goes to, resuming at `resumeAt`: one an interrupted write left,
    * whatever the current setting (its chunks so far are outside the main indexes), else a new one if the document is
-   * large enough and there is something left to write, else none (the direct path).
+   * large enough and there is something left to write, else none (the direct path). A write from the start has no
+   * chunks stored, so no segment of its own to continue: it asks nothing (every small document's write takes this path).
    */
   async segmentFor(
     documentId: string,
@@ -103,7 +104,7 @@ export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestr
     total: number,
   ): Promise<OpenSegment | undefined> {
     if (!this.config.database.url) return undefined;
-    const left = await this.segments.writingOf(documentId, dims);
+    const left = resumeAt > 0 ? await this.segments.writingOf(documentId, dims) : undefined;
     if (left !== undefined) return { id: left, chunks: await this.segments.chunkCount(left) };
     if (resumeAt >= total || !this.usesSegment(total)) return undefined;
     return { id: await this.segments.openFor(documentId, dims), chunks: 0 };
@@ -146,8 +147,8 @@ export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestr
   /**
    * Merges every searchable segment into the main indexes, oldest first, a slice per transaction, while the service
    * is quiet or too many segments wait (then paced like a large document's write: IndexingPacer), then drops the
-   * indexes of segments that are gone. One run per process at a time; instances may run side by side (a slice skips the chunks
-   * another one holds).
+   * indexes of segments that are gone. One run per process at a time; instances may run side by side (a slice skips
+   * the chunks another one holds).
    */
   mergeAll(): Promise<void> {
     this.merging ??= this.runMerge().finally(() => {
