@@ -313,4 +313,47 @@ describe('documents (upload, list, get, delete, visibility)', () => {
       });
     });
   });
+
+  describe('a file larger than one read of its bytes', () => {
+    let wide: TestApp;
+    afterAll(async () => {
+      await wide?.close();
+    });
+
+    it('is read back whole and exact: its original bytes, and the text extracted from them', async () => {
+      // The default upload limit; the stored bytes are read back in pieces of 512 KiB (DocumentsRepository).
+      wide = await startTestApp();
+      const user = await makeUser(wide);
+      const project = (await wide.http.post('/api/projects').set(bearer(user.token)).send({ name: 'Big' }).expect(201))
+        .body.data.id;
+      // Text that compresses (stored compressed by the database) with a marker straddling the piece boundary.
+      const line = (i: number) => `line ${i} of a long plain text file, repeated words words words\n`;
+      const lines = Array.from({ length: 30_000 }, (_, i) => line(i));
+      const boundary = 512 * 1024;
+      let text = lines.join('');
+      text = `${text.slice(0, boundary - 5)}MARKER-ACROSS-PIECES${text.slice(boundary - 5)}`;
+      const bytes = Buffer.from(text);
+      expect(bytes.length).toBeGreaterThan(3 * boundary);
+      const res = await wide.http
+        .post('/api/documents/upload')
+        .set(bearer(user.token))
+        .field('projectId', project)
+        .attach('file', bytes, 'long.txt')
+        .expect(201);
+      const id = res.body.data.id;
+      const service = wide.app.get(DocumentsService);
+      const original = await service.getOriginal(actorOf(user), id);
+      expect(original.bytes.length).toBe(bytes.length);
+      expect(original.bytes.equals(bytes)).toBe(true);
+      const started = Date.now();
+      let status = '';
+      while (!['indexed', 'failed'].includes(status) && Date.now() - started < 60_000) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        status = (await wide.http.get(`/api/documents/${id}`).set(bearer(user.token)).expect(200)).body.data.status;
+      }
+      expect(status).toBe('indexed');
+      const { content } = await service.getWithContent(actorOf(user), id);
+      expect(content).toBe(text);
+    });
+  });
 });
