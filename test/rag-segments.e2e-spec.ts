@@ -311,7 +311,15 @@ describeOnSharedServices('pending segments (e2e)', () => {
     const text = largeText('weirstone')
       .replace('Paragraph 0: routine', 'Paragraph 0: the marrowgate sluice, routine')
       .replace('Paragraph 79: routine', 'Paragraph 79: the marrowgate sluice, routine');
-    const doc = await uploadIndexed(owner, 'weir.md', text);
+    // Written while a request is in flight: each segment's indexes are built one after another on one connection
+    // (the first test's, at full speed, at the same time on two).
+    const releaseDuringWrite = holdApiBusy(app.baseUrl);
+    let doc: Awaited<ReturnType<typeof uploadIndexed>>;
+    try {
+      doc = await uploadIndexed(owner, 'weir.md', text);
+    } finally {
+      releaseDuringWrite();
+    }
     const segments = await segmentsOf(doc.id);
     expect(segments.length).toBeGreaterThan(1);
     expect(segments.every((segment) => segment.state === 'searchable')).toBe(true);

@@ -318,7 +318,7 @@ export class ChunkWriterService {
         if (segment) {
           segment.chunks += rows.length;
           if (to < total && this.segments.isFull(segment)) {
-            await this.segments.publish(segment.id, this.embedder.dimensions);
+            await this.segments.publish(segment.id, this.embedder.dimensions, !pacer?.busy());
             segment = await this.segments.segmentFor(document.id, this.embedder.dimensions, to, total);
           }
         }
@@ -346,7 +346,7 @@ export class ChunkWriterService {
     }
     if (segment) {
       const built = performance.now();
-      await this.segments.publish(segment.id, this.embedder.dimensions);
+      await this.segments.publish(segment.id, this.embedder.dimensions, !pacer?.busy());
       // The build is the write's last work: the pause after it leaves requests their share before the next document.
       const pauseMs = pacer?.pauseAfter(performance.now() - built) ?? 0;
       if (pauseMs >= 1) await new Promise((resolve) => setTimeout(resolve, pauseMs));

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { sql, type RawBuilder } from 'kysely';
-import { InjectDb, type Db } from '../../database/kysely.provider.js';
+import { InjectDb, type Db, type DbExecutor } from '../../database/kysely.provider.js';
 
 /** A pending segment search reads beside the main indexes: its id and the vector dimension of its chunks. */
 export interface SearchableSegment {
@@ -74,30 +74,64 @@ export class RagSegmentsRepository {
   }
 
   /**
-   * Builds a written segment's indexes and makes it searchable, in one transaction (a failure leaves it `writing`,
-   * without indexes, to be built again by the write that resumes it). Each build reads the segment's rows once; the
-   * HNSW build also scans the chunk table's heap and holds off other chunk writes while it runs.
+   * Builds a written segment's indexes and makes it searchable (a failure leaves it `writing`, its missing indexes
+   * built by the write that resumes it). Each build reads the segment's rows once; the HNSW build also scans the
+   * chunk table's heap and holds off other chunk writes while it runs. `spread`: the three are built at the same
+   * time, each on its own connection (every core, for a service nobody is calling); else one after another on one,
+   * in the transaction that publishes the segment.
    */
-  async publish(segmentId: number, dims: number): Promise<void> {
+  async publish(segmentId: number, dims: number, spread: boolean): Promise<void> {
     if (!Number.isInteger(dims) || dims <= 0) throw new Error(`not a dimension: ${dims}`);
-    const id = segmentLiteral(segmentId);
-    const names = segmentIndexes(segmentId);
-    await this.db.transaction().execute(async (trx) => {
-      // One core: the builds run while requests are served, and a parallel HNSW build would take them all.
-      await sql`SET LOCAL statement_timeout = 0`.execute(trx);
-      await sql`SET LOCAL max_parallel_maintenance_workers = 0`.execute(trx);
-      // A segment's graph is small and lives until its merge: half the default construction effort.
-      await sql`CREATE INDEX IF NOT EXISTS ${sql.id(names.vectors)} ON document_chunks
-                  USING hnsw ((embedding::vector(${sql.lit(dims)})) vector_cosine_ops) WITH (ef_construction = 32)
-                  WHERE segment_id = ${id} AND embedding_dims = ${sql.lit(dims)}`.execute(trx);
-      // The shape of rag_postings_impact_idx, so a segment's postings are read as the main ones are.
-      await sql`CREATE INDEX IF NOT EXISTS ${sql.id(names.impact)} ON rag_pending_postings
-                  (lexeme, (tf::float8 / (tf::float8 + 0.3::float8 + 0.009::float8 * dl::float8)) DESC)
-                  INCLUDE (chunk_id, document_id, tf, dl, scope_id) WHERE segment_id = ${id}`.execute(trx);
-      await sql`CREATE INDEX IF NOT EXISTS ${sql.id(names.chunks)} ON rag_pending_postings (chunk_id)
-                  WHERE segment_id = ${id}`.execute(trx);
-      await sql`UPDATE rag_segments SET state = 'searchable' WHERE id = ${segmentId}`.execute(trx);
-    });
+    const builds = [
+      (trx: DbExecutor) => this.buildVectorIndex(trx, segmentId, dims),
+      (trx: DbExecutor) => this.buildImpactIndex(trx, segmentId),
+      (trx: DbExecutor) => this.buildChunkIndex(trx, segmentId),
+    ];
+    const markSearchable = (executor: DbExecutor) =>
+      sql`UPDATE rag_segments SET state = 'searchable' WHERE id = ${segmentId}`.execute(executor);
+    if (!spread) {
+      await this.db.transaction().execute(async (trx) => {
+        for (const build of builds) await build(trx);
+        await markSearchable(trx);
+      });
+      return;
+    }
+    const built = await Promise.allSettled(builds.map((build) => this.db.transaction().execute(build)));
+    // All settled first: a failed build leaves no statement of another running when the write is retried.
+    for (const outcome of built) if (outcome.status === 'rejected') throw outcome.reason;
+    await markSearchable(this.db);
+  }
+
+  /** A segment's HNSW graph over its chunks' vectors. */
+  private async buildVectorIndex(trx: DbExecutor, segmentId: number, dims: number): Promise<void> {
+    await this.oneCoreBuild(trx);
+    // A segment's graph is small and lives until its merge: half the default construction effort.
+    await sql`CREATE INDEX IF NOT EXISTS ${sql.id(segmentIndexes(segmentId).vectors)} ON document_chunks
+                USING hnsw ((embedding::vector(${sql.lit(dims)})) vector_cosine_ops) WITH (ef_construction = 32)
+                WHERE segment_id = ${segmentLiteral(segmentId)} AND embedding_dims = ${sql.lit(dims)}`.execute(trx);
+  }
+
+  /** A segment's postings in impact order, what keyword search reads: the shape of rag_postings_impact_idx. */
+  private async buildImpactIndex(trx: DbExecutor, segmentId: number): Promise<void> {
+    await this.oneCoreBuild(trx);
+    await sql`CREATE INDEX IF NOT EXISTS ${sql.id(segmentIndexes(segmentId).impact)} ON rag_pending_postings
+                (lexeme, (tf::float8 / (tf::float8 + 0.3::float8 + 0.009::float8 * dl::float8)) DESC)
+                INCLUDE (chunk_id, document_id, tf, dl, scope_id) WHERE segment_id = ${segmentLiteral(segmentId)}`.execute(
+      trx,
+    );
+  }
+
+  /** A segment's postings by chunk, what its merge and chunk deletes find them by. */
+  private async buildChunkIndex(trx: DbExecutor, segmentId: number): Promise<void> {
+    await this.oneCoreBuild(trx);
+    await sql`CREATE INDEX IF NOT EXISTS ${sql.id(segmentIndexes(segmentId).chunks)} ON rag_pending_postings (chunk_id)
+                WHERE segment_id = ${segmentLiteral(segmentId)}`.execute(trx);
+  }
+
+  /** A build's settings: no statement timeout, and no parallel workers (a parallel HNSW build would take every core). */
+  private async oneCoreBuild(trx: DbExecutor): Promise<void> {
+    await sql`SET LOCAL statement_timeout = 0`.execute(trx);
+    await sql`SET LOCAL max_parallel_maintenance_workers = 0`.execute(trx);
   }
 
   /** Every searchable segment, oldest first. */

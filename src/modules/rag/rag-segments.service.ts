@@ -115,9 +115,12 @@ export class RagSegmentsService implements OnApplicationBootstrap, OnModuleDestr
     return segment.chunks >= this.config.indexing.segmentMaxChunks;
   }
 
-  /** Builds a written segment's indexes, makes it searchable, and schedules its merge. */
-  async publish(segmentId: number, dims: number): Promise<void> {
-    await this.segments.publish(segmentId, dims);
+  /**
+   * Builds a written segment's indexes, makes it searchable, and schedules its merge. `fullSpeed`: the write is not
+   * paced (nobody is served), so the builds may take both cores.
+   */
+  async publish(segmentId: number, dims: number, fullSpeed: boolean): Promise<void> {
+    await this.segments.publish(segmentId, dims, fullSpeed);
     this.cached = null;
     if (this.config.role !== 'api') this.mergeSoon(this.config.indexing.segmentMergeDelayMs);
   }
