@@ -1,3 +1,5 @@
+import { isUtf8 } from 'node:buffer';
+
 /**
  * One accepted upload type. Every format is one file in this folder listed in `document-formats.ts`; the upload
  * check, the stored MIME type, the "accepted:" message, the OpenAPI description and the text extraction all read
@@ -25,20 +27,20 @@ export interface DocumentFormat {
 
 export type TextParser = 'utf8' | 'html' | 'pdf' | 'docx';
 
-/** Strict UTF-8 without NUL bytes (a binary file renamed .txt fails here); a leading BOM is dropped. */
+/** Strict UTF-8 without NUL bytes (a binary file renamed .txt fails here), checked without decoding the bytes. */
+export function isUtf8Text(bytes: Uint8Array): boolean {
+  return !bytes.includes(0) && isUtf8(bytes);
+}
+
+/** The text of strict UTF-8 bytes without NUL bytes (see isUtf8Text); a leading BOM is dropped. */
 export function decodeUtf8(bytes: Uint8Array): string | undefined {
-  if (bytes.includes(0)) return undefined;
-  try {
-    const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-  } catch {
-    return undefined;
-  }
+  if (!isUtf8Text(bytes)) return undefined;
+  const text = new TextDecoder('utf-8').decode(bytes);
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 /** The content check of the text formats: UTF-8 text, named after the format in the refusal. */
 export function checkUtf8(kind: string, bytes: Buffer): string | undefined {
-  return decodeUtf8(bytes) === undefined
-    ? `the file is named as ${kind} text but its content is not UTF-8 text`
-    : undefined;
+  // Validated, not decoded: the upload's check runs on the event loop, and a large file's text is decoded in the sandbox.
+  return isUtf8Text(bytes) ? undefined : `the file is named as ${kind} text but its content is not UTF-8 text`;
 }

@@ -42,4 +42,17 @@ describe('document formats (the registry of accepted upload types)', () => {
       expect(format.checkContent(SAMPLES[kind].bad)).toEqual(expect.any(String));
     },
   );
+
+  it('refuses text that is not strict UTF-8 (an overlong form, a lone surrogate, a cut sequence) and accepts any valid script', () => {
+    for (const kind of ['text', 'markdown', 'html', 'csv', 'json'] as const) {
+      const format = formatOfKind(kind);
+      for (const bad of [
+        [0xc0, 0xaf],
+        [0xed, 0xa0, 0x80],
+        [0x61, 0xe2, 0x82],
+      ])
+        expect(format.checkContent(Buffer.from(bad))).toEqual(expect.any(String));
+    }
+    expect(formatOfKind('text').checkContent(Buffer.from('\ufeffZürich, 東京, 🙂'))).toBeUndefined();
+  });
 });
