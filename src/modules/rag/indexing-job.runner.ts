@@ -331,7 +331,7 @@ export class IndexingJobRunner {
     if (!kind || !bytes) return fail('no text could be extracted from this document');
     await this.indexState.markProcessing(document.id, document.sha256);
     try {
-      return await this.sandbox.extract(kind, bytes);
+      return await this.sandbox.extract(kind, bytes, true);
     } catch (error) {
       if (!(error instanceof TextExtractionError)) throw error;
       this.logger.warn({ msg: 'text extraction failed', documentId: document.id, error: error.message });

@@ -80,6 +80,27 @@ describe('IngestSandbox', () => {
     }
   }, 60_000);
 
+  it("moves a handed-over file's memory to the thread without a copy, and copies a file its caller keeps", async () => {
+    const pool = sandbox({});
+    try {
+      const text = 'words of a file read for its extraction '.repeat(400);
+      const kept = Buffer.from(text);
+      expect(await pool.extract('text', kept)).toBe(text);
+      expect(kept.toString()).toBe(text);
+      // A Buffer that is a whole memory block of its own (a large file read back is one): taken over, empty here.
+      const handed = Buffer.alloc(Buffer.byteLength(text), text);
+      expect(handed.byteLength).toBe(handed.buffer.byteLength);
+      expect(await pool.extract('text', handed, true)).toBe(text);
+      expect(handed.buffer.byteLength).toBe(0);
+      // A slice of a shared pool (a small Buffer) is copied even when handed over.
+      const small = Buffer.from('a small file');
+      expect(await pool.extract('text', small, true)).toBe('a small file');
+      expect(small.toString()).toBe('a small file');
+    } finally {
+      await pool.onModuleDestroy();
+    }
+  }, 60_000);
+
   it('chunks in a thread exactly as in-process chunking does', async () => {
     const pool = sandbox({});
     try {

@@ -58,9 +58,15 @@ export class IngestSandbox implements OnModuleDestroy {
     await this.pool.destroy().catch(() => undefined);
   }
 
-  /** The document's text, or a TextExtractionError naming the limit it broke. */
-  async extract(kind: DocumentKind, bytes: Buffer): Promise<string> {
-    const task: ExtractTask = { kind, bytes: new Uint8Array(bytes), limits: this.config.extraction };
+  /**
+   * The document's text, or a TextExtractionError naming the limit it broke. `handOver`: the caller has no further
+   * use for `bytes`, so a Buffer that is a whole memory block of its own (a large file's) moves to the thread without
+   * a copy on the event loop, and is empty here afterwards; otherwise the thread gets a copy.
+   */
+  async extract(kind: DocumentKind, bytes: Buffer, handOver = false): Promise<string> {
+    const whole = handOver && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+    const view = whole && bytes.buffer instanceof ArrayBuffer ? new Uint8Array(bytes.buffer) : new Uint8Array(bytes);
+    const task: ExtractTask = { kind, bytes: view, limits: this.config.extraction };
     const outcome = await this.run<ExtractOutcome>('extract', task, [task.bytes.buffer as ArrayBuffer]);
     if (!outcome.ok) throw new TextExtractionError(outcome.message);
     return outcome.text;
