@@ -321,8 +321,9 @@ describe('documents (upload, list, get, delete, visibility)', () => {
     });
 
     it('is read back whole and exact: its original bytes, and the text extracted from them', async () => {
-      // The default upload limit; the stored bytes are read back in pieces of 512 KiB (DocumentsRepository).
-      wide = await startTestApp();
+      // The default upload limit; the stored bytes are read back in pieces of 512 KiB (DocumentsRepository). Large
+      // chunks: the file's text is what this test checks, not its thousands of default-sized chunks.
+      wide = await startTestApp({ env: { RAG_CHUNK_TARGET_CHARS: '20000', RAG_CHUNK_OVERLAP_CHARS: '0' } });
       const user = await makeUser(wide);
       const project = (await wide.http.post('/api/projects').set(bearer(user.token)).send({ name: 'Big' }).expect(201))
         .body.data.id;
