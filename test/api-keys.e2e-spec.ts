@@ -354,8 +354,9 @@ describeOnSharedServices('the call count has a lane of its own (real PostgreSQL 
       .set(bearer(key.key))
       .send({ name: 'list_tasks', arguments: {} })
       .expect(200);
-    // Both shared connections sleep; the next call's list has to wait for them, its count does not.
-    const busy = [dataSource.query(`SELECT pg_sleep(5)`), dataSource.query(`SELECT pg_sleep(5)`)];
+    // Both shared connections sleep; the next call's list has to wait for them, its count does not. The sleep stays
+    // well under the pool's 5 s wait for a connection (DatabasePool), which the waiting call would otherwise meet.
+    const busy = [dataSource.query(`SELECT pg_sleep(3)`), dataSource.query(`SELECT pg_sleep(3)`)];
     let poolFree = false;
     void Promise.all(busy).then(() => (poolFree = true));
     await new Promise((resolve) => setTimeout(resolve, 200));
