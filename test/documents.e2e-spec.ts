@@ -6,6 +6,7 @@ import { DocumentsService } from '../src/modules/documents/documents.service.js'
 import { makeCorruptPdf, makeDocx, makePdf } from './fixtures/document-samples.js';
 import { bearer, makeUser, type TestUser } from './support/factories.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { pollUntil } from './support/wait.js';
 
 const UPLOAD_LIMIT = 64 * 1024;
 
@@ -346,12 +347,13 @@ describe('documents (upload, list, get, delete, visibility)', () => {
       const original = await service.getOriginal(actorOf(user), id);
       expect(original.bytes.length).toBe(bytes.length);
       expect(original.bytes.equals(bytes)).toBe(true);
-      const started = Date.now();
-      let status = '';
-      while (!['indexed', 'failed'].includes(status) && Date.now() - started < 60_000) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        status = (await wide.http.get(`/api/documents/${id}`).set(bearer(user.token)).expect(200)).body.data.status;
-      }
+      const status = await pollUntil(
+        'the large file indexed',
+        async () =>
+          (await wide.http.get(`/api/documents/${id}`).set(bearer(user.token)).expect(200)).body.data.status as string,
+        (value) => ['indexed', 'failed'].includes(value),
+        { timeoutMs: 60_000 },
+      );
       expect(status).toBe('indexed');
       const { content } = await service.getWithContent(actorOf(user), id);
       expect(content).toBe(text);

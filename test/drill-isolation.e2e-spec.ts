@@ -20,11 +20,12 @@ import { pollUntil } from './support/wait';
  *
  * Seeds users, projects with members, API keys with random scopes and project pins, OAuth grants
  * (access tokens, which must act exactly like keys with the scopes and pins chosen at consent), project
- * session tokens, tasks and documents (on PostgreSQL written as pending segments); then fires random calls at every Area A tool and the Area B routes with
- * every kind of credential. Each answer is checked against a model kept in this file, built only from
- * what the test created (it never asks the services): the status must be one the model allows, a list
- * must hold exactly what the caller may see, and no body may carry an id or marker of something the
- * caller may not see. Replay a failure with DRILL_SEED=<seed>; DRILL_CALLS / DRILL_SECONDS size the run.
+ * session tokens, tasks and documents (on PostgreSQL written as pending segments); then fires random calls at
+ * every Area A tool and the Area B routes with every kind of credential. Each answer is checked against a
+ * model kept in this file, built only from what the test created (it never asks the services): the status
+ * must be one the model allows, a list must hold exactly what the caller may see, and no body may carry an
+ * id or marker of something the caller may not see. Replay a failure with DRILL_SEED=<seed>; DRILL_CALLS /
+ * DRILL_SECONDS size the run.
  */
 
 type Role = 'owner' | 'editor' | 'viewer';

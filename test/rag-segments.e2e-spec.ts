@@ -312,7 +312,7 @@ describeOnSharedServices('pending segments (e2e)', () => {
       .replace('Paragraph 0: routine', 'Paragraph 0: the marrowgate sluice, routine')
       .replace('Paragraph 79: routine', 'Paragraph 79: the marrowgate sluice, routine');
     // Written while a request is in flight: each segment's indexes are built one after another on one connection
-    // (the first test's, at full speed, at the same time on two).
+    // (the first test's, at full speed, at the same time on three).
     const releaseDuringWrite = holdApiBusy(app.baseUrl);
     let doc: Awaited<ReturnType<typeof uploadIndexed>>;
     try {
